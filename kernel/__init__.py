@@ -1,0 +1,1 @@
+"""liveforge.kernel: the runtime core — module registry, patch engine, changes, sandbox."""

@@ -1,0 +1,154 @@
+"""The exception tree of liveforge.
+
+    LiveforgeError
+     ├── PatchError                   a patch could not be applied (target, line)
+     │    ├── PatchSyntaxError        new source does not compile        (+ SyntaxError)
+     │    ├── PatchExecutionError     new source raised while executing
+     │    └── UnsupportedChange       the change cannot be made in place (e.g. __slots__)
+     ├── TargetNotFound               no such dotted path (close matches)  (+ LookupError)
+     ├── ProtectedTarget              kernel modules without opt-in         (+ PermissionError)
+     ├── UnpersistedChanges           reload would drop in-memory changes
+     ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
+     ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
+     ├── PersistError                 files could not be written
+     │    ├── PersistConflict         file changed on disk since it was loaded
+     │    ├── UnsafePath              path outside the project root       (+ PermissionError)
+     │    └── UnverifiedChange        no passing verification since the last edit
+     ├── SandboxError                 a sandbox run could not be started
+     └── ConfigError                  bad configuration value               (+ ValueError)
+
+Every error says what happened and what to do next. A failed operation leaves the previous
+state intact.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+
+class LiveforgeError(Exception):
+    """Base class of every error raised by liveforge."""
+
+
+class PatchError(LiveforgeError):
+    """A patch could not be applied; the previous state is intact."""
+
+    def __init__(self, message: str, *, target: str = "", line: int | None = None) -> None:
+        super().__init__(message)
+        self.target = target
+        self.line = line
+
+
+class PatchSyntaxError(PatchError, SyntaxError):
+    """The new source does not compile."""
+
+    def __init__(self, message: str, *, target: str = "", line: int | None = None,
+                 filename: str | None = None, text: str | None = None,
+                 offset: int | None = None) -> None:
+        PatchError.__init__(self, message, target=target, line=line)
+        self.msg = message
+        self.filename = filename
+        self.lineno = line
+        self.offset = offset
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class PatchExecutionError(PatchError):
+    """The new source raised while it was executed; nothing was changed."""
+
+
+class UnsupportedChange(PatchError):
+    """The change cannot be applied in place (for example a `__slots__` layout change)."""
+
+
+class TargetNotFound(LiveforgeError, LookupError):
+    """A dotted path names nothing; `suggestions` holds close matches."""
+
+    def __init__(self, target: str, candidates: list[str] | tuple[str, ...] = (),
+                 hint: str = "") -> None:
+        self.target = target
+        self.suggestions = difflib.get_close_matches(target, list(candidates), n=5, cutoff=0.5)
+        message = f"{target!r} was not found"
+        if self.suggestions:
+            message += "; close matches: " + ", ".join(self.suggestions)
+        message += ". " + (hint or "Check the dotted path (inspect the parent to list names).")
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ProtectedTarget(LiveforgeError, PermissionError):
+    """The target belongs to liveforge's kernel, which is protected from patches."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        super().__init__(
+            f"{target!r} is part of liveforge.kernel, which refuses patches. Create the runtime "
+            "with Runtime(allow_kernel_patches=True) to allow them."
+        )
+
+
+class UnpersistedChanges(LiveforgeError):
+    """An operation would silently discard in-memory changes."""
+
+    def __init__(self, module: str, change_ids: list[str]) -> None:
+        self.module = module
+        self.change_ids = change_ids
+        super().__init__(
+            f"{module!r} has unpersisted in-memory changes ({', '.join(change_ids)}); reloading "
+            "from disk would drop them. Persist or roll them back first, or pass force=True."
+        )
+
+
+class ChangeError(LiveforgeError, LookupError):
+    """A change id is unknown or the change cannot be rolled back."""
+
+    def __init__(self, message: str, *, change_id: str = "") -> None:
+        super().__init__(message)
+        self.change_id = change_id
+
+
+class ExecutionTimeout(LiveforgeError, TimeoutError):
+    """In-process code ran past its timeout and was interrupted."""
+
+
+class PersistError(LiveforgeError):
+    """Changes could not be written to files; no file was modified."""
+
+    def __init__(self, message: str, *, path: str = "", module: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.module = module
+
+
+class PersistConflict(PersistError):
+    """The file changed on disk since liveforge loaded it."""
+
+    def __init__(self, message: str, *, path: str = "", module: str = "",
+                 diff: str = "") -> None:
+        super().__init__(message, path=path, module=module)
+        self.diff = diff
+
+
+class UnsafePath(PersistError, PermissionError):
+    """The destination lies outside the project root."""
+
+
+class UnverifiedChange(PersistError):
+    """A change has no passing verification since its last edit."""
+
+
+class SandboxError(LiveforgeError):
+    """A sandbox run could not be started or its result could not be read."""
+
+
+class ConfigError(LiveforgeError, ValueError):
+    """A configuration value is invalid; `key` names it."""
+
+    def __init__(self, message: str, *, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
