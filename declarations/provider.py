@@ -1,3 +1,4 @@
+# mypy: disable-error-code="empty-body"
 """The model provider contract: `Provider` (what the agent calls) and `WireFormat` (per API).
 
 Design. Talking to a model has two concerns that change for different reasons:
@@ -110,21 +111,21 @@ class RetryPolicy(BaseModel):
     """Retry, cooldown and timeout settings. Times in seconds."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    max_attempts: int = Field(4, ge=1)
+    max_attempts: int = Field(default=4, ge=1)
     """Attempts per route (first try included)."""
-    base_delay: float = Field(0.5, ge=0)
+    base_delay: float = Field(default=0.5, ge=0)
     """First backoff delay; doubles per attempt, with jitter."""
-    max_delay: float = Field(8.0, ge=0)
+    max_delay: float = Field(default=8.0, ge=0)
     """Cap of one backoff delay (a longer retry-after is honoured up to `total_budget`)."""
-    jitter: float = Field(0.25, ge=0, le=1)
+    jitter: float = Field(default=0.25, ge=0, le=1)
     """Fraction of each delay randomised (delay * (1 - jitter*random()))."""
-    total_budget: float = Field(60.0, ge=0)
+    total_budget: float = Field(default=60.0, ge=0)
     """Bound on the time spent waiting between retries of one call on one route."""
-    cooldown_base: float = Field(30.0, ge=0)
+    cooldown_base: float = Field(default=30.0, ge=0)
     """First cooldown of a failed key or model; doubles on each repeat."""
-    cooldown_max: float = Field(3600.0, ge=0)
-    connect_timeout: float = Field(10.0, gt=0)
-    read_timeout: float = Field(120.0, gt=0)
+    cooldown_max: float = Field(default=3600.0, ge=0)
+    connect_timeout: float = Field(default=10.0, gt=0)
+    read_timeout: float = Field(default=120.0, gt=0)
     """Longest wait for the response or for the next stream chunk."""
 
 
