@@ -1,0 +1,94 @@
+# mypy: disable-error-code="empty-body"
+"""The tool bridge: which tools the model sees now, and dispatching a call to one.
+
+A *tool module* is a public module (name not starting with ``_``) directly inside one of the
+toolbox's tool packages — ``liveforge.tools`` and the project's own tools package. Its tools
+are the plain functions named in its ``__all__``: the function's name is the tool's name, its
+docstring the description (the ``Args:`` section describes the parameters) and its type hints
+the JSON schema. Modules without ``__all__`` contribute nothing.
+
+The catalogue is read afresh at every ``tools()``/``specs()``/``call()``: a tool module
+created or changed in memory through the runtime is visible at the next call without a
+restart, and a tool removed from ``__all__`` (or whose function was deleted) is gone at once.
+
+    toolbox = Toolbox(runtime=rt, packages=["liveforge.tools"], limit=8000)
+    specs = toolbox.specs()                        # [ToolSpec(name, description, input_schema)]
+    result = toolbox.call("view_source", {"path": "pkg.mod"}, timeout=30)
+    result.text, result.is_error
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import forwardpy
+from liveforge.declarations.messages import ToolResultBlock, ToolSpec
+from liveforge.tools._schema import ToolSchema
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Runtime
+
+__all__ = ["Tool", "ToolResult", "Toolbox"]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable tool: where it lives, its function and its derived schema."""
+
+    name: str
+    module: str
+    func: Callable[..., Any]
+    schema: ToolSchema
+
+    def spec(self) -> ToolSpec:
+        """The provider-neutral description a model receives."""
+        return ToolSpec(name=self.name, description=self.schema.description,
+                        input_schema=self.schema.input_schema)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call gave back: bounded text, and whether it is an error report."""
+
+    text: str
+    is_error: bool = False
+
+    def to_block(self, tool_use_id: str) -> ToolResultBlock:
+        """This result as the answer to the model's tool call ``tool_use_id``."""
+        return ToolResultBlock(tool_use_id=tool_use_id, content=self.text,
+                               is_error=self.is_error)
+
+
+class Toolbox(forwardpy.Object):
+    """Which tools the model sees now, and dispatching its calls.
+
+    ``packages`` are the tool packages scanned, in priority order (a name taken by an
+    earlier package hides later ones); ``limit`` bounds every result's characters.
+    """
+
+    runtime: Runtime
+    packages: list[str]
+    limit: int
+
+    def tools(self) -> list[Tool]:
+        """The tools visible now, in package, module and ``__all__`` order."""
+        ...
+
+    def specs(self) -> list[ToolSpec]:
+        """Provider-neutral specs of the tools visible now."""
+        ...
+
+    def problems(self) -> list[str]:
+        """Why tool candidates were left out (import errors, unusable annotations, clashes)."""
+        ...
+
+    def call(self, name: str, arguments: dict[str, Any] | str,
+             timeout: float | None = None) -> ToolResult:
+        """Validate ``arguments`` (a dict or a JSON object text) and run tool ``name``.
+
+        Never raises for the model's mistakes: unknown tools, bad arguments, errors raised by
+        the tool and running past ``timeout`` seconds all come back as ``is_error`` results.
+        """
+        ...

@@ -1,0 +1,198 @@
+"""Default behaviour of the Toolbox: discover tool modules, describe them, dispatch calls.
+
+Discovery is done afresh on every call (schemas are cached per function version), so tool
+modules created, changed or emptied in memory take effect at the next call. A call binds the
+toolbox's runtime for the tools (``liveforge.tools.runtime()``), runs under a deadline, and
+turns every failure the model can fix into an ``is_error`` result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import json
+import pkgutil
+import sys
+import traceback
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import forwardpy
+from liveforge.declarations.messages import ToolSpec
+from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
+from liveforge.kernel.errors import LiveforgeError
+from liveforge.tools._context import using_runtime
+from liveforge.tools._deadline import DeadlineExceeded, deadline
+from liveforge.tools._output import DEFAULT_LIMIT, clip
+from liveforge.tools._schema import ArgumentError, ToolDefinitionError, ToolSchema
+
+__all__ = ["BUILTIN_PACKAGE", "DEFAULT_TIMEOUT", "project_tool_packages"]
+
+BUILTIN_PACKAGE = "liveforge.tools"
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a call may take unless the caller says otherwise."""
+_TIMEOUT_GRACE = 15.0
+"""Extra seconds over a tool's own ``timeout`` argument before the toolbox interrupts it."""
+
+_schemas: weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple[Any, ...], ToolSchema]]
+_schemas = weakref.WeakKeyDictionary()
+
+
+def project_tool_packages(project_root: str | Path) -> list[str]:
+    """Dotted names of the project's own tools packages (``<pkg>/tools`` with an __init__)."""
+    root = Path(project_root)
+    found = []
+    for base in (root, root / "src"):
+        for init in sorted(base.glob("*/tools/__init__.py")):
+            if (init.parent.parent / "__init__.py").exists():
+                found.append(f"{init.parent.parent.name}.tools")
+    return found
+
+
+def _packages(box: Toolbox) -> list[str]:
+    packages = getattr(box, "packages", None)
+    if packages:
+        return list(packages)
+    root = getattr(box.runtime, "project_root", ".")
+    return [BUILTIN_PACKAGE, *project_tool_packages(root)]
+
+
+def _tool_module_names(package: ModuleType) -> list[str]:
+    """Public direct submodules: on disk (pkgutil) and in memory (sys.modules)."""
+    prefix = package.__name__ + "."
+    names = {prefix + info.name for info in pkgutil.iter_modules(getattr(package, "__path__", []))}
+    names.update(name for name in list(sys.modules)
+                 if name.startswith(prefix) and "." not in name[len(prefix):])
+    return sorted(name for name in names if not name.rsplit(".", 1)[-1].startswith("_"))
+
+
+def _schema_for(func: Callable[..., Any], name: str) -> ToolSchema:
+    """The function's schema, recomputed only when its code, docs or defaults changed."""
+    version = (func.__code__, func.__doc__, func.__defaults__, func.__kwdefaults__,
+               repr(func.__annotations__), name)
+    cached = _schemas.get(func)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    schema = ToolSchema.of(func, name=name)
+    _schemas[func] = (version, schema)
+    return schema
+
+
+def _discover(box: Toolbox) -> tuple[list[Tool], list[str]]:
+    tools: dict[str, Tool] = {}
+    problems: list[str] = []
+    for package_name in _packages(box):
+        try:
+            package = importlib.import_module(package_name)
+        except Exception as exc:
+            problems.append(f"{package_name}: cannot import the package: {exc!r}")
+            continue
+        for module_name in _tool_module_names(package):
+            _collect(module_name, tools, problems)
+    return list(tools.values()), problems
+
+
+def _collect(module_name: str, tools: dict[str, Tool], problems: list[str]) -> None:
+    """Add the tools of one module; record why candidates were left out."""
+    try:
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+    except Exception as exc:
+        problems.append(f"{module_name}: cannot import: {exc!r}")
+        return
+    for name in getattr(module, "__all__", ()):
+        func = getattr(module, name, None)
+        if not inspect.isfunction(func):
+            problems.append(f"{module_name}.{name}: listed in __all__ but not a function")
+            continue
+        if name in tools:
+            problems.append(f"{module_name}.{name}: name taken by {tools[name].module}.{name}")
+            continue
+        try:
+            tools[name] = Tool(name, module_name, func, _schema_for(func, name))
+        except ToolDefinitionError as exc:
+            problems.append(f"{module_name}.{name}: {exc}")
+
+
+@forwardpy.impl(Toolbox.tools)
+def tools(self: Toolbox) -> list[Tool]:
+    return _discover(self)[0]
+
+
+@forwardpy.impl(Toolbox.specs)
+def specs(self: Toolbox) -> list[ToolSpec]:
+    return [tool.spec() for tool in self.tools()]
+
+
+@forwardpy.impl(Toolbox.problems)
+def problems(self: Toolbox) -> list[str]:
+    return _discover(self)[1]
+
+
+@forwardpy.impl(Toolbox.call)
+def call(self: Toolbox, name: str, arguments: dict[str, Any] | str,
+         timeout: float | None = None) -> ToolResult:
+    limit = getattr(self, "limit", None) or DEFAULT_LIMIT
+    available = {tool.name: tool for tool in self.tools()}
+    tool = available.get(name)
+    if tool is None:
+        return ToolResult(_unknown(name, list(available)), is_error=True)
+    try:
+        values = tool.schema.validate(_parse_arguments(name, arguments))
+    except ArgumentError as exc:
+        return ToolResult(str(exc), is_error=True)
+    seconds = _effective_timeout(timeout, values)
+    text, is_error = _run(self, tool, values, seconds)
+    return ToolResult(clip(text, limit, _more_hint), is_error=is_error)
+
+
+def _parse_arguments(name: str, arguments: dict[str, Any] | str) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ArgumentError(f"{name}: arguments are not valid JSON ({exc}); send a JSON object.",
+                            tool=name, problems=["<json>"]) from None
+
+
+def _effective_timeout(timeout: float | None, values: dict[str, Any]) -> float:
+    """The caller's timeout, stretched to cover a tool's own ``timeout`` argument."""
+    seconds = DEFAULT_TIMEOUT if timeout is None else timeout
+    own = values.get("timeout")
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        seconds = max(seconds, float(own) + _TIMEOUT_GRACE)
+    return seconds
+
+
+def _run(box: Toolbox, tool: Tool, values: dict[str, Any], seconds: float) -> tuple[str, bool]:
+    try:
+        with using_runtime(box.runtime), deadline(seconds):
+            value = tool.func(**values)
+    except DeadlineExceeded:
+        return (f"{tool.name} ran past its {seconds:g} s timeout and was interrupted; "
+                "ask for less work or pass a larger timeout."), True
+    except LiveforgeError as exc:
+        return f"{tool.name} failed: {type(exc).__name__}: {exc}", True
+    except Exception as exc:
+        return f"{tool.name} raised {type(exc).__name__}: {exc}\n{_short_traceback(exc)}", True
+    return (value if isinstance(value, str) else repr(value)), False
+
+
+def _short_traceback(exc: BaseException) -> str:
+    """The innermost frames of a tool's exception, enough to find the faulty line."""
+    frames = traceback.extract_tb(exc.__traceback__)[-4:]
+    return "".join(traceback.format_list(frames)).rstrip()
+
+
+def _unknown(name: str, available: list[str]) -> str:
+    close = difflib.get_close_matches(name, available, n=3)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    return f"no tool named {name!r}.{hint} Available: {', '.join(sorted(available))}."
+
+
+def _more_hint(line: int) -> str:
+    return f"output cut at line {line}; ask again for a narrower part (start/end, path, depth)"

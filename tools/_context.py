@@ -1,0 +1,56 @@
+"""How a tool reaches the runtime it works on: the runtime of the current tool call.
+
+Tools stay plain typed callables whose schemas show only what the model passes; the runtime
+is not a parameter. The toolbox binds it for the duration of a call (a context variable, so
+threads and asyncio tasks each see their own), and a tool asks for it with ``runtime()``:
+
+    from liveforge.tools import runtime
+
+    def count_changes() -> str:
+        '''How many changes this session made.'''
+        return str(len(runtime().history()))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+from liveforge.kernel.errors import LiveforgeError
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Runtime
+
+__all__ = ["NoRuntime", "runtime", "using_runtime"]
+
+_current: ContextVar[Runtime | None] = ContextVar("liveforge_tool_runtime", default=None)
+
+
+class NoRuntime(LiveforgeError, RuntimeError):
+    """A tool was called outside a toolbox call, so there is no runtime to work on."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no liveforge runtime is bound: call tools through a Toolbox, or bind one with "
+            "`with liveforge.tools.using_runtime(rt): ...`."
+        )
+
+
+def runtime() -> Runtime:
+    """The runtime of the current tool call; raises NoRuntime outside one."""
+    current = _current.get()
+    if current is None:
+        raise NoRuntime()
+    return current
+
+
+@contextmanager
+def using_runtime(rt: Runtime) -> Iterator[Runtime]:
+    """Bind ``rt`` as the runtime tools work on, for the duration of the ``with`` block."""
+    token = _current.set(rt)
+    try:
+        yield rt
+    finally:
+        _current.reset(token)
