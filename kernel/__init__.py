@@ -1,1 +1,55 @@
-"""liveforge.kernel: the runtime core — module registry, patch engine, changes, sandbox."""
+"""liveforge.kernel: the runtime core — module registry, patch engine, changes, sandbox.
+
+No LLM knowledge lives here; this is pure runtime machinery, usable without any agent.
+It refuses patches to itself unless a Runtime is created with `allow_kernel_patches=True`.
+"""
+
+from liveforge.kernel import _forward
+from liveforge.kernel._changes import Change, ChangeStatus
+from liveforge.kernel._execute import ExecutionResult
+from liveforge.kernel._forward import ImplSignatureError
+from liveforge.kernel._runtime import Runtime
+from liveforge.kernel.errors import (
+    ChangeError,
+    ConfigError,
+    ExecutionTimeout,
+    LiveforgeError,
+    PatchError,
+    PatchExecutionError,
+    PatchSyntaxError,
+    PersistConflict,
+    PersistError,
+    ProtectedTarget,
+    SandboxError,
+    TargetNotFound,
+    UnpersistedChanges,
+    UnsafePath,
+    UnsupportedChange,
+    UnverifiedChange,
+)
+
+_forward.install()
+
+__all__ = [
+    "Change",
+    "ChangeError",
+    "ChangeStatus",
+    "ConfigError",
+    "ExecutionResult",
+    "ExecutionTimeout",
+    "ImplSignatureError",
+    "LiveforgeError",
+    "PatchError",
+    "PatchExecutionError",
+    "PatchSyntaxError",
+    "PersistConflict",
+    "PersistError",
+    "ProtectedTarget",
+    "Runtime",
+    "SandboxError",
+    "TargetNotFound",
+    "UnpersistedChanges",
+    "UnsafePath",
+    "UnsupportedChange",
+    "UnverifiedChange",
+]

@@ -1,0 +1,249 @@
+"""In-place update of live classes.
+
+A class statement that changed is executed again, which builds a *new* class object; `merge`
+then moves what the new source says into the existing class, so instances, subclasses and
+every reference keep working:
+
+- methods (plain, class, static, property accessors, wrapped) are updated in place;
+- class-level values whose defining statement is unchanged keep their current value (a
+  registry or cache in the class body is not reset); changed ones take the new value;
+- names the new body no longer binds are removed;
+- nested classes are merged recursively, enum members keep their identity (added members are
+  real members), dataclass-generated methods are taken from the re-decorated class;
+- changes that cannot be made in place (`__slots__`, metaclass, incompatible bases) are
+  refused with `UnsupportedChange`.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from liveforge.kernel import _forward
+from liveforge.kernel._stmts import bindings
+from liveforge.kernel._update import UndoLog, mergeable, translate, update_callable
+from liveforge.kernel.errors import UnsupportedChange
+
+_MISSING = object()
+_NEVER_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__", "__slots__"}
+_ENUM_BOOKKEEPING = {"_member_names_", "_member_map_", "_value2member_map_",
+                     "_unhashable_values_"}
+
+
+@dataclass
+class MergeContext:
+    """Shared state of one patch: undo log, new->live identity map, notes."""
+
+    log: UndoLog
+    filename: str
+    idmap: dict[int, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
+    before = cls.__dict__.get(name, _MISSING)
+    if before is value:
+        return
+
+    def undo() -> None:
+        if before is _MISSING:
+            if name in cls.__dict__:
+                type.__delattr__(cls, name)
+        else:
+            type.__setattr__(cls, name, before)
+
+    ctx.log.add(undo)
+    type.__setattr__(cls, name, value)
+
+
+def _delete(cls: type, name: str, ctx: MergeContext) -> None:
+    before = cls.__dict__[name]
+    ctx.log.add(lambda: type.__setattr__(cls, name, before))
+    type.__delattr__(cls, name)
+
+
+def _body_info(node: ast.ClassDef | None) -> tuple[set[str], set[str], dict[str, ast.ClassDef]]:
+    """(names bound by the body, names bound by non-def statements as dumps, nested classes)."""
+    if node is None:
+        return set(), set(), {}
+    plain = {ast.dump(s) for s in node.body
+             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    nested = {s.name: s for s in node.body if isinstance(s, ast.ClassDef)}
+    return bindings(node.body), plain, nested
+
+
+def _unchanged_names(old_node: ast.ClassDef | None, new_node: ast.ClassDef | None) -> set[str]:
+    if old_node is None or new_node is None:
+        return set()
+    _, old_plain, _ = _body_info(old_node)
+    names: set[str] = set()
+    for stmt in new_node.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and ast.dump(stmt) in old_plain:
+            names |= bindings([stmt])
+    return names
+
+
+def _check_layout(old: type, new: type, ctx: MergeContext) -> None:
+    if type(old) is not type(new):
+        raise UnsupportedChange(
+            f"the metaclass of {old.__qualname__} changed ({type(old).__name__} -> "
+            f"{type(new).__name__}); a live class cannot change its metaclass. Keep the "
+            "metaclass, or rename the class to create a new one.", target=old.__qualname__)
+    if old.__dict__.get("__slots__", _MISSING) != new.__dict__.get("__slots__", _MISSING):
+        raise UnsupportedChange(
+            f"the __slots__ of {old.__qualname__} changed; existing instances have the old "
+            "memory layout, so this cannot be applied in place. Keep __slots__ unchanged, or "
+            "rename the class and migrate callers.", target=old.__qualname__)
+    bases = tuple(translate(b, ctx.idmap) for b in new.__bases__)
+    if bases != old.__bases__:
+        before = old.__bases__
+        try:
+            old.__bases__ = bases
+        except TypeError as exc:
+            raise UnsupportedChange(
+                f"the bases of {old.__qualname__} cannot change in place ({exc}). Keep the "
+                "bases, or rename the class.", target=old.__qualname__) from None
+        ctx.log.add(lambda: setattr(old, "__bases__", before))
+
+
+def merge(old: type, new: type, old_node: ast.ClassDef | None, new_node: ast.ClassDef | None,
+          ctx: MergeContext) -> None:
+    """Make the live class `old` what the re-executed class statement built as `new`."""
+    if old is new:
+        return
+    _check_layout(old, new, ctx)
+    ctx.idmap[id(new)] = old
+    keep: set[str] = set()
+    if _forward.is_declaration(old):
+        keep = _forward.merge_declaration(old, new)
+    if isinstance(old, enum.EnumMeta):
+        keep |= _merge_enum(old, new, ctx)
+    old_bound, _, old_nested = _body_info(old_node)
+    new_bound, _, new_nested = _body_info(new_node)
+    unchanged = _unchanged_names(old_node, new_node)
+    for name, value in list(new.__dict__.items()):
+        if name in _NEVER_COPIED or name in keep:
+            continue
+        if name in unchanged and name in old.__dict__:
+            continue
+        _merge_member(old, name, value, ctx, (old_nested.get(name), new_nested.get(name)))
+    for name in list(old.__dict__):
+        if name in old_bound and name not in new_bound and name not in new.__dict__:
+            _delete(old, name, ctx)
+
+
+def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,
+                  nodes: tuple[ast.ClassDef | None, ast.ClassDef | None]) -> None:
+    current = cls.__dict__.get(name, _MISSING)
+    if current is not _MISSING and _merge_in_place(current, value, ctx, nodes):
+        return
+    _set(cls, name, translate(value, ctx.idmap), ctx)
+
+
+def _merge_in_place(current: Any, value: Any, ctx: MergeContext,
+                    nodes: tuple[ast.ClassDef | None, ast.ClassDef | None]) -> bool:
+    """Update `current` from `value` without replacing it; False when it must be replaced."""
+    if mergeable(current, value):
+        _note(update_callable(current, value, ctx.log, ctx.idmap), ctx)
+        ctx.idmap[id(value)] = current
+        return True
+    if isinstance(current, (classmethod, staticmethod)) and type(current) is type(value) \
+            and mergeable(current.__func__, value.__func__):
+        _note(update_callable(current.__func__, value.__func__, ctx.log, ctx.idmap), ctx)
+        return True
+    if isinstance(current, property) and isinstance(value, property):
+        return _merge_property(current, value, ctx)
+    if isinstance(current, type) and isinstance(value, type) and nodes[1] is not None \
+            and value.__qualname__.endswith("." + nodes[1].name):
+        merge(current, value, nodes[0], nodes[1], ctx)
+        return True
+    return False
+
+
+def _merge_property(current: property, value: property, ctx: MergeContext) -> bool:
+    pairs = [(current.fget, value.fget), (current.fset, value.fset),
+             (current.fdel, value.fdel)]
+    if any((a is None) != (b is None) or (a is not None and not mergeable(a, b))
+           for a, b in pairs):
+        return False
+    for a, b in pairs:
+        if a is not None:
+            _note(update_callable(a, b, ctx.log, ctx.idmap), ctx)
+    return True
+
+
+def _note(note: str | None, ctx: MergeContext) -> None:
+    if note:
+        ctx.notes.append(note)
+
+
+def _merge_enum(old: Any, new: Any, ctx: MergeContext) -> set[str]:
+    """Keep existing members (identity), add real new members, drop removed ones."""
+    saved = {k: old.__dict__[k] for k in _ENUM_BOOKKEEPING if k in old.__dict__}
+    saved_lists = {k: (v.copy() if isinstance(v, (dict, list)) else v) for k, v in saved.items()}
+
+    def undo() -> None:
+        for key, value in saved_lists.items():
+            container = old.__dict__[key]
+            if isinstance(container, dict):
+                container.clear()
+                container.update(value)
+            elif isinstance(container, list):
+                container[:] = value
+
+    ctx.log.add(undo)
+    member_map: dict[str, Any] = old._member_map_
+    members = {}
+    for name in new._member_names_:
+        fresh = new._member_map_[name]
+        member = member_map.get(name)
+        if member is None:
+            member = fresh
+            member.__class__ = old
+        elif member._value_ != fresh._value_:
+            _reassign_value(member, fresh._value_, ctx)
+        ctx.idmap[id(fresh)] = member
+        members[name] = member
+        _set(old, name, member, ctx)
+    for name in list(member_map):
+        if name not in members:
+            _delete(old, name, ctx)
+    member_map.clear()
+    member_map.update(members)
+    old._member_names_[:] = list(members)
+    old._value2member_map_.clear()
+    old._value2member_map_.update({m._value_: m for m in members.values()})
+    return set(members) | _ENUM_BOOKKEEPING
+
+
+def _reassign_value(member: Any, value: Any, ctx: MergeContext) -> None:
+    before = member._value_
+    ctx.log.add(lambda: object.__setattr__(member, "_value_", before))
+    object.__setattr__(member, "_value_", value)
+
+
+def owned_functions(cls: type, filename: str) -> list[types.FunctionType]:
+    """Functions defined in the body of `cls` (nested classes included) from `filename`."""
+    found: list[types.FunctionType] = []
+    for value in list(cls.__dict__.values()):
+        for func in _functions_in(value):
+            if func.__code__.co_filename == filename:
+                found.append(func)
+        if isinstance(value, type) and value.__qualname__.startswith(cls.__qualname__ + "."):
+            found.extend(owned_functions(value, filename))
+    return found
+
+
+def _functions_in(value: Any) -> list[types.FunctionType]:
+    if isinstance(value, (classmethod, staticmethod)):
+        value = value.__func__
+    if isinstance(value, property):
+        return [f for f in (value.fget, value.fset, value.fdel)
+                if isinstance(f, types.FunctionType)]
+    if isinstance(value, types.FunctionType):
+        return [value]
+    return []

@@ -1,0 +1,241 @@
+"""The patch engine: make a live module run a new source text, in place, all or nothing.
+
+Only the top-level statements whose text changed are executed again (in the module's own
+namespace, so new functions get the right globals); unchanged statements are not re-run, so
+module state — caches, registries, connections — survives, and top-level side effects do not
+repeat. After each executed statement the objects it created are merged into the live ones
+(functions and classes updated in place, see `_update` and `_classes`), so identity is
+preserved throughout. Names the new source no longer binds are removed; forwardpy `@impl`
+registrations of replaced or removed definitions are dropped first so the new source alone
+decides what is implemented. Code of unchanged definitions that moved gets its line numbers
+shifted, so tracebacks and `inspect` stay exact.
+
+Any failure — a syntax error, an exception while executing, a change that cannot be made in
+place — restores the module namespace, every live object, forwardpy's registries and
+linecache exactly as they were, and raises a `PatchError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import traceback
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from liveforge.kernel import _classes, _forward
+from liveforge.kernel._sources import register_source
+from liveforge.kernel._stmts import Index, Stmt, reindex
+from liveforge.kernel._update import UndoLog, mergeable, shift_code, update_callable
+from liveforge.kernel.errors import PatchError, PatchExecutionError
+
+_MISSING = object()
+
+
+@dataclass
+class Outcome:
+    """What one application of new source did to the module."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Plan:
+    index: Index
+    old_run: list[Stmt]
+    run: list[tuple[Stmt, types.CodeType]]
+    moved: list[tuple[Stmt, int]]
+    removed: set[str]
+
+
+def apply(module: types.ModuleType, old: Index, source: str, filename: str,
+          target: str = "") -> tuple[Index, Outcome]:
+    """Make `module` (whose current source is indexed by `old`) run `source`."""
+    plan = _plan(old, source, filename, target)
+    ctx = _classes.MergeContext(UndoLog(), filename)
+    namespace = module.__dict__
+    saved = dict(namespace)
+    registries = _forward.Snapshot()
+    cached = linecache.cache.get(filename)
+    register_source(filename, source)
+    try:
+        outcome = _execute(module, plan, saved, ctx)
+    except BaseException as exc:
+        detail = _describe(exc, filename)
+        ctx.log.undo()
+        registries.restore()
+        _restore_namespace(namespace, saved)
+        _restore_linecache(filename, cached)
+        if isinstance(exc, PatchError):
+            raise
+        if not isinstance(exc, Exception):
+            raise
+        raise PatchExecutionError(detail, target=target or module.__name__,
+                                  line=_failing_line(exc, filename)) from exc
+    outcome.notes.extend(ctx.notes)
+    return plan.index, outcome
+
+
+def _plan(old: Index, source: str, filename: str, target: str) -> _Plan:
+    result = reindex(old, source, filename)
+    index, old_run, new_run = result.index, result.old_run, result.new_run
+    force_defs = index.future_flags != old.future_flags
+    old_defs = {s.name: s for s in old_run if s.name}
+    old_texts = Counter(s.text for s in old_run if not s.name)
+    run, moved = [], []
+    for stmt in new_run:
+        before = old_defs.get(stmt.name) if stmt.name else None
+        if stmt.name and before is not None and before.text == stmt.text and not force_defs:
+            if before.start != stmt.start:
+                moved.append((stmt, stmt.start - before.start))
+            continue
+        if not stmt.name and old_texts[stmt.text] > 0:
+            old_texts[stmt.text] -= 1
+            continue
+        run.append((stmt, _compile(stmt, filename, index.future_flags, target)))
+    if result.delta:
+        moved.extend((s, result.delta) for s in result.tail if s.name)
+    removed: set[str] = set()
+    for stmt in old_run:
+        removed |= stmt.binds
+    return _Plan(index, old_run, run, moved, removed - index.bound)
+
+
+def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
+    tree = ast.Module(body=[stmt.fresh_node()], type_ignores=[])
+    try:
+        return compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+    except SyntaxError as exc:
+        from liveforge.kernel.errors import PatchSyntaxError
+
+        raise PatchSyntaxError(
+            f"the new source does not compile: {exc.msg} (line {exc.lineno}). Fix it and "
+            "patch again; nothing was changed.", target=target, line=exc.lineno,
+            filename=filename, text=exc.text, offset=exc.offset) from None
+
+
+def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
+             ctx: _classes.MergeContext) -> Outcome:
+    namespace = module.__dict__
+    outcome = Outcome()
+    existing = {id(v) for v in saved.values()}
+    old_nodes = {s.name: s for s in plan.old_run if s.name}
+    rerun = {s.name for s, _ in plan.run if s.name}
+    for stmt in plan.old_run:
+        if stmt.name in rerun or stmt.binds & plan.removed:
+            _drop_registrations(stmt, saved)
+    for stmt, code in plan.run:
+        exec(code, namespace)
+        for name in sorted(stmt.binds):
+            _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx,
+                        outcome)
+    for name in sorted(plan.removed):
+        if name in namespace:
+            del namespace[name]
+            outcome.removed.append(name)
+    _shift_moved(namespace, plan.moved, ctx)
+    return outcome
+
+
+def _drop_registrations(stmt: Stmt, saved: dict[str, Any]) -> None:
+    for name in stmt.binds:
+        value = saved.get(name)
+        for cls, key in _forward.registrations_of(value) if value is not None else ():
+            _forward.unregister(cls, key)
+
+
+def _merge_name(module_ns: dict[str, Any], name: str, stmt: Stmt, old_stmt: Stmt | None,
+                saved: dict[str, Any], existing: set[int], ctx: _classes.MergeContext,
+                outcome: Outcome) -> None:
+    old = saved.get(name, _MISSING)
+    new = module_ns.get(name, _MISSING)
+    if new is _MISSING:
+        return
+    if old is _MISSING:
+        outcome.added.append(name)
+        return
+    if new is old:
+        return
+    outcome.updated.append(name)
+    if id(new) in existing or getattr(old, "__module__", None) != module_ns.get("__name__"):
+        return
+    if mergeable(old, new):
+        note = update_callable(old, new, ctx.log, ctx.idmap)
+        if note:
+            ctx.notes.append(note)
+        ctx.idmap[id(new)] = old
+        for cls, key in _forward.registrations_of(getattr(new, "__wrapped__", new)):
+            _forward.rebind(cls, key, old)
+        for cls, key in _forward.registrations_of(new):
+            _forward.rebind(cls, key, old)
+        module_ns[name] = old
+    elif isinstance(old, type) and isinstance(new, type) and \
+            old.__qualname__ == new.__qualname__:
+        old_node = old_stmt.fresh_node() if old_stmt is not None else None
+        _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
+        module_ns[name] = old
+
+
+def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
+    return node if isinstance(node, ast.ClassDef) else None
+
+
+def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
+                 ctx: _classes.MergeContext) -> None:
+    seen: set[int] = set()
+    for stmt, delta in moved:
+        value = namespace.get(stmt.name or "")
+        funcs: list[types.FunctionType] = []
+        if isinstance(value, types.FunctionType):
+            funcs = [value]
+            inner = getattr(value, "__wrapped__", None)
+            if isinstance(inner, types.FunctionType):
+                funcs.append(inner)
+        elif isinstance(value, type) and value.__module__ == namespace.get("__name__"):
+            funcs = _classes.owned_functions(value, ctx.filename)
+        for func in funcs:
+            if id(func) in seen or func.__code__.co_filename != ctx.filename:
+                continue
+            seen.add(id(func))
+            before = func.__code__
+            ctx.log.add(lambda f=func, c=before: setattr(f, "__code__", c))
+            func.__code__ = shift_code(before, delta)
+
+
+def _restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
+    for key in [k for k in namespace if k not in saved]:
+        del namespace[key]
+    for key, value in saved.items():
+        if namespace.get(key, _MISSING) is not value:
+            namespace[key] = value
+
+
+def _restore_linecache(filename: str, cached: Any) -> None:
+    if cached is None:
+        linecache.cache.pop(filename, None)
+    else:
+        linecache.cache[filename] = cached
+
+
+def _failing_line(exc: BaseException, filename: str) -> int | None:
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
+
+
+def _describe(exc: BaseException, filename: str) -> str:
+    if isinstance(exc, PatchError):
+        return str(exc)
+    line = _failing_line(exc, filename)
+    where = f" at line {line}" if line else ""
+    text = linecache.getline(filename, line).strip() if line else ""
+    shown = f" ({text})" if text else ""
+    return (f"executing the new source raised {type(exc).__name__}: {exc}{where}{shown}. "
+            "Nothing was changed; fix the source and patch again.")

@@ -1,0 +1,415 @@
+"""`Runtime`: the programmatic patch-and-verify API of liveforge (DESIGN §3)."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from liveforge.kernel import _engine, _forward
+from liveforge.kernel._changes import Change, ChangeStatus, History
+from liveforge.kernel._execute import ExecutionResult, execute
+from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, fingerprint, read_source
+from liveforge.kernel._stmts import index
+from liveforge.kernel._targets import keep_decorators, locate, parse_definition, splice
+from liveforge.kernel.errors import (
+    ChangeError,
+    PatchError,
+    ProtectedTarget,
+    TargetNotFound,
+    UnpersistedChanges,
+)
+
+_KERNEL = "liveforge.kernel"
+
+
+class Runtime:
+    """A live view of a running program's modules: patch, reload, run, check, undo.
+
+    Example::
+
+        rt = Runtime(project_root=".")
+        change = rt.patch("pkg.mod.area", "def area(r):\\n    return 3.14159 * r * r\\n")
+        print(change.summary())
+        rt.rollback(change.id)
+    """
+
+    def __init__(self, project_root: str | Path = ".", *, allow_kernel_patches: bool = False
+                 ) -> None:
+        self.project_root = Path(project_root).resolve()
+        self.allow_kernel_patches = allow_kernel_patches
+        self.registry = ModuleRegistry()
+        self._history = History()
+        self._lock = threading.RLock()
+        self._transactions: list[list[Change]] = []
+        self.namespace: dict[str, Any] = {"__name__": "__liveforge__", "rt": self}
+        if str(self.project_root) not in sys.path:
+            sys.path.insert(0, str(self.project_root))
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def source(self, target: str) -> str:
+        """The current in-memory source of a module or definition."""
+        module_name, path = self._split(target)
+        record = self._record(module_name)
+        if not path:
+            return record.source
+        module_name, path, record = self._redirect(module_name, path, record)
+        assert record.index is not None
+        location = locate(record.index, module_name, path)
+        if not location.exists:
+            raise TargetNotFound(target, [], hint="It does not exist yet; patch() adds it.")
+        return "".join(record.index.lines[location.start - 1:location.end])
+
+    def history(self) -> list[Change]:
+        """Every change, oldest first (rolled-back ones included, marked as such)."""
+        return self._history.all()
+
+    def changed_modules(self) -> list[ModuleRecord]:
+        """Managed modules whose in-memory source differs from their file."""
+        return self.registry.dirty()
+
+    def diff(self, module: str | None = None) -> str:
+        """Unified diff of in-memory source against disk, for one module or all changed."""
+        records = [self._record(module)] if module else self.registry.dirty()
+        chunks = []
+        for record in records:
+            label = self._label(record)
+            chunks.append("".join(difflib.unified_diff(
+                (record.disk_source or "").splitlines(keepends=True),
+                record.source.splitlines(keepends=True),
+                "/dev/null" if record.virtual else f"a/{label}", f"b/{label}")))
+        return "".join(chunks)
+
+    # -- patching ---------------------------------------------------------------------------
+
+    def patch(self, target: str, source: str) -> Change:
+        """Replace one definition (or a whole module) named by a dotted path, in place.
+
+        A method of a forwardpy declaration that has an `@impl` body patches that body.
+        A name that does not exist yet is added at the end of its module or class.
+        """
+        module_name, path = self._split(target)
+        if not path:
+            return self.patch_module(module_name, source)
+        self._check_protected(target, module_name)
+        with self._lock:
+            record = self._record(module_name)
+            module_name, path, impl_record = self._redirect(module_name, path, record)
+            kind_override = "impl" if impl_record is not record else None
+            record = impl_record
+            self._check_protected(target, module_name)
+            assert record.index is not None
+            location = locate(record.index, module_name, path)
+            text, node = parse_definition(source, path[-1], target)
+            if kind_override and location.node is not None:
+                text = keep_decorators(location.node, record.index.lines, text, node)
+            before = ("".join(record.index.lines[location.start - 1:location.end])
+                      if location.exists else None)
+            new_source = splice(record.index.lines, location, text)
+            return self._apply(record, new_source, target=target,
+                               kind=kind_override or location.kind,
+                               target_before=before, target_after=text)
+
+    def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
+        """Replace a whole module's source; creates a virtual module when none exists."""
+        self._check_protected(name, name)
+        with self._lock:
+            if name not in sys.modules and self.registry.get(name) is None \
+                    and not self._importable(name):
+                return self._create_virtual(name, source, is_package)
+            record = self._record(name)
+            return self._apply(record, source, target=name, kind="module")
+
+    def reload(self, module: str, *, dependents: bool = False, force: bool = False) -> Change:
+        """Re-read a module's file and apply it in place (only changed statements run).
+
+        Refuses when the module has unpersisted in-memory changes, unless `force`.
+        With `dependents`, modules that imported names from it with `from ... import` get
+        those names re-bound (functions and classes are live anyway; constants are not).
+        """
+        self._check_protected(module, module)
+        with self._lock:
+            record = self._record(module)
+            if record.virtual:
+                raise PatchError(f"{module!r} is virtual (it has no file to reload from); "
+                                 "persist it first, or roll it back.", target=module)
+            pending = self._history.unpersisted(module)
+            if record.dirty and pending and not force:
+                raise UnpersistedChanges(module, [c.id for c in pending])
+            disk = read_source(record.filename)
+            change = self._apply(record, disk, target=module, kind="reload")
+            record.disk_source, record.fingerprint = disk, fingerprint(record.filename)
+            for stale in pending:
+                stale.status = ChangeStatus.ROLLED_BACK
+            if dependents:
+                change.notes.extend(self._rebind_dependents(module))
+            return change
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[list[Change]]:
+        """Group patches: if the block raises, every change made inside is rolled back.
+
+        Example::
+
+            with rt.transaction() as changes:
+                rt.patch("pkg.a.f", src_f)
+                rt.patch("pkg.b.g", src_g)   # if this fails, pkg.a.f is restored too
+        """
+        group: list[Change] = []
+        self._transactions.append(group)
+        try:
+            yield group
+        except BaseException:
+            for change in reversed(group):
+                if change.status is not ChangeStatus.ROLLED_BACK:
+                    self._undo(change)
+            raise
+        finally:
+            self._transactions.remove(group)
+            if self._transactions:
+                self._transactions[-1].extend(group)
+
+    # -- undo -------------------------------------------------------------------------------
+
+    def rollback(self, change_id: str | None = None) -> list[Change]:
+        """Undo the newest change, or `change_id` together with the later changes of the
+        same module (newest first). Returns the changes rolled back."""
+        with self._lock:
+            live = self._history.live()
+            if not live:
+                raise ChangeError("there is nothing to roll back: no live changes.")
+            change = self._history.get(change_id) if change_id else live[-1]
+            if change.status is ChangeStatus.ROLLED_BACK:
+                raise ChangeError(f"change {change.id} is already rolled back.",
+                                  change_id=change.id)
+            later = [c for c in self._history.after(change) if c.module == change.module]
+            undone = []
+            for item in [*reversed(later), change]:
+                self._undo(item)
+                undone.append(item)
+            return undone
+
+    def rollback_to(self, change_id: str | None = None) -> list[Change]:
+        """Undo every change made after `change_id` (all of them when None)."""
+        with self._lock:
+            later = (self._history.after(self._history.get(change_id)) if change_id
+                     else self._history.live())
+            undone = []
+            for change in reversed(later):
+                self._undo(change)
+                undone.append(change)
+            return undone
+
+    # -- running ----------------------------------------------------------------------------
+
+    def execute(self, code: str, timeout: float | None = 5.0) -> ExecutionResult:
+        """Run code in this process (REPL style, output captured); `rt` names this runtime.
+
+        Errors in the code come back in the result; a runaway loop is interrupted at the
+        timeout. For risky code use `verify`, which runs in a killable sandbox.
+        """
+        return execute(code, self.namespace, timeout)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _apply(self, record: ModuleRecord, source: str, *, target: str, kind: str,
+               target_before: str | None = None, target_after: str | None = None) -> Change:
+        module = sys.modules.get(record.name)
+        if module is None:
+            raise PatchError(f"module {record.name!r} is no longer loaded; import it again "
+                             "before patching.", target=target)
+        before = record.source
+        assert record.index is not None
+        new_index, outcome = _engine.apply(module, record.index, source, record.filename,
+                                           target)
+        record.source, record.index = source, new_index
+        change = Change(
+            id=self._history.next_id(), target=target, module=record.name, kind=kind,
+            before=before, after=source, target_before=target_before,
+            target_after=target_after, added=outcome.added, updated=outcome.updated,
+            removed=outcome.removed, notes=outcome.notes, filename=self._label(record))
+        return self._record_change(record, change)
+
+    def _record_change(self, record: ModuleRecord, change: Change) -> Change:
+        self._history.add(change)
+        record.change_ids.append(change.id)
+        if self._transactions:
+            self._transactions[-1].append(change)
+        return change
+
+    def _create_virtual(self, name: str, source: str, is_package: bool) -> Change:
+        created = self._virtual_parents(name)
+        module = self.registry.make_virtual_module(name, is_package=is_package)
+        record = self.registry.add_virtual(name, "", is_package=is_package)
+        record.index = index("", record.filename)
+        sys.modules[name] = module
+        parent, _, leaf = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], leaf, module)
+        try:
+            new_index, outcome = _engine.apply(module, record.index, source, record.filename,
+                                               name)
+        except BaseException:
+            for dead in [name, *reversed(created)]:
+                self._remove_virtual(dead)
+            raise
+        record.source, record.index = source, new_index
+        change = Change(id=self._history.next_id(), target=name, module=name,
+                        kind="virtual-module", before=None, after=source,
+                        added=outcome.added, notes=outcome.notes, filename=record.filename)
+        return self._record_change(record, change)
+
+    def _virtual_parents(self, name: str) -> list[str]:
+        created = []
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            parent = ".".join(parts[:depth])
+            if parent in sys.modules or self._importable(parent):
+                importlib.import_module(parent)
+                continue
+            module = self.registry.make_virtual_module(parent, is_package=True)
+            record = self.registry.add_virtual(parent, "", is_package=True)
+            record.index = index("", record.filename)
+            sys.modules[parent] = module
+            grand, _, leaf = parent.rpartition(".")
+            if grand:
+                setattr(sys.modules[grand], leaf, module)
+            created.append(parent)
+        return created
+
+    def _remove_virtual(self, name: str) -> None:
+        sys.modules.pop(name, None)
+        parent, _, leaf = name.rpartition(".")
+        if parent and parent in sys.modules and hasattr(sys.modules[parent], leaf):
+            delattr(sys.modules[parent], leaf)
+        self.registry.forget(name)
+
+    def _undo(self, change: Change) -> None:
+        record = self.registry.get(change.module)
+        if record is None:
+            raise ChangeError(f"module {change.module!r} of change {change.id} is no longer "
+                              "managed; it cannot be rolled back.", change_id=change.id)
+        if change.before is None:
+            self._remove_virtual(change.module)
+        else:
+            module = sys.modules[change.module]
+            assert record.index is not None
+            new_index, _ = _engine.apply(module, record.index, change.before, record.filename,
+                                         change.target)
+            record.source, record.index = change.before, new_index
+        change.status = ChangeStatus.ROLLED_BACK
+        if change.id in record.change_ids:
+            record.change_ids.remove(change.id)
+
+    def _rebind_dependents(self, name: str) -> list[str]:
+        source_module = sys.modules[name]
+        notes = []
+        for other in list(sys.modules.values()):
+            if not isinstance(other, types.ModuleType) or other is source_module:
+                continue
+            record = self.registry.get(other.__name__)
+            if record is None or record.index is None:
+                continue
+            for alias_name, attr in _from_imports(record, name):
+                if hasattr(source_module, attr) and \
+                        other.__dict__.get(alias_name) is not getattr(source_module, attr):
+                    other.__dict__[alias_name] = getattr(source_module, attr)
+                    notes.append(f"re-bound {other.__name__}.{alias_name} to {name}.{attr}")
+        return notes
+
+    def _split(self, target: str) -> tuple[str, list[str]]:
+        parts = target.split(".")
+        if not target or not all(p.isidentifier() for p in parts):
+            raise TargetNotFound(target, [], hint="A target is a dotted path such as "
+                                 "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.")
+        for depth in range(len(parts), 0, -1):
+            name = ".".join(parts[:depth])
+            if name in sys.modules or self.registry.get(name) or self._importable(name):
+                return name, parts[depth:]
+        candidates = [m for m in sys.modules if m.split(".")[0] == parts[0]] or list(sys.modules)
+        raise TargetNotFound(target, candidates)
+
+    @staticmethod
+    def _importable(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError, AttributeError):
+            return False
+
+    def _record(self, name: str) -> ModuleRecord:
+        record = self.registry.get(name)
+        if record is None:
+            try:
+                module = sys.modules.get(name) or importlib.import_module(name)
+            except Exception as exc:
+                raise PatchError(f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
+                                 "fix the import error first.", target=name) from exc
+            try:
+                record = self.registry.track(module)
+            except ValueError as exc:
+                raise PatchError(f"{name!r} has no Python source file (built-in or extension "
+                                 "module); only Python modules can be patched.",
+                                 target=name) from exc
+        if record.index is None:
+            record.index = index(record.source, record.filename)
+        return record
+
+    def _redirect(self, module_name: str, path: list[str], record: ModuleRecord
+                  ) -> tuple[str, list[str], ModuleRecord]:
+        """For a declared forwardpy method with an active @impl, the impl's location."""
+        owner: Any = sys.modules.get(module_name)
+        for part in path[:-1]:
+            owner = getattr(owner, part, None)
+        if not _forward.is_declaration(owner):
+            return module_name, path, record
+        func = _forward.active_impl(owner, path[-1])
+        if func is None:
+            return module_name, path, record
+        impl_module = sys.modules[func.__module__]
+        binding = next((k for k, v in vars(impl_module).items() if v is func), None)
+        if binding is None:
+            return module_name, path, record
+        return impl_module.__name__, [binding], self._record(impl_module.__name__)
+
+    def _check_protected(self, target: str, module_name: str) -> None:
+        if self.allow_kernel_patches:
+            return
+        if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):
+            raise ProtectedTarget(target)
+
+    def _label(self, record: ModuleRecord) -> str:
+        if record.virtual:
+            return record.filename
+        try:
+            return str(Path(record.filename).resolve().relative_to(self.project_root))
+        except ValueError:
+            return record.filename
+
+
+def _from_imports(record: ModuleRecord, source_name: str) -> list[tuple[str, str]]:
+    """(bound name, attribute) pairs of `from <source_name> import ...` in `record`."""
+    import ast
+
+    assert record.index is not None
+    package = record.name if record.is_package else record.name.rpartition(".")[0]
+    pairs: list[tuple[str, str]] = []
+    for stmt in record.index.stmts:
+        node = stmt.node
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")
+            anchor = anchor[:len(anchor) - node.level + 1]
+            base = ".".join([*anchor, base] if base else anchor)
+        if base == source_name:
+            pairs.extend((a.asname or a.name, a.name) for a in node.names if a.name != "*")
+    return pairs

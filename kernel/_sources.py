@@ -1,0 +1,177 @@
+"""Source tracking: which modules liveforge manages, their in-memory and on-disk source.
+
+In-memory source is authoritative for `inspect.getsource`, tracebacks and `view_source`: it is
+put in `linecache` (with mtime None, so `linecache.checkcache` never drops it) *before* any code
+compiled from it runs. Virtual modules get a loader with `get_source`, so linecache can heal
+if its cache is cleared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import linecache
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from liveforge.kernel._stmts import Index
+
+VIRTUAL_PREFIX = "<liveforge:"
+
+
+def virtual_filename(name: str) -> str:
+    """The pseudo filename of the virtual module `name`."""
+    return f"{VIRTUAL_PREFIX}{name}>"
+
+
+def is_virtual_filename(filename: str) -> bool:
+    """True for filenames made by `virtual_filename`."""
+    return filename.startswith(VIRTUAL_PREFIX)
+
+
+def register_source(filename: str, source: str) -> None:
+    """Make `source` what linecache (and so inspect and tracebacks) returns for `filename`."""
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(source), None, lines, filename)
+
+
+class VirtualLoader(importlib.abc.InspectLoader):
+    """Loader of modules that exist only in memory; serves their current source."""
+
+    def __init__(self, registry: ModuleRegistry) -> None:
+        self._registry = registry
+
+    def get_source(self, fullname: str) -> str | None:
+        record = self._registry.get(fullname)
+        return record.source if record is not None else None
+
+    def is_package(self, fullname: str) -> bool:
+        record = self._registry.get(fullname)
+        return bool(record and record.is_package)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        raise ImportError(
+            f"virtual module {module.__name__!r} is created by the runtime, not imported"
+        )
+
+
+@dataclass
+class ModuleRecord:
+    """What the runtime knows of one managed module."""
+
+    name: str
+    filename: str
+    source: str
+    disk_source: str | None
+    is_package: bool = False
+    virtual: bool = False
+    #: (mtime_ns, size, sha256) of the file when its source was read; None for virtual modules.
+    fingerprint: tuple[int, int, str] | None = None
+    #: ids of applied changes not yet persisted, oldest first.
+    change_ids: list[str] = field(default_factory=list)
+    #: statement index of `source`, built on first patch.
+    index: Index | None = None
+
+    @property
+    def dirty(self) -> bool:
+        """True when the in-memory source differs from the file (always, for virtual modules)."""
+        return self.virtual or self.source != self.disk_source
+
+
+def fingerprint(path: str | os.PathLike[str]) -> tuple[int, int, str]:
+    """(mtime_ns, size, sha256) of a file, to tell whether it changed on disk."""
+    data = Path(path).read_bytes()
+    stat = os.stat(path)
+    return stat.st_mtime_ns, stat.st_size, hashlib.sha256(data).hexdigest()
+
+
+def read_source(path: str | os.PathLike[str]) -> str:
+    """Read a Python source file the way the import system does (PEP 263, universal newlines)."""
+    data = Path(path).read_bytes()
+    return importlib.util.decode_source(data)
+
+
+class ModuleRegistry:
+    """The managed modules of one runtime, by dotted name."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, ModuleRecord] = {}
+        self.loader = VirtualLoader(self)
+
+    def get(self, name: str) -> ModuleRecord | None:
+        """The record of `name`, or None when the module is not managed yet."""
+        return self._records.get(name)
+
+    def records(self) -> list[ModuleRecord]:
+        """Every managed module, sorted by name."""
+        return [self._records[name] for name in sorted(self._records)]
+
+    def dirty(self) -> list[ModuleRecord]:
+        """Modules whose in-memory source differs from disk (virtual ones included)."""
+        return [r for r in self.records() if r.dirty]
+
+    def track(self, module: types.ModuleType) -> ModuleRecord:
+        """The record of a loaded module, created from its file on first use."""
+        record = self._records.get(module.__name__)
+        if record is not None:
+            return record
+        filename = getattr(module, "__file__", None)
+        if not filename or not filename.endswith(".py") or not os.path.exists(filename):
+            raise ValueError(f"module {module.__name__!r} has no Python source file")
+        source = _loaded_source(module, filename)
+        record = ModuleRecord(
+            name=module.__name__, filename=filename, source=source,
+            disk_source=read_source(filename), is_package=hasattr(module, "__path__"),
+            fingerprint=fingerprint(filename),
+        )
+        self._records[record.name] = record
+        return record
+
+    def add_virtual(self, name: str, source: str, *, is_package: bool) -> ModuleRecord:
+        """Record a module that exists only in memory."""
+        record = ModuleRecord(name=name, filename=virtual_filename(name), source=source,
+                              disk_source=None, is_package=is_package, virtual=True)
+        self._records[name] = record
+        return record
+
+    def forget(self, name: str) -> None:
+        """Stop managing `name` (used when a virtual module is rolled back out of existence)."""
+        record = self._records.pop(name, None)
+        if record is not None and record.virtual:
+            linecache.cache.pop(record.filename, None)
+
+    def make_virtual_module(self, name: str, *, is_package: bool) -> types.ModuleType:
+        """A new, empty module object for a virtual module (not yet in sys.modules)."""
+        filename = virtual_filename(name)
+        spec = importlib.machinery.ModuleSpec(name, self.loader, origin=filename,
+                                              is_package=is_package)
+        spec.has_location = False
+        module = importlib.util.module_from_spec(spec)
+        module.__file__ = filename
+        if is_package:
+            module.__path__ = []
+        return module
+
+
+def _loaded_source(module: types.ModuleType, filename: str) -> str:
+    """The source the module's code was compiled from: linecache's copy when it is pinned
+    (mtime None, e.g. by an earlier runtime), else the file."""
+    entry = linecache.cache.get(filename)
+    if entry is not None and len(entry) == 4 and entry[1] is None:
+        return "".join(entry[2])
+    return read_source(filename)
+
+
+def module_of(name: str) -> types.ModuleType | None:
+    """The loaded module `name`, or None."""
+    return sys.modules.get(name)

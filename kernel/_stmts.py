@@ -1,0 +1,234 @@
+"""The statement index of a module's source: top-level statements with their lines, text and
+the names they bind, kept up to date incrementally.
+
+A patch usually touches one definition of a large module. Parsing the whole module again
+would cost milliseconds, so `reindex` compares the new text with the indexed old text, finds
+the smallest run of whole top-level statements that changed, parses only that run and shifts
+the rest. The result is exactly what a full parse would give (anything ambiguous falls back to
+one).
+"""
+
+from __future__ import annotations
+import __future__
+
+import ast
+from dataclasses import dataclass, field
+
+from liveforge.kernel.errors import PatchSyntaxError
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass
+class Stmt:
+    """One top-level statement: 1-based inclusive line range, exact text, bound names."""
+
+    start: int
+    end: int
+    text: str
+    node: ast.stmt
+    binds: frozenset[str]
+    #: lines the AST node's positions are behind the statement's real position.
+    lag: int = 0
+
+    @property
+    def name(self) -> str | None:
+        """The defined name for def/class statements, else None."""
+        return self.node.name if isinstance(self.node, _DEFS) else None
+
+    def fresh_node(self) -> ast.stmt:
+        """The statement's AST with correct line numbers (re-parsed when it was shifted)."""
+        if self.lag:
+            tree = ast.parse(self.text)
+            ast.increment_lineno(tree, self.start - 1)
+            self.node, self.lag = tree.body[0], 0
+        return self.node
+
+
+@dataclass
+class Index:
+    """All top-level statements of one source text."""
+
+    lines: list[str]
+    stmts: list[Stmt]
+    future_flags: int = 0
+    bound: set[str] = field(default_factory=set)
+
+    @property
+    def source(self) -> str:
+        """The indexed source text."""
+        return "".join(self.lines)
+
+
+def bindings(stmts: list[ast.stmt]) -> set[str]:
+    """Names that executing `stmts` binds in their namespace (not inside nested scopes)."""
+    names: set[str] = set()
+    for stmt in stmts:
+        _collect(stmt, names)
+    return names
+
+
+def _collect(node: ast.AST, names: set[str]) -> None:
+    if isinstance(node, _DEFS):
+        names.add(node.name)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            if alias.name != "*":
+                names.add(alias.asname or alias.name.split(".")[0])
+    elif isinstance(node, ast.Assign):
+        for target in node.targets:
+            _targets(target, names)
+    elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
+        _targets(node.target, names)
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        _targets(node.target, names)
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            if item.optional_vars is not None:
+                _targets(item.optional_vars, names)
+    if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith,
+                         ast.Try, ast.TryStar)):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                _collect(child, names)
+            elif isinstance(child, ast.ExceptHandler):
+                if child.name:
+                    names.add(child.name)
+                for inner in child.body:
+                    _collect(inner, names)
+
+
+def _targets(node: ast.AST, names: set[str]) -> None:
+    if isinstance(node, ast.Name):
+        names.add(node.id)
+    elif isinstance(node, (ast.Tuple, ast.List)):
+        for elt in node.elts:
+            _targets(elt, names)
+    elif isinstance(node, ast.Starred):
+        _targets(node.value, names)
+
+
+def _start(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return min([node.lineno] + [d.lineno for d in decorators or ()])
+
+
+def _parse(text: str, filename: str, offset: int = 0) -> ast.Module:
+    try:
+        tree = ast.parse(text, filename)
+    except SyntaxError as exc:
+        line = (exc.lineno or 1) + offset
+        raise PatchSyntaxError(
+            f"the new source does not compile: {exc.msg} (line {line}). Fix the syntax and "
+            "patch again; nothing was changed.",
+            line=line, filename=filename, text=exc.text, offset=exc.offset,
+        ) from None
+    if offset:
+        ast.increment_lineno(tree, offset)
+    return tree
+
+
+def _stmts_from(tree: ast.Module, lines: list[str]) -> list[Stmt]:
+    result = []
+    for node in tree.body:
+        start, end = _start(node), node.end_lineno or node.lineno
+        result.append(Stmt(start, end, "".join(lines[start - 1:end]), node,
+                           frozenset(bindings([node]))))
+    return result
+
+
+def _future_flags(stmts: list[Stmt]) -> int:
+    flags = 0
+    for stmt in stmts:
+        node = stmt.node
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(__future__, alias.name, None)
+                if feature is not None:
+                    flags |= feature.compiler_flag
+    return flags
+
+
+def _finish(lines: list[str], stmts: list[Stmt]) -> Index:
+    bound: set[str] = set()
+    for stmt in stmts:
+        bound |= stmt.binds
+    return Index(lines, stmts, _future_flags(stmts), bound)
+
+
+def split_lines(source: str) -> list[str]:
+    """Lines with their endings, the last one terminated."""
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"
+    return lines
+
+
+def index(source: str, filename: str = "<unknown>") -> Index:
+    """Index a whole source text (a full parse)."""
+    lines = split_lines(source)
+    return _finish(lines, _stmts_from(_parse(source, filename), lines))
+
+
+@dataclass
+class Reindexed:
+    """The new index, the old statements of the changed run, the statements replacing them,
+    and the unchanged statements after the run that moved by `delta` lines."""
+
+    index: Index
+    old_run: list[Stmt]
+    new_run: list[Stmt]
+    tail: list[Stmt]
+    delta: int
+
+
+def reindex(old: Index, source: str, filename: str) -> Reindexed:
+    """Index `source`, reusing `old` where the text is unchanged."""
+    lines = split_lines(source)
+    changed = _changed_run(old.lines, lines)
+    if changed is None:
+        return Reindexed(_finish(lines, list(old.stmts)), [], [], [], 0)
+    lo, hi = _widen(old, *changed)
+    delta = len(lines) - len(old.lines)
+    try:
+        tree = ast.parse("".join(lines[lo:hi + delta]), filename)
+    except SyntaxError:
+        # Either a real syntax error (the full parse reports it with true line numbers) or a
+        # change that moved statement boundaries: then the whole module is the changed run.
+        full = index(source, filename)
+        return Reindexed(full, list(old.stmts), list(full.stmts), [], 0)
+    ast.increment_lineno(tree, lo)
+    head = [s for s in old.stmts if s.end <= lo]
+    old_run = [s for s in old.stmts if s.start > lo and s.end <= hi]
+    tail = [_shifted(s, delta) for s in old.stmts if s.start > hi]
+    new_run = _stmts_from(tree, lines)
+    return Reindexed(_finish(lines, head + new_run + tail), old_run, new_run, tail, delta)
+
+
+def _shifted(stmt: Stmt, delta: int) -> Stmt:
+    if not delta:
+        return stmt
+    return Stmt(stmt.start + delta, stmt.end + delta, stmt.text, stmt.node, stmt.binds,
+                stmt.lag + delta)
+
+
+def _changed_run(old: list[str], new: list[str]) -> tuple[int, int] | None:
+    """The 0-based half-open range of `old` lines that differ from `new` (None if equal)."""
+    n = min(len(old), len(new))
+    prefix = 0
+    while prefix < n and old[prefix] == new[prefix]:
+        prefix += 1
+    if prefix == len(old) == len(new):
+        return None
+    suffix = 0
+    while suffix < n - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, len(old) - suffix
+
+
+def _widen(index_: Index, lo: int, hi: int) -> tuple[int, int]:
+    """Widen the 0-based line range [lo, hi) to whole top-level statements of `index_`."""
+    for stmt in index_.stmts:
+        if stmt.end > lo and stmt.start - 1 < max(hi, lo + 1):
+            lo, hi = min(lo, stmt.start - 1), max(hi, stmt.end)
+    return lo, hi

@@ -1,0 +1,153 @@
+"""Dotted targets: find a definition in a module's source and splice new source in its place.
+
+`pkg.mod.Class.method` is split into the module (`pkg.mod`) and the path inside it
+(`Class`, `method`). The definition is located in the module's *in-memory* source through its
+statement index, and the new definition replaces exactly its lines (decorators included),
+re-indented to where it stands, so the module text stays whole and coherent. A path whose
+parent exists but whose last name does not is added at the end of its parent.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+
+from liveforge.kernel._stmts import Index
+from liveforge.kernel.errors import PatchError, PatchSyntaxError, TargetNotFound
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass
+class Location:
+    """Where a definition stands (or would stand) in a module's source."""
+
+    path: list[str]
+    #: 1-based inclusive line range; for a missing definition, start = end + 1 = insert line.
+    start: int
+    end: int
+    indent: str
+    kind: str
+    exists: bool
+    node: ast.stmt | None = None
+
+
+def _kind(node: ast.stmt, in_class: bool) -> str:
+    if isinstance(node, ast.ClassDef):
+        return "class"
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return "constant"
+    names = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+    if any(n == "property" or n.endswith((".setter", ".getter", ".deleter")) for n in names):
+        return "property"
+    for special in ("classmethod", "staticmethod"):
+        if special in names:
+            return special
+    return "method" if in_class else "function"
+
+
+def _start(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+
+
+def _binds_only(node: ast.stmt, name: str) -> bool:
+    if isinstance(node, _DEFS):
+        return node.name == name
+    if isinstance(node, ast.Assign):
+        return all(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    if isinstance(node, ast.AnnAssign):
+        return isinstance(node.target, ast.Name) and node.target.id == name
+    return False
+
+
+def _find(body: list[ast.stmt], name: str) -> ast.stmt | None:
+    found = None
+    for node in body:
+        if _binds_only(node, name):
+            found = node
+    return found
+
+
+def _names(body: list[ast.stmt]) -> list[str]:
+    names = []
+    for node in body:
+        if isinstance(node, _DEFS):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def locate(index: Index, module: str, path: list[str]) -> Location:
+    """The location of `path` inside the module indexed by `index`."""
+    stmt = next((s for s in reversed(index.stmts) if _binds_only(s.node, path[0])), None)
+    if stmt is None:
+        if len(path) == 1:
+            end = len(index.lines)
+            return Location(path, end + 1, end, "", "function", False)
+        candidates = [f"{module}.{n}" for s in index.stmts for n in _names([s.node])]
+        raise TargetNotFound(f"{module}.{'.'.join(path)}", candidates)
+    node = stmt.fresh_node()
+    for depth, name in enumerate(path[1:], start=1):
+        if not isinstance(node, ast.ClassDef):
+            raise TargetNotFound(
+                f"{module}.{'.'.join(path)}", [],
+                hint=f"{'.'.join(path[:depth])} is not a class; only class bodies can be "
+                     "entered by a dotted path.")
+        inner = _find(node.body, name)
+        if inner is None:
+            if depth == len(path) - 1:
+                indent = " " * node.body[0].col_offset
+                end = node.end_lineno or node.lineno
+                return Location(path, end + 1, end, indent, "method", False)
+            prefix = f"{module}.{'.'.join(path[:depth])}"
+            raise TargetNotFound(f"{module}.{'.'.join(path)}",
+                                 [f"{prefix}.{n}" for n in _names(node.body)])
+        node = inner
+    in_class = len(path) > 1
+    return Location(path, _start(node), node.end_lineno or node.lineno,
+                    " " * node.col_offset, _kind(node, in_class), True, node)
+
+
+def parse_definition(source: str, name: str, target: str) -> tuple[str, ast.stmt]:
+    """Dedent and check a definition's source: one statement that defines `name`."""
+    text = textwrap.dedent(source).strip("\n") + "\n"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise PatchSyntaxError(
+            f"the new source for {target} does not compile: {exc.msg} (line {exc.lineno} of "
+            "the given source). Fix it and patch again; nothing was changed.",
+            target=target, line=exc.lineno, text=exc.text, offset=exc.offset) from None
+    if len(tree.body) != 1 or not _binds_only(tree.body[0], name):
+        defined = ", ".join(_names(tree.body)) or "nothing"
+        raise PatchError(
+            f"the source for {target} must be one definition of {name!r} (a def, class or "
+            f"assignment); it defines {defined}. Patch the module with patch_module() to "
+            "change several definitions at once.", target=target)
+    return text, tree.body[0]
+
+
+def splice(lines: list[str], location: Location, text: str) -> str:
+    """The module source with `text` standing at `location` (re-indented)."""
+    body = "".join(
+        (location.indent + line) if line.strip() else line
+        for line in text.splitlines(keepends=True)
+    )
+    before, after = lines[:location.start - 1], lines[location.end:]
+    if not location.exists:
+        if location.indent:
+            body = "\n" + body
+        else:
+            body = ("\n\n" if before and before[-1].strip() else "") + body
+    return "".join(before) + body + "".join(after)
+
+
+def keep_decorators(old: ast.stmt, lines: list[str], text: str, new: ast.stmt) -> str:
+    """`text` with the decorators of `old` when the new definition has none of its own."""
+    if getattr(new, "decorator_list", None) or not getattr(old, "decorator_list", None):
+        return text
+    head = lines[_start(old) - 1:old.lineno - 1]
+    indent = old.col_offset
+    return "".join(line[indent:] for line in head) + text

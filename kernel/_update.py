@@ -1,0 +1,199 @@
+"""In-place update of live function objects — the risky core of patching, kept small.
+
+`update_function(old, new)` makes the existing function object `old` behave like `new`, so
+every reference captured earlier (from-imports, callbacks, bound methods, registries) runs the
+new code. The attributes are swapped in one C-level pass so another thread calling `old`
+sees either the old or the new function, never a mix of code and defaults.
+
+When the free variables differ (a closure changed, or a method newly uses zero-argument
+`super()`), `__code__` cannot be swapped: `old` becomes a forwarder to `new` instead
+(`__wrapped__` points at `new`, so inspect shows the new source and signature) and the update
+says so in its note.
+
+Every mutation is recorded in an `UndoLog` so a failed patch restores the exact previous state.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+_FORWARD_KEY = "__liveforge_target__"
+_SWAPPED = ("__code__", "__defaults__", "__kwdefaults__", "__doc__", "__annotations__",
+            "__name__", "__qualname__", "__module__")
+
+
+class UndoLog:
+    """Reversible record of in-place mutations, undone newest first."""
+
+    def __init__(self) -> None:
+        self._steps: list[Callable[[], None]] = []
+
+    def add(self, step: Callable[[], None]) -> None:
+        """Remember how to undo one mutation."""
+        self._steps.append(step)
+
+    def undo(self) -> None:
+        """Undo every recorded mutation, newest first."""
+        while self._steps:
+            self._steps.pop()()
+
+
+def _state(func: types.FunctionType) -> list[Any]:
+    return [getattr(func, name) for name in _SWAPPED]
+
+
+def _assign(func: types.FunctionType, values: list[Any]) -> None:
+    # map() over C-level setattr runs without executing Python bytecode in between, so the
+    # interpreter cannot switch threads halfway through the swap.
+    list(map(setattr, [func] * len(_SWAPPED), _SWAPPED, values))
+
+
+def _cells(func: types.FunctionType) -> tuple[types.CellType, ...]:
+    return func.__closure__ or ()
+
+
+def _cell_value(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+_EMPTY = object()
+
+
+def is_forwarder(func: Any) -> bool:
+    """True for a function turned into a forwarder by an earlier closure change."""
+    return isinstance(func, types.FunctionType) and _FORWARD_KEY in (func.__kwdefaults__ or {})
+
+
+def _make_forwarder_code(nfree: int, template: types.CodeType) -> types.CodeType:
+    names = [f"_lf_free{i}" for i in range(nfree)]
+    inner = "\n".join(
+        ["def _outer():"]
+        + [f"    {n} = None" for n in names]
+        + [f"    def forward(*args, {_FORWARD_KEY}, **kwargs):"]
+        + ([f"        ({', '.join(names)},)"] if names else [])
+        + [f"        return {_FORWARD_KEY}(*args, **kwargs)", "    return forward"]
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(inner, "<liveforge-forwarder>", "exec"), namespace)
+    code: types.CodeType = namespace["_outer"]().__code__
+    return code.replace(co_name=template.co_name, co_qualname=template.co_qualname,
+                        co_filename=template.co_filename,
+                        co_firstlineno=template.co_firstlineno)
+
+
+def translate(value: Any, idmap: dict[int, Any]) -> Any:
+    """Map an object created by the new source to the live object it was merged into."""
+    return idmap.get(id(value), value)
+
+
+def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoLog,
+                    idmap: dict[int, Any]) -> str | None:
+    """Make `old` run `new`'s code in place; returns an identity note, or None."""
+    if is_forwarder(old):
+        target = old.__kwdefaults__[_FORWARD_KEY]  # type: ignore[index]
+        return update_function(target, new, log, idmap)
+    _fix_cells(new, idmap, log)
+    inner_note = _update_wrapped(old, new, log, idmap)
+    before, before_dict = _state(old), dict(old.__dict__)
+    before_cells = [_cell_value(c) for c in _cells(old)]
+
+    def undo() -> None:
+        for cell, value in zip(_cells(old), before_cells, strict=True):
+            if value is _EMPTY:
+                del cell.cell_contents
+            else:
+                cell.cell_contents = value
+        _assign(old, before)
+        old.__dict__.clear()
+        old.__dict__.update(before_dict)
+
+    log.add(undo)
+    new_dict = {k: translate(v, idmap) for k, v in new.__dict__.items()}
+    if old.__code__.co_freevars == new.__code__.co_freevars:
+        for old_cell, new_cell in zip(_cells(old), _cells(new), strict=True):
+            value = _cell_value(new_cell)
+            if value is not _EMPTY:
+                old_cell.cell_contents = translate(value, idmap)
+        _assign(old, [getattr(new, name) for name in _SWAPPED])
+        old.__dict__.clear()
+        old.__dict__.update(new_dict)
+        return inner_note
+    code = _make_forwarder_code(len(old.__code__.co_freevars), new.__code__)
+    _assign(old, [code, None, {_FORWARD_KEY: new}, new.__doc__, new.__annotations__,
+                  new.__name__, new.__qualname__, new.__module__])
+    old.__dict__.clear()
+    old.__dict__.update(new_dict)
+    old.__wrapped__ = new  # type: ignore[attr-defined]
+    return (f"{new.__qualname__}: its free variables changed "
+            f"({', '.join(old.__code__.co_freevars) or 'none'} -> "
+            f"{', '.join(new.__code__.co_freevars) or 'none'}); the existing function object "
+            "now forwards every call to the new one, so earlier references stay live")
+
+
+def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog) -> None:
+    """Point the new function's cells (e.g. `__class__` for super()) at live objects."""
+    for cell in _cells(new):
+        value = _cell_value(cell)
+        live = translate(value, idmap)
+        if live is not value:
+            cell.cell_contents = live
+
+
+def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
+    old_inner = getattr(old, "__wrapped__", None)
+    new_inner = getattr(new, "__wrapped__", None)
+    if isinstance(old_inner, types.FunctionType) and isinstance(new_inner, types.FunctionType) \
+            and old_inner is not new_inner:
+        note = update_function(old_inner, new_inner, log, idmap)
+        idmap[id(new_inner)] = old_inner
+        return note
+    return None
+
+
+def mergeable(old: Any, new: Any) -> bool:
+    """True when `new` can be merged into the live `old` as a function update."""
+    if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType):
+        return True
+    return _wrapper_pair(old, new)
+
+
+def _wrapper_pair(old: Any, new: Any) -> bool:
+    return (type(old) is type(new) and not isinstance(old, type)
+            and isinstance(getattr(old, "__wrapped__", None), types.FunctionType)
+            and isinstance(getattr(new, "__wrapped__", None), types.FunctionType))
+
+
+def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
+    """Update a function, or a C-level wrapper (e.g. `functools.lru_cache`) through the
+    function it wraps; a cache in front of the function is cleared so no stale result stays."""
+    if isinstance(old, types.FunctionType):
+        return update_function(old, new, log, idmap)
+    note = update_function(old.__wrapped__, new.__wrapped__, log, idmap)
+    idmap[id(new.__wrapped__)] = old.__wrapped__
+    if isinstance(old, functools._lru_cache_wrapper):
+        old.cache_clear()
+    return note
+
+
+# -- line numbers -----------------------------------------------------------------------------
+
+def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
+    """The same code object with every line number (nested code included) moved by `delta`."""
+    consts = tuple(shift_code(c, delta) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
+
+
+def shift_function(func: types.FunctionType, delta: int, filename: str) -> None:
+    """Move a function's line numbers after lines were inserted or removed above it."""
+    if func.__code__.co_filename == filename:
+        func.__code__ = shift_code(func.__code__, delta)
+    inner = getattr(func, "__wrapped__", None)
+    if isinstance(inner, types.FunctionType) and inner is not func:
+        shift_function(inner, delta, filename)
