@@ -4,8 +4,53 @@ Patch a running program by dotted path, check the change in isolation, and persi
 passed.
 """
 
-from liveforge.kernel.errors import LiveforgeError
+from liveforge.kernel import (
+    Change,
+    ChangeError,
+    ChangeStatus,
+    ConfigError,
+    ExecutionResult,
+    ExecutionTimeout,
+    ImplSignatureError,
+    LiveforgeError,
+    PatchError,
+    PatchExecutionError,
+    PatchSyntaxError,
+    PersistConflict,
+    PersistError,
+    ProtectedTarget,
+    Runtime,
+    SandboxError,
+    TargetNotFound,
+    UnpersistedChanges,
+    UnsafePath,
+    UnsupportedChange,
+    UnverifiedChange,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["LiveforgeError", "__version__"]
+__all__ = [
+    "Change",
+    "ChangeError",
+    "ChangeStatus",
+    "ConfigError",
+    "ExecutionResult",
+    "ExecutionTimeout",
+    "ImplSignatureError",
+    "LiveforgeError",
+    "PatchError",
+    "PatchExecutionError",
+    "PatchSyntaxError",
+    "PersistConflict",
+    "PersistError",
+    "ProtectedTarget",
+    "Runtime",
+    "SandboxError",
+    "TargetNotFound",
+    "UnpersistedChanges",
+    "UnsafePath",
+    "UnsupportedChange",
+    "UnverifiedChange",
+    "__version__",
+]
