@@ -1,0 +1,73 @@
+"""Capped capture of a child's output stream into a record file.
+
+The parent reads the child's stdout/stderr pipes chunk by chunk. The first `head_bytes` go to
+the file as they arrive; after that only the last `tail_bytes` are kept in a ring, and the
+dropped middle is replaced by a marker when the sink is closed. The parent therefore never
+holds more than `tail_bytes` of a run's output, however much the child prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MARKER = "\n[... liveforge truncated {dropped} bytes of output ...]\n"
+
+
+class CappedSink:
+    """Writes a stream to `path`, keeping its head and tail and dropping the middle."""
+
+    def __init__(self, path: Path, *, head_bytes: int = 1 << 20, tail_bytes: int = 64 << 10
+                 ) -> None:
+        self.path = path
+        self.head_bytes = head_bytes
+        self.tail_bytes = tail_bytes
+        self.file = path.open("wb")
+        self.written = 0
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def write(self, chunk: bytes) -> None:
+        """Take the next chunk of the stream."""
+        room = self.head_bytes - self.written
+        if room > 0:
+            self.file.write(chunk[:room])
+            self.written += min(room, len(chunk))
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - self.tail_bytes
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    @property
+    def total(self) -> int:
+        """Bytes received so far."""
+        return self.written + self.dropped + len(self.tail)
+
+    def close(self) -> None:
+        """Write the marker and the kept tail, and close the file."""
+        if self.file.closed:
+            return
+        if self.dropped:
+            self.file.write(MARKER.format(dropped=self.dropped).encode())
+        self.file.write(bytes(self.tail))
+        self.file.close()
+
+
+def excerpt(path: Path, limit: int = 32 << 10) -> str:
+    """The file's text for a result: up to `limit` bytes of head and tail with a marker."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return ""
+    with path.open("rb") as file:
+        if size <= limit:
+            return file.read().decode("utf-8", "replace")
+        head = file.read(limit // 2)
+        file.seek(size - limit // 2)
+        tail = file.read()
+    skipped = size - len(head) - len(tail)
+    marker = f"\n[... truncated: {skipped} bytes not shown; the capture is in {path} ...]\n"
+    return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace")

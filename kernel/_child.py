@@ -1,0 +1,366 @@
+"""What runs inside a sandbox child: the overlay import hook, the snippet, the pytest plugin.
+
+This module is loaded by file path under a private name in the template process and in
+pytest-xdist workers, so that a sandbox child never imports `liveforge` itself (the project
+under test may be liveforge, and its modules must come from the overlay). It therefore uses
+the standard library only.
+
+The child serves every overlay module from memory through `OverlayFinder`, placed first on
+`sys.meta_path`. Each source is registered in `linecache` *before* it is compiled and
+executed, so tracebacks and `inspect.getsource` show the in-memory text (forwardpy recognises a
+stub method only when `inspect.getsource` works on it).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import linecache
+import os
+import resource
+import signal
+import sys
+import traceback
+import types
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+OVERLAY_MANIFEST = "overlay.json"
+OVERLAY_ENV = "LIVEFORGE_SANDBOX_OVERLAY"
+CHILD_RESULT = "child.json"
+REPR_LIMIT = 10_000
+MESSAGE_LIMIT = 2_000
+
+
+@dataclass(frozen=True)
+class OverlayModule:
+    """One unpersisted module carried into a sandbox run.
+
+    `filename` is the real `.py` path of a file-backed module (a package's `__init__.py`), or a
+    pseudo filename such as ``"<liveforge:pkg.mod>"`` for a virtual module.
+    """
+
+    name: str
+    source: str
+    filename: str
+    is_package: bool = False
+    virtual: bool = False
+
+    @classmethod
+    def new_virtual(cls, name: str, source: str, *, is_package: bool = False) -> OverlayModule:
+        """A module that exists only in memory, with the conventional pseudo filename."""
+        return cls(name, source, f"<liveforge:{name}>", is_package=is_package, virtual=True)
+
+
+def register_source(filename: str, source: str) -> None:
+    """Make `source` what linecache (tracebacks, inspect) returns for `filename`."""
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(source), None, lines, filename)
+
+
+def save_overlay(modules: Iterable[OverlayModule], folder: Path) -> Path:
+    """Write the overlay as `overlay/<name>.py` files plus an `overlay.json` manifest."""
+    sources = folder / "overlay"
+    sources.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for module in modules:
+        stored = sources / f"{module.name}.py"
+        stored.write_text(module.source, encoding="utf-8")
+        entry = asdict(module)
+        entry["source"] = f"overlay/{stored.name}"
+        entries.append(entry)
+    manifest = folder / OVERLAY_MANIFEST
+    manifest.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    return manifest
+
+
+def load_overlay(manifest: Path) -> list[OverlayModule]:
+    """Read an overlay written by `save_overlay`."""
+    entries = json.loads(manifest.read_text(encoding="utf-8"))
+    folder = manifest.parent
+    modules = []
+    for entry in entries:
+        entry["source"] = (folder / entry["source"]).read_text(encoding="utf-8")
+        modules.append(OverlayModule(**entry))
+    return modules
+
+
+class OverlayFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the overlay's modules from memory, ahead of every other finder."""
+
+    liveforge_overlay = True
+
+    def __init__(self, modules: Iterable[OverlayModule]) -> None:
+        self.modules = {module.name: module for module in modules}
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        module = self.modules.get(fullname)
+        if module is None:
+            return None
+        spec = importlib.util.spec_from_loader(fullname, self, origin=module.filename,
+                                               is_package=module.is_package)
+        assert spec is not None
+        if module.is_package:
+            real_dir = [] if module.virtual else [str(Path(module.filename).parent)]
+            spec.submodule_search_locations = real_dir
+        spec.has_location = not module.virtual
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        entry = self.modules[module.__name__]
+        if entry.virtual:
+            module.__file__ = entry.filename
+        register_source(entry.filename, entry.source)
+        code = compile(entry.source, entry.filename, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+
+    def get_source(self, fullname: str) -> str:
+        return self.modules[fullname].source
+
+
+def install_overlay(modules: Iterable[OverlayModule]) -> OverlayFinder:
+    """Put an `OverlayFinder` first on `sys.meta_path` (once per process) and return it."""
+    for finder in sys.meta_path:
+        if getattr(finder, "liveforge_overlay", False):
+            return finder  # type: ignore[return-value]
+    finder = OverlayFinder(modules)
+    for module in finder.modules.values():
+        register_source(module.filename, module.source)
+    sys.meta_path.insert(0, finder)
+    importlib.invalidate_caches()
+    return finder
+
+
+def install_overlay_from_env() -> None:
+    """Install the overlay named by the environment (used by pytest-xdist workers)."""
+    manifest = os.environ.get(OVERLAY_ENV)
+    if manifest:
+        install_overlay(load_overlay(Path(manifest)))
+
+
+def overlay_first() -> None:
+    """Move the overlay finder back to the front (pytest inserts its own import hook there)."""
+    for finder in list(sys.meta_path):
+        if getattr(finder, "liveforge_overlay", False):
+            sys.meta_path.remove(finder)
+            sys.meta_path.insert(0, finder)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [truncated {len(text) - limit} characters]"
+
+
+def _exception_info(exc: BaseException) -> dict[str, Any]:
+    """Type, message and a traceback without this module's own frames."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else (
+        f"{kind.__module__}.{kind.__qualname__}")
+    lines = traceback.format_exception(kind, exc, tb)
+    return {"exc_type": name, "exc_message": _clip(str(exc), MESSAGE_LIMIT),
+            "traceback": _clip("".join(lines), 50_000)}
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return _clip(repr(value), REPR_LIMIT)
+    except Exception as exc:  # a broken __repr__ must not lose the run's result
+        return f"<repr failed: {type(exc).__name__}: {exc}>"
+
+
+def run_snippet(code: str, filename: str, memory_mb: int | None) -> dict[str, Any]:
+    """Execute `code` like a REPL cell: the value of a final expression is reported."""
+    register_source(filename, code)
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    try:
+        tree = ast.parse(code, filename)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        body = compile(tree, filename, "exec", dont_inherit=True)
+        with _memory_limit(memory_mb):
+            exec(body, main.__dict__)
+            value = None
+            if isinstance(last, ast.Expr):
+                tail = compile(ast.Expression(last.value), filename, "eval", dont_inherit=True)
+                value = eval(tail, main.__dict__)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt are results too
+        status = "failed" if isinstance(exc, AssertionError) else "error"
+        if isinstance(exc, MemoryError) and memory_mb is not None:
+            status = "killed_memory"
+        return {"status": status, **_exception_info(exc)}
+    return {"status": "passed",
+            "value_repr": None if last is None else _safe_repr(value)}
+
+
+class _memory_limit:
+    """Cap the address space the run may add on top of the template's, then lift the cap."""
+
+    def __init__(self, memory_mb: int | None) -> None:
+        self.memory_mb = memory_mb
+        self.saved: tuple[int, int] | None = None
+
+    def __enter__(self) -> None:
+        if self.memory_mb is None:
+            return
+        with open("/proc/self/statm") as statm:
+            current = int(statm.read().split()[0]) * resource.getpagesize()
+        self.saved = resource.getrlimit(resource.RLIMIT_AS)
+        soft = current + self.memory_mb * 1024 * 1024
+        hard = self.saved[1]
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            resource.setrlimit(resource.RLIMIT_AS, self.saved)
+
+
+class PytestCollector:
+    """A pytest plugin that counts outcomes and keeps a short message per failure."""
+
+    def __init__(self) -> None:
+        self.counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+        self.failures: list[dict[str, str]] = []
+
+    def pytest_load_initial_conftests(self) -> None:
+        overlay_first()
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.counts["errors"] += 1
+            self._failure(report, "collect")
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call":
+            outcome = "passed" if report.passed else "failed" if report.failed else "skipped"
+            self.counts[outcome] += 1
+            if report.failed:
+                self._failure(report, "call")
+        elif report.failed:
+            self.counts["errors"] += 1
+            self._failure(report, report.when)
+        elif report.skipped:
+            self.counts["skipped"] += 1
+
+    def _failure(self, report: Any, when: str) -> None:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = getattr(crash, "message", None) or ""
+        if not message:
+            lines = [line for line in str(report.longrepr or "").splitlines() if line.strip()]
+            message = lines[-1] if lines else "failed"
+        self.failures.append({"nodeid": report.nodeid, "when": when,
+                              "message": _clip(message, 500)})
+
+
+PYTEST_STATUS = {0: "passed", 1: "failed", 5: "error"}
+
+
+def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[str, Any]:
+    """Run pytest in-process with the given arguments, junit XML into the record."""
+    import pytest
+
+    workermanage = sys.modules.get("xdist.workermanage")
+    if isinstance(getattr(workermanage, "_sys_path", None), list):
+        workermanage._sys_path[:] = sys.path  # type: ignore[union-attr]
+    collector = PytestCollector()
+    full_args = [*args, f"--junitxml={run_dir / 'junit.xml'}"]
+    try:
+        with _memory_limit(memory_mb):
+            code = int(pytest.main(full_args, plugins=[collector]))
+    except BaseException as exc:
+        return {"status": "error", **_exception_info(exc), "tests": collector.counts,
+                "failures": collector.failures}
+    status = PYTEST_STATUS.get(code, "error")
+    outcome: dict[str, Any] = {"status": status, "pytest_exit_code": code,
+                               "tests": collector.counts, "failures": collector.failures}
+    if code == 5:
+        outcome["exc_message"] = "pytest collected no tests"
+    elif status == "error":
+        outcome["exc_message"] = f"pytest stopped with exit code {code} (see stdout)"
+    return outcome
+
+
+# Bound at load time: a snippet that patches json or os must not stop the result from being
+# written.
+_dumps, _open, _write, _close, _replace = json.dumps, os.open, os.write, os.close, os.replace
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    temporary = str(path) + ".tmp"
+    fd = _open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write(fd, _dumps(data).encode("utf-8"))
+    finally:
+        _close(fd)
+    _replace(temporary, str(path))
+
+
+def _prepare_process(out_fd: int, err_fd: int) -> None:
+    """Own process group, output to the parent's pipes, default signal handling."""
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # the snippet may have closed or replaced them
+            pass
+
+
+def child_main(run_dir: str, out_fd: int, err_fd: int) -> NoReturn:
+    """Entry point of a forked child: apply the overlay, run, write `child.json`, exit."""
+    folder = Path(run_dir)
+    code = 0
+    try:
+        _prepare_process(out_fd, err_fd)
+        request = json.loads((folder / "request.json").read_text(encoding="utf-8"))
+        os.chdir(request["cwd"])
+        sys.path[:] = request["sys_path"]
+        os.environ.update(request.get("env", {}))
+        os.environ[OVERLAY_ENV] = str(folder / OVERLAY_MANIFEST)
+        install_overlay(load_overlay(folder / OVERLAY_MANIFEST))
+        if request["kind"] == "snippet":
+            outcome = run_snippet(request["code"], request["filename"], request["memory_mb"])
+        else:
+            outcome = run_pytest(request["args"], folder, request["memory_mb"])
+    except BaseException as exc:
+        outcome = {"status": "error", "harness_error": True, **_exception_info(exc)}
+        code = 70
+    _flush_streams()
+    try:
+        _write_json(folder / CHILD_RESULT, outcome)
+    except BaseException:
+        code = 71
+    os._exit(code)

@@ -1,0 +1,71 @@
+"""Which modules the sandbox template imports ahead of time.
+
+The template pre-imports what the parent has already loaded from the standard library and
+from installed distributions, so a forked run does not pay for pydantic, httpx or pytest
+again. It never pre-imports the project's own modules (anything under the project root or
+outside the library directories, such as editable installs), nothing the overlay replaces,
+no `__main__` modules, and not the packages of pytest plugins: pytest marks those for
+assertion rewriting and warns when they were imported before it started.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import site
+import sys
+import sysconfig
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+ALWAYS = ("pytest",)
+NEVER = frozenset({"__main__", "antigravity", "this", "idlelib", "tkinter", "turtle"})
+
+
+@cache
+def library_dirs() -> tuple[str, ...]:
+    """The standard library and site-packages directories of this interpreter."""
+    paths = sysconfig.get_paths()
+    found = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    found.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        found.add(site.USER_SITE)
+    return tuple(sorted(str(Path(p).resolve()) + "/" for p in found))
+
+
+@cache
+def pytest_plugin_packages() -> frozenset[str]:
+    """Top-level names of distributions that register pytest plugins (entry point pytest11)."""
+    names: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        if not any(ep.group == "pytest11" for ep in dist.entry_points):
+            continue
+        names.update(ep.value.split(":")[0].split(".")[0] for ep in dist.entry_points
+                     if ep.group == "pytest11")
+        for file in dist.files or ():
+            parts = file.parts
+            if len(parts) == 1 and file.name.endswith(".py"):
+                names.add(file.name[:-3])
+            elif len(parts) == 2 and file.name == "__init__.py":
+                names.add(parts[0])
+    return frozenset(names)
+
+
+def preload_names(project_root: Path, exclude: Iterable[str] = ()) -> list[str]:
+    """Modules of the parent worth importing in the template, parents before children."""
+    libraries = library_dirs()
+    root = str(project_root.resolve()) + "/"
+    skipped_tops = NEVER | pytest_plugin_packages()
+    excluded = set(exclude)
+    names = set(ALWAYS)
+    for name, module in list(sys.modules.items()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str) or name in excluded:
+            continue
+        if name.partition(".")[0] in skipped_tops or name.rpartition(".")[2] == "__main__":
+            continue
+        path = str(Path(filename).resolve())
+        if path.startswith(root) or not path.startswith(libraries):
+            continue
+        names.add(name)
+    return sorted(names, key=lambda n: (n.count("."), n))

@@ -1,0 +1,217 @@
+"""The fork server: a pre-imported template process from which each sandbox run is forked.
+
+The template is a long-lived `python -c` child. It imports the heavy third-party and standard
+library modules the parent has loaded (never the project's managed modules), reports which
+module files it imported, then waits on a Unix socket. For each run the parent sends the run
+directory together with two pipe ends (stdout, stderr); the template forks, the child applies
+the overlay and runs (see `_child`), and the template reports the child's pid and exit status.
+
+A template is *stale* when it imported a module the overlay now replaces, or a module whose
+file changed on disk since; `TemplateProcess.stale_reason` says why, and the sandbox then
+starts a fresh one. The server side uses the standard library only and is loaded by file
+path, so the template never imports `liveforge`.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+CHILD_MODULE = "_liveforge_sandbox_child"
+BOOTSTRAP = (
+    "import importlib.util as u, sys\n"
+    "s = u.spec_from_file_location('_liveforge_sandbox_template', sys.argv[1])\n"
+    "m = u.module_from_spec(s); s.loader.exec_module(m); m.serve(int(sys.argv[2]))\n"
+)
+
+
+def load_child_module() -> Any:
+    """Load `_child.py` by path under a private name (so `liveforge` is not imported)."""
+    if CHILD_MODULE in sys.modules:
+        return sys.modules[CHILD_MODULE]
+    spec = importlib.util.spec_from_file_location(
+        CHILD_MODULE, Path(__file__).with_name("_child.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[CHILD_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class LineChannel:
+    """Newline-delimited JSON messages over a stream socket, optionally carrying fds."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def send(self, message: dict[str, Any], fds: Iterable[int] = ()) -> None:
+        data = json.dumps(message).encode() + b"\n"
+        fds = list(fds)
+        if fds:
+            socket.send_fds(self.sock, [data], fds)
+        else:
+            self.sock.sendall(data)
+
+    def receive(self, max_fds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
+        """The next message and the fds that came with it; (None, []) at end of stream."""
+        fds: list[int] = []
+        while b"\n" not in self.buffer:
+            if max_fds:
+                chunk, new_fds, _, _ = socket.recv_fds(self.sock, 65536, max_fds)
+                fds.extend(new_fds)
+            else:
+                chunk = self.sock.recv(65536)
+            if not chunk:
+                return None, fds
+            self.buffer += chunk
+        return self.pop(), fds
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk
+
+    def pop(self) -> dict[str, Any] | None:
+        """A complete buffered message, if there is one."""
+        line, newline, rest = self.buffer.partition(b"\n")
+        if not newline:
+            return None
+        self.buffer = rest
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
+def _module_files() -> dict[str, list[Any]]:
+    """name -> [file, mtime_ns, size] for every imported module backed by a file."""
+    files: dict[str, list[Any]] = {}
+    for name, module in list(sys.modules.items()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str):
+            continue
+        try:
+            info = os.stat(filename)
+        except OSError:
+            continue
+        files[name] = [filename, info.st_mtime_ns, info.st_size]
+    return files
+
+
+def _preload(names: list[str]) -> list[str]:
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException:  # a module that cannot be imported here is simply not preloaded
+            failed.append(name)
+    return failed
+
+
+def serve(sock_fd: int) -> None:
+    """Template main loop: boot, then fork one child per run request until end of stream."""
+    channel = LineChannel(socket.socket(fileno=sock_fd))
+    boot, _ = channel.receive()
+    if boot is None:
+        return
+    sys.path[:] = boot["sys_path"]
+    child = load_child_module()
+    failed = _preload(boot["preload"])
+    channel.send({"ready": True, "pid": os.getpid(), "modules": _module_files(),
+                  "failed": failed})
+    gc.collect()
+    gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
+    while True:
+        request, fds = channel.receive(max_fds=2)
+        if request is None:
+            return
+        pid = os.fork()
+        if pid == 0:
+            channel.sock.close()
+            child.child_main(request["run_dir"], fds[0], fds[1])
+        for fd in fds:
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        channel.send({"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # whatever the run left behind
+        except OSError:
+            pass
+        channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
+
+
+class TemplateProcess:
+    """Parent-side handle of one template process."""
+
+    def __init__(self, *, cwd: Path, sys_path: list[str], preload: list[str],
+                 boot_timeout: float = 120.0) -> None:
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, __file__, str(child_end.fileno())],
+            cwd=cwd, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        child_end.close()
+        self.channel = LineChannel(parent_end)
+        self.channel.send({"sys_path": sys_path, "preload": preload})
+        parent_end.settimeout(boot_timeout)
+        try:
+            ready, _ = self.channel.receive()
+        except OSError:
+            ready = None
+        parent_end.settimeout(None)
+        if ready is None:
+            self.close()
+            raise OSError("the sandbox template process exited while starting")
+        self.modules: dict[str, list[Any]] = ready["modules"]
+        self.failed: list[str] = ready["failed"]
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stale_reason(self, overlay_names: Iterable[str]) -> str | None:
+        """Why this template must not serve a run with that overlay, or None if it may."""
+        if not self.alive:
+            return "the template process exited"
+        for name in overlay_names:
+            if name in self.modules:
+                return f"the template imported {name!r}, which the overlay replaces"
+        for name, (filename, mtime_ns, size) in self.modules.items():
+            try:
+                info = os.stat(filename)
+            except OSError:
+                return f"{filename} (module {name!r}) disappeared"
+            if info.st_mtime_ns != mtime_ns or info.st_size != size:
+                return f"{filename} (module {name!r}) changed on disk"
+        return None
+
+    def start_run(self, run_dir: Path, out_fd: int, err_fd: int) -> None:
+        """Ask the template to fork a child for `run_dir`; the replies arrive on `sock`."""
+        self.channel.send({"run_dir": str(run_dir)}, fds=[out_fd, err_fd])
+
+    @property
+    def sock(self) -> socket.socket:
+        return self.channel.sock
+
+    def close(self) -> None:
+        """Stop the template (end of stream, then SIGKILL if it lingers)."""
+        try:
+            self.channel.sock.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

@@ -1,0 +1,68 @@
+"""Helpers shared by the sandbox tests: real temporary packages and the fixture project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from liveforge.kernel._sandbox import OverlayModule
+
+FIXTURE_PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "sandbox" / "project"
+
+
+@contextmanager
+def temp_package(root: Path, files: dict[str, str]) -> Iterator[str]:
+    """A uniquely named package under `root`, on sys.path; yields its name.
+
+    `files` maps paths inside the package ("mod.py", "sub/__init__.py") to their text.
+    """
+    name = f"pkg_{uuid.uuid4().hex[:10]}"
+    package = root / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for relative, text in files.items():
+        (package / relative).parent.mkdir(parents=True, exist_ok=True)
+        (package / relative).write_text(text)
+    sys.path.insert(0, str(root))
+    try:
+        yield name
+    finally:
+        sys.path.remove(str(root))
+        for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[module]
+
+
+def file_overlay(root: Path, module: str, source: str) -> OverlayModule:
+    """An overlay entry for the file-backed module `module` under `root`."""
+    path = root.joinpath(*module.split(".")).with_suffix(".py")
+    is_package = not path.exists() and (path.with_suffix("") / "__init__.py").exists()
+    if is_package:
+        path = path.with_suffix("") / "__init__.py"
+    return OverlayModule(module, source, str(path), is_package=is_package)
+
+
+def copy_fixture_project(destination: Path) -> Path:
+    """A private copy of the fixture project (its own package, conftest and tests)."""
+    shutil.copytree(FIXTURE_PROJECT, destination, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def process_gone(pid: int, wait: float = 10.0) -> bool:
+    """True once `pid` no longer runs (gone, or a zombie nobody has reaped yet)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
