@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import process_gone, temp_package
-
 from liveforge.kernel._sandbox import OverlayModule, Sandbox
+from sandbox_support import process_gone, temp_package
 
 
 @pytest.fixture(scope="module")
