@@ -92,8 +92,7 @@ def _take(lines: list[str], budget: int) -> list[str]:
     return taken
 
 
-def number_lines(source: str, first: int = 1) -> str:
-    """``source`` with right-aligned line numbers starting at ``first``."""
-    lines = source.splitlines()
+def number_lines(lines: list[str], first: int = 1) -> str:
+    """``lines`` with right-aligned line numbers starting at ``first``, one per line."""
     width = len(str(first + len(lines) - 1))
     return "".join(f"{first + i:>{width}} {line}\n" for i, line in enumerate(lines))

@@ -47,4 +47,4 @@ def test_plain_strips_colour_and_redraws():
 
 def test_number_lines_aligns_numbers():
     """Line numbers are right-aligned to the widest one and start where asked."""
-    assert number_lines("a\nb", first=9) == " 9 a\n10 b\n"
+    assert number_lines(["a", "b"], first=9) == " 9 a\n10 b\n"

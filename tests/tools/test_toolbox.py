@@ -11,6 +11,7 @@ import pytest
 from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.toolbox import Toolbox, ToolResult
 from liveforge.impls.toolbox import project_tool_packages
+from liveforge.kernel import Runtime
 
 
 def make_box(project, runtime=None, limit: int = 8000) -> Toolbox:
@@ -163,3 +164,55 @@ def test_non_object_json_arguments_are_rejected(project, bad):
     """JSON that is not an object is an error result naming what was sent."""
     result = make_box(project).call("add", bad)
     assert result.is_error and "must be a JSON object" in result.text
+
+
+MADE = '''
+__all__ = ["triple", "changes"]
+
+from liveforge.tools import runtime
+
+
+def triple(x: int) -> str:
+    """Three times x."""
+    return str(3 * x)
+
+
+def changes() -> str:
+    """How many changes the runtime recorded."""
+    return str(len(runtime().history()))
+'''
+
+
+def test_tool_module_patched_in_memory_appears_and_removed_tool_disappears(project):
+    """patch_module creates a tool at once; dropping it from the source removes it at once."""
+    rt = Runtime(project_root=project.root)
+    box = make_box(project, runtime=rt)
+    assert [t.name for t in box.tools()] == ["add"]
+    rt.patch_module(f"{project.pkg}.tools.made", MADE)
+    assert [t.name for t in box.tools()] == ["triple", "changes", "add"]  # module order
+    assert box.call("triple", {"x": 4}) == ToolResult("12")
+    assert box.call("changes", {}) == ToolResult("1")
+    rt.patch_module(f"{project.pkg}.tools.made", MADE.replace('"triple", ', "").split(
+        "def triple")[0] + "def changes() -> str:\n    return 'gone'\n")
+    assert [t.name for t in box.tools()] == ["changes", "add"]
+    assert box.call("triple", {"x": 4}).is_error
+
+
+def test_patched_tool_docstring_changes_its_spec(project):
+    """Editing a tool in place (same function object) is reflected in its next spec."""
+    rt = Runtime(project_root=project.root)
+    box = make_box(project, runtime=rt)
+    box.tools()
+    rt.patch(f"{project.pkg}.tools.mathtools.add",
+             'def add(a: int, b: int = 5) -> str:\n    """Sum."""\n    return str(a + b)\n')
+    (spec,) = box.specs()
+    assert spec.description == "Sum." and spec.input_schema["properties"]["b"]["default"] == 5
+    assert box.call("add", {"a": 1}) == ToolResult("6")
+
+
+def test_builtin_and_project_tools_are_seen_together(project):
+    """The default packages are liveforge.tools plus the project's own tools package."""
+    box = Toolbox(runtime=Runtime(project_root=project.root), packages=[], limit=8000)
+    names = [t.name for t in box.tools()]
+    assert {"inspect_module", "view_source", "patch", "execute", "add"} <= set(names)
+    assert box.problems() == []

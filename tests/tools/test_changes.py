@@ -1,0 +1,79 @@
+"""patch / reload / rollback / history / diff / execute tools give compact summaries."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from liveforge.kernel import ChangeError, Runtime
+from liveforge.tools import NoRuntime, using_runtime
+from liveforge.tools.changes import diff, history, patch, reload, rollback
+from liveforge.tools.running import execute
+
+NEW_AREA = "def area(radius: float) -> float:\n    return 3.0 * radius ** 2\n"
+
+
+@pytest.fixture
+def rt(project):
+    runtime = Runtime(project_root=project.root)
+    importlib.import_module(f"{project.pkg}.shapes")
+    with using_runtime(runtime):
+        yield runtime
+
+
+def test_patch_reports_what_changed_and_that_it_is_unpersisted(project, rt):
+    """A patch result names the change, the updated name and the next steps."""
+    text = patch(f"{project.pkg}.shapes.area", NEW_AREA)
+    assert text.startswith(f"applied c1 function {project.pkg}.shapes.area [applied] ~area")
+    assert text.endswith("in memory only: verify or run_tests, then persist")
+    assert importlib.import_module(f"{project.pkg}.shapes").area(1.0) == 3.0
+
+
+def test_patch_of_a_new_module_says_created(project, rt):
+    """Patching with module=True creates a module that does not exist, in memory."""
+    assert patch(f"{project.pkg}.brand_new", "X = 1\n", module=True).startswith(
+        "created c1 virtual-module")
+
+
+def test_history_and_rollback(project, rt):
+    """history lists changes one per line; rollback undoes the newest and says which."""
+    patch(f"{project.pkg}.shapes.area", NEW_AREA)
+    patch(f"{project.pkg}.shapes.UNIT", "UNIT = 2.0\n")
+    assert history().splitlines()[0].startswith(f"c1 function {project.pkg}.shapes.area")
+    assert history(limit=1).splitlines()[0] == "(1 older changes not shown; pass a larger limit)"
+    assert rollback().splitlines()[1].startswith("c2 ")
+    assert "[rolled_back]" in history().splitlines()[1]
+
+
+def test_rollback_of_unknown_change_raises_for_the_toolbox(project, rt):
+    """A bad change id raises ChangeError (the toolbox turns it into an error result)."""
+    patch(f"{project.pkg}.shapes.area", NEW_AREA)
+    with pytest.raises(ChangeError):
+        rollback("c99")
+
+
+def test_diff_shows_memory_against_disk(project, rt):
+    """diff is the unified diff of the patched module; no changes says so."""
+    assert diff() == "no changes"
+    patch(f"{project.pkg}.shapes.area", NEW_AREA)
+    text = diff(f"{project.pkg}.shapes")
+    assert "+    return 3.0 * radius ** 2" in text and text.startswith("---")
+
+
+def test_reload_restores_the_file_version(project, rt):
+    """reload with force drops the in-memory change and says what it updated."""
+    patch(f"{project.pkg}.shapes.area", NEW_AREA)
+    assert "reload" in reload(f"{project.pkg}.shapes", force=True)
+    assert importlib.import_module(f"{project.pkg}.shapes").area(1.0) == pytest.approx(3.14)
+
+
+def test_execute_shows_output_and_value(project, rt):
+    """execute returns printed output, the final value and a status line."""
+    text = execute(f"import {project.pkg}.shapes as s\nprint('hi')\ns.area(2.0)")
+    assert text.splitlines()[:2] == ["hi", "12.56"] and "[ok in" in text
+
+
+def test_tools_outside_a_call_say_there_is_no_runtime():
+    """Calling a tool with no bound runtime raises NoRuntime explaining how to bind one."""
+    with pytest.raises(NoRuntime, match="using_runtime"):
+        history()

@@ -1,0 +1,56 @@
+"""forwardpy facts about live objects: which methods a class declares and where each active
+``@impl`` body lives."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from forwardpy import core
+
+__all__ = ["active_impl", "declared_names", "impl_location", "is_active_impl", "live_attr"]
+
+_SETS = (core._DECLARED_METHODS, core._DECLARED_CLASSMETHODS, core._DECLARED_STATICMETHODS,
+         core._DECLARED_PROPERTIES)
+
+
+def declared_names(cls: Any) -> set[str]:
+    """Names a forwardpy declaration class itself declares (empty for other objects)."""
+    if not isinstance(cls, type):
+        return set()
+    names: set[str] = set()
+    for attr in _SETS:
+        names |= set(cls.__dict__.get(attr, ()))
+    return names
+
+
+def active_impl(cls: type, name: str) -> Any:
+    """The function currently implementing ``cls.name``, or None while it is a stub."""
+    func = core._method_registry.get(cls, {}).get(name)
+    if func is None:
+        prop = core._property_registry.get(cls, {}).get(name)
+        func = getattr(prop, "_fget", None)
+    return func
+
+
+def impl_location(func: Any) -> tuple[str, int]:
+    """``(module, first line)`` of an implementation function, decorators included."""
+    code = getattr(func, "__code__", None)
+    return getattr(func, "__module__", "?") or "?", code.co_firstlineno if code else 0
+
+
+def is_active_impl(func: Any) -> bool | None:
+    """For an ``@impl`` function: whether it is the registered body (None if not an impl)."""
+    cls = getattr(func, "__forwardpy_class__", None)
+    if not isinstance(cls, type) or getattr(func, "__forwardpy_is_classmethod__", False):
+        return None
+    registered = core._method_registry.get(cls, {}).get(getattr(func, "__name__", ""))
+    return registered is func
+
+
+def live_attr(module_name: str, names: list[str]) -> Any:
+    """The live object at ``module.names...``, or None."""
+    obj: Any = sys.modules.get(module_name)
+    for name in names:
+        obj = getattr(obj, name, None) if obj is not None else None
+    return obj

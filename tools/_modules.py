@@ -1,0 +1,155 @@
+"""Modules as the tools see them: in-memory source, disk source, and what is inside a package.
+
+The runtime's module registry is authoritative for modules it manages (patched or virtual);
+other modules are read the way they were loaded (a linecache entry pinned in memory, else the
+file). Packages list their submodules from disk (pkgutil, without importing them) and from
+memory (virtual modules and entries in ``sys.modules``), so a listing does not depend on
+what happens to be imported.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import linecache
+import pkgutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from liveforge.kernel.errors import TargetNotFound
+
+__all__ = ["ModuleView", "module_view", "resolve", "submodules", "top_level"]
+
+
+@dataclass(frozen=True)
+class ModuleView:
+    """One module's sources and state, whether or not it is imported."""
+
+    name: str
+    source: str | None
+    disk_source: str | None
+    filename: str
+    is_package: bool
+    imported: bool
+    virtual: bool
+    search_path: tuple[str, ...] = ()
+
+    @property
+    def dirty(self) -> bool:
+        """True when the in-memory source differs from the file (always, for virtual ones)."""
+        return self.virtual or (self.imported and self.source != self.disk_source)
+
+    @property
+    def module(self) -> Any:
+        """The live module object, or None when it is not imported."""
+        return sys.modules.get(self.name)
+
+
+def _record(rt: Any, name: str) -> Any:
+    registry = getattr(rt, "registry", None)
+    return registry.get(name) if registry is not None else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return importlib.util.decode_source(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
+def _loaded_source(filename: str) -> str | None:
+    entry: Any = linecache.cache.get(filename)
+    if entry is not None and len(entry) == 4 and entry[1] is None:  # pinned in memory
+        return "".join(entry[2])
+    return _read(filename)
+
+
+def module_view(name: str, rt: Any = None) -> ModuleView | None:
+    """The view of module ``name``, or None when no such module exists (loaded or on disk)."""
+    record = _record(rt, name)
+    module = sys.modules.get(name)
+    search = tuple(getattr(module, "__path__", ()) or ())
+    if record is not None:
+        return ModuleView(name, record.source, record.disk_source, record.filename,
+                          record.is_package, module is not None, record.virtual, search)
+    if module is not None:
+        filename = getattr(module, "__file__", None) or ""
+        disk = _read(filename) if filename.endswith(".py") else None
+        source = _loaded_source(filename) if filename.endswith(".py") else None
+        return ModuleView(name, source, disk, filename, hasattr(module, "__path__"), True,
+                          False, search)
+    return _unimported_view(name)
+
+
+def _unimported_view(name: str) -> ModuleView | None:
+    """A module found on disk without importing it (its parent package may get imported)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    origin = spec.origin if spec.has_location and spec.origin else ""
+    source = _read(origin) if origin.endswith(".py") else None
+    search = tuple(spec.submodule_search_locations or ())
+    return ModuleView(name, source, source, origin, bool(search), False, False, search)
+
+
+def submodules(view: ModuleView, rt: Any = None) -> list[str]:
+    """Direct submodules of a package, from disk and from memory, sorted by name."""
+    if not view.is_package:
+        return []
+    prefix = view.name + "."
+    names = {prefix + info.name for info in pkgutil.iter_modules(list(view.search_path))}
+    names.update(_mapped(prefix))
+    registry = getattr(rt, "registry", None)
+    in_memory = [r.name for r in registry.records()] if registry is not None else []
+    names.update(n for n in [*in_memory, *list(sys.modules)]
+                 if n.startswith(prefix) and "." not in n[len(prefix):])
+    return sorted(names)
+
+
+def _mapped(prefix: str) -> list[str]:
+    """Sub-packages that an editable install maps from other folders (setuptools'
+    ``package-dir``): pkgutil cannot see them, the install's finder lists them in MAPPING."""
+    found = []
+    for finder in sys.meta_path:
+        mapping = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
+        if isinstance(mapping, dict):
+            found += [name for name in mapping
+                      if name.startswith(prefix) and "." not in name[len(prefix):]]
+    return found
+
+
+def top_level(rt: Any) -> list[str]:
+    """The project's top-level packages: folders under the root (or root/src) that import
+    as themselves, plus top-level virtual modules."""
+    root = Path(getattr(rt, "project_root", ".")).resolve()
+    names: set[str] = set()
+    for base in (root, root / "src"):
+        for init in base.glob("*/__init__.py"):
+            view = _unimported_view(init.parent.name) if init.parent.name.isidentifier() else None
+            if view is not None and Path(view.filename).resolve() == init.resolve():
+                names.add(init.parent.name)
+    registry = getattr(rt, "registry", None)
+    if registry is not None:
+        names.update(r.name for r in registry.records() if r.virtual and "." not in r.name)
+    return sorted(names)
+
+
+def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
+    """Split ``pkg.mod.Class.attr`` into the longest module prefix and the names inside it.
+
+    Raises TargetNotFound (with close matches) when no prefix names a module.
+    """
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        view = module_view(".".join(parts[:cut]), rt)
+        if view is not None:
+            return view, parts[cut:]
+    candidates = [*sys.modules, *top_level(rt)]
+    raise TargetNotFound(path, candidates,
+                         "Give a dotted path that starts with a module (inspect_module() "
+                         "lists the project's packages).")

@@ -1,0 +1,88 @@
+"""Changing the live program: patch, reload, roll back, and review what changed.
+
+Every change is applied in memory at once, recorded, and reversible; files change only
+through ``persist``. Results are compact: what was added (+), updated (~) and removed (-),
+and any note about object identity (e.g. a function that had to be rebound).
+"""
+
+from __future__ import annotations
+
+from liveforge.kernel import Change
+from liveforge.tools._context import runtime
+from liveforge.tools._output import DEFAULT_LIMIT, clip
+
+__all__ = ["diff", "history", "patch", "reload", "rollback"]
+
+
+def patch(path: str, source: str, module: bool = False) -> str:
+    """Replace one definition, or a whole module, in the running program (memory only).
+
+    A declared forwardpy method patches its active @impl body; a missing name is added at
+    the end of its module or class.
+
+    Args:
+        path: dotted target: pkg.mod.func, pkg.mod.Class.method, or pkg.mod
+        source: the complete new definition (or module source), unindented
+        module: path is a module: replace its whole source, or create it in memory
+    """
+    rt = runtime()
+    change = rt.patch_module(path, source) if module else rt.patch(path, source)
+    return _applied(change)
+
+
+def reload(module: str, dependents: bool = False, force: bool = False) -> str:
+    """Re-read a module from its file and apply it in place.
+
+    Args:
+        module: dotted module name
+        dependents: also re-bind names other modules imported from it
+        force: drop the module's unpersisted in-memory changes
+    """
+    return _applied(runtime().reload(module, dependents=dependents, force=force))
+
+
+def rollback(change_id: str | None = None) -> str:
+    """Undo the newest change, or change_id with the later changes of its module.
+
+    Args:
+        change_id: id shown by patch/history (e.g. c3); omit for the newest change
+    """
+    undone = runtime().rollback(change_id)
+    return "rolled back:\n" + "\n".join(_line(change) for change in undone)
+
+
+def history(limit: int = 20) -> str:
+    """Recorded changes, newest last: id, kind, target, status, names touched.
+
+    Args:
+        limit: how many of the newest changes to list
+    """
+    changes = runtime().history()
+    if not changes:
+        return "no changes yet"
+    shown = changes[-limit:] if limit > 0 else []
+    skipped = len(changes) - len(shown)
+    head = [f"({skipped} older changes not shown; pass a larger limit)"] if skipped else []
+    return "\n".join(head + [_line(change) for change in shown])
+
+
+def diff(module: str | None = None) -> str:
+    """Unified diff of in-memory source against the files (what persist would write).
+
+    Args:
+        module: one module; omit for every changed module
+    """
+    text = runtime().diff(module)
+    if not text:
+        return f"{module or 'no module'}: memory matches disk" if module else "no changes"
+    return clip(text, DEFAULT_LIMIT, lambda n: "ask for one module at a time: diff(module)")
+
+
+def _line(change: Change) -> str:
+    first, *notes = change.summary().splitlines()
+    return first + "".join(f" ({n.strip()})" for n in notes)
+
+
+def _applied(change: Change) -> str:
+    verb = "created" if change.before is None else "applied"
+    return f"{verb} {change.summary()}\nin memory only: verify or run_tests, then persist"
