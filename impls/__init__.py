@@ -1,0 +1,1 @@
+from liveforge.impls import toolbox as toolbox  # registers the Toolbox @impl bodies
