@@ -203,7 +203,7 @@ class Usage(_Model):
 
 
 class ModelRequest(_Model):
-    """What to ask a model. `model` overrides the provider's configured chain when set."""
+    """What to ask a model. `model`, when set, is sent instead of the route's model name."""
 
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)

@@ -1,0 +1,120 @@
+"""Shared error classification: status + error type -> ProviderError class, retry-after.
+
+Both wire formats extract (status, type, message, request id) from their error bodies and
+call `make_error`; classification is by status and type first, message text last (context
+overflow wordings differ per server). Messages never contain request headers, so no key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+
+from liveforge.declarations.provider import Route
+from liveforge.declarations.provider_errors import (
+    AuthenticationError,
+    BadRequestError,
+    BillingError,
+    ContextOverflowError,
+    ModelNotFound,
+    OverloadedError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ServerError,
+)
+
+__all__ = ["is_context_overflow", "make_error", "parse_retry_after"]
+
+_TYPE_CLASSES: dict[str, type[ProviderError]] = {
+    "authentication_error": AuthenticationError,
+    "permission_error": AuthenticationError,
+    "invalid_api_key": AuthenticationError,
+    "billing_error": BillingError,
+    "insufficient_quota": BillingError,
+    "not_found_error": ModelNotFound,
+    "model_not_found": ModelNotFound,
+    "rate_limit_error": RateLimitError,
+    "rate_limit_exceeded": RateLimitError,
+    "overloaded_error": OverloadedError,
+    "api_error": ServerError,
+    "server_error": ServerError,
+    "timeout_error": ProviderTimeout,
+    "request_too_large": ContextOverflowError,
+    "context_length_exceeded": ContextOverflowError,
+    "exceed_context_size_error": ContextOverflowError,
+}
+
+_STATUS_CLASSES: dict[int, type[ProviderError]] = {
+    401: AuthenticationError,
+    403: AuthenticationError,
+    402: BillingError,
+    404: ModelNotFound,
+    408: ProviderTimeout,
+    409: ServerError,
+    413: ContextOverflowError,
+    429: RateLimitError,
+    503: OverloadedError,
+    504: ProviderTimeout,
+    529: OverloadedError,
+}
+
+_OVERFLOW = re.compile(
+    r"prompt is too long|exceed context limit|input is too long|maximum context length"
+    r"|exceeds the context window|context[_ ]length[_ ]exceeded|exceeds the available context"
+    r"|context size",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(message: str) -> bool:
+    """True if a provider's message says the input does not fit the context window."""
+    return bool(_OVERFLOW.search(message))
+
+
+def _classify(status: int | None, error_type: str | None, message: str) -> type[ProviderError]:
+    if is_context_overflow(message) and (status is None or status in (400, 413, 422)):
+        return ContextOverflowError
+    by_type = _TYPE_CLASSES.get(error_type or "")
+    if by_type is not None:
+        return by_type
+    if status is None:
+        return ServerError
+    if status in _STATUS_CLASSES:
+        return _STATUS_CLASSES[status]
+    return ServerError if status >= 500 else BadRequestError
+
+
+def make_error(route: Route, *, status: int | None, error_type: str | None, message: str,
+               request_id: str | None = None,
+               headers: Mapping[str, str] | None = None) -> ProviderError:
+    """Build the classified error for `route` (status None: an error event inside a stream)."""
+    cls = _classify(status, error_type, message)
+    provider = route.name.partition(":")[0]
+    return cls(message or "no error message", provider=provider, model=route.model,
+               status=status, request_id=request_id, error_type=error_type,
+               retry_after=parse_retry_after(headers or {}))
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms`, else `retry-after` (seconds or HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - time.time())

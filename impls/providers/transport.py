@@ -1,0 +1,126 @@
+"""One HTTP attempt against one route with one key: request, decode, classify.
+
+Yields batches (lists) of stream events, the last batch ending in `Done`; batching keeps
+the per-event cost of the generator chain low. Errors come out as ProviderError subclasses:
+HTTP errors classified by the wire format, httpx timeouts and transport failures as
+ProviderTimeout / ProviderConnectionError, a stream that ends without its end-of-message
+marker as ProviderConnectionError. Any failure after content was delivered becomes
+`StreamInterrupted` carrying the partial response, so it is never replayed silently.
+Cancellation ends the attempt with `Done(response)` marked incomplete, after closing the
+connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import NoReturn
+
+import httpx
+from liveforge.declarations.messages import Done, ModelResponse, StreamEvent
+from liveforge.declarations.provider import (
+    HttpCall,
+    RetryPolicy,
+    Route,
+    StreamDecoder,
+    WireFormat,
+)
+from liveforge.declarations.provider_errors import (
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+    StreamInterrupted,
+)
+from liveforge.impls.providers.cancel import CallCancelled, CancelScope
+from liveforge.impls.providers.sse import SSEParser
+
+__all__ = ["attempt"]
+
+Batch = list[StreamEvent]
+
+
+def _cancelled(route: Route, decoder: StreamDecoder | None) -> Batch:
+    if decoder is not None:
+        return [Done(response=decoder.finish(incomplete=True))]
+    return [Done(response=ModelResponse(stop_reason="cancelled", incomplete=True,
+                                        model=route.model,
+                                        provider=route.name.partition(":")[0]))]
+
+
+def _transport_error(exc: httpx.HTTPError, route: Route) -> ProviderError:
+    provider = route.name.partition(":")[0]
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout(detail, provider=provider, model=route.model)
+    return ProviderConnectionError(detail, provider=provider, model=route.model)
+
+
+async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
+                  call: HttpCall, policy: RetryPolicy, scope: CancelScope,
+                  *, streaming: bool) -> AsyncIterator[Batch]:
+    """Run one HTTP call; see the module docstring for what comes out."""
+    decoder: StreamDecoder | None = None
+    timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
+    request = client.build_request("POST", call.url, headers=call.headers, json=call.body,
+                                   timeout=timeout)
+    try:
+        response = await scope.wait(client.send(request, stream=True))
+    except CallCancelled:
+        yield _cancelled(route, None)
+        return
+    except httpx.HTTPError as exc:
+        raise _transport_error(exc, route) from None
+    try:
+        if response.status_code >= 400 or not streaming:
+            body = await scope.wait(response.aread())
+            if response.status_code >= 400:
+                raise wire.classify_error(response.status_code, response.headers, body, route)
+            yield [Done(response=wire.parse_response(body, route))]
+            return
+        decoder = wire.stream_decoder(route)
+        async for batch in _decode(response, decoder, scope, route):
+            yield batch
+    except CallCancelled:
+        yield _cancelled(route, decoder)
+    except httpx.HTTPError as exc:
+        _reraise(_transport_error(exc, route), decoder)
+    except ProviderError as exc:
+        _reraise(exc, decoder)
+    finally:
+        await response.aclose()
+
+
+async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: CancelScope,
+                  route: Route) -> AsyncIterator[Batch]:
+    parser = SSEParser()
+    chunks = response.aiter_bytes()
+    while True:
+        try:
+            chunk = await scope.wait(anext(chunks))
+        except StopAsyncIteration:
+            break
+        batch: Batch = []
+        for name, data in parser.feed(chunk):
+            batch.extend(decoder.feed(name, data))
+        if batch:
+            yield batch
+    for name, data in parser.flush():
+        decoder.feed(name, data)
+    if not decoder.finished:
+        raise ProviderConnectionError("the stream ended before the end-of-message event",
+                                      provider=route.name.partition(":")[0],
+                                      model=route.model)
+    yield [Done(response=decoder.finish())]
+
+
+def _reraise(error: ProviderError, decoder: StreamDecoder | None) -> NoReturn:
+    """Raise `error`, or StreamInterrupted (caused by it) once content was delivered.
+
+    httpx exceptions are never chained: they hold the request, whose headers hold the key.
+    """
+    if decoder is None or not decoder.has_content or isinstance(error, StreamInterrupted):
+        raise error from None
+    partial = decoder.finish(incomplete=True)
+    raise StreamInterrupted(f"the stream broke after content arrived ({error.detail})",
+                             partial=partial, provider=error.provider, model=error.model,
+                             status=error.status, request_id=error.request_id,
+                             error_type=error.error_type) from error

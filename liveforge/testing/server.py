@@ -1,0 +1,326 @@
+"""FakeProvider: a real HTTP server on 127.0.0.1 speaking both model APIs from a script.
+
+It runs the standard library's ThreadingHTTPServer in a background thread (no extra
+dependency, works from sync and async tests alike, and a thread per connection lets a
+slow or hanging scripted response coexist with other requests). Responses are HTTP/1.1;
+streams use chunked transfer encoding, so connections are kept alive like real APIs and a
+scripted disconnect is a truncated chunked body, exactly what a cut stream looks like.
+
+Endpoints: `POST /v1/messages` (Anthropic) and `POST /v1/chat/completions` or
+`POST /chat/completions` (OpenAI-compatible). Each request takes the next script item;
+when the script is exhausted the server answers 400 saying so. Every request is recorded
+(`fake.requests`) with its JSON body and headers, API keys redacted.
+
+Example::
+
+    from liveforge.testing import FakeProvider, fault, reply
+
+    with FakeProvider(script=[fault.overloaded(retry_after=0.01),
+                              reply.text("hi").tool_call("view_source", {"path": "x"})]) as fake:
+        route = fake.route("anthropic")              # Route for liveforge's Provider
+        ...                                          # or an SDK: base_url=fake.base_url
+        assert fake.requests[-1].body["model"] == "test-model"
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from pydantic import SecretStr
+
+from liveforge.declarations.provider import Credential, Route
+from liveforge.testing import anthropic_format, openai_format
+from liveforge.testing.script import Fault, Reply
+
+__all__ = ["FakeProvider", "RecordedRequest"]
+
+_SECRET_HEADERS = {"x-api-key", "authorization", "api-key"}
+
+
+@dataclass
+class RecordedRequest:
+    """One request as received. Key headers read "<redacted>"; `key_suffix` is the key's
+    last 4 characters, enough for tests to tell which key was used."""
+
+    protocol: Literal["anthropic", "openai"]
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    key_suffix: str | None = None
+    received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def stream(self) -> bool:
+        """True if the client asked for a streamed response."""
+        return bool(self.body.get("stream"))
+
+
+def _api_key(headers: dict[str, str]) -> str | None:
+    key = headers.get("x-api-key") or headers.get("api-key")
+    auth = headers.get("authorization", "")
+    if not key and auth.lower().startswith("bearer "):
+        key = auth[7:]
+    return key or None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        protocol = self._protocol()
+        if protocol is None:
+            self._send(404, b'{"error": "unknown path"}')
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        key = _api_key(headers)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        redacted = {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
+        self.server.fake.record(RecordedRequest(protocol, self.path, redacted, body,
+                                                key[-4:] if key else None))
+        self.server.fake.respond(self, protocol, body, len(raw), key)
+
+    def _protocol(self) -> Literal["anthropic", "openai"] | None:
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/messages"):
+            return "anthropic"
+        if path.endswith("/chat/completions"):
+            return "openai"
+        return None
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _drop(self) -> None:
+        """Close the connection abruptly."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeProvider
+
+
+class FakeProvider:
+    """A scripted model server; use as a context manager (or call start/stop).
+
+    script   Reply / Fault items, one per request, in order (extend with `add`).
+    dialect  OpenAI-compatible server habits: "openai", "ollama", "vllm", "lmstudio".
+    keys     if given, requests whose key is not among them get 401 (no script item used).
+    model    model name reported when the request names none.
+    """
+
+    def __init__(self, script: Iterable[Reply | Fault] = (), *, dialect: str = "openai",
+                 keys: Iterable[str] | None = None, model: str = "test-model") -> None:
+        self.script: list[Reply | Fault] = list(script)
+        self.dialect = dialect
+        self.keys = set(keys) if keys is not None else None
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self._served = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> FakeProvider:
+        """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True,
+                                        name="liveforge-fake-provider")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT`: the Anthropic base URL (the SDK appends /v1/messages)."""
+        if self._server is None:
+            raise RuntimeError("FakeProvider is not running; use it in a `with` block.")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """`http://127.0.0.1:PORT/v1`: the OpenAI-compatible base URL."""
+        return self.base_url + "/v1"
+
+    def route(self, protocol: Literal["anthropic", "openai"] = "anthropic", *,
+              model: str | None = None, keys: Iterable[str] = ("test-key",),
+              name: str | None = None) -> Route:
+        """A liveforge Route to this server (keys become credentials key1, key2, ...)."""
+        model = model or self.model
+        url = self.base_url if protocol == "anthropic" else self.openai_base_url
+        creds = [Credential(name=f"key{i}", key=SecretStr(k)) for i, k in enumerate(keys, 1)]
+        return Route(name=name or f"{protocol}:{model}", protocol=protocol, model=model,
+                     base_url=url, credentials=creds)
+
+    # -- script ----------------------------------------------------------------------------
+
+    def add(self, *items: Reply | Fault) -> None:
+        """Append items to the script."""
+        with self._lock:
+            self.script.extend(items)
+
+    @property
+    def remaining(self) -> int:
+        """Script items not yet served."""
+        return len(self.script) - self._served
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next(self) -> Reply | Fault | None:
+        with self._lock:
+            if self._served >= len(self.script):
+                return None
+            item = self.script[self._served]
+            self._served += 1
+            return item
+
+    # -- responding ------------------------------------------------------------------------
+
+    def respond(self, handler: _Handler, protocol: Literal["anthropic", "openai"],
+                body: dict[str, Any], size: int, key: str | None) -> None:
+        """Answer one request from the script."""
+        request_id = f"req_fake_{next(self._ids):06d}"
+        if self.keys is not None and key not in self.keys:
+            self._error(handler, protocol, Fault("auth"), request_id)
+            return
+        item = self._next()
+        if item is None:
+            item = Fault("bad_request", message=f"fake provider script exhausted after "
+                                                f"{self._served} responses; add more items")
+        if isinstance(item, Fault):
+            self._error(handler, protocol, item, request_id)
+            return
+        model = str(body.get("model") or self.model)
+        msg_id = f"{'msg' if protocol == 'anthropic' else 'chatcmpl'}_fake{next(self._ids):06d}"
+        if not body.get("stream"):
+            self._whole(handler, protocol, item, model, size, msg_id, request_id)
+            return
+        if protocol == "anthropic":
+            events = anthropic_format.stream_events(item, model, size, msg_id)
+        else:
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = openai_format.chunk_stream(item, model, size, self.dialect, msg_id, usage)
+        self._stream(handler, protocol, item, events, request_id)
+
+    @staticmethod
+    def _id_header(protocol: str, request_id: str) -> dict[str, str]:
+        return {"request-id" if protocol == "anthropic" else "x-request-id": request_id}
+
+    def _whole(self, handler: _Handler, protocol: str, item: Reply, model: str, size: int,
+               msg_id: str, request_id: str) -> None:
+        if protocol == "anthropic":
+            data = anthropic_format.message_body(item, model, size, msg_id)
+        else:
+            data = openai_format.completion_body(item, model, size, self.dialect, msg_id)
+        handler._send(200, json.dumps(data).encode(), self._id_header(protocol, request_id))
+
+    def _error(self, handler: _Handler, protocol: str, item: Fault, request_id: str) -> None:
+        if item.hang:
+            time.sleep(item.hang)
+        if item.disconnect:
+            handler._drop()
+            return
+        if protocol == "anthropic":
+            status, data = anthropic_format.error_body(item, request_id)
+        else:
+            status, data = openai_format.error_body(item, self.dialect)
+        headers = self._id_header(protocol, request_id)
+        if item.retry_after is not None:
+            headers["retry-after"] = f"{item.retry_after:g}"
+        if item.retry_after_ms is not None:
+            headers["retry-after-ms"] = f"{item.retry_after_ms:g}"
+        handler._send(status, data, headers)
+
+    def _stream(self, handler: _Handler, protocol: str, item: Reply, events: list[bytes],
+                request_id: str) -> None:
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream; charset=utf-8")
+        handler.send_header("cache-control", "no-cache")
+        handler.send_header("transfer-encoding", "chunked")
+        for name, value in self._id_header(protocol, request_id).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        stream_fault = item.fault
+        try:
+            for count, event in enumerate(events):
+                if stream_fault is not None and count == stream_fault.after_events:
+                    self._inject(handler, protocol, stream_fault, request_id)
+                    return
+                if item.delay:
+                    time.sleep(item.delay)
+                _write_chunk(handler, event)
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            handler.close_connection = True
+
+    def _inject(self, handler: _Handler, protocol: str, stream_fault: Any,
+                request_id: str) -> None:
+        if stream_fault.kind == "disconnect":
+            handler._drop()
+            return
+        if stream_fault.kind == "malformed":
+            event = b"event: content_block_delta\ndata: {not json\n\n" \
+                if protocol == "anthropic" else b"data: {not json\n\n"
+        elif protocol == "anthropic":
+            event = anthropic_format.error_event(stream_fault.error_kind, stream_fault.message,
+                                                 request_id)
+        else:
+            event = openai_format.error_chunk(stream_fault.error_kind, stream_fault.message,
+                                              self.dialect)
+        _write_chunk(handler, event)
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
+
+
+def _write_chunk(handler: _Handler, data: bytes) -> None:
+    handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    handler.wfile.flush()
