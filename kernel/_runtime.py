@@ -16,7 +16,13 @@ from typing import Any
 from liveforge.kernel import _engine, _forward
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._execute import ExecutionResult, execute
-from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, fingerprint, read_source
+from liveforge.kernel._sources import (
+    ModuleRecord,
+    ModuleRegistry,
+    capture_sources_under,
+    fingerprint,
+    read_source,
+)
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import keep_decorators, locate, parse_definition, splice
 from liveforge.kernel.errors import (
@@ -52,6 +58,7 @@ class Runtime:
         self.namespace: dict[str, Any] = {"__name__": "__liveforge__", "rt": self}
         if str(self.project_root) not in sys.path:
             sys.path.insert(0, str(self.project_root))
+        capture_sources_under(str(self.project_root))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -65,7 +72,9 @@ class Runtime:
         assert record.index is not None
         location = locate(record.index, module_name, path)
         if not location.exists:
-            raise TargetNotFound(target, [], hint="It does not exist yet; patch() adds it.")
+            names = [f"{module_name}.{n}" for s in record.index.stmts for n in s.binds]
+            raise TargetNotFound(target, names, hint="patch() adds a definition that does not "
+                                 "exist yet.")
         return "".join(record.index.lines[location.start - 1:location.end])
 
     def history(self) -> list[Change]:

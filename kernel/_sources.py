@@ -21,12 +21,16 @@ from pathlib import Path
 
 from liveforge.kernel._stmts import Index
 
-VIRTUAL_PREFIX = "<liveforge:"
+VIRTUAL_PREFIX = "<liveforge-virtual>/"
 
 
-def virtual_filename(name: str) -> str:
-    """The pseudo filename of the virtual module `name`."""
-    return f"{VIRTUAL_PREFIX}{name}>"
+def virtual_filename(name: str, is_package: bool = False) -> str:
+    """The pseudo filename of the virtual module `name`.
+
+    Not of the `<...>` form: linecache refuses to ask a module's loader for the source of
+    such names, and asking it is how the cache heals after `linecache.clearcache()`.
+    """
+    return VIRTUAL_PREFIX + name.replace(".", "/") + ("/__init__.py" if is_package else ".py")
 
 
 def is_virtual_filename(filename: str) -> bool:
@@ -139,7 +143,8 @@ class ModuleRegistry:
 
     def add_virtual(self, name: str, source: str, *, is_package: bool) -> ModuleRecord:
         """Record a module that exists only in memory."""
-        record = ModuleRecord(name=name, filename=virtual_filename(name), source=source,
+        record = ModuleRecord(name=name, filename=virtual_filename(name, is_package),
+                              source=source,
                               disk_source=None, is_package=is_package, virtual=True)
         self._records[name] = record
         return record
@@ -152,7 +157,7 @@ class ModuleRegistry:
 
     def make_virtual_module(self, name: str, *, is_package: bool) -> types.ModuleType:
         """A new, empty module object for a virtual module (not yet in sys.modules)."""
-        filename = virtual_filename(name)
+        filename = virtual_filename(name, is_package)
         spec = importlib.machinery.ModuleSpec(name, self.loader, origin=filename,
                                               is_package=is_package)
         spec.has_location = False
@@ -163,9 +168,50 @@ class ModuleRegistry:
         return module
 
 
+class _CapturingLoader(importlib.machinery.SourceFileLoader):
+    """Compiles from the source text (never a stale .pyc) and remembers that text."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        source = importlib.util.decode_source(self.get_data(path))
+        LOADED_SOURCES[path] = source
+        return compile(source, path, "exec", dont_inherit=True)
+
+
+class SourceCapture(importlib.abc.MetaPathFinder):
+    """Remembers the exact source text of modules imported from under the given roots, so
+    a module tracked after its file changed on disk still knows what it is running."""
+
+    def __init__(self) -> None:
+        self.roots: set[str] = set()
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # type: ignore[arg-type]
+        origin = spec.origin if spec is not None else None
+        if spec is None or not origin or not origin.endswith(".py") or \
+                not any(origin.startswith(root) for root in self.roots):
+            return None
+        spec.loader = _CapturingLoader(fullname, origin)
+        return spec
+
+
+LOADED_SOURCES: dict[str, str] = {}
+_capture = SourceCapture()
+
+
+def capture_sources_under(root: str) -> None:
+    """Start remembering the source of modules imported from under `root`."""
+    _capture.roots.add(os.path.join(root, ""))
+    if _capture not in sys.meta_path:
+        sys.meta_path.insert(0, _capture)
+
+
 def _loaded_source(module: types.ModuleType, filename: str) -> str:
-    """The source the module's code was compiled from: linecache's copy when it is pinned
-    (mtime None, e.g. by an earlier runtime), else the file."""
+    """The source the module's code was compiled from: the text captured at import, else
+    linecache's copy when it is pinned (mtime None), else the file."""
+    if filename in LOADED_SOURCES:
+        return LOADED_SOURCES[filename]
     entry = linecache.cache.get(filename)
     if entry is not None and len(entry) == 4 and entry[1] is None:
         return "".join(entry[2])
