@@ -6,8 +6,9 @@ import difflib
 import time
 from enum import StrEnum
 
-from liveforge.kernel.errors import ChangeError
 from pydantic import BaseModel, Field
+
+from liveforge.kernel.errors import ChangeError
 
 
 class ChangeStatus(StrEnum):

@@ -20,9 +20,10 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
+from pydantic import BaseModel
+
 from liveforge.kernel._sources import register_source
 from liveforge.kernel.errors import ExecutionTimeout
-from pydantic import BaseModel
 
 _counter = itertools.count(1)
 _OUTPUT_LIMIT = 200_000

@@ -20,6 +20,7 @@ from typing import Any
 
 import forwardpy
 from forwardpy import core
+
 from liveforge.kernel.errors import LiveforgeError
 
 _SIGNATURES = "__liveforge_declared_signatures__"
