@@ -66,6 +66,19 @@ def register_source(filename: str, source: str) -> None:
     linecache.cache[filename] = (len(source), None, lines, filename)
 
 
+def compile_source(source: str | ast.Module | ast.Expression, filename: str, mode: str
+                   ) -> types.CodeType:
+    """`compile`, with a SyntaxError showing the in-memory line, not the file on disk."""
+    __tracebackhide__ = True
+    try:
+        return compile(source, filename, mode, dont_inherit=True)
+    except SyntaxError as exc:
+        text = linecache.getline(filename, exc.lineno or 0)
+        if text:
+            exc.text = text
+        raise
+
+
 def save_overlay(modules: Iterable[OverlayModule], folder: Path) -> Path:
     """Write the overlay as `overlay/<name>.py` files plus an `overlay.json` manifest."""
     sources = folder / "overlay"
@@ -122,8 +135,9 @@ class OverlayFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         entry = self.modules[module.__name__]
         if entry.virtual:
             module.__file__ = entry.filename
+        __tracebackhide__ = True  # pytest: the import machinery is not the test's business
         register_source(entry.filename, entry.source)
-        code = compile(entry.source, entry.filename, "exec", dont_inherit=True)
+        code = compile_source(entry.source, entry.filename, "exec")
         exec(code, module.__dict__)
 
     def get_source(self, fullname: str) -> str:
@@ -191,14 +205,14 @@ def run_snippet(code: str, filename: str, memory_mb: int | None) -> dict[str, An
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main
     try:
-        tree = ast.parse(code, filename)
+        tree = ast.parse(code, filename)  # a SyntaxError carries the snippet's own line
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        body = compile(tree, filename, "exec", dont_inherit=True)
+        body = compile_source(tree, filename, "exec")
         with _memory_limit(memory_mb):
             exec(body, main.__dict__)
             value = None
             if isinstance(last, ast.Expr):
-                tail = compile(ast.Expression(last.value), filename, "eval", dont_inherit=True)
+                tail = compile_source(ast.Expression(last.value), filename, "eval")
                 value = eval(tail, main.__dict__)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are results too
         status = "failed" if isinstance(exc, AssertionError) else "error"
@@ -293,8 +307,6 @@ def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[st
                                "tests": collector.counts, "failures": collector.failures}
     if code == 5:
         outcome["exc_message"] = "pytest collected no tests"
-    elif status == "error":
-        outcome["exc_message"] = f"pytest stopped with exit code {code} (see stdout)"
     return outcome
 
 

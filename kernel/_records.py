@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from liveforge.kernel.errors import SandboxError
 from pydantic import BaseModel, Field
+
+from liveforge.kernel.errors import SandboxError
 
 RunKind = Literal["snippet", "tests"]
 RunStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]

@@ -311,6 +311,10 @@ class Sandbox:
             fields["tests"] = TestCounts(**child["tests"])
             fields["failures"] = [TestFailure(**f) for f in child.get("failures", [])]
         status, message = _classify(child, ended, memory_mb, timeout)
+        if (status == "error" and "pytest_exit_code" in child and not fields.get("failures")
+                and not child.get("exc_message")):
+            message = (f"pytest stopped with exit code {child['pytest_exit_code']}: " +
+                       _first_line(fields["stderr"] or fields["stdout"]))
         return RunResult(status=status, ok=status == "passed", message=message, **fields)
 
 

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from liveforge.kernel._sandbox import OverlayModule, Sandbox
 from sandbox_support import process_gone, temp_package
+
+from liveforge.kernel._sandbox import OverlayModule, Sandbox
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,84 @@
+"""Every sandbox run leaves a record in sandbox_runs/<run-id>/; only the newest are kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from liveforge.kernel._sandbox import OverlayModule, Sandbox
+from liveforge.kernel.errors import SandboxError
+
+
+def test_record_holds_code_overlay_outputs_and_result(tmp_path: Path) -> None:
+    overlay = [OverlayModule.new_virtual("virt_recorded", "X = 1\n")]
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box:
+        result = box.verify("import sys, virt_recorded\nprint('out')\n"
+                            "print('err', file=sys.stderr)\nvirt_recorded.X",
+                            overlay, change_ids=["c1", "c2"])
+    record = Path(result.record_path)
+    assert record.parent == tmp_path / "runs" and record.name == result.run_id
+    assert (record / "code.py").read_text().startswith("import sys, virt_recorded")
+    assert (record / "overlay" / "virt_recorded.py").read_text() == "X = 1\n"
+    manifest = json.loads((record / "overlay.json").read_text())
+    assert manifest[0]["name"] == "virt_recorded" and manifest[0]["virtual"] is True
+    assert (record / "stdout.txt").read_text() == "out\n"
+    assert (record / "stderr.txt").read_text() == "err\n"
+    stored = json.loads((record / "result.json").read_text())
+    assert stored["change_ids"] == ["c1", "c2"] and stored["value_repr"] == "1"
+
+
+def test_run_loads_the_stored_result(tmp_path: Path) -> None:
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box:
+        result = box.verify("'stored'", change_ids=["c9"])
+        assert box.run(result.run_id) == result
+
+
+def test_runs_lists_newest_first(tmp_path: Path) -> None:
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box:
+        first = box.verify("1")
+        second = box.verify("raise ValueError('no')")
+        rows = box.runs()
+    assert [row.run_id for row in rows] == [second.run_id, first.run_id]
+    assert (rows[0].status, rows[0].ok) == ("error", False)
+    assert "ValueError: no" in rows[0].headline
+
+
+def test_retention_keeps_only_the_newest_runs(tmp_path: Path) -> None:
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs", keep_runs=3) as box:
+        results = [box.verify(str(n)) for n in range(5)]
+        kept = sorted(p.name for p in (tmp_path / "runs").iterdir())
+        assert kept == [r.run_id for r in results[2:]]
+        with pytest.raises(SandboxError, match="retention"):
+            box.run(results[0].run_id)
+
+
+def test_retention_leaves_other_files_alone(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "README.md").write_text("kept")
+    with Sandbox(tmp_path, runs_dir=runs, keep_runs=1) as box:
+        box.verify("1")
+        box.verify("2")
+    assert (runs / "README.md").read_text() == "kept"
+    assert len([p for p in runs.iterdir() if p.is_dir()]) == 1
+
+
+def test_unknown_run_id_is_refused_with_a_hint(tmp_path: Path) -> None:
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box, \
+            pytest.raises(SandboxError, match=r"runs\(\)"):
+        box.run("../../etc")
+
+
+def test_summary_is_compact_and_names_status_value_and_changes(tmp_path: Path) -> None:
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box:
+        text = box.verify("print('hello')\n21 * 2", change_ids=["c4"]).summary()
+    assert "snippet passed" in text and "value: 42" in text
+    assert "changes: c4" in text and "hello" in text and "record:" in text
+
+
+def test_default_runs_dir_is_sandbox_runs_under_the_project_root(tmp_path: Path) -> None:
+    with Sandbox(tmp_path) as box:
+        result = box.verify("0")
+    assert Path(result.record_path).parent == tmp_path.resolve() / "sandbox_runs"
