@@ -20,7 +20,7 @@ from typing import Any
 
 from liveforge.kernel.errors import TargetNotFound
 
-__all__ = ["ModuleView", "module_view", "resolve", "submodules", "top_level"]
+__all__ = ["ModuleView", "editable_mapping", "module_view", "resolve", "submodules", "top_level"]
 
 
 @dataclass(frozen=True)
@@ -111,16 +111,20 @@ def submodules(view: ModuleView, rt: Any = None) -> list[str]:
     return sorted(names)
 
 
-def _mapped(prefix: str) -> list[str]:
-    """Sub-packages that an editable install maps from other folders (setuptools'
-    ``package-dir``): pkgutil cannot see them, the install's finder lists them in MAPPING."""
-    found = []
+def editable_mapping() -> dict[str, str]:
+    """Package name -> folder for packages an editable install maps from other folders
+    (setuptools ``package-dir``); pkgutil cannot see them, the install's finder lists them."""
+    mapping: dict[str, str] = {}
     for finder in sys.meta_path:
-        mapping = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
-        if isinstance(mapping, dict):
-            found += [name for name in mapping
-                      if name.startswith(prefix) and "." not in name[len(prefix):]]
-    return found
+        found = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
+        if isinstance(found, dict):
+            mapping.update({str(k): str(v) for k, v in found.items()})
+    return mapping
+
+
+def _mapped(prefix: str) -> list[str]:
+    return [name for name in editable_mapping()
+            if name.startswith(prefix) and "." not in name[len(prefix):]]
 
 
 def top_level(rt: Any) -> list[str]:

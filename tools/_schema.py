@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
+
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ArgumentError", "ToolDefinitionError", "ToolSchema", "parse_docstring"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+
 from liveforge.kernel import ChangeError, Runtime
 from liveforge.tools import NoRuntime, using_runtime
 from liveforge.tools.changes import diff, history, patch, reload, rollback

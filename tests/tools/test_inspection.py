@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+
 from liveforge.kernel import Runtime, TargetNotFound
 from liveforge.tools import using_runtime
 from liveforge.tools.inspection import inspect_module, view_source

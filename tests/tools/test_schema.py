@@ -6,6 +6,7 @@ import enum
 from typing import Literal, Optional
 
 import pytest
+
 from liveforge.tools._schema import ArgumentError, ToolDefinitionError, ToolSchema, parse_docstring
 
 

@@ -6,8 +6,9 @@ import json
 import sys
 import types
 
-import liveforge.impls.toolbox  # noqa: F401  (registers the default bodies)
 import pytest
+
+import liveforge.impls.toolbox  # noqa: F401  (registers the default bodies)
 from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.toolbox import Toolbox, ToolResult
 from liveforge.impls.toolbox import project_tool_packages
