@@ -15,7 +15,9 @@ from typing import Any
 
 from liveforge.kernel import _engine, _forward
 from liveforge.kernel._changes import Change, ChangeStatus, History
+from liveforge.kernel._checks import Checks
 from liveforge.kernel._execute import ExecutionResult, execute
+from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
@@ -36,7 +38,7 @@ from liveforge.kernel.errors import (
 _KERNEL = "liveforge.kernel"
 
 
-class Runtime:
+class Runtime(Checks):
     """A live view of a running program's modules: patch, reload, run, check, undo.
 
     Example::
@@ -47,10 +49,12 @@ class Runtime:
         rt.rollback(change.id)
     """
 
-    def __init__(self, project_root: str | Path = ".", *, allow_kernel_patches: bool = False
-                 ) -> None:
+    def __init__(self, project_root: str | Path = ".", *, allow_kernel_patches: bool = False,
+                 keep_runs: int = 50) -> None:
         self.project_root = Path(project_root).resolve()
         self.allow_kernel_patches = allow_kernel_patches
+        self.keep_runs = keep_runs
+        self._sandbox: Sandbox | None = None
         self.registry = ModuleRegistry()
         self._history = History()
         self._lock = threading.RLock()
