@@ -74,14 +74,18 @@ def is_context_overflow(message: str) -> bool:
     return bool(_OVERFLOW.search(message))
 
 
+_GENERIC_TYPES = {"api_error", "server_error", "invalid_request_error"}
+
+
 def _classify(status: int | None, error_type: str | None, message: str) -> type[ProviderError]:
     if is_context_overflow(message) and (status is None or status in (400, 413, 422)):
         return ContextOverflowError
     by_type = _TYPE_CLASSES.get(error_type or "")
-    if by_type is not None:
+    # Generic types ("server_error" on a 503) say less than the status does.
+    if by_type is not None and (error_type not in _GENERIC_TYPES or status is None):
         return by_type
     if status is None:
-        return ServerError
+        return by_type or ServerError
     if status in _STATUS_CLASSES:
         return _STATUS_CLASSES[status]
     return ServerError if status >= 500 else BadRequestError
@@ -92,6 +96,8 @@ def make_error(route: Route, *, status: int | None, error_type: str | None, mess
                headers: Mapping[str, str] | None = None) -> ProviderError:
     """Build the classified error for `route` (status None: an error event inside a stream)."""
     cls = _classify(status, error_type, message)
+    if cls is ServerError and "overloaded" in message.lower():
+        cls = OverloadedError
     provider = route.name.partition(":")[0]
     return cls(message or "no error message", provider=provider, model=route.model,
                status=status, request_id=request_id, error_type=error_type,

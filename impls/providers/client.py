@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 
 import forwardpy
 import httpx
+
 from liveforge.declarations.messages import (
     Done,
     FailedOver,

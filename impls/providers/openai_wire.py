@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import forwardpy
+
 from liveforge.declarations.messages import (
     ContentBlock,
     Message,

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import NoReturn
 
 import httpx
+
 from liveforge.declarations.messages import Done, ModelResponse, StreamEvent
 from liveforge.declarations.provider import (
     HttpCall,

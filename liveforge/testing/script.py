@@ -11,6 +11,7 @@ immutable; builder methods return new objects, so partial builds can be shared.
     reply.text("partial").error_after(4)               SSE error event after 4 events (200 OK)
     reply.text("partial").disconnect_after(4)          connection dropped mid-stream
     reply.text("x").malformed_after(2)                 an unparseable event after 2 events
+    reply.text("x").truncate_after(2)                  body ends cleanly, final event missing
     fault.rate_limit(retry_after=0.05)                 429 with retry-after
     fault.overloaded(retry_after_ms=20)                529 (Anthropic) / 503 (OpenAI)
     fault.auth() / fault.quota() / fault.not_found() / fault.context_overflow()
@@ -63,7 +64,7 @@ Part = TextPart | ThinkingPart | ToolCallPart
 class StreamFault:
     """A failure injected into a streamed 200 response after `after_events` events."""
 
-    kind: Literal["error", "disconnect", "malformed"]
+    kind: Literal["error", "disconnect", "malformed", "truncate"]
     after_events: int
     error_kind: str = "overloaded"
     message: str = ""
@@ -142,6 +143,10 @@ class Reply:
     def disconnect_after(self, events: int) -> Reply:
         """Drop the connection once `events` events went out."""
         return replace(self, fault=StreamFault("disconnect", events))
+
+    def truncate_after(self, events: int) -> Reply:
+        """End the response cleanly once `events` events went out (no final event)."""
+        return replace(self, fault=StreamFault("truncate", events))
 
     def malformed_after(self, events: int) -> Reply:
         """Send an event whose data is not JSON once `events` events went out."""

@@ -307,7 +307,9 @@ class FakeProvider:
         if stream_fault.kind == "disconnect":
             handler._drop()
             return
-        if stream_fault.kind == "malformed":
+        if stream_fault.kind == "truncate":
+            event = b""
+        elif stream_fault.kind == "malformed":
             event = b"event: content_block_delta\ndata: {not json\n\n" \
                 if protocol == "anthropic" else b"data: {not json\n\n"
         elif protocol == "anthropic":
@@ -316,7 +318,8 @@ class FakeProvider:
         else:
             event = openai_format.error_chunk(stream_fault.error_kind, stream_fault.message,
                                               self.dialect)
-        _write_chunk(handler, event)
+        if event:
+            _write_chunk(handler, event)
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
 

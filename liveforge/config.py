@@ -1,0 +1,226 @@
+"""Configuration: environment variables plus `[tool.liveforge]` / `liveforge.toml`.
+
+Sources, later ones winning: defaults, `[tool.liveforge]` in the project's pyproject.toml,
+the project's `liveforge.toml` (same keys, at top level), environment variables. Every
+value is validated; a bad one raises `ConfigError` naming the key and the expected form.
+
+Models are named "provider:model":
+
+    anthropic:claude-sonnet-4-5    Anthropic Messages API  (ANTHROPIC_API_KEY)
+    openai:gpt-4o                  OpenAI chat completions (OPENAI_API_KEY)
+    ollama:llama3.1                Ollama, OpenAI-compatible at http://localhost:11434/v1
+    vllm:Qwen/Qwen2.5-7B           vLLM at http://localhost:8000/v1
+    lmstudio:qwen2.5-7b            LM Studio at http://localhost:1234/v1
+    NAME:model                     a provider you define under [tool.liveforge.providers.NAME]
+
+Example pyproject.toml::
+
+    [tool.liveforge]
+    model = "anthropic:claude-sonnet-4-5"
+    fallback_models = ["openai:gpt-4o", "ollama:llama3.1"]
+
+    [tool.liveforge.providers.work-vllm]
+    protocol = "openai"
+    base_url = "http://gpu-box:8000/v1"
+    api_key_env = ["WORK_VLLM_KEY"]
+
+    [tool.liveforge.retry]
+    max_attempts = 5
+
+Secrets come from the environment only, never from files: each provider reads the
+variables listed in its `api_key_env` (built-ins: ANTHROPIC_API_KEY / OPENAI_API_KEY, plus
+comma-separated extra keys in ANTHROPIC_API_KEYS / OPENAI_API_KEYS). Keys are held as
+SecretStr and never appear in reprs, logs or errors. Other environment variables:
+LIVEFORGE_MODEL, LIVEFORGE_FALLBACK_MODELS (comma-separated), ANTHROPIC_BASE_URL,
+OPENAI_BASE_URL, OLLAMA_BASE_URL, VLLM_BASE_URL, LMSTUDIO_BASE_URL.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
+from liveforge.kernel.errors import ConfigError
+
+__all__ = ["LiveforgeConfig", "ProviderConfig", "build_provider", "load_config",
+           "parse_model"]
+
+DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
+
+
+class ProviderConfig(BaseModel):
+    """How to reach one provider."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    protocol: Literal["anthropic", "openai"]
+    """Wire protocol: "anthropic" (Messages API) or "openai" (chat completions)."""
+    base_url: str
+    """Anthropic: the host root; OpenAI-compatible: up to and including /v1."""
+    api_key_env: list[str] = Field(default_factory=list)
+    """Environment variables holding API keys, tried in this order."""
+    key_required: bool = True
+    """False for local servers that accept requests without a key."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra request headers (not for secrets)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// URL")
+        return value.rstrip("/")
+
+
+BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
+    "anthropic": ProviderConfig(protocol="anthropic", base_url="https://api.anthropic.com",
+                                api_key_env=["ANTHROPIC_API_KEY"]),
+    "openai": ProviderConfig(protocol="openai", base_url="https://api.openai.com/v1",
+                             api_key_env=["OPENAI_API_KEY"]),
+    "ollama": ProviderConfig(protocol="openai", base_url="http://localhost:11434/v1",
+                             key_required=False),
+    "vllm": ProviderConfig(protocol="openai", base_url="http://localhost:8000/v1",
+                           api_key_env=["VLLM_API_KEY"], key_required=False),
+    "lmstudio": ProviderConfig(protocol="openai", base_url="http://localhost:1234/v1",
+                               key_required=False),
+}
+
+
+def parse_model(name: str) -> tuple[str, str]:
+    """Split "provider:model" into (provider, model); ValueError naming the form."""
+    provider, sep, model = name.partition(":")
+    if not sep or not provider or not model:
+        raise ValueError(f"expected 'provider:model' (e.g. '{DEFAULT_MODEL}'), got {name!r}")
+    return provider, model
+
+
+class LiveforgeConfig(BaseModel):
+    """The validated `[tool.liveforge]` table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str = DEFAULT_MODEL
+    """The primary model, "provider:model"."""
+    fallback_models: list[str] = Field(default_factory=list)
+    """Models tried in order when the primary is unavailable."""
+    max_tokens: int = Field(default=8192, gt=0)
+    """Output token limit per model call."""
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    """Provider definitions, merged over the built-ins (anthropic, openai, ollama, ...)."""
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    """Retries, backoff, key cooldowns and timeouts."""
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        parse_model(value)
+        return value
+
+    @field_validator("fallback_models")
+    @classmethod
+    def _fallbacks(cls, value: list[str]) -> list[str]:
+        for name in value:
+            parse_model(name)
+        return value
+
+    def provider(self, name: str) -> ProviderConfig:
+        """The definition of provider `name` (configured, else built in)."""
+        found = self.providers.get(name) or BUILTIN_PROVIDERS.get(name)
+        if found is None:
+            known = sorted({*BUILTIN_PROVIDERS, *self.providers})
+            raise ConfigError(f"unknown provider {name!r} in model names; known: "
+                              f"{', '.join(known)}. Define it under "
+                              f"[tool.liveforge.providers.{name}].", key="model")
+        return found
+
+    def routes(self, env: Mapping[str, str] | None = None) -> list[Route]:
+        """The failover chain as Routes, keys read from `env` (default os.environ)."""
+        env = os.environ if env is None else env
+        return [self._route(name, env) for name in [self.model, *self.fallback_models]]
+
+    def _route(self, name: str, env: Mapping[str, str]) -> Route:
+        provider_name, model = parse_model(name)
+        spec = self.provider(provider_name)
+        credentials = _credentials(provider_name, spec, env)
+        if spec.key_required and not credentials:
+            names = " or ".join(spec.api_key_env) or "an api_key_env variable"
+            raise ConfigError(f"model {name!r} needs an API key: set {names} in the "
+                              "environment.", key=f"providers.{provider_name}.api_key_env")
+        base_url = env.get(f"{provider_name.upper().replace('-', '_')}_BASE_URL") \
+            or spec.base_url
+        return Route(name=name, protocol=spec.protocol, model=model,
+                     base_url=base_url.rstrip("/"), credentials=credentials,
+                     extra_headers=dict(spec.headers))
+
+
+def _credentials(provider: str, spec: ProviderConfig,
+                 env: Mapping[str, str]) -> list[Credential]:
+    found: list[Credential] = []
+    for var in spec.api_key_env:
+        if env.get(var):
+            found.append(Credential(name=var, key=SecretStr(env[var])))
+    extra_var = f"{provider.upper().replace('-', '_')}_API_KEYS"
+    extras = [k.strip() for k in env.get(extra_var, "").split(",") if k.strip()]
+    found += [Credential(name=f"{extra_var}[{i}]", key=SecretStr(k))
+              for i, k in enumerate(extras)]
+    return found
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the file and retry.",
+                          key=str(path)) from None
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if env.get("LIVEFORGE_MODEL"):
+        out["model"] = env["LIVEFORGE_MODEL"].strip()
+    if env.get("LIVEFORGE_FALLBACK_MODELS") is not None:
+        out["fallback_models"] = [m.strip() for m in env["LIVEFORGE_FALLBACK_MODELS"].split(",")
+                                  if m.strip()]
+    return out
+
+
+def _describe(error: ValidationError, prefix: str) -> ConfigError:
+    first = error.errors()[0]
+    key = ".".join([prefix, *(str(p) for p in first["loc"])])
+    given = first.get("input")
+    shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key; check the spelling against liveforge.config"
+    more = f" ({len(error.errors()) - 1} more problem(s) after this one)" \
+        if len(error.errors()) > 1 else ""
+    return ConfigError(f"bad configuration value {key}: {message}{shown}.{more}", key=key)
+
+
+def load_config(project_root: str | Path = ".",
+                env: Mapping[str, str] | None = None) -> LiveforgeConfig:
+    """Read and validate the configuration of the project at `project_root`."""
+    env = os.environ if env is None else env
+    root = Path(project_root)
+    data: dict[str, Any] = {}
+    if (root / "pyproject.toml").is_file():
+        data.update(_read_toml(root / "pyproject.toml").get("tool", {}).get("liveforge", {}))
+    if (root / "liveforge.toml").is_file():
+        data.update(_read_toml(root / "liveforge.toml"))
+    data.update(_env_overrides(env))
+    try:
+        return LiveforgeConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _describe(exc, "tool.liveforge") from None
+
+
+def build_provider(config: LiveforgeConfig, env: Mapping[str, str] | None = None) -> Provider:
+    """A ready Provider for the configured failover chain."""
+    import liveforge.impls  # noqa: F401  (registers the Provider bodies)
+
+    return Provider(config.routes(env), retry=config.retry)
