@@ -167,9 +167,9 @@ def first_sentence(doc: str, limit: int = 100) -> str:
     return sentence if len(sentence) <= limit else sentence[:limit - 1] + "…"
 
 
-def module_doc(source: str) -> str | None:
+def module_doc(source: str, limit: int = 100) -> str | None:
     """First sentence of a module's docstring; None when the source does not parse."""
     try:
-        return _doc(ast.parse(source))
+        return first_sentence(ast.get_docstring(ast.parse(source)) or "", limit)
     except SyntaxError:
         return None

@@ -186,9 +186,23 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
 
     compact = walk(schema)
     compact.pop("additionalProperties", None)
+    for name, prop in compact.get("properties", {}).items():
+        compact["properties"][name] = _optional(prop)
     compact.setdefault("properties", {})
     rest = {k: v for k, v in compact.items() if k not in ("type", "properties")}
     return {"type": "object", "properties": compact["properties"], **rest}
+
+
+def _optional(prop: dict[str, Any]) -> dict[str, Any]:
+    """``X | None = None`` is simply an optional X: the model omits it to mean None."""
+    options = prop.get("anyOf")
+    if prop.get("default", ...) is not None or not isinstance(options, list) or len(options) != 2:
+        return prop
+    kept = [option for option in options if option != {"type": "null"}]
+    if len(kept) != 1:
+        return prop
+    rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return {**kept[0], **rest}
 
 
 def _render_signature(name: str, schema: dict[str, Any]) -> str:
@@ -198,6 +212,8 @@ def _render_signature(name: str, schema: dict[str, Any]) -> str:
         text = f"{param}: {_type_text(sub)}"
         if "default" in sub:
             text += f" = {json.dumps(sub['default'])}"
+        elif param not in schema.get("required", []):
+            text += " = null"
         params.append(text)
     return f"{name}({', '.join(params)})"
 

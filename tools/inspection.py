@@ -26,7 +26,8 @@ from liveforge.tools._output import DEFAULT_LIMIT, clip, number_lines
 __all__ = ["inspect_module", "view_source"]
 
 _LEGEND = "marks: * changed, unpersisted | + memory only | ~ not imported | :N line"
-_MAX_NAMES = 12
+_MAX_NAMES = 8
+_MODULE_DOC = 72
 
 
 def inspect_module(path: str = "", depth: int = 2) -> str:
@@ -40,20 +41,39 @@ def inspect_module(path: str = "", depth: int = 2) -> str:
         depth: levels to expand below path (submodules, then members, then class members)
     """
     rt = runtime()
-    if not path:
-        lines = [line for name in top_level(rt) for line in _module_lines(name, depth, 0, rt)]
+    view, names = resolve(path, rt) if path else (None, [])
+    text = ""
+    for level in range(max(depth, 0), -1, -1):  # too long: drop name lists, then a level
+        for brief in (False, True):
+            text = _tree(rt, view, names, level, brief)
+            if len(text) <= DEFAULT_LIMIT:
+                return text + _reduced(depth, level, brief)
+    return clip(text, DEFAULT_LIMIT, lambda n: "inspect a sub-path for the rest")
+
+
+def _tree(rt: Any, view: ModuleView | None, names: list[str], depth: int, brief: bool) -> str:
+    if view is None:
+        lines = [line for name in top_level(rt)
+                 for line in _module_lines(name, depth, 0, rt, brief)]
+    elif names:
+        lines = _member_lines(view, names, depth, rt)
     else:
-        view, names = resolve(path, rt)
-        lines = (_member_lines(view, names, depth, rt) if names
-                 else _module_lines(view.name, depth, 0, rt))
+        lines = _module_lines(view.name, depth, 0, rt, brief)
     if any(mark in line for line in lines for mark in (" *", " +", " ~")):
         lines.append(_LEGEND)
-    text = "\n".join(lines) + "\n"
-    return clip(text, DEFAULT_LIMIT,
-                lambda n: "inspect a sub-path or pass a smaller depth")
+    return "\n".join(lines) + "\n"
 
 
-def _module_lines(name: str, depth: int, indent: int, rt: Any) -> list[str]:
+def _reduced(depth: int, level: int, brief: bool) -> str:
+    if level == depth and not brief:
+        return ""
+    what = [f"depth {level} instead of {depth}"] if level < depth else []
+    what += ["names of collapsed modules left out"] if brief else []
+    return f"[shortened to fit: {', '.join(what)}; inspect a sub-path for more]\n"
+
+
+def _module_lines(name: str, depth: int, indent: int, rt: Any, brief: bool = False
+                  ) -> list[str]:
     view = module_view(name, rt)
     if view is None:
         return [f"{'  ' * indent}{name} (not found)"]
@@ -65,12 +85,12 @@ def _module_lines(name: str, depth: int, indent: int, rt: Any) -> list[str]:
     if depth <= 0:
         summary = [c.rsplit(".", 1)[-1] for c in children] + [e.name for e in entries
                                                              if e.public]
-        return [head + _names(summary)]
+        return [head + ("" if brief else _names(summary))]
     lines = [head]
     if view.source is None and not view.is_package:
         lines.append(f"{'  ' * (indent + 1)}(no Python source)")
     for child in children:
-        lines += _module_lines(child, depth - 1, indent + 1, rt)
+        lines += _module_lines(child, depth - 1, indent + 1, rt, brief)
     dirty = changed(entries, outline(view.disk_source or "")) if view.dirty else set()
     context = _Context(view, dirty)
     for entry in entries:
@@ -96,7 +116,7 @@ def _marks(view: ModuleView) -> str:
 
 
 def _module_doc(view: ModuleView) -> str:
-    doc = module_doc(view.source or "")
+    doc = module_doc(view.source or "", _MODULE_DOC)
     if doc is None:
         return " (source does not parse)"
     return f" — {doc}" if doc else ""
@@ -118,11 +138,16 @@ def _entry_lines(entry: Entry, depth: int, indent: int, ctx: _Context,
         return [text]
     cls = live_attr(ctx.view.name, entry.qualname.split("."))
     members = [child for child in entry.children if child.public]
-    if depth <= 0:
-        return [text + _names([m.name for m in members])]
     names = declared_names(cls)
+    if depth <= 0:
+        return [text + _names([_leaf_member(m.name, names, cls) for m in members])]
     return [text] + [line for child in members
                      for line in _entry_lines(child, depth - 1, indent + 1, ctx, names, cls)]
+
+
+def _leaf_member(name: str, declared: set[str], cls: Any) -> str:
+    """A member in a collapsed class: declared stubs say so."""
+    return f"{name}(stub)" if name in declared and active_impl(cls, name) is None else name
 
 
 def _describe(entry: Entry, ctx: _Context, declared: set[str], owner: Any) -> str:

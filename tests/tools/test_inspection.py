@@ -108,3 +108,17 @@ def test_inspect_liveforge_lists_mapped_subpackages():
         text = inspect_module("liveforge", depth=1)
     for name in ("kernel/", "declarations/", "impls/", "tools/"):
         assert f"\n  {name}" in text
+
+
+def test_oversized_tree_is_shortened_and_says_so(project, rt):
+    """A tree over the limit drops collapsed name lists (then levels) and says what it did."""
+    for index in range(12):
+        body = "".join(f"def function_number_{i}(argument: int) -> int:\n"
+                       f"    '''Function {i} of a long module.'''\n    return {i}\n\n"
+                       for i in range(40))
+        rt.patch_module(f"{project.pkg}.bulk{index}", f'"""Bulk module {index}."""\n' + body)
+    text = inspect_module(project.pkg, depth=2)
+    assert len(text) <= 8000
+    assert text.endswith("inspect a sub-path for more]\n")
+    assert "[shortened to fit: depth 1 instead of 2" in text
+    assert "  bulk3 + — Bulk module 3." in text

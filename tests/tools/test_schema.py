@@ -55,19 +55,33 @@ def test_literal_and_enum_become_inline_enums():
     schema = schema_of(every_kind)
     assert schema["properties"]["choice"] == {"enum": ["a", "b"], "type": "string"}
     assert schema["properties"]["mode"] == {"enum": ["fast", "slow"], "type": "string"}
-    assert schema["properties"]["picks"]["anyOf"][0]["items"]["enum"] == ["fast", "slow"]
+    assert schema["properties"]["picks"]["items"]["enum"] == ["fast", "slow"]
     assert "$defs" not in str(schema) and "$ref" not in str(schema)
 
 
 def test_containers_optional_and_defaults():
-    """list/dict carry their item types; Optional and `X | None` allow null; defaults show."""
+    """list/dict carry their item types; `X | None = None` is an optional X; defaults show."""
     props = schema_of(every_kind)["properties"]
     assert props["names"] == {"items": {"type": "string"}, "type": "array"}
     assert props["weights"] == {"additionalProperties": {"type": "number"}, "type": "object"}
-    assert props["maybe"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
-    assert props["newer"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
+    assert props["maybe"] == {"type": "integer"}
+    assert props["newer"] == {"type": "string"}
     assert props["levels"]["default"] == ["x"]
     assert props["levels"]["items"] == {"enum": ["x", "y"], "type": "string"}
+
+
+def test_required_nullable_parameter_keeps_null():
+    """`X | None` without a default must be given, and null is an allowed value."""
+
+    def f(x: int | None, y: int | None = None) -> str:
+        return ""
+
+    schema = ToolSchema.of(f)
+    assert schema.input_schema["properties"]["x"] == {
+        "anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert schema.input_schema["required"] == ["x"]
+    assert schema.signature == "f(x: integer|null, y: integer = null)"
+    assert schema.validate({"x": None}) == {"x": None, "y": None}
 
 
 def test_required_lists_parameters_without_defaults():
