@@ -10,7 +10,7 @@ from __future__ import annotations
 from liveforge.tools._context import runtime
 from liveforge.tools._output import DEFAULT_LIMIT, clip_middle, plain
 
-__all__ = ["execute"]
+__all__ = ["execute", "run_tests", "verify"]
 
 
 def execute(code: str, timeout: float = 5.0) -> str:
@@ -24,3 +24,30 @@ def execute(code: str, timeout: float = 5.0) -> str:
     """
     result = runtime().execute(code, timeout=timeout)
     return clip_middle(plain(result.summary()), DEFAULT_LIMIT)
+
+
+def verify(code: str, timeout: float = 30.0) -> str:
+    """Run a check snippet in a sandboxed child carrying all unpersisted changes.
+
+    A passing run marks the carried changes verified (persist needs that). Use assert.
+
+    Args:
+        code: statements; a failing assert or exception fails the check
+        timeout: seconds before the child is killed
+    """
+    result = runtime().verify(code, timeout=timeout)
+    return clip_middle(plain(result.summary()), DEFAULT_LIMIT, result.record_path)
+
+
+def run_tests(args: list[str] | None = None, timeout: float = 300.0) -> str:
+    """Run pytest in a sandboxed child carrying all unpersisted changes: counts, failures.
+
+    Args:
+        args: pytest arguments, e.g. ["tests/test_x.py", "-k", "name"]; omit for all
+        timeout: seconds before the run is killed
+    """
+    result = runtime().run_tests(args, timeout=timeout)
+    if result.tests is not None and result.status in ("passed", "failed"):
+        # counts and failures say it all; pytest's own output stays in the record
+        result = result.model_copy(update={"stdout": "", "stderr": ""})
+    return clip_middle(plain(result.summary()), DEFAULT_LIMIT, result.record_path)
