@@ -95,7 +95,7 @@ async def _route_calls(provider: Provider, state: RouteState, request: ModelRequ
                        scope: CancelScope, streaming: bool) -> AsyncIterator[Batch]:
     """Attempts on one route until success; raises _RouteFailed to move on."""
     policy, wire = provider.retry, WIRES[state.route.protocol]
-    started, number = time.monotonic(), 0
+    waited, number = 0.0, 0
     while True:
         number += 1
         index = keys.pick_credential(state, time.monotonic())
@@ -112,11 +112,12 @@ async def _route_calls(provider: Provider, state: RouteState, request: ModelRequ
             keys.credential_ok(state, index)
             return
         except ProviderError as error:
-            delay = _react(provider, state, index, error, number, started)
+            delay = _react(provider, state, index, error, number, waited)
             notice = Retrying(attempt=number, delay=delay or 0.0, error=str(error))
         if delay is None:
             continue
         yield [notice]
+        waited += delay
         try:
             await sleep(delay, scope)
         except CallCancelled:
@@ -126,8 +127,11 @@ async def _route_calls(provider: Provider, state: RouteState, request: ModelRequ
 
 
 def _react(provider: Provider, state: RouteState, index: int, error: ProviderError,
-           number: int, started: float) -> float | None:
+           number: int, waited: float) -> float | None:
     """Decide after a failed attempt: None = retry now, float = retry after that delay.
+
+    `waited` is the backoff time already spent on this route; with the next delay it must
+    stay within `total_budget` (attempt durations are bounded by max_attempts × timeout).
 
     Raises the error itself, or _RouteFailed to move to the next route.
     """
@@ -148,7 +152,7 @@ def _react(provider: Provider, state: RouteState, index: int, error: ProviderErr
     if not error.retryable:
         raise error
     delay = backoff_delay(policy, number, error.retry_after)
-    if number >= policy.max_attempts or now - started + delay > policy.total_budget:
+    if number >= policy.max_attempts or waited + delay > policy.total_budget:
         if isinstance(error, RateLimitError):
             keys.cool_credential(state, index, error, policy, now)
         raise _RouteFailed(error)
