@@ -17,13 +17,13 @@ from liveforge.kernel import _engine, _forward
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._checks import Checks
 from liveforge.kernel._execute import ExecutionResult, execute
+from liveforge.kernel._files import read_source
+from liveforge.kernel._persist import Persistence
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
     capture_sources_under,
-    fingerprint,
-    read_source,
 )
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import keep_decorators, locate, parse_definition, splice
@@ -38,7 +38,7 @@ from liveforge.kernel.errors import (
 _KERNEL = "liveforge.kernel"
 
 
-class Runtime(Checks):
+class Runtime(Checks, Persistence):
     """A live view of a running program's modules: patch, reload, run, check, undo.
 
     Example::
@@ -158,8 +158,8 @@ class Runtime(Checks):
             if record.dirty and pending and not force:
                 raise UnpersistedChanges(module, [c.id for c in pending])
             disk = read_source(record.filename)
-            change = self._apply(record, disk, target=module, kind="reload")
-            record.disk_source, record.fingerprint = disk, fingerprint(record.filename)
+            change = self._apply(record, disk.text, target=module, kind="reload")
+            record.loaded = disk
             for stale in pending:
                 stale.status = ChangeStatus.ROLLED_BACK
             if dependents:
@@ -241,6 +241,10 @@ class Runtime(Checks):
                              "before patching.", target=target)
         before = record.source
         assert record.index is not None
+        if source == before and kind == "reload":
+            return Change(id="", target=target, module=record.name, kind=kind, before=before,
+                          after=source, notes=["the file matches memory; nothing changed"],
+                          filename=self._label(record))
         new_index, outcome = _engine.apply(module, record.index, source, record.filename,
                                            target)
         record.source, record.index = source, new_index

@@ -8,7 +8,6 @@ if its cache is cleared.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -17,8 +16,8 @@ import os
 import sys
 import types
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from liveforge.kernel._files import SourceFile, read_source
 from liveforge.kernel._stmts import Index
 
 VIRTUAL_PREFIX = "<liveforge-virtual>/"
@@ -76,33 +75,25 @@ class ModuleRecord:
     name: str
     filename: str
     source: str
-    disk_source: str | None
+    #: the file as liveforge last read or wrote it (text, encoding, newlines, mode,
+    #: fingerprint); None for virtual modules.
+    loaded: SourceFile | None
     is_package: bool = False
     virtual: bool = False
-    #: (mtime_ns, size, sha256) of the file when its source was read; None for virtual modules.
-    fingerprint: tuple[int, int, str] | None = None
     #: ids of applied changes not yet persisted, oldest first.
     change_ids: list[str] = field(default_factory=list)
     #: statement index of `source`, built on first patch.
     index: Index | None = None
 
     @property
+    def disk_source(self) -> str | None:
+        """The file's text as last read or written (None for virtual modules)."""
+        return self.loaded.text if self.loaded is not None else None
+
+    @property
     def dirty(self) -> bool:
         """True when the in-memory source differs from the file (always, for virtual modules)."""
         return self.virtual or self.source != self.disk_source
-
-
-def fingerprint(path: str | os.PathLike[str]) -> tuple[int, int, str]:
-    """(mtime_ns, size, sha256) of a file, to tell whether it changed on disk."""
-    data = Path(path).read_bytes()
-    stat = os.stat(path)
-    return stat.st_mtime_ns, stat.st_size, hashlib.sha256(data).hexdigest()
-
-
-def read_source(path: str | os.PathLike[str]) -> str:
-    """Read a Python source file the way the import system does (PEP 263, universal newlines)."""
-    data = Path(path).read_bytes()
-    return importlib.util.decode_source(data)
 
 
 class ModuleRegistry:
@@ -135,8 +126,7 @@ class ModuleRegistry:
         source = _loaded_source(module, filename)
         record = ModuleRecord(
             name=module.__name__, filename=filename, source=source,
-            disk_source=read_source(filename), is_package=hasattr(module, "__path__"),
-            fingerprint=fingerprint(filename),
+            loaded=read_source(filename), is_package=hasattr(module, "__path__"),
         )
         self._records[record.name] = record
         return record
@@ -145,7 +135,7 @@ class ModuleRegistry:
         """Record a module that exists only in memory."""
         record = ModuleRecord(name=name, filename=virtual_filename(name, is_package),
                               source=source,
-                              disk_source=None, is_package=is_package, virtual=True)
+                              loaded=None, is_package=is_package, virtual=True)
         self._records[name] = record
         return record
 
@@ -215,7 +205,7 @@ def _loaded_source(module: types.ModuleType, filename: str) -> str:
     entry = linecache.cache.get(filename)
     if entry is not None and len(entry) == 4 and entry[1] is None:
         return "".join(entry[2])
-    return read_source(filename)
+    return read_source(filename).text
 
 
 def module_of(name: str) -> types.ModuleType | None:

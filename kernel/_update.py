@@ -136,13 +136,21 @@ def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoL
             "now forwards every call to the new one, so earlier references stay live")
 
 
-def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog) -> None:
+def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog | None = None
+               ) -> None:
     """Point the new function's cells (e.g. `__class__` for super()) at live objects."""
     for cell in _cells(new):
         value = _cell_value(cell)
         live = translate(value, idmap)
         if live is not value:
             cell.cell_contents = live
+
+
+def fix_cells(funcs: list[types.FunctionType], idmap: dict[int, Any]) -> None:
+    """Point the cells of functions the new source created (e.g. `__class__`, which
+    zero-argument `super()` reads) at the live objects their new counterparts merged into."""
+    for func in funcs:
+        _fix_cells(func, idmap)
 
 
 def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
@@ -188,6 +196,13 @@ def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
     consts = tuple(shift_code(c, delta) if isinstance(c, types.CodeType) else c
                    for c in code.co_consts)
     return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
+
+
+def refile_code(code: types.CodeType, filename: str) -> types.CodeType:
+    """The same code object (nested code included) compiled, as it were, from `filename`."""
+    consts = tuple(refile_code(c, filename) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def shift_function(func: types.FunctionType, delta: int, filename: str) -> None:

@@ -26,5 +26,7 @@ def project(tmp_path: Path) -> Iterator[Project]:
 
 
 @pytest.fixture
-def rt(project: Project) -> Runtime:
-    return Runtime(project_root=project.root)
+def rt(project: Project) -> Iterator[Runtime]:
+    runtime = Runtime(project_root=project.root)
+    yield runtime
+    runtime.close()
