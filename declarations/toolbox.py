@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import forwardpy
+
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
 from liveforge.tools._schema import ToolSchema
 

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import forwardpy
+
 from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.kernel.errors import LiveforgeError
@@ -176,7 +177,9 @@ def _run(box: Toolbox, tool: Tool, values: dict[str, Any], seconds: float) -> tu
         return (f"{tool.name} ran past its {seconds:g} s timeout and was interrupted; "
                 "ask for less work or pass a larger timeout."), True
     except LiveforgeError as exc:
-        return f"{tool.name} failed: {type(exc).__name__}: {exc}", True
+        detail = getattr(exc, "diff", "")  # e.g. a persist conflict: what changed on disk
+        text = f"{tool.name} failed: {type(exc).__name__}: {exc}"
+        return (f"{text}\n{detail}" if isinstance(detail, str) and detail else text), True
     except Exception as exc:
         return f"{tool.name} raised {type(exc).__name__}: {exc}\n{_short_traceback(exc)}", True
     return (value if isinstance(value, str) else repr(value)), False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import types
@@ -199,6 +200,17 @@ def test_tool_module_patched_in_memory_appears_and_removed_tool_disappears(proje
     assert box.call("triple", {"x": 4}).is_error
 
 
+def test_rolling_back_a_created_tool_module_removes_its_tools(project):
+    """Undoing the change that created a tool module in memory removes its tools at once."""
+    rt = Runtime(project_root=project.root)
+    box = make_box(project, runtime=rt)
+    box.tools()
+    rt.patch_module(f"{project.pkg}.tools.made", MADE)
+    assert "triple" in [t.name for t in box.tools()]
+    rt.rollback()
+    assert [t.name for t in box.tools()] == ["add"]
+
+
 def test_patched_tool_docstring_changes_its_spec(project):
     """Editing a tool in place (same function object) is reflected in its next spec."""
     rt = Runtime(project_root=project.root)
@@ -217,3 +229,14 @@ def test_builtin_and_project_tools_are_seen_together(project):
     names = [t.name for t in box.tools()]
     assert {"inspect_module", "view_source", "patch", "execute", "add"} <= set(names)
     assert box.problems() == []
+
+
+def test_runtime_errors_from_core_tools_are_error_results(project):
+    """A wrong dotted path comes back as TargetNotFound text with close matches."""
+    importlib.import_module(f"{project.pkg}.shapes")
+    box = Toolbox(runtime=Runtime(project_root=project.root), packages=["liveforge.tools"],
+                  limit=8000)
+    result = box.call("view_source", {"path": f"{project.pkg}.shapes.Squar"})
+    assert result.is_error
+    assert result.text.startswith("view_source failed: TargetNotFound: ")
+    assert f"close matches: {project.pkg}.shapes.Square" in result.text
