@@ -24,7 +24,7 @@ from typing import Any
 
 from liveforge.kernel import _forward
 from liveforge.kernel._stmts import bindings
-from liveforge.kernel._update import UndoLog, mergeable, translate, update_callable
+from liveforge.kernel._update import UndoLog, fix_cells, mergeable, translate, update_callable
 from liveforge.kernel.errors import UnsupportedChange
 
 _MISSING = object()
@@ -141,6 +141,9 @@ def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,
     current = cls.__dict__.get(name, _MISSING)
     if current is not _MISSING and _merge_in_place(current, value, ctx, nodes):
         return
+    found: dict[int, types.FunctionType] = {}
+    _collect_functions(value, found)
+    fix_cells(list(found.values()), ctx.idmap)
     _set(cls, name, translate(value, ctx.idmap), ctx)
 
 
@@ -226,24 +229,36 @@ def _reassign_value(member: Any, value: Any, ctx: MergeContext) -> None:
     object.__setattr__(member, "_value_", value)
 
 
-def owned_functions(cls: type, filename: str) -> list[types.FunctionType]:
-    """Functions defined in the body of `cls` (nested classes included) from `filename`."""
-    found: list[types.FunctionType] = []
-    for value in list(cls.__dict__.values()):
-        for func in _functions_in(value):
-            if func.__code__.co_filename == filename:
-                found.append(func)
-        if isinstance(value, type) and value.__qualname__.startswith(cls.__qualname__ + "."):
-            found.extend(owned_functions(value, filename))
-    return found
+def defined_functions(value: Any, filename: str, first: int, last: int
+                      ) -> list[types.FunctionType]:
+    """Functions reachable from `value` (through class bodies, nested classes, descriptors
+    and `__wrapped__` chains) whose code was compiled from lines `first`..`last` of
+    `filename` — the functions a statement standing at those lines defined. Functions it
+    merely references (a decorator's wrapper, a helper from elsewhere) are left out."""
+    found: dict[int, types.FunctionType] = {}
+    _collect_functions(value, found)
+    return [f for f in found.values() if f.__code__.co_filename == filename
+            and first <= f.__code__.co_firstlineno <= last]
 
 
-def _functions_in(value: Any) -> list[types.FunctionType]:
+def _collect_functions(value: Any, found: dict[int, types.FunctionType]) -> None:
+    if isinstance(value, type):
+        for member in list(value.__dict__.values()):
+            if not isinstance(member, type) or \
+                    member.__qualname__.startswith(value.__qualname__ + "."):
+                _collect_functions(member, found)
+        return
+    for func in _functions_in(value):
+        while isinstance(func, types.FunctionType) and id(func) not in found:
+            found[id(func)] = func
+            func = getattr(func, "__wrapped__", None)
+
+
+def _functions_in(value: Any) -> list[Any]:
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
     if isinstance(value, property):
-        return [f for f in (value.fget, value.fset, value.fdel)
-                if isinstance(f, types.FunctionType)]
+        return [value.fget, value.fset, value.fdel]
     if isinstance(value, types.FunctionType):
         return [value]
-    return []
+    return [getattr(value, "__wrapped__", None)]

@@ -190,16 +190,10 @@ def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
     seen: set[int] = set()
     for stmt, delta in moved:
         value = namespace.get(stmt.name or "")
-        funcs: list[types.FunctionType] = []
-        if isinstance(value, types.FunctionType):
-            funcs = [value]
-            inner = getattr(value, "__wrapped__", None)
-            if isinstance(inner, types.FunctionType):
-                funcs.append(inner)
-        elif isinstance(value, type) and value.__module__ == namespace.get("__name__"):
-            funcs = _classes.owned_functions(value, ctx.filename)
+        funcs = _classes.defined_functions(value, ctx.filename, stmt.start - delta,
+                                           stmt.end - delta)
         for func in funcs:
-            if id(func) in seen or func.__code__.co_filename != ctx.filename:
+            if id(func) in seen:
                 continue
             seen.add(id(func))
             before = func.__code__
