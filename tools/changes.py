@@ -11,7 +11,7 @@ from liveforge.kernel import Change
 from liveforge.tools._context import runtime
 from liveforge.tools._output import DEFAULT_LIMIT, clip
 
-__all__ = ["diff", "history", "patch", "reload", "rollback"]
+__all__ = ["diff", "history", "patch", "persist", "reload", "rollback"]
 
 
 def patch(path: str, source: str, module: bool = False) -> str:
@@ -76,6 +76,19 @@ def diff(module: str | None = None) -> str:
     if not text:
         return f"{module or 'no module'}: memory matches disk" if module else "no changes"
     return clip(text, DEFAULT_LIMIT, lambda n: "ask for one module at a time: diff(module)")
+
+
+def persist(modules: list[str] | None = None, force: bool = False) -> str:
+    """Write changed modules' in-memory source to their files, all or nothing.
+
+    Refuses changes with no passing verify/run_tests since their last edit, and files
+    changed on disk since they were loaded, unless force.
+
+    Args:
+        modules: dotted module names; omit for every changed module
+        force: write unverified changes, or over files changed on disk
+    """
+    return runtime().persist(modules, force=force).summary()
 
 
 def _line(change: Change) -> str:

@@ -6,9 +6,9 @@ import importlib
 
 import pytest
 
-from liveforge.kernel import ChangeError, Runtime
+from liveforge.kernel import ChangeError, Runtime, UnverifiedChange
 from liveforge.tools import NoRuntime, using_runtime
-from liveforge.tools.changes import diff, history, patch, reload, rollback
+from liveforge.tools.changes import diff, history, patch, persist, reload, rollback
 from liveforge.tools.running import execute
 
 NEW_AREA = "def area(radius: float) -> float:\n    return 3.0 * radius ** 2\n"
@@ -78,3 +78,18 @@ def test_tools_outside_a_call_say_there_is_no_runtime():
     """Calling a tool with no bound runtime raises NoRuntime explaining how to bind one."""
     with pytest.raises(NoRuntime, match="using_runtime"):
         history()
+
+
+def test_persist_refuses_unverified_changes_then_writes_verified_ones(project, rt):
+    """persist needs a passing check; after verify it writes the file and says where."""
+    patch(f"{project.pkg}.shapes.area", NEW_AREA)
+    with pytest.raises(UnverifiedChange):
+        persist()
+    try:
+        assert rt.verify(f"from {project.pkg}.shapes import area\nassert area(1.0) == 3.0").ok
+    finally:
+        rt.close()
+    path = project.root / project.pkg / "shapes.py"
+    assert persist([f"{project.pkg}.shapes"]) == f"wrote {project.pkg}.shapes -> {path}"
+    assert "return 3.0 * radius ** 2" in path.read_text()
+    assert persist() == "nothing to persist: every managed module matches its file"
