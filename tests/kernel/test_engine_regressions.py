@@ -1,0 +1,92 @@
+"""Regression tests for patch-engine bugs found by the random edit test (one per bug)."""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+
+from kernel_support import Project, src
+
+from liveforge import Runtime
+
+DECO = src('''
+    import functools
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return ("deco", fn(*args, **kwargs))
+        return wrapper
+    ''')
+
+
+def _raised_line(call: object) -> int:
+    try:
+        call()  # type: ignore[operator]
+    except ValueError as exc:
+        return traceback.extract_tb(exc.__traceback__)[-1].lineno or 0
+    raise AssertionError("expected ValueError")
+
+
+def test_moving_decorated_function_shifts_its_own_code_not_the_decorators(
+        project: Project, rt: Runtime) -> None:
+    """Lines removed above a decorated function move its code, while the decorator's wrapper
+    code (defined elsewhere in the module) keeps its line numbers."""
+    filler = "".join(f"C{i} = {i}\n" for i in range(20))
+    tail = src('''
+
+
+        @deco
+        def f(x):
+            if x:
+                raise ValueError(x)
+            return x
+        ''')
+    module = project.module(DECO + "\n\n" + filler + tail)
+    wrapper_line = module.f.__code__.co_firstlineno
+    rt.patch_module(module.__name__, DECO + "\n\n" + tail)
+    assert module.f.__code__.co_firstlineno == wrapper_line
+    assert inspect.getsource(module.f).startswith("@deco\ndef f(x):")
+    lines = rt.source(module.__name__).splitlines()
+    assert lines[_raised_line(lambda: module.f(1)) - 1].strip() == "raise ValueError(x)"
+
+
+def test_moving_class_shifts_decorated_methods_inner_function(
+        project: Project, rt: Runtime) -> None:
+    """A class that moves keeps exact line numbers for methods behind a decorator."""
+    body = src('''
+
+
+        class A:
+            @deco
+            def m(self, x):
+                if x:
+                    raise ValueError(x)
+                return x
+        ''')
+    module = project.module(DECO + "\nX = 1\nY = 2\nZ = 3\n" + body)
+    rt.patch_module(module.__name__, DECO + body)
+    assert inspect.getsource(module.A.m).startswith("    @deco\n    def m(self, x):")
+    lines = rt.source(module.__name__).splitlines()
+    line = _raised_line(lambda: module.A().m(1))
+    assert lines[line - 1].strip() == "raise ValueError(x)"
+
+
+def test_method_added_to_live_class_can_use_zero_argument_super(
+        project: Project, rt: Runtime) -> None:
+    """A method newly added to an existing class calls super() against the live class."""
+    module = project.module(src('''
+        class Base:
+            def hook(self):
+                return 1
+
+
+        class A(Base):
+            pass
+        '''))
+    old = module.A()
+    rt.patch(f"{module.__name__}.A.extra", "def extra(self):\n    return super().hook() + 1\n")
+    rt.patch(f"{module.__name__}.A.prop",
+             "@property\ndef prop(self):\n    return super().hook() + 2\n")
+    assert (old.extra(), old.prop) == (2, 3)
