@@ -45,6 +45,8 @@ class Change(BaseModel):
     #: ids of passing sandbox runs that carried this change (after its edit).
     verified_by: list[str] = Field(default_factory=list)
     filename: str = ""
+    #: virtual parent packages this change created along with its module.
+    created: list[str] = Field(default_factory=list)
 
     @property
     def verified(self) -> bool:

@@ -264,13 +264,7 @@ class Runtime(Checks, Persistence):
 
     def _create_virtual(self, name: str, source: str, is_package: bool) -> Change:
         created = self._virtual_parents(name)
-        module = self.registry.make_virtual_module(name, is_package=is_package)
-        record = self.registry.add_virtual(name, "", is_package=is_package)
-        record.index = index("", record.filename)
-        sys.modules[name] = module
-        parent, _, leaf = name.rpartition(".")
-        if parent:
-            setattr(sys.modules[parent], leaf, module)
+        module, record = self._install_virtual(name, is_package)
         try:
             new_index, outcome = _engine.apply(module, record.index, source, record.filename,
                                                name)
@@ -281,8 +275,20 @@ class Runtime(Checks, Persistence):
         record.source, record.index = source, new_index
         change = Change(id=self._history.next_id(), target=name, module=name,
                         kind="virtual-module", before=None, after=source,
-                        added=outcome.added, notes=outcome.notes, filename=record.filename)
+                        added=outcome.added, notes=outcome.notes, filename=record.filename,
+                        created=created)
         return self._record_change(record, change)
+
+    def _install_virtual(self, name: str, is_package: bool
+                         ) -> tuple[types.ModuleType, ModuleRecord]:
+        module = self.registry.make_virtual_module(name, is_package=is_package)
+        record = self.registry.add_virtual(name, "", is_package=is_package)
+        record.index = index("", record.filename)
+        sys.modules[name] = module
+        parent, _, leaf = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], leaf, module)
+        return module, record
 
     def _virtual_parents(self, name: str) -> list[str]:
         created = []
@@ -292,13 +298,7 @@ class Runtime(Checks, Persistence):
             if parent in sys.modules or self._importable(parent):
                 importlib.import_module(parent)
                 continue
-            module = self.registry.make_virtual_module(parent, is_package=True)
-            record = self.registry.add_virtual(parent, "", is_package=True)
-            record.index = index("", record.filename)
-            sys.modules[parent] = module
-            grand, _, leaf = parent.rpartition(".")
-            if grand:
-                setattr(sys.modules[grand], leaf, module)
+            self._install_virtual(parent, True)
             created.append(parent)
         return created
 
@@ -315,7 +315,8 @@ class Runtime(Checks, Persistence):
             raise ChangeError(f"module {change.module!r} of change {change.id} is no longer "
                               "managed; it cannot be rolled back.", change_id=change.id)
         if change.before is None:
-            self._remove_virtual(change.module)
+            for name in [change.module, *reversed(change.created)]:
+                self._remove_virtual(name)
         else:
             module = sys.modules[change.module]
             assert record.index is not None

@@ -178,9 +178,10 @@ def test_rollback_to_a_point(rt, mod):
 def test_rollback_of_virtual_module_removes_it(rt, project):
     """Rolling back the change that created a virtual module removes the module."""
     name = f"virt_{project.prefix}gone"
-    rt.patch_module(name, "X = 1\n")
+    rt.patch_module(f"{name}.inner", "X = 1\n")
     rt.rollback()
-    assert name not in sys.modules and rt.registry.get(name) is None
+    assert f"{name}.inner" not in sys.modules and rt.registry.get(f"{name}.inner") is None
+    assert name not in sys.modules and rt.registry.dirty() == []
 
 
 def test_unknown_change_id_is_a_clear_error(rt, mod):
