@@ -28,7 +28,7 @@ from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime
 from liveforge.tools._deadline import DeadlineExceeded, deadline
-from liveforge.tools._output import DEFAULT_LIMIT, clip
+from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
 from liveforge.tools._schema import ArgumentError, ToolDefinitionError, ToolSchema
 
 __all__ = ["BUILTIN_PACKAGE", "DEFAULT_TIMEOUT", "project_tool_packages"]
@@ -146,7 +146,8 @@ def call(self: Toolbox, name: str, arguments: dict[str, Any] | str,
     except ArgumentError as exc:
         return ToolResult(str(exc), is_error=True)
     seconds = _effective_timeout(timeout, values)
-    text, is_error = _run(self, tool, values, seconds)
+    with limited_to(limit):
+        text, is_error = _run(self, tool, values, seconds)
     return ToolResult(clip(text, limit, _more_hint), is_error=is_error)
 
 

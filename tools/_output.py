@@ -11,12 +11,32 @@ plain: ANSI colour codes are removed and nothing depends on the terminal's width
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["DEFAULT_LIMIT", "clip", "clip_middle", "number_lines", "plain"]
+__all__ = ["DEFAULT_LIMIT", "clip", "clip_middle", "limited_to", "number_lines",
+           "output_limit", "plain"]
 
 DEFAULT_LIMIT = 8000
-"""Characters a tool result may take before it is cut."""
+"""Characters a tool result may take before it is cut, unless the caller sets another."""
+
+_limit: ContextVar[int] = ContextVar("liveforge_output_limit", default=DEFAULT_LIMIT)
+
+
+def output_limit() -> int:
+    """The limit of the current tool call (the toolbox's ``limit``), else DEFAULT_LIMIT."""
+    return _limit.get()
+
+
+@contextmanager
+def limited_to(limit: int) -> Iterator[None]:
+    """Bound tool results to ``limit`` characters for the duration of the block."""
+    token = _limit.set(limit)
+    try:
+        yield
+    finally:
+        _limit.reset(token)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
@@ -27,14 +47,15 @@ def plain(text: str) -> str:
     return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
-def clip(text: str, limit: int = DEFAULT_LIMIT,
+def clip(text: str, limit: int | None = None,
          more: Callable[[int], str] | None = None) -> str:
     """``text`` cut to at most ``limit`` characters at a line boundary, marker included.
 
     ``more`` receives the 1-based number of the first line left out and returns how to see
     the rest (e.g. ``"view_source('pkg.mod', start=181)"``); without it the marker says to
-    narrow the request.
+    narrow the request. ``limit`` defaults to ``output_limit()``.
     """
+    limit = output_limit() if limit is None else limit
     if len(text) <= limit:
         return text
     lines = text.splitlines(keepends=True)
@@ -55,12 +76,13 @@ def _marker(lines: int, chars: int, hint: str) -> str:
     return f"[... {lines} more lines ({chars} chars) not shown; {hint}]"
 
 
-def clip_middle(text: str, limit: int = DEFAULT_LIMIT, where: str = "") -> str:
+def clip_middle(text: str, limit: int | None = None, where: str = "") -> str:
     """``text`` cut to about ``limit`` characters keeping its head and its tail.
 
     For process output, where both the start and the end (tracebacks, summaries) matter.
-    ``where`` names where the full text can be read.
+    ``where`` names where the full text can be read; ``limit`` defaults to ``output_limit()``.
     """
+    limit = output_limit() if limit is None else limit
     if len(text) <= limit:
         return text
     lines = text.splitlines(keepends=True)

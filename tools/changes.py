@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from liveforge.kernel import Change
 from liveforge.tools._context import runtime
-from liveforge.tools._output import DEFAULT_LIMIT, clip
+from liveforge.tools._output import clip
 
 __all__ = ["diff", "history", "patch", "persist", "reload", "rollback"]
 
@@ -75,7 +75,7 @@ def diff(module: str | None = None) -> str:
     text = runtime().diff(module)
     if not text:
         return f"{module or 'no module'}: memory matches disk" if module else "no changes"
-    return clip(text, DEFAULT_LIMIT, lambda n: "ask for one module at a time: diff(module)")
+    return clip(text, None, lambda n: "ask for one module at a time: diff(module)")
 
 
 def persist(modules: list[str] | None = None, force: bool = False) -> str:

@@ -21,7 +21,7 @@ from liveforge.tools._declared import (
 )
 from liveforge.tools._modules import ModuleView, module_view, resolve, submodules, top_level
 from liveforge.tools._outline import Entry, changed, find, module_doc, outline
-from liveforge.tools._output import DEFAULT_LIMIT, clip, number_lines
+from liveforge.tools._output import clip, number_lines, output_limit
 
 __all__ = ["inspect_module", "view_source"]
 
@@ -46,9 +46,9 @@ def inspect_module(path: str = "", depth: int = 2) -> str:
     for level in range(max(depth, 0), -1, -1):  # too long: drop name lists, then a level
         for brief in (False, True):
             text = _tree(rt, view, names, level, brief)
-            if len(text) <= DEFAULT_LIMIT:
+            if len(text) <= output_limit():
                 return text + _reduced(depth, level, brief)
-    return clip(text, DEFAULT_LIMIT, lambda n: "inspect a sub-path for the rest")
+    return clip(text, None, lambda n: "inspect a sub-path for the rest")
 
 
 def _tree(rt: Any, view: ModuleView | None, names: list[str], depth: int, brief: bool) -> str:
@@ -230,7 +230,7 @@ def view_source(path: str, start: int | None = None, end: int | None = None) -> 
     header = f"# {view.name}:{lo}-{hi} of {len(lines)} ({where}){_marks(view)}"
     body = number_lines(lines[lo - 1:hi], lo)
     text = f"{header}\n{body}" + _impl_body(view, names, entry)
-    return clip(text, DEFAULT_LIMIT,
+    return clip(text, None,
                 lambda n: f"view_source({path!r}, start={lo + n - 2})")
 
 

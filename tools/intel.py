@@ -21,7 +21,7 @@ from liveforge.tools._jedi import ModuleNames, memory_sources, project
 from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline
-from liveforge.tools._output import DEFAULT_LIMIT, clip
+from liveforge.tools._output import clip
 
 __all__ = ["complete", "find", "references"]
 
@@ -198,4 +198,4 @@ def _bounded(lines: list[str], how: str) -> str:
     shown = lines[:_MAX_RESULTS]
     more = len(lines) - len(shown)
     text = "\n".join(shown + ([f"(+{more} more; {how})"] if more > 0 else [])) + "\n"
-    return clip(text, DEFAULT_LIMIT, lambda n: how)
+    return clip(text, None, lambda n: how)

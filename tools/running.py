@@ -8,7 +8,7 @@ memory limits, so a crash or a hang never takes the session down.
 from __future__ import annotations
 
 from liveforge.tools._context import runtime
-from liveforge.tools._output import DEFAULT_LIMIT, clip_middle, plain
+from liveforge.tools._output import clip_middle, plain
 
 __all__ = ["execute", "run_tests", "verify"]
 
@@ -23,7 +23,7 @@ def execute(code: str, timeout: float = 5.0) -> str:
         timeout: seconds before the code is interrupted
     """
     result = runtime().execute(code, timeout=timeout)
-    return clip_middle(plain(result.summary()), DEFAULT_LIMIT)
+    return clip_middle(plain(result.summary()))
 
 
 def verify(code: str, timeout: float = 30.0) -> str:
@@ -36,7 +36,7 @@ def verify(code: str, timeout: float = 30.0) -> str:
         timeout: seconds before the child is killed
     """
     result = runtime().verify(code, timeout=timeout)
-    return clip_middle(plain(result.summary()), DEFAULT_LIMIT, result.record_path)
+    return clip_middle(plain(result.summary()), where=result.record_path)
 
 
 def run_tests(args: list[str] | None = None, timeout: float = 300.0) -> str:
@@ -50,4 +50,4 @@ def run_tests(args: list[str] | None = None, timeout: float = 300.0) -> str:
     if result.tests is not None and result.status in ("passed", "failed"):
         # counts and failures say it all; pytest's own output stays in the record
         result = result.model_copy(update={"stdout": "", "stderr": ""})
-    return clip_middle(plain(result.summary()), DEFAULT_LIMIT, result.record_path)
+    return clip_middle(plain(result.summary()), where=result.record_path)

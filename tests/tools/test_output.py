@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from liveforge.tools._output import clip, clip_middle, number_lines, plain
+from liveforge.tools._output import (
+    DEFAULT_LIMIT,
+    clip,
+    clip_middle,
+    limited_to,
+    number_lines,
+    output_limit,
+    plain,
+)
 
 
 def test_short_text_is_unchanged():
@@ -48,3 +56,11 @@ def test_plain_strips_colour_and_redraws():
 def test_number_lines_aligns_numbers():
     """Line numbers are right-aligned to the widest one and start where asked."""
     assert number_lines(["a", "b"], first=9) == " 9 a\n10 b\n"
+
+
+def test_limited_to_sets_the_default_limit_of_a_block():
+    """Inside limited_to(n), clip without a limit cuts at n; outside, at DEFAULT_LIMIT."""
+    text = "z\n" * 5000
+    with limited_to(100):
+        assert output_limit() == 100 and len(clip(text)) <= 100
+    assert output_limit() == DEFAULT_LIMIT and len(clip(text)) <= DEFAULT_LIMIT

@@ -240,3 +240,13 @@ def test_runtime_errors_from_core_tools_are_error_results(project):
     assert result.is_error
     assert result.text.startswith("view_source failed: TargetNotFound: ")
     assert f"close matches: {project.pkg}.shapes.Square" in result.text
+
+
+def test_toolbox_limit_governs_the_tools_own_truncation(project):
+    """A small toolbox limit makes view_source cut itself, keeping its start= hint."""
+    importlib.import_module(f"{project.pkg}.shapes")
+    box = Toolbox(runtime=Runtime(project_root=project.root), packages=["liveforge.tools"],
+                  limit=400)
+    text = box.call("view_source", {"path": f"{project.pkg}.shapes"}).text
+    assert len(text) <= 400
+    assert f"not shown; view_source('{project.pkg}.shapes', start=" in text
