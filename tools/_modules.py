@@ -87,7 +87,7 @@ def _unimported_view(name: str) -> ModuleView | None:
     """A module found on disk without importing it (its parent package may get imported)."""
     try:
         spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
+    except Exception:  # a parent package that fails to import hides its submodules too
         return None
     if spec is None:
         return None
@@ -146,13 +146,21 @@ def top_level(rt: Any) -> list[str]:
 def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
     """Split ``pkg.mod.Class.attr`` into the longest module prefix and the names inside it.
 
-    Raises TargetNotFound (with close matches) when no prefix names a module.
+    Walks down from the top package and stops at the first plain module, so looking inside
+    a module never imports it. Raises TargetNotFound (with close matches) when no prefix
+    names a module.
     """
     parts = path.split(".")
-    for cut in range(len(parts), 0, -1):
-        view = module_view(".".join(parts[:cut]), rt)
-        if view is not None:
-            return view, parts[cut:]
+    found: tuple[ModuleView, list[str]] | None = None
+    for cut in range(1, len(parts) + 1):
+        view = module_view(".".join(parts[:cut]), rt) if all(parts[:cut]) else None
+        if view is None:
+            break
+        found = (view, parts[cut:])
+        if not view.is_package:
+            break
+    if found is not None:
+        return found
     candidates = [*sys.modules, *top_level(rt)]
     raise TargetNotFound(path, candidates,
                          "Give a dotted path that starts with a module (inspect_module() "

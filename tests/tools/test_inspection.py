@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 import pytest
 
@@ -122,3 +123,22 @@ def test_oversized_tree_is_shortened_and_says_so(project, rt):
     assert text.endswith("inspect a sub-path for more]\n")
     assert "[shortened to fit: depth 1 instead of 2" in text
     assert "  bulk3 + — Bulk module 3." in text
+
+
+def test_listing_does_not_depend_on_what_is_imported(project, rt):
+    """Inspecting, then importing, then inspecting again differs only in the ~ marks."""
+    before = inspect_module(f"{project.pkg}.later", depth=2)
+    assert f"{project.pkg}.later.deep" not in sys.modules  # looking did not import it
+    importlib.import_module(f"{project.pkg}.later.deep")
+    after = inspect_module(f"{project.pkg}.later", depth=2)
+    assert _without_marks(before) == _without_marks(after) and before != after
+
+
+def _without_marks(text: str) -> list[str]:
+    return [line.replace(" ~", "") for line in text.splitlines() if not line.startswith("marks:")]
+
+
+def test_root_lists_the_project_packages(project, rt):
+    """An empty path lists the project's top-level packages."""
+    assert inspect_module("", depth=0).startswith(
+        f"{project.pkg}/ — A fixture project. [bodies, contracts, later, shapes, tools, user")
