@@ -1,0 +1,16 @@
+"""liveforge's command line: one module per command group, registered on one parser.
+
+Exit codes (also in the README):
+
+    0    success
+    1    a check failed: verify or test did not pass, `run` ended without success
+    2    usage or configuration error: bad arguments, bad configuration, no model provider
+         configured, a missing optional dependency
+    3    the operation failed: unknown target, a patch that does not apply, a tool error,
+         a sandbox that could not start
+    130  interrupted (Ctrl-C)
+"""
+
+from liveforge.cli._common import CommandError, ExitCode
+
+__all__ = ["CommandError", "ExitCode"]

@@ -1,0 +1,118 @@
+"""What every command shares: exit codes, `--project` and `--json`, output, the runtime."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from enum import IntEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from liveforge.kernel.errors import LiveforgeError
+
+if TYPE_CHECKING:
+    from liveforge.declarations.toolbox import Toolbox
+    from liveforge.kernel import Runtime
+
+__all__ = ["CommandError", "ExitCode", "add_common", "emit", "emit_error", "open_runtime",
+           "open_toolbox", "run_tool"]
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of the `liveforge` command (documented in the README)."""
+
+    OK = 0
+    CHECK_FAILED = 1
+    USAGE = 2
+    FAILED = 3
+    INTERRUPTED = 130
+
+
+class CommandError(LiveforgeError):
+    """A command cannot proceed; `exit_code` says why (usage by default)."""
+
+    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
+    """Add `--project DIR` (default: the current directory) and, optionally, `--json`."""
+    parser.add_argument("--project", metavar="DIR", default=".",
+                        help="the project to work on (default: the current directory)")
+    if json_flag:
+        parser.add_argument("--json", action="store_true",
+                            help="print one JSON object with stable keys instead of text")
+
+
+def project_dir(args: argparse.Namespace) -> Path:
+    """The `--project` directory, resolved; a usage error when it is not a directory."""
+    root = Path(getattr(args, "project", ".") or ".").expanduser().resolve()
+    if not root.is_dir():
+        raise CommandError(f"--project {root} is not a directory; pass the folder that holds "
+                           "your package (or run the command from inside it).")
+    return root
+
+
+@contextlib.contextmanager
+def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
+    """A Runtime over the `--project` directory, closed (sandbox stopped) on exit."""
+    from liveforge.kernel import Runtime
+
+    rt = Runtime(project_root=project_dir(args))
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+def open_toolbox(rt: Runtime) -> Toolbox:
+    """The toolbox over `rt`: liveforge's tools plus the project's own tools package."""
+    import liveforge.impls  # noqa: F401  (registers the Toolbox bodies)
+    from liveforge.declarations.toolbox import Toolbox
+    from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
+
+    packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
+    return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
+
+
+def emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
+    """Print `payload` as JSON under `--json`, else `text`."""
+    if getattr(args, "json", False):
+        json.dump(payload, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def emit_error(args: argparse.Namespace | None, error: BaseException, code: ExitCode) -> None:
+    """Report `error`: a JSON object on stdout under `--json`, always a line on stderr."""
+    if args is not None and getattr(args, "json", False):
+        payload = {"ok": False, "command": getattr(args, "command", None),
+                   "error": {"type": type(error).__name__, "message": str(error),
+                             "exit_code": int(code)}}
+        json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    sys.stderr.write(f"liveforge: error: {error}\n")
+
+
+def run_tool(args: argparse.Namespace, name: str, arguments: dict[str, Any],
+             extra: dict[str, Any]) -> int:
+    """Call one catalogue tool on a fresh runtime and print its result; the exit code."""
+    with open_runtime(args) as rt:
+        result = open_toolbox(rt).call(name, arguments)
+    payload = {"ok": not result.is_error, "command": args.command,
+               "project": str(rt.project_root), **extra, "output": result.text}
+    if result.is_error:
+        payload["error"] = {"type": "ToolError", "message": result.text,
+                            "exit_code": int(ExitCode.FAILED)}
+    if result.is_error and not getattr(args, "json", False):
+        sys.stderr.write(f"liveforge {args.command}: {result.text}\n")
+        return ExitCode.FAILED
+    emit(args, payload, result.text)
+    return ExitCode.FAILED if result.is_error else ExitCode.OK

@@ -1,0 +1,33 @@
+"""`liveforge mcp`: serve the tool catalogue to MCP clients over stdio (see mcp_server)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from liveforge.cli._common import ExitCode, add_common, open_runtime
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Add `mcp` to the `liveforge` sub-command set."""
+    parser = commands.add_parser(
+        "mcp", help="serve the tool catalogue as an MCP server over stdio",
+        description="An MCP server over stdio: one live runtime over --project for the whole "
+                    "session, so a patch made in one call is seen by the next. Needs "
+                    'pip install "liveforge[mcp]".')
+    parser.add_argument("--allow-kernel-patches", action="store_true",
+                        help="let clients patch liveforge.kernel itself (off by default)")
+    add_common(parser, json_flag=False)
+    parser.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from liveforge.mcp_server import _require_mcp, serve_stdio
+
+    _require_mcp()
+    with open_runtime(args) as rt:
+        rt.allow_kernel_patches = args.allow_kernel_patches
+        serve_stdio(rt)
+    return ExitCode.OK

@@ -1,0 +1,96 @@
+"""`liveforge mcp` driven by the official MCP client over stdio: one live runtime per server."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cli_support import FIX, cli_env
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import liveforge.impls  # noqa: F401  (registers the Toolbox bodies)
+from liveforge import Runtime
+from liveforge.cli._common import open_toolbox
+
+
+def _session(project: Path, calls: Any) -> Any:
+    """Run `calls(session)` against a `liveforge mcp` child serving `project`."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "liveforge", "mcp", "--project", str(project)],
+                                   cwd=str(project), env=cli_env())
+
+    async def go() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            return await calls(s)
+
+    return asyncio.run(asyncio.wait_for(go(), timeout=120))
+
+
+def _text(result: Any) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def test_tools_listed_with_the_toolbox_schemas(sample: Path):
+    """tools/list gives exactly the Toolbox's specs: names, descriptions, input schemas."""
+    listed = _session(sample, lambda s: s.list_tools())
+    rt = Runtime(project_root=sample)
+    try:
+        expected = {spec.name: spec for spec in open_toolbox(rt).specs()}
+    finally:
+        rt.close()
+    got = {tool.name: tool for tool in listed.tools}
+    assert set(got) == set(expected) >= {"inspect_module", "view_source", "patch", "verify"}
+    for name, tool in got.items():
+        assert tool.inputSchema == expected[name].input_schema
+        assert tool.description == expected[name].description
+
+
+def test_a_patch_is_seen_by_later_calls_and_verified(sample: Path):
+    """inspect, patch, then view and verify in later calls see the patched method."""
+
+    async def calls(s: ClientSession) -> list[Any]:
+        return [
+            await s.call_tool("inspect_module", {"path": "pricing"}),
+            await s.call_tool("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+            await s.call_tool("view_source", {"path": "pricing.cart.Line.subtotal"}),
+            await s.call_tool("verify", {"code": "from pricing import Line\n"
+                                                 "assert Line('pen', 100, 10).subtotal() == 900"}),
+            await s.call_tool("diff", {}),
+        ]
+
+    inspected, patched, viewed, verified, diff = _session(sample, calls)
+    assert not inspected.isError and "cart" in _text(inspected)
+    assert not patched.isError and "pricing.cart.Line.subtotal" in _text(patched)
+    assert "self.quantity >= BULK_QUANTITY" in _text(viewed)
+    assert not verified.isError and "passed" in _text(verified)
+    assert "+        if self.quantity >= BULK_QUANTITY:" in _text(diff)
+    assert ">= BULK" not in (sample / "pricing" / "cart.py").read_text()
+
+
+def test_model_mistakes_come_back_as_error_results(sample: Path):
+    """An unknown target and bad arguments are isError results; the server keeps serving."""
+
+    async def calls(s: ClientSession) -> list[Any]:
+        return [await s.call_tool("view_source", {"path": "pricing.nothing_here"}),
+                await s.call_tool("patch", {"path": "pricing.cart.Line.subtotal"}),
+                await s.call_tool("view_source", {"path": "pricing.coupons.parse_coupon"})]
+
+    missing, bad_args, fine = _session(sample, calls)
+    assert missing.isError and "nothing_here" in _text(missing)
+    assert bad_args.isError and "source" in _text(bad_args)
+    assert not fine.isError and "def parse_coupon" in _text(fine)
+
+
+def test_without_the_sdk_the_command_names_the_extra(sample: Path):
+    """With `mcp` not importable, `liveforge mcp` exits 2 naming pip install "liveforge[mcp]"."""
+    code = ("import sys; sys.modules['mcp'] = None; from liveforge.__main__ import main; "
+            "sys.exit(main(['mcp']))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=sample, capture_output=True,
+                            text=True, timeout=60, env=cli_env())
+    assert result.returncode == 2
+    assert 'pip install "liveforge[mcp]"' in result.stderr

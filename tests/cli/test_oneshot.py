@@ -1,0 +1,103 @@
+"""One-shot commands: each `--json` output parses, with stable keys and honest exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_support import FIX, run_cli
+
+
+def _json(result) -> dict:
+    assert result.stdout.strip(), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_inspect_json_lists_the_project_tree(sample: Path):
+    """`inspect --json` reports ok and the tree of the project's package."""
+    result = run_cli("inspect", "pricing", "--json", cwd=sample)
+    data = _json(result)
+    assert result.returncode == 0
+    assert data["ok"] is True and data["command"] == "inspect" and data["path"] == "pricing"
+    assert "cart" in data["output"] and "coupons" in data["output"]
+    assert data["project"] == str(sample.resolve())
+
+
+def test_view_json_shows_numbered_source(sample: Path):
+    """`view --json` returns the line-numbered source of one method."""
+    data = _json(run_cli("view", "pricing.cart.Line.subtotal", "--json", cwd=sample))
+    assert data["ok"] is True
+    assert "if self.quantity > BULK_QUANTITY:" in data["output"]
+
+
+def test_view_of_unknown_target_fails_with_exit_3_and_json_error(sample: Path):
+    """An unknown dotted path is an operation failure: exit 3 and an error object."""
+    result = run_cli("view", "pricing.cart.Nope", "--json", cwd=sample)
+    data = _json(result)
+    assert result.returncode == 3
+    assert data["ok"] is False and "Nope" in data["error"]["message"]
+
+
+def test_find_json_locates_a_definition(sample: Path):
+    """`find --json` finds the coupon parser by name."""
+    data = _json(run_cli("find", "parse_coupon", "--json", "--project", str(sample),
+                         cwd=sample.parent))
+    assert data["ok"] is True and data["query"] == "parse_coupon"
+    assert "pricing.coupons" in data["output"]
+
+
+def test_verify_json_with_patch_passes_and_exit_0(sample: Path):
+    """`verify --patch T=FILE -c CODE` checks the patched code in the sandbox."""
+    (sample.parent / "fix.py").write_text(FIX)
+    code = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
+    result = run_cli("verify", "--patch", f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
+                     "-c", code, "--json", cwd=sample)
+    data = _json(result)
+    assert result.returncode == 0, data
+    assert data["run"]["status"] == "passed" and data["patches"][0]["change_id"]
+    assert "if self.quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
+
+
+def test_verify_without_patch_fails_with_exit_1(sample: Path):
+    """The unpatched bug makes the same check fail: exit 1, status failed."""
+    code = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
+    result = run_cli("verify", "-c", code, "--json", cwd=sample)
+    data = _json(result)
+    assert result.returncode == 1
+    assert data["ok"] is False and data["run"]["exc_type"] == "AssertionError"
+
+
+def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
+    """`test` reports the bug's failing tests; with the fix patched in, all pass."""
+    failing = run_cli("test", "--json", "--", "-q", cwd=sample)
+    assert failing.returncode == 1
+    assert _json(failing)["run"]["tests"]["failed"] == 2
+    (sample.parent / "fix.py").write_text(FIX)
+    passing = run_cli("test", "--patch", f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
+                      "--json", "--", "-q", cwd=sample)
+    data = _json(passing)
+    assert passing.returncode == 0 and data["run"]["tests"]["passed"] == 5
+
+
+def test_runs_json_lists_and_shows_records(sample: Path):
+    """`runs --json` lists the recorded runs; `runs ID --json` shows one."""
+    run_cli("verify", "-c", "6 * 7", cwd=sample)
+    listing = _json(run_cli("runs", "--json", cwd=sample))
+    assert listing["ok"] is True and len(listing["runs"]) == 1
+    run_id = listing["runs"][0]["run_id"]
+    one = _json(run_cli("runs", run_id, "--json", cwd=sample))
+    assert one["run"]["run_id"] == run_id and one["run"]["value_repr"] == "42"
+
+
+def test_bad_patch_spec_is_a_usage_error(sample: Path):
+    """A --patch without TARGET=FILE exits 2 and says the expected form."""
+    result = run_cli("verify", "--patch", "pricing.cart.Line.subtotal", "-c", "1",
+                     "--json", cwd=sample)
+    assert result.returncode == 2
+    assert "TARGET=FILE" in _json(result)["error"]["message"]
+
+
+def test_missing_project_dir_is_a_usage_error(tmp_path: Path):
+    """--project naming no directory exits 2 with a message naming it."""
+    result = run_cli("inspect", "--project", str(tmp_path / "missing"), cwd=tmp_path)
+    assert result.returncode == 2 and "missing" in result.stderr
