@@ -35,6 +35,8 @@ from typing import Any, Literal, Protocol
 
 import forwardpy
 import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
 from liveforge.declarations.messages import ModelRequest, ModelResponse, StreamEvent
 from liveforge.declarations.provider_errors import (
     AuthenticationError,
@@ -51,7 +53,6 @@ from liveforge.declarations.provider_errors import (
     ServerError,
     StreamInterrupted,
 )
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 __all__ = [
     "AnthropicWire",
