@@ -1,6 +1,7 @@
 """How much context liveforge's tool catalogue costs a model, and what it buys.
 
-Prints the number of tools, the characters of all tool schemas (as a provider receives them),
+Prints the number of tools, the characters of all tool schemas (each ToolSpec as JSON with
+the default separators, and compact as httpx 0.28 sends request bodies),
 the size of `inspect_module("liveforge")` at its default depth with how many signatures and
 implementation locations it carries, and the size of `view_source` on the agent declaration
 (the Toolbox declaration stands in while no Agent declaration exists). The comparison figures
@@ -46,6 +47,8 @@ def measure() -> dict[str, object]:
     box = Toolbox(runtime=Runtime(project_root=ROOT), packages=["liveforge.tools"], limit=8000)
     specs = box.specs()
     schema_chars = sum(len(json.dumps(spec.model_dump())) for spec in specs)
+    compact_chars = sum(len(json.dumps(spec.model_dump(), separators=(",", ":")))
+                        for spec in specs)
     tree = box.call("inspect_module", {"path": "liveforge"}).text
     contracts = "".join(
         box.call("inspect_module", {"path": f"liveforge.declarations.{info.name}"}).text
@@ -56,6 +59,7 @@ def measure() -> dict[str, object]:
         "tools": len(specs),
         "names": [spec.name for spec in specs],
         "schema_chars": schema_chars,
+        "compact_chars": compact_chars,
         "inspect_chars": len(tree),
         "signatures": _signatures(tree),
         "impl_locations": _impls(tree),
@@ -84,7 +88,9 @@ def main() -> None:
     per_tool = int(ours["schema_chars"]) / int(ours["tools"])  # type: ignore[call-overload]
     print(f"{'schema chars per tool':<46}{per_tool:>11.0f}{2550 / 6:>16.0f}"
           f"{per_tool / (2550 / 6):>8.2f}")
-    print(f"\ninspect_module(<each declarations module>), summed: {ours['contracts_chars']:,} "
+    print(f"\nschema chars as compact JSON (httpx 0.28 request bodies): "
+          f"{ours['compact_chars']:,}")
+    print(f"inspect_module(<each declarations module>), summed: {ours['contracts_chars']:,} "
           f"chars, {ours['contracts_signatures']} signatures, "
           f"{ours['contracts_impls']} impl locations/stubs")
     print(f"view_source({ours['view_target']}) [{ours['view_label']}]: "
