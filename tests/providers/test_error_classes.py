@@ -46,7 +46,7 @@ CASES = [
 def test_http_error_bodies_map_to_their_class(fake: FakeProvider, protocol: str,
                                               item: object, expected: type) -> None:
     """Each provider's error status and body raise the matching ProviderError subclass."""
-    fake.add(item)  # type: ignore[arg-type]
+    fake.add(item)
     with pytest.raises(ProviderError) as info:
         run(collect(provider(fake.route(protocol, keys=["sk-secret-value-1234"]),
                              retry=ONE_TRY), request()))

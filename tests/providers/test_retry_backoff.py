@@ -60,7 +60,7 @@ def test_retry_after_beyond_the_budget_gives_up_without_waiting(fake: FakeProvid
                          ids=["auth", "quota", "bad_request", "context_overflow"])
 def test_auth_quota_and_bad_requests_are_never_retried(fake: FakeProvider, item: object) -> None:
     """Authentication, billing and bad-request errors are raised after one request."""
-    fake.add(item, reply.text("never"))  # type: ignore[arg-type]
+    fake.add(item, reply.text("never"))
     with pytest.raises((AuthenticationError, BillingError, BadRequestError)):
         run(collect(provider(fake.route("openai")), request()))
     assert len(fake.requests) == 1
