@@ -3,14 +3,17 @@
 The parent reads the child's stdout/stderr pipes chunk by chunk. The first `head_bytes` go to
 the file as they arrive; after that only the last `tail_bytes` are kept in a ring, and the
 dropped middle is replaced by a marker when the sink is closed. The parent therefore never
-holds more than `tail_bytes` of a run's output, however much the child prints.
+holds more than `tail_bytes` (plus a small excerpt) of a run's output, however much the child
+prints. The file is created on the first byte: a silent stream leaves no file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 MARKER = "\n[... liveforge truncated {dropped} bytes of output ...]\n"
+EXCERPT = 32 << 10
 
 
 class CappedSink:
@@ -21,13 +24,20 @@ class CappedSink:
         self.path = path
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
-        self.file = path.open("wb")
+        self.file: BinaryIO | None = None
         self.written = 0
         self.tail = bytearray()
         self.dropped = 0
+        self.memory: bytearray | None = bytearray()  # the whole stream while it is short
 
     def write(self, chunk: bytes) -> None:
         """Take the next chunk of the stream."""
+        if self.memory is not None:
+            self.memory += chunk
+            if len(self.memory) > EXCERPT:
+                self.memory = None
+        if self.file is None:
+            self.file = self.path.open("wb")
         room = self.head_bytes - self.written
         if room > 0:
             self.file.write(chunk[:room])
@@ -48,15 +58,21 @@ class CappedSink:
 
     def close(self) -> None:
         """Write the marker and the kept tail, and close the file."""
-        if self.file.closed:
+        if self.file is None or self.file.closed:
             return
         if self.dropped:
             self.file.write(MARKER.format(dropped=self.dropped).encode())
         self.file.write(bytes(self.tail))
         self.file.close()
 
+    def text(self) -> str:
+        """The stream for a result: whole when short, else an excerpt of the file."""
+        if self.memory is not None:
+            return self.memory.decode("utf-8", "replace")
+        return excerpt(self.path)
 
-def excerpt(path: Path, limit: int = 32 << 10) -> str:
+
+def excerpt(path: Path, limit: int = EXCERPT) -> str:
     """The file's text for a result: up to `limit` bytes of head and tail with a marker."""
     try:
         size = path.stat().st_size

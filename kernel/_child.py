@@ -33,7 +33,6 @@ from typing import Any, NoReturn
 
 OVERLAY_MANIFEST = "overlay.json"
 OVERLAY_ENV = "LIVEFORGE_SANDBOX_OVERLAY"
-CHILD_RESULT = "child.json"
 REPR_LIMIT = 10_000
 MESSAGE_LIMIT = 2_000
 
@@ -311,18 +310,15 @@ def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[st
 
 
 # Bound at load time: a snippet that patches json or os must not stop the result from being
-# written.
-_dumps, _open, _write, _close, _replace = json.dumps, os.open, os.write, os.close, os.replace
+# reported.
+_dumps, _write, _close = json.dumps, os.write, os.close
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    temporary = str(path) + ".tmp"
-    fd = _open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write(fd, _dumps(data).encode("utf-8"))
-    finally:
-        _close(fd)
-    _replace(temporary, str(path))
+def _send_result(fd: int, outcome: dict[str, Any]) -> None:
+    view = memoryview(_dumps(outcome).encode("utf-8"))
+    while view:
+        view = view[_write(fd, view):]
+    _close(fd)
 
 
 def _prepare_process(out_fd: int, err_fd: int) -> None:
@@ -351,28 +347,29 @@ def _flush_streams() -> None:
             pass
 
 
-def child_main(run_dir: str, out_fd: int, err_fd: int) -> NoReturn:
-    """Entry point of a forked child: apply the overlay, run, write `child.json`, exit."""
-    folder = Path(run_dir)
+def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
+               ) -> NoReturn:
+    """Entry point of a forked child: apply the overlay, run, send the outcome as JSON on
+    `result_fd`, exit."""
     code = 0
     try:
+        os.set_inheritable(result_fd, False)
         _prepare_process(out_fd, err_fd)
-        request = json.loads((folder / "request.json").read_text(encoding="utf-8"))
         os.chdir(request["cwd"])
         sys.path[:] = request["sys_path"]
         os.environ.update(request.get("env", {}))
-        os.environ[OVERLAY_ENV] = str(folder / OVERLAY_MANIFEST)
-        install_overlay(load_overlay(folder / OVERLAY_MANIFEST))
+        install_overlay(OverlayModule(**entry) for entry in request["overlay"])
         if request["kind"] == "snippet":
             outcome = run_snippet(request["code"], request["filename"], request["memory_mb"])
         else:
-            outcome = run_pytest(request["args"], folder, request["memory_mb"])
+            outcome = run_pytest(request["args"], Path(request["run_dir"]),
+                                 request["memory_mb"])
     except BaseException as exc:
         outcome = {"status": "error", "harness_error": True, **_exception_info(exc)}
         code = 70
     _flush_streams()
     try:
-        _write_json(folder / CHILD_RESULT, outcome)
+        _send_result(result_fd, outcome)
     except BaseException:
         code = 71
     os._exit(code)

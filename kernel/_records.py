@@ -164,8 +164,7 @@ class RunStore:
         """Ids of the stored records, oldest first."""
         if not self.runs_dir.is_dir():
             return []
-        return sorted(p.name for p in self.runs_dir.iterdir()
-                      if p.is_dir() and RUN_ID.match(p.name))
+        return sorted(name for name in os.listdir(self.runs_dir) if RUN_ID.match(name))
 
     def load(self, run_id: str) -> RunResult:
         """The stored result of `run_id`."""

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel._capture import CappedSink, excerpt
-from liveforge.kernel._child import CHILD_RESULT, OverlayModule, save_overlay
+from liveforge.kernel._child import OVERLAY_ENV, OVERLAY_MANIFEST, OverlayModule, save_overlay
 from liveforge.kernel._preload import preload_names
 from liveforge.kernel._records import (
     RunKind,
@@ -39,6 +38,7 @@ from liveforge.kernel._records import (
     elapsed_since,
     utc_now,
 )
+from liveforge.kernel._runner import RunExit, run_child
 from liveforge.kernel._template import TemplateProcess
 from liveforge.kernel.errors import SandboxError
 
@@ -57,19 +57,6 @@ if _NAME not in sys.modules:
     _spec.loader.exec_module(_module)
 sys.modules[_NAME].install_overlay_from_env()
 '''
-KILL_GRACE = 5.0
-PIPE_GRACE = 0.5
-
-
-@dataclass
-class _Exit:
-    """How the child ended, as seen by the parent."""
-
-    exit_code: int | None = None
-    timed_out: bool = False
-    template_lost: bool = False
-
-
 class Sandbox:
     """Runs verification snippets and pytest in forked children that carry the overlay."""
 
@@ -85,8 +72,10 @@ class Sandbox:
         self.extra_preload = list(preload)
         self.template_starts = 0
         self.last_refresh_reason: str | None = None
-        self._template: TemplateProcess | None = None
+        self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
+        # A dropped or never-closed sandbox still stops its template (also at exit).
+        weakref.finalize(self, _close_slot, self._slot)
 
     def verify(self, code: str, overlay: Iterable[OverlayModule] = (),
                change_ids: Sequence[str] = (), *, timeout: float = 30.0,
@@ -119,6 +108,14 @@ class Sandbox:
         template = self._template
         return template.process.pid if template is not None and template.alive else None
 
+    @property
+    def _template(self) -> TemplateProcess | None:
+        return self._slot[0]
+
+    @_template.setter
+    def _template(self, template: TemplateProcess | None) -> None:
+        self._slot[0] = template
+
     def close(self) -> None:
         """Stop the template process. The sandbox restarts one if used again."""
         with self._lock:
@@ -142,44 +139,37 @@ class Sandbox:
         with self._lock:
             run_id, folder = self.store.create()
             started_at, started = utc_now(), time.monotonic()
-            self._write_request(folder, run_id, kind, payload, modules, list(change_ids),
-                                timeout, memory_mb)
+            request = self._request(folder, run_id, kind, payload, modules, memory_mb)
             template = self._template_for([m.name for m in modules])
-            ended = self._execute(template, folder, timeout)
-            result = self._result(run_id, kind, folder, payload, modules, list(change_ids),
-                                  ended, memory_mb, timeout, started_at, elapsed_since(started))
+            ended = run_child(template, request, folder, timeout=timeout,
+                              output_cap=self.output_cap,
+                              while_running=lambda: _write_record(folder, request, modules))
+            if ended.template_lost:
+                template.close()
+                self._template = None
+            result = _result(run_id, kind, folder, payload, modules, list(change_ids), ended,
+                             memory_mb, timeout, started_at, elapsed_since(started))
             self.store.save(result)
             self.store.prune(protect=run_id)
             return result
 
-    def _write_request(self, folder: Path, run_id: str, kind: RunKind, payload: dict[str, Any],
-                       modules: list[OverlayModule], change_ids: list[str], timeout: float,
-                       memory_mb: int | None) -> None:
-        save_overlay(modules, folder)
+    def _request(self, folder: Path, run_id: str, kind: RunKind, payload: dict[str, Any],
+                 modules: list[OverlayModule], memory_mb: int | None) -> dict[str, Any]:
+        """What the child needs; pytest runs also get the overlay on disk for xdist workers."""
         request: dict[str, Any] = {
-            "kind": kind, **payload, "run_id": run_id, "cwd": str(self.project_root),
-            "sys_path": list(sys.path), "timeout": timeout, "memory_mb": memory_mb,
-            "change_ids": change_ids, "filename": f"<verify:{run_id}>"}
-        if kind == "snippet":
-            (folder / "code.py").write_text(payload["code"], encoding="utf-8")
-        else:
-            (folder / "args.json").write_text(json.dumps(payload["args"]), encoding="utf-8")
-            boot = self._write_boot(folder)
+            "kind": kind, **payload, "run_id": run_id, "run_dir": str(folder),
+            "cwd": str(self.project_root), "sys_path": list(sys.path), "memory_mb": memory_mb,
+            "filename": f"<verify:{run_id}>", "overlay": [asdict(m) for m in modules]}
+        if kind == "tests":
+            boot = _write_boot(folder)
+            save_overlay(modules, folder)
             request["sys_path"] = [str(self.project_root), *request["sys_path"], boot]
             plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p]
             request["env"] = {
                 "PYTEST_PLUGINS": ",".join([*plugins, BOOT_MODULE]),
-                "PYTHONPATH": os.pathsep.join([boot, *request["sys_path"][:-1]])}
-        (folder / "request.json").write_text(json.dumps(request, indent=1), encoding="utf-8")
-
-    def _write_boot(self, folder: Path) -> str:
-        """The pytest plugin that gives fresh interpreters (xdist workers) the overlay."""
-        boot = folder / "boot"
-        boot.mkdir()
-        child = Path(__file__).with_name("_child.py")
-        (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)),
-                                               encoding="utf-8")
-        return str(boot)
+                "PYTHONPATH": os.pathsep.join([boot, *request["sys_path"][:-1]]),
+                OVERLAY_ENV: str(folder / OVERLAY_MANIFEST)}
+        return request
 
     def _template_for(self, overlay_names: list[str]) -> TemplateProcess:
         if self._template is not None:
@@ -216,106 +206,11 @@ class Sandbox:
             return None
         return template
 
-    def _execute(self, template: TemplateProcess, folder: Path, timeout: float) -> _Exit:
-        sinks: dict[int, CappedSink] = {}
-        selector = selectors.DefaultSelector()
-        ended = _Exit()
-        write_ends: list[int] = []
-        try:
-            for name in ("stdout", "stderr"):
-                read_end, write_end = os.pipe()
-                sinks[read_end] = CappedSink(folder / f"{name}.txt", head_bytes=self.output_cap)
-                write_ends.append(write_end)
-            try:
-                template.start_run(folder, write_ends[0], write_ends[1])
-            except OSError:
-                ended.template_lost = True
-            finally:
-                for fd in write_ends:
-                    os.close(fd)
-            if not ended.template_lost:
-                for fd in sinks:
-                    selector.register(fd, selectors.EVENT_READ)
-                selector.register(template.sock, selectors.EVENT_READ)
-                self._wait(template, selector, sinks, ended, time.monotonic() + timeout)
-        finally:
-            selector.close()
-            for fd, sink in sinks.items():
-                sink.close()
-                os.close(fd)
-        if ended.template_lost:
-            template.close()
-            self._template = None
-        return ended
 
-    def _wait(self, template: TemplateProcess, selector: selectors.BaseSelector,
-              sinks: dict[int, CappedSink], ended: _Exit, deadline: float) -> None:
-        """Pump output and control messages until the child has exited (or timed out)."""
-        pid: int | None = None
-        control = template.sock.fileno()
-        open_pipes = set(sinks)
-        exit_seen = 0.0
-        while True:
-            now = time.monotonic()
-            if ended.exit_code is not None and (not open_pipes or now - exit_seen > PIPE_GRACE):
-                return
-            if not ended.timed_out and now >= deadline:
-                ended.timed_out = True
-                _kill_group(pid)
-                deadline = now + KILL_GRACE
-            elif ended.timed_out and now >= deadline and ended.exit_code is None:
-                ended.template_lost = True
-                _kill_group(pid)
-                return
-            wait = max(0.0, deadline - now)
-            if ended.exit_code is not None:
-                wait = min(wait, PIPE_GRACE)
-            for key, _ in selector.select(wait):
-                if key.fd == control:
-                    chunk = template.sock.recv(1 << 16)
-                    if not chunk:
-                        ended.template_lost = True
-                        _kill_group(pid)
-                        return
-                    template.channel.feed(chunk)
-                    while (message := template.channel.pop()) is not None:
-                        pid = message.get("pid", pid)
-                        if "exit_code" in message:
-                            ended.exit_code = message["exit_code"]
-                            exit_seen = time.monotonic()
-                else:
-                    fd = int(key.fd)
-                    chunk = os.read(fd, 1 << 16)
-                    if chunk:
-                        sinks[fd].write(chunk)
-                    else:
-                        selector.unregister(fd)
-                        open_pipes.discard(fd)
-
-    def _result(self, run_id: str, kind: RunKind, folder: Path, payload: dict[str, Any],
-                modules: list[OverlayModule], change_ids: list[str], ended: _Exit,
-                memory_mb: int | None, timeout: float, started_at: str, duration: float
-                ) -> RunResult:
-        child = _read_child(folder)
-        fields: dict[str, Any] = {
-            "run_id": run_id, "kind": kind, "started_at": started_at, "duration": duration,
-            "code": payload.get("code"), "args": payload.get("args"),
-            "stdout": excerpt(folder / "stdout.txt"), "stderr": excerpt(folder / "stderr.txt"),
-            "change_ids": change_ids, "overlay_modules": [m.name for m in modules],
-            "record_path": str(folder), "exit_code": ended.exit_code}
-        if ended.exit_code is not None and ended.exit_code < 0:
-            fields["signal"] = signal.Signals(-ended.exit_code).name
-        for key in ("value_repr", "exc_type", "exc_message", "traceback"):
-            fields[key] = child.get(key)
-        if "tests" in child:
-            fields["tests"] = TestCounts(**child["tests"])
-            fields["failures"] = [TestFailure(**f) for f in child.get("failures", [])]
-        status, message = _classify(child, ended, memory_mb, timeout)
-        if (status == "error" and "pytest_exit_code" in child and not fields.get("failures")
-                and not child.get("exc_message")):
-            message = (f"pytest stopped with exit code {child['pytest_exit_code']}: " +
-                       _first_line(fields["stderr"] or fields["stdout"]))
-        return RunResult(status=status, ok=status == "passed", message=message, **fields)
+def _close_slot(slot: list[TemplateProcess | None]) -> None:
+    template, slot[0] = slot[0], None
+    if template is not None:
+        template.close()
 
 
 def _checked_overlay(overlay: Iterable[OverlayModule]) -> list[OverlayModule]:
@@ -330,26 +225,57 @@ def _checked_overlay(overlay: Iterable[OverlayModule]) -> list[OverlayModule]:
     return modules
 
 
-def _kill_group(pid: int | None) -> None:
-    """SIGKILL the child's process group (the child and everything it spawned)."""
-    if pid is None:
-        return
-    for kill, target in ((os.killpg, pid), (os.kill, pid)):
-        try:
-            kill(target, signal.SIGKILL)
-        except OSError:
-            continue
+def _write_record(folder: Path, request: dict[str, Any], modules: list[OverlayModule]
+                  ) -> None:
+    """What ran, for people: the code or arguments, the request, the overlay's sources."""
+    if request["kind"] == "snippet":
+        (folder / "code.py").write_text(request["code"], encoding="utf-8")
+    else:
+        (folder / "args.json").write_text(json.dumps(request["args"]), encoding="utf-8")
+    if not (folder / OVERLAY_MANIFEST).exists():
+        save_overlay(modules, folder)
+    described = {k: v for k, v in request.items() if k != "overlay"}
+    described["overlay"] = [m.name for m in modules]
+    (folder / "request.json").write_text(json.dumps(described, indent=1), encoding="utf-8")
 
 
-def _read_child(folder: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((folder / CHILD_RESULT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+def _write_boot(folder: Path) -> str:
+    """The pytest plugin that gives fresh interpreters (xdist workers) the overlay."""
+    boot = folder / "boot"
+    boot.mkdir()
+    child = Path(__file__).with_name("_child.py")
+    (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)),
+                                           encoding="utf-8")
+    return str(boot)
 
 
-def _classify(child: dict[str, Any], ended: _Exit, memory_mb: int | None, timeout: float
+def _result(run_id: str, kind: RunKind, folder: Path, payload: dict[str, Any],
+            modules: list[OverlayModule], change_ids: list[str], ended: RunExit,
+            memory_mb: int | None, timeout: float, started_at: str, duration: float
+            ) -> RunResult:
+    child = ended.outcome
+    fields: dict[str, Any] = {
+        "run_id": run_id, "kind": kind, "started_at": started_at, "duration": duration,
+        "code": payload.get("code"), "args": payload.get("args"),
+        "stdout": ended.stdout, "stderr": ended.stderr, "change_ids": change_ids,
+        "overlay_modules": [m.name for m in modules], "record_path": str(folder),
+        "exit_code": ended.exit_code}
+    if ended.exit_code is not None and ended.exit_code < 0:
+        fields["signal"] = signal.Signals(-ended.exit_code).name
+    for key in ("value_repr", "exc_type", "exc_message", "traceback"):
+        fields[key] = child.get(key)
+    if "tests" in child:
+        fields["tests"] = TestCounts(**child["tests"])
+        fields["failures"] = [TestFailure(**f) for f in child.get("failures", [])]
+    status, message = _classify(child, ended, memory_mb, timeout)
+    if (status == "error" and "pytest_exit_code" in child and not fields.get("failures")
+            and not child.get("exc_message")):
+        message = (f"pytest stopped with exit code {child['pytest_exit_code']}: " +
+                   _first_line(ended.stderr or ended.stdout))
+    return RunResult(status=status, ok=status == "passed", message=message, **fields)
+
+
+def _classify(child: dict[str, Any], ended: RunExit, memory_mb: int | None, timeout: float
               ) -> tuple[Any, str]:
     """The run's status and a one-line message."""
     if ended.timed_out:

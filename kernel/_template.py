@@ -2,9 +2,10 @@
 
 The template is a long-lived `python -c` child. It imports the heavy third-party and standard
 library modules the parent has loaded (never the project's managed modules), reports which
-module files it imported, then waits on a Unix socket. For each run the parent sends the run
-directory together with two pipe ends (stdout, stderr); the template forks, the child applies
-the overlay and runs (see `_child`), and the template reports the child's pid and exit status.
+module files it imported, then waits on a Unix socket. For each run the parent sends the request
+(code or pytest arguments, the overlay's sources) together with three pipe ends (stdout,
+stderr, result); the template forks, the child applies the overlay, runs and writes its outcome
+to the result pipe (see `_child`), and the template reports the child's pid and exit status.
 
 A template is *stale* when it imported a module the overlay now replaces, or a module whose
 file changed on disk since; `TemplateProcess.stale_reason` says why, and the sandbox then
@@ -58,9 +59,9 @@ class LineChannel:
     def send(self, message: dict[str, Any], fds: Iterable[int] = ()) -> None:
         data = json.dumps(message).encode() + b"\n"
         fds = list(fds)
-        if fds:
-            socket.send_fds(self.sock, [data], fds)
-        else:
+        if fds:  # sendmsg may take only part of a large message; the rest follows plainly
+            data = data[socket.send_fds(self.sock, [data], fds):]
+        if data:
             self.sock.sendall(data)
 
     def receive(self, max_fds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
@@ -105,6 +106,19 @@ def _module_files() -> dict[str, list[Any]]:
     return files
 
 
+# First use of some libraries does lazy work that every forked child would repeat: pydantic
+# builds its schema machinery on the first model (10-100 ms; later models take under 1 ms).
+# The template does that work once, in a scratch namespace.
+WARMUPS = {
+    "pydantic": (
+        "class _Warmup(pydantic.BaseModel):\n"
+        "    number: int\n"
+        "    text: str | None = None\n"
+        "    items: list[float] = []\n"
+        "_Warmup.model_validate({'number': 1}).model_dump_json()\n"),
+}
+
+
 def _preload(names: list[str]) -> list[str]:
     failed = []
     for name in names:
@@ -112,6 +126,12 @@ def _preload(names: list[str]) -> list[str]:
             importlib.import_module(name)
         except BaseException:  # a module that cannot be imported here is simply not preloaded
             failed.append(name)
+    for name, code in WARMUPS.items():
+        if name in sys.modules:
+            try:
+                exec(code, {name: sys.modules[name]})
+            except Exception:  # a library version without this API is simply not warmed up
+                failed.append(f"{name} (warm-up)")
     return failed
 
 
@@ -129,13 +149,13 @@ def serve(sock_fd: int) -> None:
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
     while True:
-        request, fds = channel.receive(max_fds=2)
+        request, fds = channel.receive(max_fds=3)
         if request is None:
             return
         pid = os.fork()
         if pid == 0:
             channel.sock.close()
-            child.child_main(request["run_dir"], fds[0], fds[1])
+            child.child_main(request, *fds)
         for fd in fds:
             os.close(fd)
         try:
@@ -196,9 +216,10 @@ class TemplateProcess:
                 return f"{filename} (module {name!r}) changed on disk"
         return None
 
-    def start_run(self, run_dir: Path, out_fd: int, err_fd: int) -> None:
-        """Ask the template to fork a child for `run_dir`; the replies arrive on `sock`."""
-        self.channel.send({"run_dir": str(run_dir)}, fds=[out_fd, err_fd])
+    def start_run(self, request: dict[str, Any], fds: list[int]) -> None:
+        """Ask the template to fork a child for `request` with stdout, stderr and result pipe
+        ends `fds`; the replies arrive on `sock`."""
+        self.channel.send(request, fds=fds)
 
     @property
     def sock(self) -> socket.socket:

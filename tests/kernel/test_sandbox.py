@@ -163,3 +163,17 @@ def test_bad_arguments_are_refused_before_any_run(
     with pytest.raises(error):
         sandbox.verify(**kwargs)
     assert len(sandbox.runs()) == before
+
+
+def test_dropped_sandbox_stops_its_template(tmp_path: Path) -> None:
+    import gc
+
+    from sandbox_support import process_gone
+
+    box = Sandbox(tmp_path, runs_dir=tmp_path / "runs")
+    box.verify("0")
+    pid = box.template_pid
+    assert pid is not None
+    del box
+    gc.collect()
+    assert process_gone(pid)

@@ -1,0 +1,140 @@
+"""Sandbox latency: a forked, pre-imported child versus a fresh interpreter.
+
+Table 1 — round trip of a verification snippet with one patched module in the overlay (the
+fixture package imports pydantic and httpx at module level):
+
+    Sandbox.verify(snippet, overlay)            fork from the template, overlay from memory
+    Runtime.verify(snippet)                     the same through the public Runtime API
+    python -c snippet                           fresh interpreter, overlay written to a temp
+                                                directory first on sys.path
+
+Table 2 — the fixture project's own test suite with the patched module:
+
+    Sandbox.run_tests(["-q"], overlay)          forked child, overlay from memory
+    python -m pytest -q                         fresh interpreter on the same code persisted
+
+Targets: verify median <= 20 ms and <= 0.1x the fresh interpreter; run_tests <= 1.15x plain
+pytest. Run: `python bench/sandbox_latency.py [--runs 30] [--test-runs 10]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from liveforge.kernel._child import OverlayModule
+from liveforge.kernel._sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "sandbox" / "project"
+SNIPPET = "from fixture_pkg.mod import f; assert f(1) == 2"
+ORIGINAL = "    return x + 1\n"
+PATCHED = "    successor = 1 + x\n    return successor\n"
+
+
+def timed(call: Callable[[], object], runs: int, warmup: int = 3) -> list[float]:
+    """Wall-clock seconds of `runs` calls after `warmup` untimed ones."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def row(label: str, samples: list[float], baseline: list[float] | None) -> str:
+    median = statistics.median(samples)
+    p90 = sorted(samples)[int(0.9 * (len(samples) - 1))]
+    ratio = f"{median / statistics.median(baseline):6.3f}x" if baseline else "  1.000x"
+    return f"| {label:<42} | {median * 1000:9.1f} | {p90 * 1000:9.1f} | {ratio} |"
+
+
+def table(title: str, rows: list[str]) -> None:
+    print(f"\n{title}\n")
+    print(f"| {'measure':<42} | {'median ms':>9} | {'p90 ms':>9} | {'ratio':>7} |")
+    print(f"|{'-' * 44}|{'-' * 11}|{'-' * 11}|{'-' * 9}|")
+    for line in rows:
+        print(line)
+
+
+def checked(ok: bool, what: str) -> None:
+    if not ok:
+        raise SystemExit(f"benchmark run failed: {what}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--test-runs", type=int, default=10)
+    options = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    try:
+        run(work, options.runs, options.test_runs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(work: Path, runs: int, test_runs: int) -> None:
+    project = work / "project"
+    shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("__pycache__"))
+    mod_path = project / "fixture_pkg" / "mod.py"
+    patched_source = mod_path.read_text().replace(ORIGINAL, PATCHED)
+    assert patched_source != mod_path.read_text()
+    sys.path.insert(0, str(project))
+    import fixture_pkg.mod  # noqa: F401  - the parent has the project loaded, as a session does
+
+    overlay = [OverlayModule("fixture_pkg.mod", patched_source, str(mod_path))]
+    persisted = work / "persisted"
+    shutil.copytree(project, persisted)
+    (persisted / "fixture_pkg" / "mod.py").write_text(patched_source)
+    fresh_env = {**os.environ, "PYTHONPATH": str(persisted)}
+
+    with Sandbox(project, runs_dir=work / "runs", keep_runs=5) as box:
+        checked(box.verify(SNIPPET, overlay).ok, "Sandbox.verify")
+        fork = timed(lambda: box.verify(SNIPPET, overlay), runs)
+        runtime = runtime_samples(project, patched_source, runs)
+        fresh = timed(lambda: subprocess.run([sys.executable, "-c", SNIPPET], env=fresh_env,
+                                             cwd=work, check=True), runs)
+        rows = [row("Sandbox.verify (fork from template)", fork, fresh)]
+        if runtime:
+            rows.append(row("Runtime.verify (public API)", runtime, fresh))
+        rows.append(row("fresh `python -c`, overlay on sys.path", fresh, None))
+        table(f"verify round trip, {runs} runs each (targets: <= 20 ms, <= 0.1x fresh)", rows)
+
+        checked(box.run_tests(["-q"], overlay).ok, "Sandbox.run_tests")
+        sandbox_tests = timed(lambda: box.run_tests(["-q"], overlay), test_runs, warmup=1)
+    plain = timed(lambda: subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=persisted,
+        env=fresh_env, check=True, stdout=subprocess.DEVNULL), test_runs, warmup=1)
+    table(f"fixture project test suite, {test_runs} runs each (target: <= 1.15x plain pytest)",
+          [row("Sandbox.run_tests(['-q'], overlay)", sandbox_tests, plain),
+           row("plain `python -m pytest -q`, persisted", plain, None)])
+
+
+def runtime_samples(project: Path, patched_source: str, runs: int) -> list[float]:
+    """Runtime.verify timings, or [] when the Runtime cannot patch this project."""
+    from liveforge import Runtime
+
+    rt = Runtime(project_root=project)
+    try:
+        rt.patch_module("fixture_pkg.mod", patched_source)
+        if not rt.verify(SNIPPET).ok:
+            return []
+        return timed(lambda: rt.verify(SNIPPET), runs)
+    finally:
+        rt.close()
+        rt.rollback()
+
+
+if __name__ == "__main__":
+    main()
