@@ -8,7 +8,6 @@ import importlib
 import importlib.util
 import sys
 import threading
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from liveforge.kernel import _engine, _forward
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._checks import Checks
+from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
@@ -27,6 +27,7 @@ from liveforge.kernel._sources import (
 )
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import keep_decorators, locate, parse_definition, splice
+from liveforge.kernel._virtual import VirtualModules
 from liveforge.kernel.errors import (
     ChangeError,
     PatchError,
@@ -38,7 +39,7 @@ from liveforge.kernel.errors import (
 _KERNEL = "liveforge.kernel"
 
 
-class Runtime(Checks, Persistence):
+class Runtime(Checks, Persistence, VirtualModules):
     """A live view of a running program's modules: patch, reload, run, check, undo.
 
     Example::
@@ -163,7 +164,7 @@ class Runtime(Checks, Persistence):
             for stale in pending:
                 stale.status = ChangeStatus.ROLLED_BACK
             if dependents:
-                change.notes.extend(self._rebind_dependents(module))
+                change.notes.extend(rebind_dependents(self.registry, module))
             return change
 
     @contextlib.contextmanager
@@ -262,53 +263,6 @@ class Runtime(Checks, Persistence):
             self._transactions[-1].append(change)
         return change
 
-    def _create_virtual(self, name: str, source: str, is_package: bool) -> Change:
-        created = self._virtual_parents(name)
-        module, record = self._install_virtual(name, is_package)
-        try:
-            new_index, outcome = _engine.apply(module, record.index, source, record.filename,
-                                               name)
-        except BaseException:
-            for dead in [name, *reversed(created)]:
-                self._remove_virtual(dead)
-            raise
-        record.source, record.index = source, new_index
-        change = Change(id=self._history.next_id(), target=name, module=name,
-                        kind="virtual-module", before=None, after=source,
-                        added=outcome.added, notes=outcome.notes, filename=record.filename,
-                        created=created)
-        return self._record_change(record, change)
-
-    def _install_virtual(self, name: str, is_package: bool
-                         ) -> tuple[types.ModuleType, ModuleRecord]:
-        module = self.registry.make_virtual_module(name, is_package=is_package)
-        record = self.registry.add_virtual(name, "", is_package=is_package)
-        record.index = index("", record.filename)
-        sys.modules[name] = module
-        parent, _, leaf = name.rpartition(".")
-        if parent:
-            setattr(sys.modules[parent], leaf, module)
-        return module, record
-
-    def _virtual_parents(self, name: str) -> list[str]:
-        created = []
-        parts = name.split(".")
-        for depth in range(1, len(parts)):
-            parent = ".".join(parts[:depth])
-            if parent in sys.modules or self._importable(parent):
-                importlib.import_module(parent)
-                continue
-            self._install_virtual(parent, True)
-            created.append(parent)
-        return created
-
-    def _remove_virtual(self, name: str) -> None:
-        sys.modules.pop(name, None)
-        parent, _, leaf = name.rpartition(".")
-        if parent and parent in sys.modules and hasattr(sys.modules[parent], leaf):
-            delattr(sys.modules[parent], leaf)
-        self.registry.forget(name)
-
     def _undo(self, change: Change) -> None:
         record = self.registry.get(change.module)
         if record is None:
@@ -326,22 +280,6 @@ class Runtime(Checks, Persistence):
         change.status = ChangeStatus.ROLLED_BACK
         if change.id in record.change_ids:
             record.change_ids.remove(change.id)
-
-    def _rebind_dependents(self, name: str) -> list[str]:
-        source_module = sys.modules[name]
-        notes = []
-        for other in list(sys.modules.values()):
-            if not isinstance(other, types.ModuleType) or other is source_module:
-                continue
-            record = self.registry.get(other.__name__)
-            if record is None or record.index is None:
-                continue
-            for alias_name, attr in _from_imports(record, name):
-                if hasattr(source_module, attr) and \
-                        other.__dict__.get(alias_name) is not getattr(source_module, attr):
-                    other.__dict__[alias_name] = getattr(source_module, attr)
-                    notes.append(f"re-bound {other.__name__}.{alias_name} to {name}.{attr}")
-        return notes
 
     def _split(self, target: str) -> tuple[str, list[str]]:
         parts = target.split(".")
@@ -410,24 +348,3 @@ class Runtime(Checks, Persistence):
             return str(Path(record.filename).resolve().relative_to(self.project_root))
         except ValueError:
             return record.filename
-
-
-def _from_imports(record: ModuleRecord, source_name: str) -> list[tuple[str, str]]:
-    """(bound name, attribute) pairs of `from <source_name> import ...` in `record`."""
-    import ast
-
-    assert record.index is not None
-    package = record.name if record.is_package else record.name.rpartition(".")[0]
-    pairs: list[tuple[str, str]] = []
-    for stmt in record.index.stmts:
-        node = stmt.node
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        base = node.module or ""
-        if node.level:
-            anchor = package.split(".")
-            anchor = anchor[:len(anchor) - node.level + 1]
-            base = ".".join([*anchor, base] if base else anchor)
-        if base == source_name:
-            pairs.extend((a.asname or a.name, a.name) for a in node.names if a.name != "*")
-    return pairs
