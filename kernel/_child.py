@@ -357,6 +357,8 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
         _prepare_process(out_fd, err_fd)
         os.chdir(request["cwd"])
         sys.path[:] = request["sys_path"]
+        os.environ.clear()
+        os.environ.update(request["environ"])
         os.environ.update(request.get("env", {}))
         install_overlay(OverlayModule(**entry) for entry in request["overlay"])
         if request["kind"] == "snippet":

@@ -159,7 +159,8 @@ class Sandbox:
         request: dict[str, Any] = {
             "kind": kind, **payload, "run_id": run_id, "run_dir": str(folder),
             "cwd": str(self.project_root), "sys_path": list(sys.path), "memory_mb": memory_mb,
-            "filename": f"<verify:{run_id}>", "overlay": [asdict(m) for m in modules]}
+            "filename": f"<verify:{run_id}>", "overlay": [asdict(m) for m in modules],
+            "environ": dict(os.environ)}
         if kind == "tests":
             boot = _write_boot(folder)
             save_overlay(modules, folder)
@@ -234,7 +235,8 @@ def _write_record(folder: Path, request: dict[str, Any], modules: list[OverlayMo
         (folder / "args.json").write_text(json.dumps(request["args"]), encoding="utf-8")
     if not (folder / OVERLAY_MANIFEST).exists():
         save_overlay(modules, folder)
-    described = {k: v for k, v in request.items() if k != "overlay"}
+    # The environment stays out of the record: it may hold credentials.
+    described = {k: v for k, v in request.items() if k not in ("overlay", "environ")}
     described["overlay"] = [m.name for m in modules]
     (folder / "request.json").write_text(json.dumps(described, indent=1), encoding="utf-8")
 

@@ -177,3 +177,21 @@ def test_dropped_sandbox_stops_its_template(tmp_path: Path) -> None:
     del box
     gc.collect()
     assert process_gone(pid)
+
+
+def test_child_sees_the_parents_current_environment_and_cwd_is_the_root(
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox.verify("0")  # the template already runs before the variable is set
+    monkeypatch.setenv("LIVEFORGE_TEST_SETTING", "late value")
+    result = sandbox.verify("import os\n(os.environ['LIVEFORGE_TEST_SETTING'], os.getcwd())")
+    assert result.value_repr == repr(("late value", str(sandbox.project_root)))
+
+
+def test_environment_never_enters_the_record(
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIVEFORGE_TEST_SECRET", "sk-do-not-record")
+    result = sandbox.verify("import os\nlen(os.environ['LIVEFORGE_TEST_SECRET'])")
+    assert result.value_repr == "16"
+    for path in Path(result.record_path).rglob("*"):
+        if path.is_file():
+            assert "sk-do-not-record" not in path.read_text(errors="replace")
