@@ -31,6 +31,7 @@ RESULT_LIMIT = 16 << 20
 class RunExit:
     """How the child ended, as seen by the parent."""
 
+    pid: int | None = None
     exit_code: int | None = None
     timed_out: bool = False
     template_lost: bool = False
@@ -107,7 +108,11 @@ def run_child(template: TemplateProcess, request: dict[str, Any], folder: Path, 
             for fd in pumps.open:
                 selector.register(fd, selectors.EVENT_READ)
             selector.register(template.sock, selectors.EVENT_READ)
-            _wait(template, selector, pumps, ended, time.monotonic() + timeout)
+            try:
+                _wait(template, selector, pumps, ended, time.monotonic() + timeout)
+            except BaseException:  # e.g. Ctrl-C in the parent: the run must not live on
+                kill_group(ended.pid)
+                raise
     finally:
         selector.close()
         pumps.close()
@@ -119,7 +124,6 @@ def run_child(template: TemplateProcess, request: dict[str, Any], folder: Path, 
 def _wait(template: TemplateProcess, selector: selectors.BaseSelector, pumps: _Pumps,
           ended: RunExit, deadline: float) -> None:
     """Pump pipes and control messages until the child has exited (or was killed)."""
-    pid: int | None = None
     control = template.sock.fileno()
     exit_seen = 0.0
     while True:
@@ -128,11 +132,11 @@ def _wait(template: TemplateProcess, selector: selectors.BaseSelector, pumps: _P
             return
         if not ended.timed_out and now >= deadline:
             ended.timed_out = True
-            kill_group(pid)
+            kill_group(ended.pid)
             deadline = now + KILL_GRACE
         elif ended.timed_out and now >= deadline and ended.exit_code is None:
             ended.template_lost = True  # the template did not report the killed child
-            kill_group(pid)
+            kill_group(ended.pid)
             return
         wait = max(0.0, deadline - now)
         if ended.exit_code is not None:
@@ -146,11 +150,11 @@ def _wait(template: TemplateProcess, selector: selectors.BaseSelector, pumps: _P
             chunk = template.sock.recv(1 << 16)
             if not chunk:
                 ended.template_lost = True
-                kill_group(pid)
+                kill_group(ended.pid)
                 return
             template.channel.feed(chunk)
             while (message := template.channel.pop()) is not None:
-                pid = message.get("pid", pid)
+                ended.pid = message.get("pid", ended.pid)
                 if "exit_code" in message:
                     ended.exit_code = message["exit_code"]
                     exit_seen = time.monotonic()

@@ -141,9 +141,14 @@ class Sandbox:
             started_at, started = utc_now(), time.monotonic()
             request = self._request(folder, run_id, kind, payload, modules, memory_mb)
             template = self._template_for([m.name for m in modules])
-            ended = run_child(template, request, folder, timeout=timeout,
-                              output_cap=self.output_cap,
-                              while_running=lambda: _write_record(folder, request, modules))
+            try:
+                ended = run_child(template, request, folder, timeout=timeout,
+                                  output_cap=self.output_cap,
+                                  while_running=lambda: _write_record(folder, request, modules))
+            except BaseException:  # interrupted: the template may still be reaping the child
+                template.close()
+                self._template = None
+                raise
             if ended.template_lost:
                 template.close()
                 self._template = None

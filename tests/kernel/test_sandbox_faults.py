@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import resource
+import signal
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -111,3 +112,27 @@ def test_snippet_patching_and_deleting_modules_leaves_parent_untouched(
         assert result.status == "passed"
         assert module.f(1) == 2 and sys.modules[f"{name}.mod"] is module
         assert json.dumps([1]) == "[1]" and sys.modules["json"] is json
+
+
+def test_interrupting_the_parent_while_it_waits_kills_the_run(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    code = f"import os, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+    code += "while True:\n    pass"
+
+    def interrupt(signum: int, frame: object) -> None:
+        if not pid_file.exists():  # the child is not running yet: look again shortly
+            signal.setitimer(signal.ITIMER_REAL, 0.1)
+            return
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.1)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sandbox.verify(code, timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert process_gone(int(pid_file.read_text()))
+    sandbox.verify("0")  # a fresh template replaces the interrupted one
