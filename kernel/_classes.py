@@ -24,7 +24,14 @@ from typing import Any
 
 from liveforge.kernel import _forward
 from liveforge.kernel._stmts import bindings
-from liveforge.kernel._update import UndoLog, fix_cells, mergeable, translate, update_callable
+from liveforge.kernel._update import (
+    UndoLog,
+    fix_cells,
+    mergeable,
+    retarget,
+    translate,
+    update_callable,
+)
 from liveforge.kernel.errors import UnsupportedChange
 
 _MISSING = object()
@@ -141,6 +148,8 @@ def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,
     current = cls.__dict__.get(name, _MISSING)
     if current is not _MISSING and _merge_in_place(current, value, ctx, nodes):
         return
+    if current is not _MISSING:
+        _note(retarget(current, value, ctx.log), ctx)
     found: dict[int, types.FunctionType] = {}
     _collect_functions(value, found)
     fix_cells(list(found.values()), ctx.idmap)

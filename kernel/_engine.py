@@ -28,7 +28,7 @@ from typing import Any
 from liveforge.kernel import _classes, _forward
 from liveforge.kernel._sources import register_source
 from liveforge.kernel._stmts import Index, Stmt, reindex
-from liveforge.kernel._update import UndoLog, mergeable, shift_code, update_callable
+from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
 from liveforge.kernel.errors import PatchError, PatchExecutionError
 
 _MISSING = object()
@@ -179,6 +179,10 @@ def _merge_name(module_ns: dict[str, Any], name: str, stmt: Stmt, old_stmt: Stmt
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
+    else:
+        note = retarget(old, new, ctx.log)
+        if note:
+            ctx.notes.append(note)
 
 
 def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:

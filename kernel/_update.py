@@ -16,6 +16,7 @@ Every mutation is recorded in an `UndoLog` so a failed patch restores the exact 
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 from collections.abc import Callable
 from typing import Any
@@ -72,12 +73,14 @@ def is_forwarder(func: Any) -> bool:
 
 def _make_forwarder_code(nfree: int, template: types.CodeType) -> types.CodeType:
     names = [f"_lf_free{i}" for i in range(nfree)]
+    keep = f"({', '.join(names)},); " if names else ""
+    # The forwarder's body stands on its `def` line, so a traceback through it points at the
+    # first line of the definition it stands for, not at some line inside its body.
     inner = "\n".join(
         ["def _outer():"]
         + [f"    {n} = None" for n in names]
-        + [f"    def forward(*args, {_FORWARD_KEY}, **kwargs):"]
-        + ([f"        ({', '.join(names)},)"] if names else [])
-        + [f"        return {_FORWARD_KEY}(*args, **kwargs)", "    return forward"]
+        + [f"    def forward(*args, {_FORWARD_KEY}, **kwargs): "
+           f"{keep}return {_FORWARD_KEY}(*args, **kwargs)", "    return forward"]
     )
     namespace: dict[str, Any] = {}
     exec(compile(inner, "<liveforge-forwarder>", "exec"), namespace)
@@ -87,19 +90,20 @@ def _make_forwarder_code(nfree: int, template: types.CodeType) -> types.CodeType
                         co_firstlineno=template.co_firstlineno)
 
 
-def translate(value: Any, idmap: dict[int, Any]) -> Any:
-    """Map an object created by the new source to the live object it was merged into."""
-    return idmap.get(id(value), value)
+def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any]) -> None:
+    """Turn `old` into a function that calls `new` (any callable) with its arguments."""
+    # Named and numbered after the definition itself (through any decorator's wrapper).
+    template = inspect.unwrap(new)
+    code = _make_forwarder_code(len(old.__code__.co_freevars), template.__code__)
+    _assign(old, [code, None, {_FORWARD_KEY: new}, new.__doc__,
+                  getattr(new, "__annotations__", {}), new.__name__, new.__qualname__,
+                  new.__module__])
+    old.__dict__.clear()
+    old.__dict__.update(new_dict)
+    old.__wrapped__ = new  # type: ignore[attr-defined]
 
 
-def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoLog,
-                    idmap: dict[int, Any]) -> str | None:
-    """Make `old` run `new`'s code in place; returns an identity note, or None."""
-    if is_forwarder(old):
-        target = old.__kwdefaults__[_FORWARD_KEY]  # type: ignore[index]
-        return update_function(target, new, log, idmap)
-    _fix_cells(new, idmap, log)
-    inner_note = _update_wrapped(old, new, log, idmap)
+def _save(old: types.FunctionType, log: UndoLog) -> None:
     before, before_dict = _state(old), dict(old.__dict__)
     before_cells = [_cell_value(c) for c in _cells(old)]
 
@@ -114,8 +118,27 @@ def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoL
         old.__dict__.update(before_dict)
 
     log.add(undo)
+
+
+def translate(value: Any, idmap: dict[int, Any]) -> Any:
+    """Map an object created by the new source to the live object it was merged into."""
+    return idmap.get(id(value), value)
+
+
+def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoLog,
+                    idmap: dict[int, Any]) -> str | None:
+    """Make `old` run `new`'s code in place; returns an identity note, or None."""
+    if is_forwarder(old):
+        target = old.__kwdefaults__[_FORWARD_KEY]  # type: ignore[index]
+        if mergeable(target, new):
+            return update_callable(target, new, log, idmap)
+        return retarget(old, new, log)
+    _fix_cells(new, idmap, log)
+    inner_note = _update_wrapped(old, new, log, idmap)
+    _save(old, log)
     new_dict = {k: translate(v, idmap) for k, v in new.__dict__.items()}
-    if old.__code__.co_freevars == new.__code__.co_freevars:
+    old_free, new_free = old.__code__.co_freevars, new.__code__.co_freevars
+    if old_free == new_free:
         for old_cell, new_cell in zip(_cells(old), _cells(new), strict=True):
             value = _cell_value(new_cell)
             if value is not _EMPTY:
@@ -124,16 +147,34 @@ def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoL
         old.__dict__.clear()
         old.__dict__.update(new_dict)
         return inner_note
-    code = _make_forwarder_code(len(old.__code__.co_freevars), new.__code__)
-    _assign(old, [code, None, {_FORWARD_KEY: new}, new.__doc__, new.__annotations__,
-                  new.__name__, new.__qualname__, new.__module__])
-    old.__dict__.clear()
-    old.__dict__.update(new_dict)
-    old.__wrapped__ = new  # type: ignore[attr-defined]
+    _become_forwarder(old, new, new_dict)
     return (f"{new.__qualname__}: its free variables changed "
-            f"({', '.join(old.__code__.co_freevars) or 'none'} -> "
-            f"{', '.join(new.__code__.co_freevars) or 'none'}); the existing function object "
-            "now forwards every call to the new one, so earlier references stay live")
+            f"({', '.join(old_free) or 'none'} -> {', '.join(new_free) or 'none'}); the "
+            "existing function object now forwards every call to the new one, so earlier "
+            "references stay live")
+
+
+def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
+    """When `new` cannot be merged into `old` because a changed decorator made the name hold
+    another kind of callable (e.g. `functools.lru_cache` added or removed), make the function
+    behind `old` forward to `new`, so references captured earlier run the new code. A cache
+    in front of `old` is cleared. Returns a note, or None when `old` is no such callable."""
+    func = old if isinstance(old, types.FunctionType) else getattr(old, "__wrapped__", None)
+    if not isinstance(func, types.FunctionType) or not _plain_callable(new):
+        return None
+    _save(func, log)
+    _become_forwarder(func, new, dict(func.__dict__))
+    if func is not old and isinstance(old, functools._lru_cache_wrapper):
+        old.cache_clear()
+    return (f"{new.__qualname__}: its decorators changed what kind of object it is "
+            f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
+            "object and the old one forwards every call to it")
+
+
+def _plain_callable(value: Any) -> bool:
+    return isinstance(value, types.FunctionType) or (
+        callable(value) and not isinstance(value, (type, classmethod, staticmethod))
+        and isinstance(getattr(value, "__wrapped__", None), types.FunctionType))
 
 
 def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog | None = None

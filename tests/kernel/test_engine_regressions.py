@@ -90,3 +90,58 @@ def test_method_added_to_live_class_can_use_zero_argument_super(
     rt.patch(f"{module.__name__}.A.prop",
              "@property\ndef prop(self):\n    return super().hook() + 2\n")
     assert (old.extra(), old.prop) == (2, 3)
+
+
+def test_adding_lru_cache_keeps_earlier_references_live(project: Project, rt: Runtime) -> None:
+    """A function that gains `functools.lru_cache` is the cached wrapper in the module, and a
+    reference captured before runs the new code."""
+    module = project.module(DECO + "\n\ndef f(x):\n    return x\n")
+    captured = module.f
+    change = rt.patch(f"{module.__name__}.f",
+                      "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x * 10\n")
+    assert (captured(2), module.f(2)) == (20, 20)
+    assert module.f.cache_info().hits == 1
+    assert any("forwards every call" in note for note in change.notes)
+
+
+def test_removing_lru_cache_keeps_earlier_references_live(project: Project,
+                                                         rt: Runtime) -> None:
+    """A function that loses `functools.lru_cache` is a plain function in the module, and the
+    cached wrapper captured before (cache cleared) runs the new code."""
+    module = project.module(DECO + "\n\n@functools.lru_cache(maxsize=None)\n"
+                                   "def f(x):\n    return x\n")
+    captured = module.f
+    assert captured(2) == 2
+    rt.patch(f"{module.__name__}.f", "def f(x):\n    return x * 10\n")
+    assert not hasattr(module.f, "cache_info")
+    assert (captured(2), module.f(2)) == (20, 20)
+    assert inspect.getsource(captured) == "def f(x):\n    return x * 10\n"
+
+
+def test_rolling_back_a_decorator_change_restores_behaviour(project: Project,
+                                                            rt: Runtime) -> None:
+    """Rolling back a change that added `lru_cache` brings back the plain function's
+    behaviour, for the module and for references captured before the change."""
+    module = project.module(DECO + "\n\ndef f(x):\n    return x\n")
+    captured = module.f
+    rt.patch(f"{module.__name__}.f",
+             "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x * 10\n")
+    rt.rollback()
+    assert not hasattr(module.f, "cache_info")
+    assert (module.f(3), captured(3)) == (3, 3)
+
+
+def test_forwarder_frame_points_at_the_definitions_first_line(project: Project,
+                                                             rt: Runtime) -> None:
+    """When a closure change turns a function into a forwarder, a traceback through it shows
+    the first line of the definition, not a line inside its body."""
+    module = project.module(DECO + "\n\ndef f(x):\n    # note\n    return x\n")
+    captured = module.f
+    rt.patch(f"{module.__name__}.f", "@deco\ndef f(x):\n    # note\n    return 1 // x\n")
+    try:
+        captured(0)
+    except ZeroDivisionError as exc:
+        frames = traceback.extract_tb(exc.__traceback__)[1:]
+    lines = rt.source(module.__name__).splitlines()
+    shown = [lines[f.lineno - 1].strip() for f in frames if f.lineno]
+    assert shown == ["@deco", 'return ("deco", fn(*args, **kwargs))', "return 1 // x"]

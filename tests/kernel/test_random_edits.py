@@ -34,7 +34,7 @@ from kernel_support import Project
 from liveforge import Runtime
 
 SEEDS = range(100)
-EDITS_PER_SEQUENCE = 14
+EDITS_PER_SEQUENCE = 20
 FUNCS = [f"f{i}" for i in range(7)]
 CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
 CONSTS = ["K0", "K1", "K2", "K3"]
@@ -136,7 +136,7 @@ def named(items: list[Any]) -> dict[str, Any]:
 
 def function_def(rng: random.Random, name: str) -> Def:
     params = rng.choice(["(x)", "(x, y=2)", "(x, y=SCALE)", "(x, *, y=3)", "(x, y=1, *rest)"])
-    deco = rng.choice(["", "", "deco", "deco"])
+    deco = rng.choice(["", "", "deco", "functools.lru_cache(maxsize=None)"])
     return Def(name, deco, params, function_expr(rng, name, params), rng.random() < 0.4,
                rng.random() < 0.3)
 
@@ -325,7 +325,7 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
             del cls.members[at - 1]
         while isinstance(cls.members[-1], Filler):
             cls.members.pop()
-    elif choice == "filler":
+    elif choice == "filler" and len(cls.members) > 1:
         at = rng.randint(1, len(cls.members) - 1)
         cls.members.insert(at, Filler(rng.choice(["\n", "# inside\n", "\n\n"])))
     else:
@@ -379,15 +379,15 @@ def _whole(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
 # -- observing behaviour --------------------------------------------------------------------
 
 def outcome(call: Callable[[], Any], filename: str) -> str:
-    """What a call returns, or the exception and the line of `filename` it was raised at."""
+    """What a call returns, or the exception and the lines of `filename` its traceback passed
+    through (frames of liveforge's forwarders, which the fresh import has not, left out)."""
     try:
         return re.sub(r" at 0x[0-9a-f]+", "", repr(call()))
     except Exception as exc:
         frames = [(f.f_code.co_filename, n) for f, n in traceback.walk_tb(exc.__traceback__)
                   if "__liveforge_target__" not in f.f_code.co_varnames]
-        lines = [n for fname, n in frames if fname == filename]
-        where = f" @ {lines[-1]}: {linecache.getline(filename, lines[-1]).strip()}" \
-            if lines else ""
+        where = "".join(f" @ {n}: {linecache.getline(filename, n).strip()}"
+                        for fname, n in frames if fname == filename)
         return f"{type(exc).__name__}: {exc}{where}"
 
 
