@@ -138,20 +138,20 @@ class Session(forwardpy.Object):
     extra: dict[str, Any]
     """Free-form state impls may keep (not persisted)."""
 
-    @classmethod
-    def create(cls, root: str | Path, *, secrets: list[str] | None = None,
+    @staticmethod
+    def create(root: str | Path, *, secrets: list[str] | None = None,
                session_id: str | None = None) -> Session:
         """A new empty session of the project at `root`, its transcript file created."""
         ...
 
-    @classmethod
-    def open(cls, root: str | Path, session_id: str, *,
+    @staticmethod
+    def open(root: str | Path, session_id: str, *,
              secrets: list[str] | None = None) -> Session:
         """Reload a session from its transcript ("latest" picks the newest one)."""
         ...
 
-    @classmethod
-    def list_sessions(cls, root: str | Path) -> list[SessionInfo]:
+    @staticmethod
+    def list_sessions(root: str | Path) -> list[SessionInfo]:
         """The project's sessions, newest first."""
         ...
 

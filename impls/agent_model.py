@@ -1,0 +1,182 @@
+"""One model request of a turn: size the context, stream the answer, keep it.
+
+Before the request the conversation is compacted when the `Compactor` says it must be.
+After a `ContextOverflowError` the conversation is compacted (or its tool outputs cut) and
+the request is sent again only if it became strictly smaller; nothing is ever appended to a
+retried request. The answer's text and thinking stream out as events; the assembled
+response is appended to the session with its reported usage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from liveforge.declarations.agent import (
+    AgentEvent,
+    Cancelled,
+    Compacted,
+    ErrorEvent,
+    Notice,
+    TextDelta,
+    Thinking,
+)
+from liveforge.declarations.compaction import CompactionError
+from liveforge.declarations.messages import (
+    Done,
+    FailedOver,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Retrying,
+    TextBlock,
+    ThinkingDelta,
+)
+from liveforge.declarations.messages import TextDelta as ModelText
+from liveforge.declarations.provider_errors import ContextOverflowError, ProviderError
+from liveforge.impls.agent_turn import Turn, TurnOver, agent_state
+
+if TYPE_CHECKING:
+    from liveforge.declarations.agent import Agent
+
+__all__ = ["LAST_STEP_NOTE", "build_request", "call_model", "compact_now", "pinned_notes"]
+
+LAST_STEP_NOTE = ("\n\nThis is the last step of the current turn: answer the user now, "
+                  "without calling tools, saying what is done and what is left.")
+_SHRINK_LIMITS = (4000, 1000, 200)
+
+
+def build_request(agent: Agent, *, last_step: bool = False) -> ModelRequest:
+    """The request for the session's conversation as it is now."""
+    system = agent.prompt.render() + (LAST_STEP_NOTE if last_step else "")
+    settings = agent.settings
+    return ModelRequest(messages=[Message.system(system), *agent.session.messages],
+                        tools=agent.toolbox.specs(), max_tokens=settings.max_tokens,
+                        temperature=settings.temperature,
+                        tool_choice="none" if last_step else "auto")
+
+
+def _size(request: ModelRequest) -> int:
+    return len(json.dumps([m.model_dump(mode="json") for m in request.messages]))
+
+
+def pinned_notes(agent: Agent) -> list[str]:
+    """Texts compaction must keep verbatim: the unpersisted changes."""
+    changes = agent.session.unpersisted()
+    if not changes:
+        return []
+    lines = [f"- {c.change_id} {c.kind} {c.target} [{c.status}]" for c in changes]
+    return ["Unpersisted changes in memory (persist or roll back):\n" + "\n".join(lines)]
+
+
+async def compact_now(agent: Agent, turn: Turn | None, *, force: bool) -> Compacted | None:
+    """Compact the session's conversation; None when there was nothing to summarise."""
+    result = await agent.compactor.compact(
+        list(agent.session.messages), agent.provider, pinned=pinned_notes(agent),
+        cancel=turn.token if turn else None, force=force)
+    if result is None:
+        return None
+    agent.session.replace_messages(result.messages, result.tokens, {
+        "summary": result.summary, "tokens_before": result.tokens_before,
+        "summarised": result.messages_summarised})
+    if turn is not None:
+        turn.usage = turn.usage + result.usage
+    return Compacted(tokens_before=result.tokens_before, tokens_after=result.tokens_after,
+                     messages_summarised=result.messages_summarised,
+                     outputs_truncated=result.outputs_truncated)
+
+
+async def _make_room(agent: Agent, turn: Turn, previous: int) -> AsyncIterator[AgentEvent]:
+    """After an overflow: compact, else cut tool outputs, until the request is smaller."""
+    event = await compact_now(agent, turn, force=True)
+    if event is not None:
+        yield event
+    for limit in _SHRINK_LIMITS:
+        if _size(build_request(agent)) < previous:
+            return
+        messages, cut = agent.compactor.shrink(list(agent.session.messages), limit)
+        if cut:
+            tokens = [agent.compactor.estimate(m) for m in messages]
+            agent.session.replace_messages(messages, tokens, {"truncated_outputs": cut})
+            yield Notice(kind="context", text=f"cut {cut} long tool outputs to {limit} "
+                                              "characters to fit the context window")
+    if _size(build_request(agent)) >= previous:
+        raise CompactionError("the conversation overflows the context window and cannot be "
+                              "made smaller; start a new session or use a larger model.")
+
+
+async def call_model(agent: Agent, turn: Turn, *, last_step: bool
+                     ) -> AsyncIterator[AgentEvent | ModelResponse]:
+    """Stream one request; the last item yielded is the response (already in the session)."""
+    if agent.compactor.needs_compaction(agent.context_tokens()):
+        try:
+            event = await compact_now(agent, turn, force=False)
+        except (CompactionError, ProviderError) as exc:
+            raise _failed(agent, exc)  # noqa: B904
+        if event is not None:
+            yield event
+    while True:
+        request = build_request(agent, last_step=last_step)
+        try:
+            async for item in _stream(agent, turn, request):
+                yield item
+            return
+        except ContextOverflowError as overflow:
+            yield Notice(kind="context", text=f"context window exceeded: {overflow.detail}")
+            try:
+                async for event in _make_room(agent, turn, _size(request)):
+                    yield event
+            except (CompactionError, ProviderError) as exc:
+                raise _failed(agent, exc)  # noqa: B904
+
+
+def _failed(agent: Agent, exc: Exception) -> Exception:
+    """What a provider or context failure becomes: the end of the turn, or — while
+    self-patches are unconfirmed — a fault for the loop's rollback handler."""
+    if agent_state(agent).unconfirmed:
+        return exc
+    return TurnOver("error", ErrorEvent(error_type=type(exc).__name__, message=str(exc)))
+
+
+async def _stream(agent: Agent, turn: Turn, request: ModelRequest
+                  ) -> AsyncIterator[AgentEvent | ModelResponse]:
+    response: ModelResponse | None = None
+    try:
+        async for event in agent.provider.stream(request, cancel=turn.token):
+            if isinstance(event, ModelText):
+                yield TextDelta(text=event.text)
+            elif isinstance(event, ThinkingDelta):
+                yield Thinking(text=event.thinking)
+            elif isinstance(event, Retrying):
+                yield Notice(kind="retrying", text=f"attempt {event.attempt} failed "
+                             f"({event.error}); retrying in {event.delay:.1f}s")
+            elif isinstance(event, FailedOver):
+                yield Notice(kind="failover", text=f"{event.from_model} -> {event.to_model}: "
+                                                   f"{event.reason}")
+            elif isinstance(event, Done):
+                response = event.response
+    except ContextOverflowError:
+        raise
+    except ProviderError as exc:
+        raise _failed(agent, exc)  # noqa: B904
+    assert response is not None, "a provider stream ended without its Done event"
+    yield _keep(agent, turn, response)
+
+
+def _keep(agent: Agent, turn: Turn, response: ModelResponse) -> ModelResponse:
+    """Append the answer to the session; a cancelled one keeps its text only."""
+    turn.usage = turn.usage + response.usage
+    content = [b for b in response.content if not (isinstance(b, TextBlock) and not b.text)]
+    if response.stop_reason == "cancelled" or turn.token.cancelled:
+        text = response.text.strip()
+        note = "[interrupted by the user]"
+        message = Message.assistant(f"{text}\n{note}" if text else note)
+        agent.session.append(message, tokens=agent.compactor.estimate(message))
+        raise TurnOver("cancelled", Cancelled(open_calls=[]))
+    message = Message(role="assistant", content=content or [TextBlock(text="(no answer)")])
+    tokens = response.usage.output_tokens or agent.compactor.estimate(message)
+    agent.session.append(message, tokens=tokens)
+    if response.usage.total_input_tokens:
+        agent.session.record_usage(response.usage)
+    return response

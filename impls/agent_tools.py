@@ -1,0 +1,189 @@
+"""The tool calls of one model answer: dispatch, watch, report, answer.
+
+Calls run one at a time in the agent's tool worker thread, so the event loop stays free to
+notice a cancellation: a cancelled turn stops waiting at once and the open calls get a
+"cancelled" result (a call already running finishes in the background; its changes are
+picked up by the next `Session.track`). The model's mistakes come back from the toolbox as
+error results; an exception escaping the toolbox is a liveforge fault and propagates.
+
+A call identical to earlier ones of this turn (`runaway_repeats` times, with no change to
+the program in between) is not run: the model is told why and the turn stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from liveforge.declarations.agent import (
+    AgentEvent,
+    Cancelled,
+    PatchApplied,
+    Runaway,
+    SelfPatchesApplied,
+    ToolFinished,
+    ToolStarted,
+    VerificationResult,
+)
+from liveforge.declarations.messages import Message, ToolResultBlock, ToolUseBlock
+from liveforge.declarations.toolbox import ToolResult
+from liveforge.impls.agent_turn import Turn, TurnOver, agent_state, close_open_calls
+from liveforge.impls.self_patches import apply_batch, is_self_patch, self_test_gate
+
+if TYPE_CHECKING:
+    from liveforge.declarations.agent import Agent
+
+__all__ = ["VERIFY_TOOLS", "run_tools", "summary_of"]
+
+VERIFY_TOOLS = frozenset({"verify", "run_tests"})
+_SUMMARY_LINES = 6
+T = TypeVar("T")
+
+
+def summary_of(text: str) -> str:
+    """The first lines of a result, for people watching the turn."""
+    lines = text.splitlines()
+    more = f"\n… ({len(lines) - _SUMMARY_LINES} more lines)" if len(lines) > _SUMMARY_LINES \
+        else ""
+    return "\n".join(lines[:_SUMMARY_LINES]) + more
+
+
+async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T:
+    """Run `func` in the tool worker; TurnOver(cancelled) if the turn is cancelled first."""
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(agent_state(agent).tool_worker(), func, *args)
+    future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
+    stop: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(settle)
+
+    turn.token.add_callback(wake)
+    try:
+        waiters: set[asyncio.Future[Any]] = {future, stop}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        turn.token.remove_callback(wake)
+        stop.cancel()
+    if future.done():
+        return future.result()
+    raise TurnOver("cancelled", Cancelled(open_calls=turn.unanswered()))
+
+
+def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
+    """One call as the model asked for it (in the worker), persist gated by self-tests."""
+    if call.name == "persist":
+        refusal = self_test_gate(agent, call)
+        if refusal is not None:
+            return refusal
+    return agent.toolbox.call(call.name, call.input, agent.settings.tool_timeout)
+
+
+def _runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> bool:
+    key = call.name + json.dumps(call.input, sort_keys=True, default=str)
+    turn.repeats[key] += 1
+    return turn.repeats[key] >= agent.settings.runaway_repeats
+
+
+def _stop_runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> TurnOver:
+    repeats = agent.settings.runaway_repeats
+    turn.results[call.id] = ToolResultBlock(tool_use_id=call.id, is_error=True, content=(
+        f"Stopped: this is call number {repeats} of {call.name} with these same arguments in "
+        "this turn, with nothing changed in between, so the result would be the same. The "
+        "turn was stopped here. Tell the user what you were trying to do and what blocks "
+        "you, or take a different approach."))
+    close_open_calls(agent, turn, "not run: the turn was stopped (a repeated call)")
+    return TurnOver("runaway", Runaway(name=call.name, arguments=call.input, repeats=repeats))
+
+
+def _keep(agent: Agent, turn: Turn, call: ToolUseBlock, result: ToolResult) -> str:
+    text = agent.compactor.clip_result(agent.session.scrub(result.text))
+    turn.results[call.id] = ToolResultBlock(tool_use_id=call.id, content=text,
+                                            is_error=result.is_error)
+    return text
+
+
+def _changes(agent: Agent, turn: Turn) -> list[AgentEvent]:
+    """Events for the changes made since the last look; a change resets repeat counts."""
+    new = agent.session.track(agent.runtime, agent.settings.self_packages)
+    if new:
+        turn.repeats.clear()
+    unconfirmed = set(agent_state(agent).unconfirmed)
+    return [PatchApplied(change_id=c.id, target=c.target, kind=c.kind, diff=c.diff(),
+                         self_patch=c.id in unconfirmed) for c in new]
+
+
+def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
+    """Events for sandbox runs not reported yet (newest first from the runtime)."""
+    runs = getattr(agent.runtime, "runs", None)
+    if runs is None:
+        return []
+    rows = runs()
+    if turn.seen_runs is None:
+        turn.seen_runs = set()
+    fresh = [r for r in rows if r.run_id not in turn.seen_runs]
+    turn.seen_runs.update(r.run_id for r in rows)
+    return [VerificationResult(run_id=r.run_id, kind=r.kind, ok=r.ok, headline=r.headline)
+            for r in reversed(fresh)]
+
+
+async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[AgentEvent]:
+    if call.name in VERIFY_TOOLS and turn.seen_runs is None:
+        _runs(agent, turn)  # what existed before this turn is not news
+    started = time.monotonic()
+    result = await in_worker(agent, turn, _call_tool, agent, call)
+    text = _keep(agent, turn, call, result)
+    yield ToolFinished(call_id=call.id, name=call.name, is_error=result.is_error,
+                       summary=summary_of(text), duration=time.monotonic() - started,
+                       chars=len(text))
+    for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS
+                                          else []):
+        yield event
+
+
+async def _boundary(agent: Agent, turn: Turn, queued: list[ToolUseBlock]
+                    ) -> AsyncIterator[AgentEvent]:
+    results, ids, ok = await in_worker(agent, turn, apply_batch, agent, queued)
+    for call in queued:
+        _keep(agent, turn, call, results[call.id])
+    message = (f"{len(ids)} self-patch change(s) in effect" if ok
+               else "the self-patch batch failed; nothing applied")
+    yield SelfPatchesApplied(change_ids=ids, ok=ok, message=message)
+    for event in _changes(agent, turn):
+        yield event
+
+
+async def run_tools(agent: Agent, turn: Turn, calls: list[ToolUseBlock]
+                    ) -> AsyncIterator[AgentEvent]:
+    """Run the calls of the newest assistant message and append their results message."""
+    turn.open_calls, turn.results = list(calls), {}
+    queued: list[ToolUseBlock] = []
+    for call in calls:
+        if turn.token.cancelled:
+            raise TurnOver("cancelled", Cancelled(open_calls=turn.unanswered()))
+        if _runaway(agent, turn, call):
+            raise _stop_runaway(agent, turn, call)
+        yield ToolStarted(call_id=call.id, name=call.name, arguments=call.input)
+        if is_self_patch(agent, call):
+            queued.append(call)
+            yield ToolFinished(call_id=call.id, name=call.name, is_error=False, duration=0.0,
+                               summary="queued: applied at the end of this step", chars=0,
+                               deferred=True)
+            continue
+        async for event in _one(agent, turn, call):
+            yield event
+    agent_state(agent).unconfirmed.clear()  # this step ran with them: they are good
+    if queued:
+        async for event in _boundary(agent, turn, queued):
+            yield event
+    blocks = [turn.results[c.id] for c in calls]
+    message = Message.tool_results(blocks)
+    turn.open_calls, turn.results = [], {}
+    agent.session.append(message, tokens=agent.compactor.estimate(message))

@@ -1,0 +1,143 @@
+"""Patches the agent makes to itself: queued, applied at the step boundary, undone on faults.
+
+A `patch` call whose target is part of liveforge (not the kernel, which refuses patches) is
+not run when the model asks: it is queued, and after the step's other tool calls the queue
+is applied as one transaction, so the loop never runs half-changed code and a failing patch
+leaves none of its batch behind. Applied self-patches stay *unconfirmed* until a step has
+completed with them in place; if the loop machinery fails before that, they are rolled back
+(`roll_back_unconfirmed`) and the turn goes on.
+
+Persisting while a self-patch is unpersisted first runs liveforge's own test suite in the
+sandbox with the overlay (`self_test_gate`); a failure refuses the persist.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from liveforge.declarations.messages import ToolUseBlock
+from liveforge.declarations.toolbox import ToolResult
+from liveforge.impls.agent_turn import agent_state
+from liveforge.impls.session_changes import is_self_module
+from liveforge.kernel.errors import LiveforgeError
+
+if TYPE_CHECKING:
+    from liveforge.declarations.agent import Agent
+
+__all__ = ["apply_batch", "default_self_tests", "fault_summary", "is_self_patch",
+           "roll_back_unconfirmed", "self_test_gate"]
+
+_APPLIED_NOTE = ("\n(self-patch: in effect from your next request; rolled back automatically "
+                 "if it breaks the agent loop)")
+
+
+class _BatchFailed(Exception):
+    def __init__(self, call: ToolUseBlock, result: ToolResult) -> None:
+        super().__init__(result.text)
+        self.call, self.result = call, result
+
+
+def is_self_patch(agent: Agent, call: ToolUseBlock) -> bool:
+    """True for a `patch` call aimed at liveforge itself."""
+    path = call.input.get("path")
+    return (call.name == "patch" and isinstance(path, str)
+            and is_self_module(path, agent.settings.self_packages))
+
+
+def apply_batch(agent: Agent, queued: list[ToolUseBlock]
+                ) -> tuple[dict[str, ToolResult], list[str], bool]:
+    """Apply queued self-patches all-or-nothing (runs in the tool worker thread).
+
+    Returns each call's result, the ids of the changes now in effect, and success.
+    """
+    results: dict[str, ToolResult] = {}
+    try:
+        with agent.runtime.transaction() as changes:
+            for call in queued:
+                result = agent.toolbox.call("patch", call.input, agent.settings.tool_timeout)
+                if result.is_error:
+                    raise _BatchFailed(call, result)
+                results[call.id] = ToolResult(result.text + _APPLIED_NOTE)
+    except _BatchFailed as failed:
+        path = failed.call.input.get("path")
+        for call in queued:
+            results[call.id] = ToolResult(
+                f"not applied: the self-patch of {path} in the same step failed, and the "
+                "self-patches of a step apply all or nothing. Fix it and patch again.",
+                is_error=True)
+        results[failed.call.id] = ToolResult(
+            failed.result.text + "\nNone of this step's self-patches was applied.",
+            is_error=True)
+        return results, [], False
+    ids = [c.id for c in changes]
+    agent_state(agent).unconfirmed.extend(ids)
+    return results, ids, True
+
+
+def fault_summary(fault: BaseException) -> str:
+    """One paragraph naming the fault and the innermost liveforge frame it came from."""
+    frames = [f for f in traceback.extract_tb(fault.__traceback__)
+              if "liveforge" in f.filename or "/impls/" in f.filename
+              or f.filename.startswith("<")]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" \
+        if frames else ""
+    return f"{type(fault).__name__}: {fault}{where}"
+
+
+def roll_back_unconfirmed(agent: Agent) -> list[str]:
+    """Undo the self-patches not yet confirmed by a completed step, newest first."""
+    state = agent_state(agent)
+    ids, state.unconfirmed = list(state.unconfirmed), []
+    live = {c.id for c in agent.runtime.history() if c.status.value != "rolled_back"}
+    undone: list[str] = []
+    for change_id in reversed(ids):
+        if change_id in live and change_id not in undone:
+            undone += [c.id for c in agent.runtime.rollback(change_id)]
+    return undone
+
+
+def default_self_tests() -> list[str] | None:
+    """pytest arguments for liveforge's own suite, when its sources ship their tests."""
+    import liveforge
+
+    tests = Path(liveforge.__file__).resolve().parent.parent / "tests"
+    return [str(tests), "-q", "-p", "no:cacheprovider"] if tests.is_dir() else None
+
+
+def _persist_targets(agent: Agent, arguments: dict[str, Any]) -> list[str]:
+    modules = arguments.get("modules")
+    if isinstance(modules, list) and modules:
+        return [str(m) for m in modules]
+    return [r.name for r in agent.runtime.changed_modules()]
+
+
+def self_test_gate(agent: Agent, call: ToolUseBlock) -> ToolResult | None:
+    """Before a persist that writes self-patches: liveforge's suite must pass (tool thread).
+
+    None lets the persist run; a result refuses it and says why.
+    """
+    targets = [m for m in _persist_targets(agent, call.input)
+               if is_self_module(m, agent.settings.self_packages)]
+    if not targets:
+        return None
+    args = agent.settings.self_tests
+    selection = list(args) if args is not None else default_self_tests()
+    if selection is None:
+        return ToolResult("refused: persisting changes to liveforge itself needs liveforge's "
+                          "own test suite, which is not installed here; configure "
+                          "agent self_tests (pytest arguments).", is_error=True)
+    run_tests = getattr(agent.runtime, "run_tests", None)
+    if run_tests is None:
+        return ToolResult("refused: this runtime has no sandbox to run liveforge's own tests "
+                          "in, so self-patches cannot be persisted.", is_error=True)
+    try:
+        result = run_tests(selection, timeout=agent.settings.self_test_timeout)
+    except LiveforgeError as exc:
+        return ToolResult(f"refused: liveforge's own tests could not run: {exc}", is_error=True)
+    if not result.ok:
+        return ToolResult("refused: liveforge's own test suite fails with your changes to "
+                          f"{', '.join(targets)}; nothing was written.\n{result.summary()}",
+                          is_error=True)
+    return None

@@ -1,0 +1,129 @@
+"""`Session` bodies for changes: record the runtime's changes, re-apply them on resume.
+
+`track` compares the runtime's history with what the transcript already holds and records
+new changes (with whole module sources) and status moves (rolled back, persisted). Keys are
+"<epoch>:<change id>": every opening of a session is a new epoch, because a new process
+numbers its changes from c1 again.
+
+`restore` re-applies the live, unpersisted changes in order. A change is replayed exactly
+(whole module) when the module's source is still what the change was made on; a definition
+patch is otherwise re-spliced by its dotted path; anything else is reported as no longer
+applying. Re-applied changes are new, unverified changes: the old records are marked
+superseded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import forwardpy
+
+from liveforge.declarations.session import ChangeRecord, Session
+from liveforge.impls.session_store import write_record
+from liveforge.kernel.errors import LiveforgeError
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Change, Runtime
+
+__all__ = ["is_self_module"]
+
+_KERNEL = "liveforge.kernel"
+
+
+def is_self_module(module: str, prefixes: tuple[str, ...]) -> bool:
+    """True for modules of the agent itself (and never for the protected kernel)."""
+    if module == _KERNEL or module.startswith(_KERNEL + "."):
+        return False
+    return any(module == p.rstrip(".") or module.startswith(p) for p in prefixes)
+
+
+def _seen(session: Session) -> dict[str, ChangeRecord]:
+    seen: dict[str, ChangeRecord] | None = session.__dict__.get("_seen")
+    if seen is None:
+        seen = {c.key: c for c in session.changes}
+        session.__dict__["_seen"] = seen
+    return seen
+
+
+def _record_new(session: Session, change: Change, prefixes: tuple[str, ...],
+                replaces: str | None = None) -> ChangeRecord:
+    record = ChangeRecord(
+        key=f"{session.extra['epoch']}:{change.id}", change_id=change.id, target=change.target,
+        module=change.module, kind=change.kind, before=change.before, after=change.after,
+        target_after=change.target_after, status=change.status.value,
+        self_patch=is_self_module(change.module, prefixes), replaces=replaces)
+    write_record(session, "change", change=record.model_dump(mode="json"))
+    session.changes.append(record)
+    _seen(session)[record.key] = record
+    return record
+
+
+def _set_status(session: Session, record: ChangeRecord, status: str) -> None:
+    write_record(session, "status", key=record.key, status=status)
+    record.status = status
+
+
+@forwardpy.impl(Session.track)
+def track(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()
+          ) -> list[Change]:
+    seen, epoch, new = _seen(self), self.extra["epoch"], []
+    for change in runtime.history():
+        record = seen.get(f"{epoch}:{change.id}")
+        if record is None:
+            _record_new(self, change, self_prefixes)
+            new.append(change)
+        elif record.status != change.status.value:
+            _set_status(self, record, change.status.value)
+    return new
+
+
+@forwardpy.impl(Session.unpersisted)
+def unpersisted(self: Session) -> list[ChangeRecord]:
+    return [c for c in self.changes if c.live]
+
+
+@forwardpy.impl(Session.restore)
+def restore(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()
+            ) -> list[str]:
+    self.track(runtime, self_prefixes)
+    lines = []
+    for record in [c for c in self.unpersisted()
+                   if not c.key.startswith(f"{self.extra['epoch']}:")]:
+        lines.append(_reapply(self, runtime, record, self_prefixes))
+    if lines:
+        self.note("restored", "\n".join(lines))
+    return lines
+
+
+def _reapply(session: Session, runtime: Runtime, record: ChangeRecord,
+             prefixes: tuple[str, ...]) -> str:
+    label = f"{record.change_id} {record.kind} {record.target}"
+    if record.kind == "reload":
+        _set_status(session, record, "superseded")
+        return f"{label}: a reload from disk; the file is what is loaded now"
+    try:
+        current = _current_source(runtime, record.module)
+        if current == record.before or (record.before is None and current is None):
+            change = runtime.patch_module(record.module, record.after)
+            how = "re-applied"
+        elif record.target != record.module and record.target_after is not None:
+            change = runtime.patch(record.target, record.target_after)
+            how = "re-applied by definition (the module changed since)"
+        else:
+            _set_status(session, record, "superseded")
+            return (f"{label}: no longer applies: {record.module} is not what the change was "
+                    "made on (its file changed); view it and patch again if still wanted")
+    except LiveforgeError as exc:
+        _set_status(session, record, "superseded")
+        return f"{label}: no longer applies: {type(exc).__name__}: {exc}"
+    _record_new(session, change, prefixes, replaces=record.key)
+    _set_status(session, record, "superseded")
+    return f"{label}: {how} as {change.id} (unverified: verify before persisting)"
+
+
+def _current_source(runtime: Runtime, module: str) -> str | None:
+    """The module's source now, or None when no such module exists."""
+    try:
+        return runtime.source(module)
+    except LiveforgeError:
+        return None

@@ -1,0 +1,288 @@
+"""`Session` bodies: the JSONL transcript — create, append, replay on open, list.
+
+Each record is one line of JSON, written and flushed at once (a killed process loses at most
+the line being written; a torn last line is skipped on open). Known secret values are
+replaced by "[redacted]" in the line before it is written. Changes and their re-application
+on resume live in `session_changes`, the turn lock in `session_lock`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets as _random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import forwardpy
+
+from liveforge.declarations.messages import Message, ToolResultBlock, Usage
+from liveforge.declarations.session import (
+    ChangeRecord,
+    Session,
+    SessionError,
+    SessionInfo,
+)
+from liveforge.impls.providers.pairing import CANCELLED_RESULT
+
+__all__ = ["REDACTED", "SESSIONS_DIR", "estimate_tokens", "sessions_dir", "write_record"]
+
+SESSIONS_DIR = Path(".liveforge") / "sessions"
+REDACTED = "[redacted]"
+_MIN_SECRET = 8
+"""Shorter values are not scrubbed: they would match ordinary text."""
+_CHARS_PER_TOKEN = 3.5
+
+
+def sessions_dir(root: str | Path) -> Path:
+    """Where the project's transcripts live."""
+    return Path(root).resolve() / SESSIONS_DIR
+
+
+def estimate_tokens(message: Message) -> int:
+    """A size estimate from characters, used when no compactor gave one."""
+    size = sum(len(json.dumps(block.model_dump(mode="json"))) for block in message.content)
+    return int(size / _CHARS_PER_TOKEN) + 4
+
+
+def _new_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + _random.token_hex(3)
+
+
+def _blank(root: Path, session_id: str, secrets: list[str] | None) -> Session:
+    path = sessions_dir(root) / f"{session_id}.jsonl"
+    return Session(id=session_id, root=root, path=path, title="", messages=[], tokens=[],
+                   last_usage=None, usage_at=0, changes=[], turns=0,
+                   secrets=sorted({s for s in secrets or [] if len(s) >= _MIN_SECRET},
+                                  key=len, reverse=True),
+                   extra={"epoch": 1, "created": time.time(), "open_turn": False})
+
+
+def _handle(session: Session) -> IO[str]:
+    handle: IO[str] | None = session.__dict__.get("_transcript")
+    if handle is None or handle.closed:
+        handle = session.path.open("a", encoding="utf-8")
+        session.__dict__["_transcript"] = handle
+    return handle
+
+
+def write_record(session: Session, kind: str, **data: Any) -> None:
+    """Append one scrubbed record to the transcript and flush it."""
+    line = json.dumps({"t": kind, "at": round(time.time(), 3), **data}, ensure_ascii=False)
+    handle = _handle(session)
+    handle.write(session.scrub(line) + "\n")
+    handle.flush()
+
+
+@forwardpy.impl(Session.create)
+def create(root: str | Path, *, secrets: list[str] | None = None,
+           session_id: str | None = None) -> Session:
+    root = Path(root).resolve()
+    session = _blank(root, session_id or _new_id(), secrets)
+    try:
+        session.path.parent.mkdir(parents=True, exist_ok=True)
+        if session.path.exists():
+            raise SessionError(f"session {session.id} already exists at {session.path}; "
+                               "open it instead, or pick another id.",
+                               session_id=session.id, path=str(session.path))
+    except OSError as exc:
+        raise SessionError(f"cannot create the session folder {session.path.parent}: {exc}",
+                           path=str(session.path)) from exc
+    write_record(session, "header", id=session.id, root=str(root), version=_version(),
+                 created=session.extra["created"])
+    return session
+
+
+def _version() -> str:
+    import liveforge
+
+    return liveforge.__version__
+
+
+@forwardpy.impl(Session.open)
+def open_(root: str | Path, session_id: str, *,
+          secrets: list[str] | None = None) -> Session:
+    root = Path(root).resolve()
+    if session_id == "latest":
+        rows = Session.list_sessions(root)
+        if not rows:
+            raise SessionError(f"no sessions in {sessions_dir(root)} to resume; start one "
+                               "first.", path=str(sessions_dir(root)))
+        session_id = rows[0].id
+    session = _blank(root, session_id, secrets)
+    if not session.path.is_file():
+        known = ", ".join(r.id for r in Session.list_sessions(root)[:5]) or "none"
+        raise SessionError(f"no session {session_id!r} in {sessions_dir(root)}; recent: "
+                           f"{known}.", session_id=session_id, path=str(session.path))
+    replay(session, _read_records(session.path))
+    session.extra["epoch"] += 1
+    write_record(session, "open", epoch=session.extra["epoch"])
+    _close_interrupted(session)
+    return session
+
+
+def _read_records(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line from a killed process: that step was in flight
+            if isinstance(record, dict):
+                yield record
+
+
+def replay(session: Session, records: Iterator[dict[str, Any]]) -> None:
+    """Rebuild a session's state from its transcript records."""
+    by_key: dict[str, ChangeRecord] = {}
+    for record in records:
+        kind = record.get("t")
+        if kind == "header":
+            session.extra["created"] = record.get("created", record.get("at", 0.0))
+        elif kind == "message":
+            session.messages.append(Message.model_validate(record["message"]))
+            session.tokens.append(int(record.get("tokens", 0)))
+        elif kind == "amend" and session.messages:
+            session.messages[-1] = Message.model_validate(record["message"])
+        elif kind == "usage":
+            session.last_usage = Usage.model_validate(record["usage"])
+            session.usage_at = int(record.get("messages", 0))
+        elif kind == "compaction":
+            session.messages = [Message.model_validate(m) for m in record["messages"]]
+            session.tokens = [int(t) for t in record["tokens"]]
+            session.last_usage, session.usage_at = None, 0
+        elif kind == "open":
+            session.extra["epoch"] = int(record.get("epoch", session.extra["epoch"]))
+        else:
+            _replay_other(session, kind, record, by_key)
+
+
+def _replay_other(session: Session, kind: Any, record: dict[str, Any],
+                  by_key: dict[str, ChangeRecord]) -> None:
+    if kind == "change":
+        change = ChangeRecord.model_validate(record["change"])
+        by_key[change.key] = change
+        session.changes.append(change)
+    elif kind == "status" and record.get("key") in by_key:
+        by_key[record["key"]].status = str(record["status"])
+    elif kind == "turn":
+        if record.get("event") == "started":
+            session.turns = int(record.get("turn", session.turns + 1))
+            session.extra["open_turn"] = True
+        else:
+            session.extra["open_turn"] = False
+    elif kind == "title":
+        session.title = str(record.get("title", ""))
+
+
+def _close_interrupted(session: Session) -> None:
+    """A crash mid-step can leave tool calls unanswered; answer them so requests stay valid."""
+    if session.extra.get("open_turn"):
+        session.note("interrupted", "the previous turn was interrupted (the process ended "
+                     "during it); its last step was lost")
+        session.turn_ended("interrupted")
+    if session.messages and session.messages[-1].role == "assistant":
+        calls = session.messages[-1].tool_calls
+        if calls:
+            session.append(Message.tool_results([
+                ToolResultBlock(tool_use_id=c.id, content=CANCELLED_RESULT, is_error=True)
+                for c in calls]))
+
+
+@forwardpy.impl(Session.append)
+def append(self: Session, message: Message, *, tokens: int | None = None) -> None:
+    count = estimate_tokens(message) if tokens is None else tokens
+    write_record(self, "message", message=message.model_dump(mode="json"), tokens=count)
+    self.messages.append(message)
+    self.tokens.append(count)
+
+
+@forwardpy.impl(Session.amend_last)
+def amend_last(self: Session, message: Message) -> None:
+    if not self.messages:
+        raise SessionError("there is no message to amend yet.", session_id=self.id)
+    write_record(self, "amend", message=message.model_dump(mode="json"))
+    self.messages[-1] = message
+    self.tokens[-1] = estimate_tokens(message)
+
+
+@forwardpy.impl(Session.record_usage)
+def record_usage(self: Session, usage: Usage) -> None:
+    write_record(self, "usage", usage=usage.model_dump(mode="json"),
+                 messages=len(self.messages) - 1)
+    self.last_usage, self.usage_at = usage, len(self.messages) - 1
+
+
+@forwardpy.impl(Session.replace_messages)
+def replace_messages(self: Session, messages: list[Message], tokens: list[int],
+                     summary: dict[str, Any]) -> None:
+    write_record(self, "compaction", messages=[m.model_dump(mode="json") for m in messages],
+                 tokens=tokens, **summary)
+    self.messages, self.tokens = list(messages), list(tokens)
+    self.last_usage, self.usage_at = None, 0
+
+
+@forwardpy.impl(Session.note)
+def note(self: Session, kind: str, text: str, **data: Any) -> None:
+    write_record(self, "note", what=kind, text=text, **data)
+
+
+@forwardpy.impl(Session.turn_started)
+def turn_started(self: Session, user_input: str) -> int:
+    self.turns += 1
+    self.extra["open_turn"] = True
+    write_record(self, "turn", event="started", turn=self.turns, pid=os.getpid())
+    if not self.title:
+        self.title = " ".join(user_input.split())[:80]
+        write_record(self, "title", title=self.title)
+    return self.turns
+
+
+@forwardpy.impl(Session.turn_ended)
+def turn_ended(self: Session, reason: str) -> None:
+    self.extra["open_turn"] = False
+    write_record(self, "turn", event="ended", turn=self.turns, reason=reason)
+
+
+@forwardpy.impl(Session.scrub)
+def scrub(self: Session, text: str) -> str:
+    for secret in self.secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+@forwardpy.impl(Session.context_tokens)
+def context_tokens(self: Session) -> int:
+    if self.last_usage is not None and self.usage_at < len(self.messages):
+        anchor = self.last_usage.total_input_tokens + self.last_usage.output_tokens
+        return anchor + sum(self.tokens[self.usage_at + 1:])
+    return sum(self.tokens)
+
+
+@forwardpy.impl(Session.info)
+def info(self: Session) -> SessionInfo:
+    from liveforge.impls.session_lock import holder
+
+    pid, held_session = holder(self.root)
+    running = self.extra.get("open_turn") and held_session == self.id
+    state = "running" if running else ("interrupted" if self.extra.get("open_turn") else "idle")
+    updated = self.path.stat().st_mtime if self.path.exists() else self.extra["created"]
+    return SessionInfo(id=self.id, title=self.title or "(no turns yet)",
+                       created=self.extra["created"], updated=updated, state=state,
+                       turns=self.turns, messages=len(self.messages),
+                       unpersisted=len(self.unpersisted()), path=str(self.path),
+                       holder_pid=pid if running else None)
+
+
+@forwardpy.impl(Session.list_sessions)
+def list_sessions(root: str | Path) -> list[SessionInfo]:
+    folder = sessions_dir(root)
+    rows = []
+    for path in folder.glob("*.jsonl") if folder.is_dir() else []:
+        session = _blank(Path(root).resolve(), path.stem, None)
+        replay(session, _read_records(path))
+        rows.append(session.info())
+    return sorted(rows, key=lambda r: r.updated, reverse=True)

@@ -1,0 +1,120 @@
+"""`SystemPrompt` bodies: identity and method, tool catalogue, project overview, instructions.
+
+The project overview is the `inspect_module` tool's own tree of the project's packages
+(depth 2, or depth 1 when that is too long), so the model sees the same notation its tool
+gives back. Parts are cached and rebuilt when the tool names or the runtime's change count
+move, or when the instruction file changes on disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import forwardpy
+
+from liveforge.declarations.prompt import PromptPart, SystemPrompt
+from liveforge.tools._context import using_runtime
+from liveforge.tools.inspection import inspect_module
+
+__all__ = ["IDENTITY", "INSTRUCTION_FILES", "OVERVIEW_LIMIT"]
+
+INSTRUCTION_FILES = ("LIVEFORGE.md", "AGENTS.md")
+OVERVIEW_LIMIT = 6000
+"""Characters of the project overview before a shallower tree is shown."""
+_INSTRUCTIONS_LIMIT = 12_000
+
+IDENTITY = """\
+You are liveforge, an engineer working inside a running Python program. You change it \
+while it runs: every module is addressed by its dotted path (pkg.mod.func), patches take \
+effect in memory at once, and files change only when you persist validated changes.
+
+Working method, in this order:
+1. Inspect: inspect_module and view_source show the live (in-memory) code; find and \
+references locate code. Read before you change.
+2. Patch: patch one definition (or a whole module) by dotted path. Each patch is a \
+recorded change that rollback undoes. Keep patches small.
+3. Verify: verify runs a snippet in a sandbox carrying your changes; check the behaviour \
+you changed, including edge cases.
+4. Test: run_tests runs the project's tests in the sandbox with your changes.
+5. Persist: persist writes verified changes to files. Never persist what failed a check.
+
+Declarations (forwardpy classes) are contracts; their methods are implemented by @impl \
+bodies elsewhere. Patching a declared method patches its active @impl body. Your own \
+behaviour is code too: liveforge.declarations holds your contracts, liveforge.impls their \
+bodies, liveforge.tools your tools. Patches to liveforge itself take effect after the \
+current step and are undone automatically if they break you; persisting them runs \
+liveforge's own test suite first. liveforge.kernel cannot be patched.
+
+Tool results are cut when long; ask for a narrower part rather than repeating a call. \
+When you have the answer, say it plainly and stop calling tools."""
+
+
+def _cache(prompt: SystemPrompt) -> dict[str, object]:
+    cache: dict[str, object] | None = prompt.__dict__.get("_cache")
+    if cache is None:
+        cache = {}
+        prompt.__dict__["_cache"] = cache
+    return cache
+
+
+def _tools_part(prompt: SystemPrompt) -> PromptPart:
+    lines = []
+    for tool in prompt.toolbox.tools():
+        first = (tool.schema.description or "").strip().splitlines()
+        lines.append(f"- {tool.name}: {first[0] if first else ''}".rstrip(": "))
+    return PromptPart(name="tools", title="Tools", text="\n".join(lines))
+
+
+def _project_part(prompt: SystemPrompt) -> PromptPart:
+    rt = prompt.runtime
+    with using_runtime(rt):
+        tree = inspect_module("", depth=2)
+        if len(tree) > OVERVIEW_LIMIT:
+            tree = inspect_module("", depth=1)
+    head = f"Project root: {rt.project_root}\n"
+    return PromptPart(name="project", title="Project overview (live)", text=head + tree)
+
+
+def _instruction_file(root: Path) -> Path | None:
+    for name in INSTRUCTION_FILES:
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def _instructions_part(prompt: SystemPrompt) -> PromptPart | None:
+    path = _instruction_file(Path(prompt.runtime.project_root))
+    if path is None:
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    if len(text) > _INSTRUCTIONS_LIMIT:
+        text = text[:_INSTRUCTIONS_LIMIT] + f"\n[... {path.name} cut here]"
+    return PromptPart(name="instructions", title=f"Project instructions ({path.name})",
+                      text=text)
+
+
+def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
+    path = _instruction_file(Path(prompt.runtime.project_root))
+    return (str(path), path.stat().st_mtime) if path else ("", 0.0)
+
+
+@forwardpy.impl(SystemPrompt.parts)
+def parts(self: SystemPrompt) -> list[PromptPart]:
+    cache = _cache(self)
+    key = (tuple(t.name for t in self.toolbox.tools()), len(self.runtime.history()),
+           _instructions_key(self))
+    if cache.get("key") != key:
+        built = [PromptPart(name="identity", title="", text=IDENTITY), _tools_part(self),
+                 _project_part(self), _instructions_part(self)]
+        cache["parts"] = [p for p in built if p is not None and p.text.strip()]
+        cache["key"] = key
+    found: list[PromptPart] = cache["parts"]  # type: ignore[assignment]
+    return list(found)
+
+
+@forwardpy.impl(SystemPrompt.render)
+def render(self: SystemPrompt) -> str:
+    sections = []
+    for part in self.parts():
+        sections.append(f"# {part.title}\n\n{part.text}" if part.title else part.text)
+    return "\n\n".join(sections)

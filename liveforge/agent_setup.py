@@ -1,0 +1,73 @@
+"""Wiring an `Agent` for a project: runtime, provider, toolbox, session, compactor, prompt.
+
+    agent = build_agent(".")                          # new session, provider from config
+    agent = build_agent(".", resume="latest")         # resume: conversation + changes back
+    agent.session.extra["restored"]                   # what resuming re-applied (lines),
+                                                      # also reported by the first turn
+
+Secrets: every API key of the provider's routes, and the values of environment variables
+whose names end in _API_KEY, _API_KEYS or _TOKEN, are scrubbed from the transcript.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import liveforge.impls  # noqa: F401  (registers every @impl body)
+from liveforge.declarations.agent import Agent, AgentSettings
+from liveforge.declarations.compaction import Compactor, ContextSettings
+from liveforge.declarations.prompt import SystemPrompt
+from liveforge.declarations.provider import Provider
+from liveforge.declarations.session import Session
+from liveforge.declarations.toolbox import Toolbox
+from liveforge.kernel import Runtime
+
+__all__ = ["build_agent", "known_secrets"]
+
+_SECRET_SUFFIXES = ("_API_KEY", "_API_KEYS", "_TOKEN")
+
+
+def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = None) -> list[str]:
+    """Secret values to keep out of transcripts: route keys and key-like variables."""
+    env = os.environ if env is None else env
+    found = [c.key.get_secret_value() for r in (provider.routes if provider else [])
+             for c in r.credentials]
+    for name, value in env.items():
+        if name.upper().endswith(_SECRET_SUFFIXES):
+            found += [part.strip() for part in value.split(",") if part.strip()]
+    return found
+
+
+def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
+                provider: Provider | None = None, runtime: Runtime | None = None,
+                settings: AgentSettings | None = None, context: ContextSettings | None = None,
+                tool_packages: list[str] | None = None,
+                env: Mapping[str, str] | None = None) -> Agent:
+    """An agent on the project at `project_root`, in a new session or a resumed one.
+
+    `provider` defaults to the project's configured models (`liveforge.config`); `resume`
+    is a session id or "latest". Resuming re-applies the session's unpersisted changes to
+    the runtime; `agent.session.extra["restored"]` says how each one went.
+    """
+    root = Path(project_root).resolve()
+    if provider is None:
+        from liveforge.config import build_provider, load_config
+
+        config = load_config(root, env)
+        provider = build_provider(config, env)
+        settings = settings or AgentSettings(max_tokens=config.max_tokens)
+    settings = settings or AgentSettings()
+    context = context or ContextSettings()
+    runtime = runtime or Runtime(project_root=root)
+    secrets = known_secrets(provider, env)
+    session = (Session.open(root, resume, secrets=secrets) if resume
+               else Session.create(root, secrets=secrets))
+    session.extra["restored"] = session.restore(runtime, settings.self_packages) \
+        if resume else []
+    toolbox = Toolbox(runtime=runtime, packages=list(tool_packages or []),
+                      limit=context.tool_result_limit)
+    return Agent(runtime=runtime, provider=provider, toolbox=toolbox, session=session,
+                 compactor=Compactor(settings=context),
+                 prompt=SystemPrompt(runtime=runtime, toolbox=toolbox), settings=settings)
