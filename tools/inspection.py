@@ -28,6 +28,9 @@ __all__ = ["inspect_module", "view_source"]
 _LEGEND = "marks: * changed, unpersisted | + memory only | ~ not imported | :N line"
 _MAX_NAMES = 8
 _MODULE_DOC = 72
+_STYLES = {"full": "", "brief": "names of collapsed modules left out",
+           "bare": "submodules of packages listed by name only"}
+"""How collapsed modules are shown, most detailed first; a tree over the limit steps down."""
 
 
 def inspect_module(path: str = "", depth: int = 2) -> str:
@@ -44,35 +47,35 @@ def inspect_module(path: str = "", depth: int = 2) -> str:
     view, names = resolve(path, rt) if path else (None, [])
     text = ""
     for level in range(max(depth, 0), -1, -1):  # too long: drop name lists, then a level
-        for brief in (False, True):
-            text = _tree(rt, view, names, level, brief)
+        for style in _STYLES:
+            text = _tree(rt, view, names, level, style)
             if len(text) <= output_limit():
-                return text + _reduced(depth, level, brief)
+                return text + _reduced(depth, level, style)
     return clip(text, None, lambda n: "inspect a sub-path for the rest")
 
 
-def _tree(rt: Any, view: ModuleView | None, names: list[str], depth: int, brief: bool) -> str:
+def _tree(rt: Any, view: ModuleView | None, names: list[str], depth: int, style: str) -> str:
     if view is None:
         lines = [line for name in top_level(rt)
-                 for line in _module_lines(name, depth, 0, rt, brief)]
+                 for line in _module_lines(name, depth, 0, rt, style)]
     elif names:
         lines = _member_lines(view, names, depth, rt)
     else:
-        lines = _module_lines(view.name, depth, 0, rt, brief)
+        lines = _module_lines(view.name, depth, 0, rt, style)
     if any(mark in line for line in lines for mark in (" *", " +", " ~")):
         lines.append(_LEGEND)
     return "\n".join(lines) + "\n"
 
 
-def _reduced(depth: int, level: int, brief: bool) -> str:
-    if level == depth and not brief:
+def _reduced(depth: int, level: int, style: str) -> str:
+    if level == depth and style == "full":
         return ""
     what = [f"depth {level} instead of {depth}"] if level < depth else []
-    what += ["names of collapsed modules left out"] if brief else []
+    what += [_STYLES[style]] if _STYLES[style] else []
     return f"[shortened to fit: {', '.join(what)}; inspect a sub-path for more]\n"
 
 
-def _module_lines(name: str, depth: int, indent: int, rt: Any, brief: bool = False
+def _module_lines(name: str, depth: int, indent: int, rt: Any, style: str = "full"
                   ) -> list[str]:
     view = module_view(name, rt)
     if view is None:
@@ -81,22 +84,34 @@ def _module_lines(name: str, depth: int, indent: int, rt: Any, brief: bool = Fal
     children = submodules(view, rt)
     label = name if indent == 0 else name.rsplit(".", 1)[-1]
     head = f"{'  ' * indent}{label}{'/' if view.is_package else ''}{_marks(view)}"
-    head += _module_doc(view)
     if depth <= 0:
-        summary = [c.rsplit(".", 1)[-1] for c in children] + [e.name for e in entries
-                                                             if e.public]
-        return [head + ("" if brief else _names(summary))]
+        head += _module_doc(view)
+        members = [e.name for e in entries if e.public]
+        return [head + ("" if style == "brief" else _names(children, members))]
+    head += _module_doc(view)
     lines = [head]
     if view.source is None and not view.is_package:
         lines.append(f"{'  ' * (indent + 1)}(no Python source)")
-    for child in children:
-        lines += _module_lines(child, depth - 1, indent + 1, rt, brief)
+    if style == "bare" and depth == 1 and children:  # collapsed submodules on one line
+        lines[0] += " [" + ", ".join(_bare(child, rt) for child in children) + "]"
+    else:
+        for child in children:
+            lines += _module_lines(child, depth - 1, indent + 1, rt, style)
     dirty = changed(entries, outline(view.disk_source or "")) if view.dirty else set()
     context = _Context(view, dirty)
     for entry in entries:
         if entry.public:
             lines += _entry_lines(entry, depth - 1, indent + 1, context)
     return lines
+
+
+def _bare(name: str, rt: Any) -> str:
+    """A submodule as a word: its name, ``/`` for a package, its mark glued on."""
+    view = module_view(name, rt)
+    if view is None:
+        return name.rsplit(".", 1)[-1]
+    package = "/" if view.is_package else ""
+    return f"{name.rsplit('.', 1)[-1]}{package}{_marks(view).strip()}"
 
 
 class _Context:
@@ -122,12 +137,11 @@ def _module_doc(view: ModuleView) -> str:
     return f" — {doc}" if doc else ""
 
 
-def _names(names: list[str]) -> str:
-    if not names:
-        return ""
-    shown = ", ".join(names[:_MAX_NAMES])
-    more = f", +{len(names) - _MAX_NAMES}" if len(names) > _MAX_NAMES else ""
-    return f" [{shown}{more}]"
+def _names(submodules: list[str], members: list[str]) -> str:
+    """``[every submodule, the first members, +N]`` of a collapsed module or class."""
+    names = [name.rsplit(".", 1)[-1] for name in submodules] + members[:_MAX_NAMES]
+    more = f", +{len(members) - _MAX_NAMES}" if len(members) > _MAX_NAMES else ""
+    return f" [{', '.join(names)}{more}]" if names else ""
 
 
 def _entry_lines(entry: Entry, depth: int, indent: int, ctx: _Context,
@@ -140,7 +154,7 @@ def _entry_lines(entry: Entry, depth: int, indent: int, ctx: _Context,
     members = [child for child in entry.children if child.public]
     names = declared_names(cls)
     if depth <= 0:
-        return [text + _names([_leaf_member(m.name, names, cls) for m in members])]
+        return [text + _names([], [_leaf_member(m.name, names, cls) for m in members])]
     return [text] + [line for child in members
                      for line in _entry_lines(child, depth - 1, indent + 1, ctx, names, cls)]
 

@@ -142,3 +142,16 @@ def test_root_lists_the_project_packages(project, rt):
     """An empty path lists the project's top-level packages."""
     assert inspect_module("", depth=0).startswith(
         f"{project.pkg}/ — A fixture project. [bodies, contracts, later, shapes, tools, user")
+
+
+def test_many_submodules_collapse_to_one_line_of_names(project, rt):
+    """When docs do not fit, a package lists its submodules inline, marks glued on."""
+    rt.patch_module(f"{project.pkg}.many", '"""Many modules."""\n', is_package=True)
+    doc = "A module with a long docstring that takes a good part of a line to read. " * 2
+    for index in range(120):
+        rt.patch_module(f"{project.pkg}.many.m{index:03}", f'"""{doc}"""\n\nX = {index}\n')
+    text = inspect_module(project.pkg, depth=2)
+    assert len(text) <= 8000
+    assert "  many/ + — Many modules. [m000+, m001+, m002+," in text
+    assert text.endswith("[shortened to fit: submodules of packages listed by name only; "
+                         "inspect a sub-path for more]\n")
