@@ -15,7 +15,7 @@ import liveforge
 from liveforge.cli._common import CommandError, ExitCode, emit_error
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
-COMMAND_MODULES = ["reading", "checking", "mcp"]
+COMMAND_MODULES = ["reading", "checking", "agent_run", "demo", "mcp"]
 """Modules of liveforge.cli, in help order; each has `register(commands)`."""
 
 

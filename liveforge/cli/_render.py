@@ -1,0 +1,182 @@
+"""Terminal rendering of agent events: streamed markdown, compact tool lines, coloured diffs.
+
+One `Renderer` serves the chat, `run -p` and the demo. Text streams into a live markdown
+view (code blocks syntax-highlighted); every other event ends the stream and prints one
+compact line (or a diff for a patch). Between events a spinner says what is being waited
+for: the model, or a tool such as a sandbox run. On a non-terminal output (a pipe, a log)
+nothing animates and the final text is printed once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.status import Status
+from rich.syntax import Syntax
+from rich.text import Text
+
+from liveforge.cli._cost import describe_usage
+from liveforge.declarations import agent as ev
+from liveforge.declarations.messages import Usage
+
+__all__ = ["Renderer", "short_arguments"]
+
+_ARG_WIDTH = 48
+
+
+def short_arguments(arguments: dict[str, Any]) -> str:
+    """Tool arguments on one short line: multi-line values shown as their line count."""
+    parts = []
+    for key, value in arguments.items():
+        if isinstance(value, str) and "\n" in value:
+            shown = f"<{value.count(chr(10)) + 1} lines>"
+        else:
+            shown = repr(value)
+            if len(shown) > _ARG_WIDTH:
+                shown = shown[:_ARG_WIDTH - 1] + "…"
+        parts.append(f"{key}={shown}")
+    return ", ".join(parts)
+
+
+class Renderer:
+    """Draws one agent event at a time on `console`; `close()` stops any animation."""
+
+    def __init__(self, console: Console, *, model: str = "") -> None:
+        self.console = console
+        self.model = model
+        self.total = Usage()
+        self.last_turn = Usage()
+        self._text = ""
+        self._streamed = False
+        self._live: Live | None = None
+        self._status: Status | None = None
+
+    # -- animation --------------------------------------------------------------------------
+
+    def busy(self, label: str) -> None:
+        """Show a spinner with `label` until the next output (terminals only)."""
+        self.close()
+        if self.console.is_terminal:
+            self._status = self.console.status(label, spinner="dots")
+            self._status.start()
+
+    def close(self) -> None:
+        """Finish the streamed text and stop the spinner."""
+        if self._live is not None:
+            self._live.update(Markdown(self._text))
+            self._live.stop()
+            self._live = None
+        elif self._text:  # not a terminal: the text is printed once, when complete
+            self.console.print(Markdown(self._text))
+        self._text = ""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    # -- events -----------------------------------------------------------------------------
+
+    def event(self, event: Any) -> None:
+        """Render one agent event."""
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_turn_started(self, event: ev.TurnStarted) -> None:
+        self._streamed = False
+        self.busy("waiting for the model…")
+
+    def _on_text_delta(self, event: ev.TextDelta) -> None:
+        if self._live is None and not self._text:
+            self.close()
+            if self.console.is_terminal:
+                self._live = Live(Markdown(""), console=self.console, refresh_per_second=12,
+                                  vertical_overflow="visible")
+                self._live.start()
+        self._text += event.text
+        self._streamed = True
+        if self._live is not None:
+            self._live.update(Markdown(self._text))
+
+    def _on_thinking(self, event: ev.Thinking) -> None:
+        if self._status is None and self._live is None:
+            self.busy("thinking…")
+
+    def _on_tool_started(self, event: ev.ToolStarted) -> None:
+        self.close()
+        line = Text("● ", style="cyan")
+        line.append(event.name, style="bold cyan")
+        line.append(f"({short_arguments(event.arguments)})", style="cyan")
+        self.console.print(line)
+        self.busy(f"running {event.name}…")
+
+    def _on_tool_finished(self, event: ev.ToolFinished) -> None:
+        self.close()
+        first = event.summary.strip().splitlines()[0] if event.summary.strip() else ""
+        mark, style = ("✗", "red") if event.is_error else ("✓", "green")
+        line = Text(f"  {mark} ", style=style, no_wrap=True, overflow="ellipsis")
+        line.append(f"{event.name} {event.duration:.2f}s", style="dim")
+        if first:
+            line.append(f"  {first[:100]}", style="red" if event.is_error else "dim")
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
+        self.busy("waiting for the model…")
+
+    def _on_patch_applied(self, event: ev.PatchApplied) -> None:
+        self.close()
+        who = " (agent's own code, applies at the next step)" if event.self_patch else ""
+        self.console.print(Text(f"  patch {event.change_id} {event.kind} {event.target}{who}",
+                                style="bold magenta"))
+        if event.diff.strip():
+            self.console.print(Syntax(event.diff.rstrip("\n"), "diff", theme="ansi_dark",
+                                      background_color="default"))
+
+    def _on_verification(self, event: ev.VerificationResult) -> None:
+        self.close()
+        style = "green" if event.ok else "red"
+        self.console.print(Text(f"  {'✓' if event.ok else '✗'} {event.headline}", style=style))
+
+    def _on_self_patches_applied(self, event: ev.SelfPatchesApplied) -> None:
+        self._line(f"self-patches {', '.join(event.change_ids)}: {event.message}",
+                   "magenta" if event.ok else "red")
+
+    def _on_self_patches_rolled_back(self, event: ev.SelfPatchesRolledBack) -> None:
+        self._line(f"self-patches {', '.join(event.change_ids)} rolled back: {event.reason}",
+                   "yellow")
+
+    def _on_compacted(self, event: ev.Compacted) -> None:
+        self._line(f"compacted {event.messages_summarised} messages: "
+                   f"~{event.tokens_before:,} → ~{event.tokens_after:,} tokens", "dim")
+
+    def _on_notice(self, event: ev.Notice) -> None:
+        self._line(f"· {event.text}", "dim yellow")
+
+    def _on_error(self, event: ev.ErrorEvent) -> None:
+        self._line(f"error ({event.error_type}): {event.message}", "bold red")
+
+    def _on_final_answer(self, event: ev.FinalAnswer) -> None:
+        self.close()
+        if not self._streamed and event.text.strip():
+            self.console.print(Markdown(event.text))
+
+    def _on_turn_limit(self, event: ev.TurnLimit) -> None:
+        self._line(f"stopped: the turn used its {event.steps} steps", "yellow")
+
+    def _on_runaway(self, event: ev.Runaway) -> None:
+        self._line(f"stopped: {event.name} was called {event.repeats} times with the same "
+                   "arguments", "yellow")
+
+    def _on_cancelled(self, event: ev.Cancelled) -> None:
+        self._line("turn cancelled; the session continues", "yellow")
+
+    def _on_turn_ended(self, event: ev.TurnEnded) -> None:
+        self.close()
+        self.last_turn = event.usage
+        self.total = self.total + event.usage
+        self.console.print(Text(describe_usage(self.model, event.usage, self.total,
+                                               event.context_tokens), style="dim"))
+
+    def _line(self, text: str, style: str) -> None:
+        self.close()
+        self.console.print(Text(text, style=style))

@@ -1,0 +1,215 @@
+"""The chat's slash commands: /help /undo /diff /persist /runs /tests /model /compact /clear
+/sessions /quit.
+
+Commands that change or check the program go through the same tools the model uses
+(rollback, persist, run_tests), so a person and the agent see the same results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from liveforge.cli._render import Renderer
+
+__all__ = ["COMMANDS", "ChatState", "dispatch"]
+
+
+@dataclass
+class ChatState:
+    """What the slash commands work on: the agent and the terminal."""
+
+    agent: Any
+    console: Console
+    renderer: Renderer
+    project: Path
+    model: str
+    confirm: Callable[[str], Awaitable[bool]]
+    """Asks the person a yes/no question (answers yes at once under --yes)."""
+    switch_model: Callable[[str], str]
+    """Points the agent at another model; returns its display name."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """Run one catalogue tool on the agent's runtime."""
+        result = self.agent.toolbox.call(name, arguments, timeout=None)
+        return result.text, result.is_error
+
+    def say(self, text: str, style: str = "") -> None:
+        """Print a line of command output."""
+        self.console.print(Text(text, style=style))
+
+
+Handler = Callable[[ChatState, list[str]], Awaitable[bool]]
+
+
+async def _help(state: ChatState, args: list[str]) -> bool:
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    for name, (_, text) in COMMANDS.items():
+        table.add_row(Text(name, style="bold cyan"), text)
+    state.console.print(table)
+    state.say("Enter sends; Alt-Enter or a trailing \\ adds a line; Tab completes commands "
+              "and dotted paths; Ctrl-C cancels a running turn; Ctrl-D exits.", "dim")
+    return True
+
+
+async def _in_thread(state: ChatState, label: str, func: Callable[[], Any]) -> Any:
+    state.renderer.busy(label)
+    try:
+        return await asyncio.to_thread(func)
+    finally:
+        state.renderer.close()
+
+
+async def _tool_command(state: ChatState, label: str, name: str,
+                        arguments: dict[str, Any]) -> None:
+    text, is_error = await _in_thread(state, label, lambda: state.tool(name, arguments))
+    state.say(text, "red" if is_error else "")
+    state.agent.session.track(state.agent.runtime)
+
+
+async def _undo(state: ChatState, args: list[str]) -> bool:
+    arguments = {"change_id": args[0]} if args else {}
+    await _tool_command(state, "rolling back…", "rollback", arguments)
+    return True
+
+
+def _show_diff(state: ChatState, diff: str) -> None:
+    if not diff.strip():
+        state.say("no unpersisted changes: memory matches the files", "dim")
+        return
+    state.console.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark",
+                               background_color="default"))
+
+
+async def _diff(state: ChatState, args: list[str]) -> bool:
+    _show_diff(state, state.agent.runtime.diff(args[0] if args else None))
+    return True
+
+
+async def _persist(state: ChatState, args: list[str]) -> bool:
+    diff = state.agent.runtime.diff()
+    if not diff.strip():
+        state.say("nothing to persist: memory matches the files", "dim")
+        return True
+    _show_diff(state, diff)
+    if not await state.confirm("Write these changes to the files?"):
+        state.say("not persisted; the changes stay in memory", "yellow")
+        return True
+    await _tool_command(state, "persisting…", "persist", {})
+    return True
+
+
+async def _runs(state: ChatState, args: list[str]) -> bool:
+    rt = state.agent.runtime
+    if args:
+        state.say(rt.run(args[0]).summary())
+        return True
+    rows = rt.runs()[:15]
+    if not rows:
+        state.say("no sandbox runs yet", "dim")
+    for row in rows:
+        state.say(f"{row.run_id}  {row.headline}", "green" if row.ok else "red")
+    return True
+
+
+async def _tests(state: ChatState, args: list[str]) -> bool:
+    await _tool_command(state, "running the tests in the sandbox…", "run_tests",
+                        {"args": args} if args else {})
+    return True
+
+
+async def _model(state: ChatState, args: list[str]) -> bool:
+    if not args:
+        state.say(f"model: {state.model}  (switch with /model provider:model)")
+        return True
+    state.model = state.switch_model(args[0])
+    state.renderer.model = state.model
+    state.say(f"model: {state.model}", "green")
+    return True
+
+
+async def _compact(state: ChatState, args: list[str]) -> bool:
+    state.renderer.busy("compacting the conversation…")
+    try:
+        event = await state.agent.compact()
+    finally:
+        state.renderer.close()
+    if event is None:
+        state.say("nothing to compact yet", "dim")
+    else:
+        state.renderer.event(event)
+    return True
+
+
+async def _clear(state: ChatState, args: list[str]) -> bool:
+    from liveforge.declarations.session import Session
+
+    old = state.agent.session
+    state.agent.session = Session.create(state.project, secrets=list(old.secrets))
+    state.console.clear()
+    state.say(f"new session {state.agent.session.id} (the old one is kept: "
+              f"/sessions, --resume {old.id}); in-memory changes are kept", "dim")
+    return True
+
+
+async def _sessions(state: ChatState, args: list[str]) -> bool:
+    from liveforge.declarations.session import Session
+
+    current = state.agent.session.id
+    for info in Session.list_sessions(state.project)[:20]:
+        mark = "*" if info.id == current else " "
+        state.say(f"{mark} {info.id}  {info.turns} turns  {info.unpersisted} unpersisted  "
+                  f"{info.title[:50]}")
+    state.say("resume one with: liveforge chat --resume ID", "dim")
+    return True
+
+
+async def _quit(state: ChatState, args: list[str]) -> bool:
+    return False
+
+
+COMMANDS: dict[str, tuple[Handler, str]] = {
+    "/help": (_help, "this list"),
+    "/undo": (_undo, "roll back the last change (or /undo ID with later ones of its module)"),
+    "/diff": (_diff, "unpersisted changes as a diff (memory vs files)"),
+    "/persist": (_persist, "write the verified changes to files (asks first)"),
+    "/runs": (_runs, "recent sandbox runs (/runs ID shows one)"),
+    "/tests": (_tests, "run the project's tests in the sandbox (/tests -k name ...)"),
+    "/model": (_model, "show or switch the model (/model ollama:llama3.1)"),
+    "/compact": (_compact, "summarise older turns now"),
+    "/clear": (_clear, "start a new conversation (keeps the program's state)"),
+    "/sessions": (_sessions, "list this project's sessions"),
+    "/quit": (_quit, "leave (Ctrl-D also works); the transcript is saved"),
+}
+
+
+async def dispatch(state: ChatState, line: str) -> bool:
+    """Run one slash command line; False means the chat should end."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        state.say(f"cannot read that command: {exc}", "red")
+        return True
+    name, args = words[0], words[1:]
+    entry = COMMANDS.get(name)
+    if entry is None:
+        close = [c for c in COMMANDS if c.startswith(name[:3])]
+        state.say(f"unknown command {name}; " + (f"did you mean {', '.join(close)}? "
+                                                 if close else "") + "see /help", "red")
+        return True
+    try:
+        return await entry[0](state, args)
+    except Exception as exc:  # a command failing must never end the chat
+        state.say(f"{name} failed: {type(exc).__name__}: {exc}", "red")
+        return True
+

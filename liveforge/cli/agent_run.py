@@ -1,0 +1,103 @@
+"""`liveforge run -p PROMPT`: one non-interactive agent task; the exit code says how it went.
+
+Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, runaway,
+provider error), 130 when interrupted. Tools that write files (persist) run only with
+`--yes`; without it the model is told the call was declined. With `--json` one object is
+printed at the end: the answer, the changes, the sandbox runs, token usage and the session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from liveforge.cli._agent import drive_turn, make_agent, model_name
+from liveforge.cli._common import ExitCode, add_common, emit, project_dir
+from liveforge.cli._render import Renderer
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Add `run` to the `liveforge` sub-command set."""
+    parser = commands.add_parser(
+        "run", help="run one agent task non-interactively",
+        description="Give the agent one task and let it work until it answers.")
+    parser.add_argument("-p", "--prompt", required=True,
+                        help="the task; '-' reads it from stdin")
+    parser.add_argument("--model", help="provider:model for this run (default: configured)")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
+                        help="continue a session (the latest when no ID is given)")
+    parser.add_argument("--yes", action="store_true",
+                        help="allow tools that write files (persist) without asking")
+    add_common(parser)
+    parser.set_defaults(handler=_run)
+
+
+class _Collector:
+    """Remembers what a JSON report needs while events stream by."""
+
+    def __init__(self) -> None:
+        self.answer = ""
+        self.patches: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+
+    def event(self, event: Any) -> None:
+        if event.type == "final_answer":
+            self.answer = event.text
+        elif event.type == "patch_applied":
+            self.patches.append({"change_id": event.change_id, "target": event.target,
+                                 "kind": event.kind})
+        elif event.type == "verification":
+            self.runs.append({"run_id": event.run_id, "kind": event.kind, "ok": event.ok,
+                              "headline": event.headline})
+        elif event.type == "error":
+            self.errors.append(f"{event.error_type}: {event.message}")
+
+
+class _Tee(Renderer):
+    def __init__(self, console: Console, collector: _Collector, model: str) -> None:
+        super().__init__(console, model=model)
+        self.collector = collector
+
+    def event(self, event: Any) -> None:
+        self.collector.event(event)
+        super().event(event)
+
+
+def _run(args: argparse.Namespace) -> int:
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    agent = make_agent(project_dir(args), model=args.model, resume=args.resume)
+    agent.toolbox.approver = lambda name, arguments: bool(args.yes)
+    console = Console(stderr=args.json, highlight=False)
+    collector = _Collector()
+    renderer = _Tee(console, collector, model_name(agent.provider))
+    try:
+        ended = asyncio.run(_one_turn(agent, renderer, prompt))
+    finally:
+        agent.runtime.close()
+    ok = ended is not None and ended.reason == "answer"
+    payload = {"ok": ok, "command": "run", "project": str(agent.runtime.project_root),
+               "reason": ended.reason if ended else "error", "answer": collector.answer,
+               "patches": collector.patches, "runs": collector.runs,
+               "errors": collector.errors, "session_id": agent.session.id,
+               "transcript": str(agent.session.path),
+               "usage": ended.usage.model_dump() if ended else None}
+    if args.json:
+        emit(args, payload, json.dumps(payload))
+    if ended is not None and ended.reason == "cancelled":
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+
+
+async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:
+    try:
+        return await drive_turn(agent, renderer, prompt)
+    finally:
+        await agent.aclose()
