@@ -33,6 +33,7 @@ from liveforge.declarations.provider import AnthropicWire, HttpCall, Route, Stre
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
 from liveforge.impls.providers.classify import make_error
+from liveforge.impls.providers.sse import decode_json
 
 API_VERSION = "2023-06-01"
 
@@ -137,7 +138,7 @@ def _block_from_wire(raw: Mapping[str, Any]) -> ContentBlock | None:
 
 def _json(body: bytes | str) -> Any:
     try:
-        return json.loads(body)
+        return decode_json(body) if isinstance(body, str) else json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = body if isinstance(body, str) else body.decode("utf-8", "replace")
         raise MalformedResponse(f"expected JSON, got {text[:200]!r}",

@@ -67,7 +67,7 @@ class ResponseBuilder:
 
     def text(self, key: Hashable, text: str) -> TextDelta:
         """Append text to block `key` (opened as a text block on first use)."""
-        block = self._open(key, "text")
+        block = self._blocks.get(key) or self._open(key, "text")
         block.parts.append(text)
         self.has_content = self.has_content or bool(text)
         return TextDelta(index=block.position, text=text)

@@ -36,6 +36,7 @@ from liveforge.declarations.provider import HttpCall, OpenAIWire, Route, StreamD
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
 from liveforge.impls.providers.classify import make_error
+from liveforge.impls.providers.sse import decode_json
 
 _STOP: dict[str, StopReason] = {
     "stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
@@ -224,7 +225,7 @@ class OpenAIStreamDecoder:
             self.done = True
             return list(self.builder.close_all())
         try:
-            raw = json.loads(data)
+            raw = decode_json(data)
             if "error" in raw:
                 self._raise(raw)
             return self._chunk(raw)

@@ -1,0 +1,75 @@
+"""The fake provider server itself: script order, recording, redaction, key checks."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from liveforge.testing import FakeProvider, fault, reply
+
+
+def _post(url: str, body: dict[str, object], headers: dict[str, str] | None = None
+          ) -> httpx.Response:
+    return httpx.post(url, json=body, headers=headers or {}, timeout=5)
+
+
+def test_script_items_are_served_in_order_then_exhaustion_is_a_clear_400() -> None:
+    """Each request takes the next item; past the end the server says the script ran out."""
+    with FakeProvider([reply.text("one"), fault.server_error()]) as fake:
+        url = fake.base_url + "/v1/messages"
+        first = _post(url, {"model": "m", "messages": []})
+        assert first.json()["content"] == [{"type": "text", "text": "one"}]
+        assert _post(url, {"model": "m"}).status_code == 500
+        exhausted = _post(url, {"model": "m"})
+        assert exhausted.status_code == 400
+        assert "script exhausted" in exhausted.json()["error"]["message"]
+        assert fake.remaining == 0
+
+
+def test_requests_are_recorded_with_keys_redacted() -> None:
+    """Headers that carry keys read <redacted>; the body and key suffix are kept."""
+    with FakeProvider([reply.text("a"), reply.text("b")]) as fake:
+        _post(fake.base_url + "/v1/messages", {"model": "m", "stream": False},
+              {"x-api-key": "sk-ant-abcd1234"})
+        _post(fake.openai_base_url + "/chat/completions", {"model": "g"},
+              {"authorization": "Bearer sk-oa-wxyz9876"})
+    first, second = fake.requests
+    assert (first.protocol, first.headers["x-api-key"], first.key_suffix) == (
+        "anthropic", "<redacted>", "1234")
+    assert (second.protocol, second.headers["authorization"], second.key_suffix) == (
+        "openai", "<redacted>", "9876")
+    assert second.body == {"model": "g"} and "sk-oa" not in repr(fake.requests)
+
+
+def test_key_check_answers_401_without_using_the_script() -> None:
+    """With keys= set, a wrong key gets the protocol's 401 body and the item stays queued."""
+    with FakeProvider([reply.text("ok")], keys={"right"}) as fake:
+        denied = _post(fake.openai_base_url + "/chat/completions", {"model": "m"},
+                       {"authorization": "Bearer wrong"})
+        assert denied.status_code == 401
+        assert denied.json()["error"]["code"] == "invalid_api_key"
+        assert fake.remaining == 1
+
+
+def test_streams_use_sse_headers_and_chunked_encoding() -> None:
+    """A streamed reply is text/event-stream, chunked, with the protocol's request-id."""
+    with FakeProvider([reply.text("hi"), reply.text("hi")]) as fake:
+        anthropic = _post(fake.base_url + "/v1/messages", {"model": "m", "stream": True})
+        openai = _post(fake.openai_base_url + "/chat/completions", {"model": "m",
+                                                                    "stream": True})
+    for response in (anthropic, openai):
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["transfer-encoding"] == "chunked"
+    assert anthropic.headers["request-id"].startswith("req_fake_")
+    assert anthropic.text.startswith("event: message_start\n")
+    assert anthropic.text.rstrip().endswith('data: {"type": "message_stop"}')
+    assert openai.text.rstrip().endswith("data: [DONE]")
+
+
+def test_unknown_path_is_404_and_base_url_requires_running_server() -> None:
+    """Paths other than the two APIs are 404; an unstarted server has no URL."""
+    fake = FakeProvider()
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = fake.base_url
+    with fake:
+        assert _post(fake.base_url + "/v1/embeddings", {}).status_code == 404
