@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from liveforge import Runtime
 from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._sandbox import Sandbox
 
@@ -40,15 +41,18 @@ ORIGINAL = "    return x + 1\n"
 PATCHED = "    successor = 1 + x\n    return successor\n"
 
 
-def timed(call: Callable[[], object], runs: int, warmup: int = 3) -> list[float]:
-    """Wall-clock seconds of `runs` calls after `warmup` untimed ones."""
-    for _ in range(warmup):
-        call()
-    samples = []
+def timed(calls: dict[str, Callable[[], object]], runs: int, warmup: int = 3
+          ) -> dict[str, list[float]]:
+    """Wall-clock seconds per call, the variants interleaved so they share the machine's load."""
+    for call in calls.values():
+        for _ in range(warmup):
+            call()
+    samples: dict[str, list[float]] = {label: [] for label in calls}
     for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
+        for label, call in calls.items():
+            start = time.perf_counter()
+            call()
+            samples[label].append(time.perf_counter() - start)
     return samples
 
 
@@ -99,41 +103,35 @@ def run(work: Path, runs: int, test_runs: int) -> None:
     (persisted / "fixture_pkg" / "mod.py").write_text(patched_source)
     fresh_env = {**os.environ, "PYTHONPATH": str(persisted)}
 
+    fresh_cmd = [sys.executable, "-c", SNIPPET]
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    rt = Runtime(project_root=project)
+    rt.patch_module("fixture_pkg.mod", patched_source)
     with Sandbox(project, runs_dir=work / "runs", keep_runs=5) as box:
-        checked(box.verify(SNIPPET, overlay).ok, "Sandbox.verify")
-        fork = timed(lambda: box.verify(SNIPPET, overlay), runs)
-        runtime = runtime_samples(project, patched_source, runs)
-        fresh = timed(lambda: subprocess.run([sys.executable, "-c", SNIPPET], env=fresh_env,
-                                             cwd=work, check=True), runs)
-        rows = [row("Sandbox.verify (fork from template)", fork, fresh)]
-        if runtime:
-            rows.append(row("Runtime.verify (public API)", runtime, fresh))
-        rows.append(row("fresh `python -c`, overlay on sys.path", fresh, None))
-        table(f"verify round trip, {runs} runs each (targets: <= 20 ms, <= 0.1x fresh)", rows)
+        checked(box.verify(SNIPPET, overlay).ok and rt.verify(SNIPPET).ok, "verify")
+        verify = timed({
+            "sandbox": lambda: box.verify(SNIPPET, overlay),
+            "runtime": lambda: rt.verify(SNIPPET),
+            "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
+        }, runs)
+        fresh = verify["fresh"]
+        table(f"verify round trip, {runs} runs each, interleaved "
+              "(targets: <= 20 ms, <= 0.1x fresh)", [
+                  row("Sandbox.verify (fork from template)", verify["sandbox"], fresh),
+                  row("Runtime.verify (public API)", verify["runtime"], fresh),
+                  row("fresh `python -c`, overlay on sys.path", fresh, None)])
 
         checked(box.run_tests(["-q"], overlay).ok, "Sandbox.run_tests")
-        sandbox_tests = timed(lambda: box.run_tests(["-q"], overlay), test_runs, warmup=1)
-    plain = timed(lambda: subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=persisted,
-        env=fresh_env, check=True, stdout=subprocess.DEVNULL), test_runs, warmup=1)
-    table(f"fixture project test suite, {test_runs} runs each (target: <= 1.15x plain pytest)",
-          [row("Sandbox.run_tests(['-q'], overlay)", sandbox_tests, plain),
-           row("plain `python -m pytest -q`, persisted", plain, None)])
-
-
-def runtime_samples(project: Path, patched_source: str, runs: int) -> list[float]:
-    """Runtime.verify timings, or [] when the Runtime cannot patch this project."""
-    from liveforge import Runtime
-
-    rt = Runtime(project_root=project)
-    try:
-        rt.patch_module("fixture_pkg.mod", patched_source)
-        if not rt.verify(SNIPPET).ok:
-            return []
-        return timed(lambda: rt.verify(SNIPPET), runs)
-    finally:
-        rt.close()
-        rt.rollback()
+        tests = timed({
+            "sandbox": lambda: box.run_tests(["-q"], overlay),
+            "plain": lambda: subprocess.run(pytest_cmd, cwd=persisted, env=fresh_env,
+                                            check=True, stdout=subprocess.DEVNULL),
+        }, test_runs, warmup=1)
+    rt.close()
+    table(f"fixture project test suite, {test_runs} runs each, interleaved "
+          "(target: <= 1.15x plain pytest)", [
+              row("Sandbox.run_tests(['-q'], overlay)", tests["sandbox"], tests["plain"]),
+              row("plain `python -m pytest -q`, persisted", tests["plain"], None)])
 
 
 if __name__ == "__main__":

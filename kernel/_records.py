@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ RunKind = Literal["snippet", "tests"]
 RunStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
 RUN_ID = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
 RESULT_FILE = "result.json"
+TRASH = ".removing-"
 
 
 class TestFailure(BaseModel):
@@ -188,12 +190,30 @@ class RunStore:
         return rows
 
     def prune(self, protect: str = "") -> list[str]:
-        """Remove all but the newest `keep` records; returns the removed run ids."""
+        """Remove all but the newest `keep` records; returns the removed run ids.
+
+        A removed record is renamed out of sight at once and deleted by a background thread,
+        so retention does not slow the run that triggered it.
+        """
         ids = self.run_ids()
         removed = [run_id for run_id in ids[: max(0, len(ids) - self.keep)] if run_id != protect]
+        doomed = [self.runs_dir / name for name in os.listdir(self.runs_dir)
+                  if name.startswith(TRASH)] if removed else []
         for run_id in removed:
-            shutil.rmtree(self.runs_dir / run_id, ignore_errors=True)
+            target = self.runs_dir / f"{TRASH}{run_id}"
+            try:
+                os.rename(self.runs_dir / run_id, target)
+            except OSError:
+                continue
+            doomed.append(target)
+        if doomed:
+            threading.Thread(target=_delete, args=(doomed,), daemon=True).start()
         return removed
+
+
+def _delete(folders: list[Path]) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def utc_now() -> str:

@@ -48,8 +48,9 @@ def test_runs_lists_newest_first(tmp_path: Path) -> None:
 def test_retention_keeps_only_the_newest_runs(tmp_path: Path) -> None:
     with Sandbox(tmp_path, runs_dir=tmp_path / "runs", keep_runs=3) as box:
         results = [box.verify(str(n)) for n in range(5)]
-        kept = sorted(p.name for p in (tmp_path / "runs").iterdir())
+        kept = sorted(p.name for p in (tmp_path / "runs").iterdir() if p.name[0] != ".")
         assert kept == [r.run_id for r in results[2:]]
+        assert [row.run_id for row in box.runs()] == [r.run_id for r in reversed(results[2:])]
         with pytest.raises(SandboxError, match="retention"):
             box.run(results[0].run_id)
 
@@ -62,7 +63,7 @@ def test_retention_leaves_other_files_alone(tmp_path: Path) -> None:
         box.verify("1")
         box.verify("2")
     assert (runs / "README.md").read_text() == "kept"
-    assert len([p for p in runs.iterdir() if p.is_dir()]) == 1
+    assert len([p for p in runs.iterdir() if p.is_dir() and p.name[0] != "."]) == 1
 
 
 def test_unknown_run_id_is_refused_with_a_hint(tmp_path: Path) -> None:
@@ -82,3 +83,16 @@ def test_default_runs_dir_is_sandbox_runs_under_the_project_root(tmp_path: Path)
     with Sandbox(tmp_path) as box:
         result = box.verify("0")
     assert Path(result.record_path).parent == tmp_path.resolve() / "sandbox_runs"
+
+
+def test_records_removed_by_retention_are_deleted_from_disk(tmp_path: Path) -> None:
+    import time
+
+    runs = tmp_path / "runs"
+    with Sandbox(tmp_path, runs_dir=runs, keep_runs=1) as box:
+        for n in range(4):
+            box.verify(str(n))
+    deadline = time.monotonic() + 10
+    while len(list(runs.iterdir())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(list(runs.iterdir())) == 1
