@@ -188,7 +188,8 @@ class Sandbox:
         preload = preload_names(self.project_root, overlay_names)
         preload += [name for name in self.extra_preload if name not in overlay_names]
         template = self._start_template(preload, overlay_names)
-        if template is None:  # a pre-imported library pulled in an overlay module
+        if template is None:  # a pre-imported library started a thread or pulled in an
+            # overlay module: fall back to a template with nothing pre-imported
             template = self._start_template([], overlay_names)
         if template is None:
             raise SandboxError(
@@ -207,7 +208,7 @@ class Sandbox:
                                "Check that the interpreter can start in the project root."
                                ) from exc
         self.template_starts += 1
-        if template.stale_reason(overlay_names) is not None:
+        if template.threads > 1 or template.stale_reason(overlay_names) is not None:
             template.close()
             return None
         return template

@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def serve(sock_fd: int) -> None:
     child = load_child_module()
     failed = _preload(boot["preload"])
     channel.send({"ready": True, "pid": os.getpid(), "modules": _module_files(),
-                  "failed": failed})
+                  "failed": failed, "threads": threading.active_count()})
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
     while True:
@@ -195,6 +196,8 @@ class TemplateProcess:
             raise OSError("the sandbox template process exited while starting")
         self.modules: dict[str, list[Any]] = ready["modules"]
         self.failed: list[str] = ready["failed"]
+        #: threads running in the template; forking a threaded process can deadlock the child
+        self.threads: int = ready["threads"]
 
     @property
     def alive(self) -> bool:

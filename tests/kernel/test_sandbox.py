@@ -195,3 +195,25 @@ def test_environment_never_enters_the_record(
     for path in Path(result.record_path).rglob("*"):
         if path.is_file():
             assert "sk-do-not-record" not in path.read_text(errors="replace")
+
+
+def test_preloaded_module_starting_a_thread_falls_back_to_a_bare_template(
+        tmp_path: Path) -> None:
+    threaded = "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), " \
+               "daemon=True).start()\n"
+    with temp_package(tmp_path, {"threaded.py": threaded}) as pkg, \
+            Sandbox(tmp_path, runs_dir=tmp_path / "runs", preload=[f"{pkg}.threaded"]) as box:
+        result = box.verify(f"import sys\n{pkg + '.threaded'!r} in sys.modules")
+        assert result.value_repr == "False"
+        assert box.template_starts == 2
+
+
+def test_preloaded_module_importing_an_overlay_module_falls_back_to_a_bare_template(
+        tmp_path: Path) -> None:
+    files = {"dep.py": "VALUE = 'disk'\n", "lib.py": "from .dep import VALUE\n"}
+    with temp_package(tmp_path, files) as pkg, \
+            Sandbox(tmp_path, runs_dir=tmp_path / "runs", preload=[f"{pkg}.lib"]) as box:
+        patched = file_overlay(tmp_path, f"{pkg}.dep", "VALUE = 'overlay'\n")
+        result = box.verify(f"from {pkg}.lib import VALUE\nVALUE", [patched])
+        assert result.value_repr == "'overlay'"
+        assert box.template_starts == 2
