@@ -172,4 +172,7 @@ async def aclose(self: Agent) -> None:
     if state.executor is not None:
         state.executor.shutdown(wait=False, cancel_futures=True)
         state.executor = None
+    close = getattr(self.runtime, "close", None)
+    if close is not None:
+        close()  # the sandbox's template process; it restarts if the runtime is used again
     await self.provider.aclose()

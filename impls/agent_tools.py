@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["VERIFY_TOOLS", "run_tools", "summary_of"]
 
-VERIFY_TOOLS = frozenset({"verify", "run_tests"})
+VERIFY_TOOLS = frozenset({"verify", "run_tests", "persist"})
+"""Tools after which new sandbox runs are reported (persist may run liveforge's tests)."""
 _SUMMARY_LINES = 6
 T = TypeVar("T")
 
