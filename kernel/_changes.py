@@ -46,7 +46,7 @@ class Change(BaseModel):
     verified_by: list[str] = Field(default_factory=list)
     filename: str = ""
     #: virtual parent packages this change created along with its module.
-    created: list[str] = Field(default_factory=list)
+    created_packages: list[str] = Field(default_factory=list)
 
     @property
     def verified(self) -> bool:

@@ -269,7 +269,7 @@ class Runtime(Checks, Persistence, VirtualModules):
             raise ChangeError(f"module {change.module!r} of change {change.id} is no longer "
                               "managed; it cannot be rolled back.", change_id=change.id)
         if change.before is None:
-            for name in [change.module, *reversed(change.created)]:
+            for name in [change.module, *reversed(change.created_packages)]:
                 self._remove_virtual(name)
         else:
             module = sys.modules[change.module]

@@ -39,7 +39,7 @@ class VirtualModules:
         change = Change(id=self._history.next_id(), target=name, module=name,
                         kind="virtual-module", before=None, after=source,
                         added=outcome.added, notes=outcome.notes, filename=record.filename,
-                        created=created)
+                        created_packages=created)
         return self._record_change(record, change)
 
     def _install_virtual(self, name: str, is_package: bool
