@@ -325,7 +325,10 @@ class Provider(forwardpy.Object):
         """Stream events for `request`; the last event is `Done(response)`.
 
         Emits `Retrying` / `FailedOver` notices. Raises a ProviderError subclass when every
-        route failed, or `StreamInterrupted` when a failure follows delivered content.
+        route failed, or `StreamInterrupted` when a failure follows delivered content. To
+        stop early, iterate inside `async with contextlib.aclosing(provider.stream(...))`
+        so the connection closes at once; to stop and keep the partial answer, fire
+        `cancel` and read the final `Done`.
         """
         ...
 

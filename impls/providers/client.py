@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 
 import forwardpy
 import httpx
@@ -92,7 +93,7 @@ def _http(provider: Provider) -> httpx.AsyncClient:
 
 
 async def _route_calls(provider: Provider, state: RouteState, request: ModelRequest,
-                       scope: CancelScope, streaming: bool) -> AsyncIterator[Batch]:
+                       scope: CancelScope, streaming: bool) -> AsyncGenerator[Batch, None]:
     """Attempts on one route until success; raises _RouteFailed to move on."""
     policy, wire = provider.retry, WIRES[state.route.protocol]
     waited, number = 0.0, 0
@@ -106,9 +107,10 @@ async def _route_calls(provider: Provider, state: RouteState, request: ModelRequ
                                   secret.get_secret_value() if secret else None,
                                   stream=streaming)
         try:
-            async for batch in attempt(_http(provider), wire, state.route, call, policy,
-                                       scope, streaming=streaming):
-                yield batch
+            async with aclosing(attempt(_http(provider), wire, state.route, call, policy,
+                                        scope, streaming=streaming)) as batches:
+                async for batch in batches:
+                    yield batch
             keys.credential_ok(state, index)
             return
         except ProviderError as error:
@@ -170,7 +172,7 @@ def _keys_cooling(state: RouteState) -> ProviderError:
 
 
 async def _events(provider: Provider, request: ModelRequest, cancel: CancelToken | None,
-                  streaming: bool) -> AsyncIterator[Batch]:
+                  streaming: bool) -> AsyncGenerator[Batch, None]:
     """The whole call: failover over routes; yields event batches ending in Done."""
     scope = CancelScope(cancel)
     history: list[str] = []
@@ -184,8 +186,10 @@ async def _events(provider: Provider, request: ModelRequest, cancel: CancelToken
                                   reason=last.detail)]
             provider.active_route = index
             try:
-                async for batch in _route_calls(provider, state, request, scope, streaming):
-                    yield batch
+                async with aclosing(_route_calls(provider, state, request, scope,
+                                                 streaming)) as batches:
+                    async for batch in batches:
+                        yield batch
                 return
             except _RouteFailed as failed:
                 keys.cool_route(state, failed.error, provider.retry, time.monotonic())
@@ -201,19 +205,22 @@ async def _events(provider: Provider, request: ModelRequest, cancel: CancelToken
 @forwardpy.impl(Provider.stream)
 async def stream(self: Provider, request: ModelRequest, *,
                  cancel: CancelToken | None = None) -> AsyncIterator[StreamEvent]:
-    async for batch in _events(self, request, cancel, True):
-        for event in batch:
-            yield event
+    # aclosing: a consumer that stops early closes the connection at once, not at GC.
+    async with aclosing(_events(self, request, cancel, True)) as batches:
+        async for batch in batches:
+            for event in batch:
+                yield event
 
 
 @forwardpy.impl(Provider.complete)
 async def complete(self: Provider, request: ModelRequest, *,
                    cancel: CancelToken | None = None) -> ModelResponse:
     response: ModelResponse | None = None
-    async for batch in _events(self, request, cancel, False):
-        for event in batch:
-            if isinstance(event, Done):
-                response = event.response
+    async with aclosing(_events(self, request, cancel, False)) as batches:
+        async for batch in batches:
+            for event in batch:
+                if isinstance(event, Done):
+                    response = event.response
     assert response is not None, "a provider call ended without a Done event"
     return response
 

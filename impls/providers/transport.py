@@ -12,7 +12,8 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import NoReturn
 
 import httpx
@@ -57,7 +58,7 @@ def _transport_error(exc: httpx.HTTPError, route: Route) -> ProviderError:
 
 async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
                   call: HttpCall, policy: RetryPolicy, scope: CancelScope,
-                  *, streaming: bool) -> AsyncIterator[Batch]:
+                  *, streaming: bool) -> AsyncGenerator[Batch, None]:
     """Run one HTTP call; see the module docstring for what comes out."""
     decoder: StreamDecoder | None = None
     timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
@@ -78,8 +79,9 @@ async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
             yield [Done(response=wire.parse_response(body, route))]
             return
         decoder = wire.stream_decoder(route)
-        async for batch in _decode(response, decoder, scope, route):
-            yield batch
+        async with aclosing(_decode(response, decoder, scope, route)) as batches:
+            async for batch in batches:
+                yield batch
     except CallCancelled:
         yield _cancelled(route, decoder)
     except httpx.HTTPError as exc:
@@ -91,7 +93,7 @@ async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
 
 
 async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: CancelScope,
-                  route: Route) -> AsyncIterator[Batch]:
+                  route: Route) -> AsyncGenerator[Batch, None]:
     parser = SSEParser()
     chunks = response.aiter_bytes()
     while True:

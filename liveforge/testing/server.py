@@ -56,6 +56,8 @@ class RecordedRequest:
     body: dict[str, Any]
     key_suffix: str | None = None
     received_at: float = field(default_factory=time.monotonic)
+    outcome: str = "pending"
+    """"complete", "fault" or "client disconnected" (the client closed a stream early)."""
 
     @property
     def stream(self) -> bool:
@@ -91,9 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         redacted = {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
-        self.server.fake.record(RecordedRequest(protocol, self.path, redacted, body,
-                                                key[-4:] if key else None))
-        self.server.fake.respond(self, protocol, body, len(raw), key)
+        record = RecordedRequest(protocol, self.path, redacted, body, key[-4:] if key else None)
+        self.server.fake.record(record)
+        self.server.fake.respond(self, protocol, body, len(raw), key, record)
 
     def _protocol(self) -> Literal["anthropic", "openai"] | None:
         path = self.path.split("?")[0].rstrip("/")
@@ -225,10 +227,13 @@ class FakeProvider:
     # -- responding ------------------------------------------------------------------------
 
     def respond(self, handler: _Handler, protocol: Literal["anthropic", "openai"],
-                body: dict[str, Any], size: int, key: str | None) -> None:
-        """Answer one request from the script."""
+                body: dict[str, Any], size: int, key: str | None,
+                record: RecordedRequest) -> None:
+        """Answer one request from the script; note the outcome on `record`."""
         request_id = f"req_fake_{next(self._ids):06d}"
+        record.outcome = "complete"
         if self.keys is not None and key not in self.keys:
+            record.outcome = "fault"
             self._error(handler, protocol, Fault("auth"), request_id)
             return
         item = self._next()
@@ -236,6 +241,7 @@ class FakeProvider:
             item = Fault("bad_request", message=f"fake provider script exhausted after "
                                                 f"{self._served} responses; add more items")
         if isinstance(item, Fault):
+            record.outcome = "fault"
             self._error(handler, protocol, item, request_id)
             return
         model = str(body.get("model") or self.model)
@@ -248,7 +254,8 @@ class FakeProvider:
         else:
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = openai_format.chunk_stream(item, model, size, self.dialect, msg_id, usage)
-        self._stream(handler, protocol, item, events, request_id)
+        if not self._stream(handler, protocol, item, events, request_id):
+            record.outcome = "client disconnected"
 
     @staticmethod
     def _id_header(protocol: str, request_id: str) -> dict[str, str]:
@@ -280,7 +287,8 @@ class FakeProvider:
         handler._send(status, data, headers)
 
     def _stream(self, handler: _Handler, protocol: str, item: Reply, events: list[bytes],
-                request_id: str) -> None:
+                request_id: str) -> bool:
+        """Send the events; False if the client closed the connection first."""
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream; charset=utf-8")
         handler.send_header("cache-control", "no-cache")
@@ -293,14 +301,16 @@ class FakeProvider:
             for count, event in enumerate(events):
                 if stream_fault is not None and count == stream_fault.after_events:
                     self._inject(handler, protocol, stream_fault, request_id)
-                    return
+                    return True
                 if item.delay:
                     time.sleep(item.delay)
                 _write_chunk(handler, event)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
+            return True
         except (BrokenPipeError, ConnectionResetError):
             handler.close_connection = True
+            return False
 
     def _inject(self, handler: _Handler, protocol: str, stream_fault: Any,
                 request_id: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
+from contextlib import aclosing
 
 import pytest
 from provider_support import FAST, complete, provider, request, run
@@ -37,6 +39,32 @@ def test_cancel_mid_stream_returns_partial_response_marked_incomplete(
     assert response.text and SLOW_TEXT.startswith(response.text)
     assert len(response.text) < len(SLOW_TEXT)
     assert time.monotonic() - started < 5.0  # the full stream would take 10 s
+    _wait_for(lambda: fake.requests[0].outcome == "client disconnected")
+
+
+def _wait_for(condition: Callable[[], bool], limit: float = 5.0) -> None:
+    """Poll until `condition` holds (the server notices a close at its next write)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_consumer_stopping_early_with_aclosing_closes_the_connection(
+        fake: FakeProvider) -> None:
+    """Leaving `async with aclosing(provider.stream(...))` early drops the connection."""
+    fake.add(reply.text(SLOW_TEXT).chunked(1).slow(0.05))
+    prov = provider(fake.route("openai"))
+
+    async def call() -> None:
+        async with aclosing(prov.stream(request())) as events:
+            async for event in events:
+                if isinstance(event, TextDelta) and event.text:
+                    break
+        await prov.aclose()
+
+    run(call())
+    _wait_for(lambda: fake.requests[0].outcome == "client disconnected")
 
 
 def test_cancel_from_another_thread_interrupts_a_silent_wait(fake: FakeProvider) -> None:
