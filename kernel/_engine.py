@@ -193,10 +193,13 @@ def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
                  ctx: _classes.MergeContext) -> None:
     seen: set[int] = set()
     for stmt, delta in moved:
-        value = namespace.get(stmt.name or "")
-        funcs = _classes.defined_functions(value, ctx.filename, stmt.start - delta,
-                                           stmt.end - delta)
-        for func in funcs:
+        if stmt.functions is None:
+            # Found once by line range; the objects keep their identity while the statement
+            # is not executed again, so later moves reuse the list.
+            stmt.functions = _classes.defined_functions(
+                namespace.get(stmt.name or ""), ctx.filename, stmt.start - delta,
+                stmt.end - delta)
+        for func in stmt.functions:
             if id(func) in seen:
                 continue
             seen.add(id(func))

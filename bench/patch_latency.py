@@ -1,0 +1,246 @@
+"""Latency of patching one function of a ~1,000-line module: liveforge against other engines.
+
+The module is generated: 60 functions and 12 classes with 5 methods each (~1,000 lines). One
+function in the middle is patched 20 times in succession, alternating two bodies so each
+patch is a real change; the table shows the median. Every engine runs in its own child
+process, once with a small heap and once with 1,000,000 extra live objects (small dicts,
+tracked by the garbage collector), so the ratio shows whether an engine's cost grows with
+the heap (e.g. by scanning it for references).
+
+Rows:
+
+* liveforge patch     `rt.patch("mod.fn30", src)` (one definition spliced and applied);
+* liveforge reload    `rt.reload("mod")` after the new text was written to the file;
+* importlib.reload    `importlib.reload(module)` after writing the file;
+* jurigged recoder    `jurigged.make_recoder(fn).patch(src)`;
+* jurigged refresh    `CodeFile.refresh()` after writing the file;
+* ipython deduper     `DeduperReloader.maybe_reload_module(module)` after writing the file
+                      (IPython >= 9.1's autoreload engine).
+
+File writes happen outside the timed region; reading the file is part of each reload.
+jurigged and IPython come from the `bench` extra: pip install -e ".[bench]".
+
+Run: python bench/patch_latency.py [--patches 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MODULE = "lf_bench_target"
+TARGET = "fn30"
+BIG_HEAP = 1_000_000
+ENGINES = {
+    "lf-patch": "liveforge patch",
+    "lf-reload": "liveforge reload",
+    "importlib": "importlib.reload",
+    "jurigged-recoder": "jurigged recoder.patch",
+    "jurigged-refresh": "jurigged CodeFile.refresh",
+    "ipython-deduper": "ipython deduper",
+}
+TARGET_PATCH_MS = 1.0
+TARGET_RATIO = 1.5
+TARGET_RELOAD_MS = 5.0
+
+
+# -- the generated module ---------------------------------------------------------------------
+
+def function_source(index: int, variant: int = 0) -> str:
+    """A module-level function; `variant` changes its body (and its length)."""
+    extra = "".join(f"    total += {k} * x\n" for k in range(variant))
+    return (f"def fn{index}(x, y=2):\n"
+            f'    """Function {index}."""\n'
+            f"    total = x * {index} + y\n"
+            f"    total += {index} % 7\n"
+            f"{extra}"
+            f"    if total > {index * 100}:\n"
+            f"        total -= {index}\n"
+            f"    return total + LIMIT\n")
+
+
+def class_source(index: int) -> str:
+    methods = "".join(
+        f"\n    def method{m}(self, x):\n"
+        f"        value = self.base + x * {m}\n"
+        f"        value += {m} % 3\n"
+        f"        if value > {m * 10}:\n"
+        f"            value -= {m}\n"
+        f"        return value\n"
+        for m in range(5))
+    return (f"class Class{index}:\n"
+            f'    """Class {index}."""\n'
+            f"    base = {index}\n"
+            f"{methods}")
+
+
+def module_source(variant: int = 0) -> str:
+    """The whole module, with the target function in `variant`."""
+    parts = ['"""Generated benchmark module."""\n\nLIMIT = 7\n']
+    for i in range(60):
+        parts.append(function_source(i, variant if i == 30 else 0))
+        if i % 5 == 4:
+            parts.append(class_source(i // 5))
+    return "\n\n".join(parts)
+
+
+# -- one engine in a child process ------------------------------------------------------------
+
+def _variant(step: int) -> int:
+    return 1 + step % 2
+
+
+def _timed(setup: Callable[[int], None], action: Callable[[int], Any], patches: int
+           ) -> list[float]:
+    samples = []
+    for step in range(patches):
+        setup(step)
+        start = time.perf_counter()
+        action(step)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def run_engine(engine: str, patches: int, folder: Path) -> list[float]:
+    """Time `patches` successive patches of the target function with `engine`."""
+    path = folder / f"{MODULE}.py"
+    path.write_text(module_source())
+    sys.path.insert(0, str(folder))
+    module = importlib.import_module(MODULE)
+    fn = getattr(module, TARGET)
+
+    def write(step: int) -> None:
+        path.write_text(module_source(_variant(step)))
+
+    def src(step: int) -> str:
+        return function_source(30, _variant(step))
+
+    def check(step: int) -> None:
+        want = 4 * 30 + 2 + 30 % 7 + sum(k * 4 for k in range(_variant(step))) + 7
+        if fn(4) != want and getattr(module, TARGET)(4) != want:
+            raise AssertionError(f"{engine}: the patch did not take effect")
+
+    if engine.startswith("lf-"):
+        from liveforge import Runtime
+
+        rt = Runtime(project_root=folder)
+        rt.source(MODULE)
+        if engine == "lf-patch":
+            samples = _timed(lambda s: None, lambda s: rt.patch(f"{MODULE}.{TARGET}", src(s)),
+                             patches)
+        else:
+            samples = _timed(write, lambda s: rt.reload(MODULE), patches)
+    elif engine == "importlib":
+        samples = _timed(write, lambda s: importlib.reload(module), patches)
+    elif engine.startswith("jurigged"):
+        import jurigged
+
+        if engine == "jurigged-recoder":
+            recoder = jurigged.make_recoder(fn)
+            samples = _timed(lambda s: None, lambda s: recoder.patch(src(s)), patches)
+        else:
+            codefile, _ = jurigged.registry.find(module)
+            samples = _timed(write, lambda s: codefile.refresh(), patches)
+    else:
+        from IPython.extensions.deduperreload.deduperreload import DeduperReloader
+
+        deduper = DeduperReloader()
+        deduper.update_sources()
+
+        def reload(step: int) -> None:
+            if not deduper.maybe_reload_module(module):
+                raise AssertionError("the deduper fell back to a full reload")
+
+        samples = _timed(write, reload, patches)
+    check(patches - 1)
+    return samples
+
+
+def child(engine: str, heap: int, patches: int) -> None:
+    ballast = [{"i": i} for i in range(heap)]
+    with tempfile.TemporaryDirectory() as folder:
+        samples = run_engine(engine, patches, Path(folder))
+    print(json.dumps({"samples": samples, "ballast": len(ballast)}))
+
+
+# -- the table --------------------------------------------------------------------------------
+
+def measure(engine: str, heap: int, patches: int) -> float | str:
+    """Median seconds of one engine at one heap size (in a fresh child process)."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", engine, "--heap", str(heap),
+         "--patches", str(patches)],
+        capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        return last[:60]
+    samples = json.loads(proc.stdout.strip().splitlines()[-1])["samples"]
+    return statistics.median(samples)
+
+
+def _ms(value: float | str) -> str:
+    return f"{value * 1e3:9.3f} ms" if isinstance(value, float) else value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patches", type=int, default=20)
+    parser.add_argument("--child")
+    parser.add_argument("--heap", type=int, default=0)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.heap, args.patches)
+        return
+    lines = module_source().count("\n") + 1
+    print(f"patching {TARGET} of a {lines}-line module (60 functions, 12 classes x 5 methods), "
+          f"{args.patches} successive patches, median per patch; each cell a fresh process\n")
+    print(f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | ratio big/small")
+    print("-" * 28 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 16)
+    results: dict[str, tuple[float | str, float | str]] = {}
+    for engine, label in ENGINES.items():
+        small, big = measure(engine, 0, args.patches), measure(engine, BIG_HEAP, args.patches)
+        results[engine] = (small, big)
+        ratio = f"{big / small:.2f}x" if isinstance(small, float) and isinstance(big, float) \
+            else "-"
+        print(f"{label:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio}")
+    print()
+    _targets(results)
+
+
+def _targets(results: dict[str, tuple[float | str, float | str]]) -> None:
+    small, big = results["lf-patch"]
+    reload_small, reload_big = results["lf-reload"]
+    if not all(isinstance(v, float) for v in (small, big, reload_small, reload_big)):
+        print("targets: liveforge rows failed; see above")
+        return
+    assert isinstance(small, float) and isinstance(big, float)
+    assert isinstance(reload_small, float) and isinstance(reload_big, float)
+    worst_patch = max(small, big)
+    worst_reload = max(reload_small, reload_big)
+    checks = [
+        (f"liveforge patch median <= {TARGET_PATCH_MS} ms", f"{worst_patch * 1e3:.3f} ms",
+         worst_patch * 1e3 <= TARGET_PATCH_MS),
+        (f"liveforge patch big/small <= {TARGET_RATIO}x", f"{big / small:.2f}x",
+         big / small <= TARGET_RATIO),
+        (f"liveforge reload median <= {TARGET_RELOAD_MS} ms", f"{worst_reload * 1e3:.3f} ms",
+         worst_reload * 1e3 <= TARGET_RELOAD_MS),
+    ]
+    for label, value, ok in checks:
+        print(f"target: {label:<40} {value:>10}  {'met' if ok else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    gc.collect()
+    main()
