@@ -1,0 +1,148 @@
+"""`liveforge chat`: an interactive self-iteration session in the terminal.
+
+The person types; the agent streams its answer, tool calls show as compact lines and
+patches as coloured diffs (`_render`). Input has history, multi-line editing and completion
+(`_chat_input`); lines starting with / are commands (`_slash`). Ctrl-C cancels the running
+turn and keeps the session; Ctrl-D (or /quit) leaves, and the transcript stays in
+`.liveforge/sessions/` for `--resume`. Before a tool writes files the person is asked,
+unless `--yes` was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.text import Text
+
+from liveforge.cli._agent import configured_provider, drive_turn, make_agent, model_name
+from liveforge.cli._common import ExitCode, add_common, project_dir
+from liveforge.cli._render import Renderer
+from liveforge.cli._slash import COMMANDS, ChatState, dispatch
+
+__all__ = ["ChatApp", "register"]
+
+
+def register(commands: Any) -> None:
+    """Add `chat` to the `liveforge` sub-command set."""
+    parser = commands.add_parser(
+        "chat", help="interactive session: talk to the agent about the live program",
+        description="An interactive session with the agent on --project. /help lists the "
+                    "commands; Ctrl-C cancels a turn, Ctrl-D exits.")
+    parser.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5, "
+                                        "openai:gpt-4o, ollama:llama3.1 (default: configured)")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
+                        help="continue a session: its conversation and unpersisted changes "
+                             "(the latest when no ID is given)")
+    parser.add_argument("--yes", action="store_true",
+                        help="do not ask before tools write files (persist)")
+    add_common(parser, json_flag=False)
+    parser.set_defaults(handler=_chat)
+
+
+def _chat(args: argparse.Namespace) -> int:
+    project = project_dir(args)
+    agent = make_agent(project, model=args.model, resume=args.resume)
+    return asyncio.run(ChatApp(agent, project, yes=args.yes).run())
+
+
+class ChatApp:
+    """The read–run–render loop of one chat."""
+
+    def __init__(self, agent: Any, project: Path, *, yes: bool = False,
+                 console: Console | None = None) -> None:
+        from liveforge.cli._chat_input import make_prompt_session
+
+        self.agent = agent
+        self.project = project
+        self.yes = yes
+        self.console = console or Console(highlight=False)
+        self.renderer = Renderer(self.console, model=model_name(agent.provider))
+        self.prompt = make_prompt_session(project, COMMANDS)
+        self.state = ChatState(agent=agent, console=self.console, renderer=self.renderer,
+                               project=project, model=self.renderer.model,
+                               confirm=self.confirm, switch_model=self.switch_model)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        agent.toolbox.approver = self._approve_from_worker
+
+    async def run(self) -> int:
+        """Chat until Ctrl-D or /quit; returns the exit code."""
+        self._loop = asyncio.get_running_loop()
+        self._header()
+        try:
+            while await self._once():
+                pass
+        finally:
+            await self.agent.aclose()
+            self.agent.runtime.close()
+        self.console.print(Text(f"transcript saved: {self.agent.session.path}", style="dim"),
+                           soft_wrap=True)
+        return ExitCode.OK
+
+    async def _once(self) -> bool:
+        try:
+            text = (await self.prompt.prompt_async([("bold green", "› ")])).strip()
+        except KeyboardInterrupt:
+            return True
+        except EOFError:
+            return False
+        if not text:
+            return True
+        if text.startswith("/"):
+            return await dispatch(self.state, text)
+        await drive_turn(self.agent, self.renderer, text)
+        return True
+
+    def _header(self) -> None:
+        session = self.agent.session
+        self.console.print(Text.assemble(
+            ("liveforge chat", "bold"), f" · {self.project} · model {self.renderer.model} · "
+            f"session {session.id}", style="dim"), soft_wrap=True)
+        for line in session.extra.get("restored", []):
+            self.console.print(Text(f"· resumed: {line}", style="dim yellow"))
+        self.console.print(Text("/help for commands · Enter sends, Alt-Enter adds a line · "
+                                "Ctrl-C cancels a turn · Ctrl-D exits", style="dim"))
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    async def confirm(self, question: str) -> bool:
+        """Ask a yes/no question (always yes under --yes; Ctrl-C or Ctrl-D mean no)."""
+        if self.yes:
+            return True
+        self.renderer.close()
+        try:
+            answer = await self.prompt.prompt_async(f"{question} [y/N] ", completer=None,
+                                                    multiline=False)
+        except (KeyboardInterrupt, EOFError):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    def _approve_from_worker(self, name: str, arguments: Any) -> bool:
+        """Called in the agent's tool worker before a writing tool runs."""
+        if self.yes:
+            return True
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(self._ask(name), self._loop).result()
+
+    async def _ask(self, name: str) -> bool:
+        self.renderer.close()
+        diff = self.agent.runtime.diff()
+        if diff.strip():
+            self.console.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark",
+                                      background_color="default"))
+        return await self.confirm(f"The agent wants to {name} these changes to files. Allow?")
+
+    # -- model -------------------------------------------------------------------------------
+
+    def switch_model(self, name: str) -> str:
+        """Point the agent at model `name` (configured provider settings and keys)."""
+        provider, _ = configured_provider(self.project, name)
+        old, self.agent.provider = self.agent.provider, provider
+        close = getattr(old, "aclose", None)
+        if close is not None and self._loop is not None:
+            self._loop.create_task(close())
+        return model_name(provider)

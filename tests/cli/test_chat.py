@@ -1,0 +1,144 @@
+"""`liveforge chat` driven for real in a pseudo-terminal against the fake provider."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+from cli_support import FIX, cli_env
+
+from liveforge.testing import FakeProvider, reply
+
+PROMPT = "› "
+_ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
+
+
+def _shown(child: pexpect.spawn, text: str) -> None:
+    """Wait until `text` is on screen, whatever colour codes rich put between its characters."""
+    child.expect(_ANSI.join(re.escape(ch) for ch in text))
+
+
+def _spawn(project: Path, fake: FakeProvider, *args: str) -> pexpect.spawn:
+    env = cli_env(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="test-key",
+                  LIVEFORGE_MODEL="anthropic:test-model", TERM="xterm-256color",
+                  PROMPT_TOOLKIT_NO_CPR="1")
+    child = pexpect.spawn(sys.executable, ["-m", "liveforge", "chat", "--project",
+                                           str(project), *args],
+                          cwd=str(project), env=env, encoding="utf-8", timeout=60,
+                          dimensions=(50, 160))
+    _shown(child, "/help for commands")
+    child.expect_exact(PROMPT)
+    return child
+
+
+def _say(child: pexpect.spawn, text: str) -> None:
+    child.send(text + "\r")
+
+
+def _transcript(project: Path) -> list[dict]:
+    files = list((project / ".liveforge" / "sessions").glob("*.jsonl"))
+    assert len(files) == 1
+    return [json.loads(line) for line in files[0].read_text().splitlines()]
+
+
+def test_chat_streams_patches_undoes_cancels_and_saves(sample: Path):
+    """Prompt -> streamed text and a coloured patch diff; /undo; Ctrl-C mid-turn; Ctrl-D."""
+    script = [
+        reply.text("Looking at the cart now.").tool_call(
+            "patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Patched `subtotal` in memory."),
+        reply.text("word " * 400).chunked(4).slow(0.02),
+        reply.text("Yes, still here."),
+    ]
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "fix the bulk discount")
+        _shown(child, "Looking at the cart now.")
+        _shown(child, "● patch(")
+        _shown(child, "patch c1 method pricing.cart.Line.subtotal")
+        _shown(child, ">= BULK_QUANTITY")
+        _shown(child, "Patched")
+        _shown(child, "tokens: ")
+        child.expect_exact(PROMPT)
+
+        _say(child, "/undo")
+        _shown(child, "rolled back")
+        child.expect_exact(PROMPT)
+        _say(child, "/diff")
+        _shown(child, "no unpersisted changes")
+        child.expect_exact(PROMPT)
+
+        _say(child, "tell me a long story")
+        _shown(child, "word word word")
+        child.sendcontrol("c")
+        _shown(child, "turn cancelled")
+        child.expect_exact(PROMPT)
+        _say(child, "still there?")
+        _shown(child, "Yes, still here.")
+        child.expect_exact(PROMPT)
+
+        child.sendcontrol("d")
+        child.expect("transcript saved: ")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0
+    assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
+    records = _transcript(sample)
+    texts = json.dumps(records)
+    assert "fix the bulk discount" in texts and "still there?" in texts
+    assert "Yes, still here." in texts
+    assert any(r.get("t") == "turn" and "cancelled" in json.dumps(r) for r in records)
+
+
+def test_chat_asks_before_persisting_and_honours_no(sample: Path):
+    """A persist call waits for the person; answering n leaves the file untouched."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("persist", {}),
+        reply.text("Understood, not saved."),
+    ]
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "fix and save")
+        _shown(child, "wants to persist these changes to files. Allow? [y/N]")
+        child.send("n\r")
+        _shown(child, "Understood, not saved.")
+        child.expect_exact(PROMPT)
+        declined = fake.requests[2].body["messages"][-1]["content"][0]
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert declined["is_error"] is True and "declined" in str(declined["content"])
+    assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
+
+
+def test_slash_help_and_unknown_command(sample: Path):
+    """/help lists the commands; an unknown command suggests close ones; Tab completes."""
+    with FakeProvider(script=[]) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "/help")
+        for name in ("/undo", "/persist", "/sessions", "/quit"):
+            _shown(child, name)
+        child.expect_exact(PROMPT)
+        _say(child, "/perist")
+        _shown(child, "unknown command /perist; did you mean /persist")
+        child.expect_exact(PROMPT)
+        child.send("/quit\r")
+        child.expect("transcript saved")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0
+
+
+def test_chat_without_a_provider_names_what_to_set(sample: Path):
+    """No key configured: exit 2 with the variable to set and a pointer to the demo."""
+    child = pexpect.spawn(sys.executable, ["-m", "liveforge", "chat"], cwd=str(sample),
+                          env=cli_env(TERM="xterm"), encoding="utf-8", timeout=60)
+    _shown(child, "ANTHROPIC_API_KEY")
+    _shown(child, "liveforge demo")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 2
