@@ -267,6 +267,10 @@ class OpenAIStreamDecoder:
         events: list[StreamEvent] = []
         known = self._tools.get(index)
         if known is None or (call_id and call_id != known[1]):
+            # Calls stream one after another: a new call means the previous one is whole.
+            if self._calls:
+                end = self.builder.close(("tool", self._calls))
+                events.extend([end] if end is not None else [])
             self._calls += 1
             known = (self._calls, call_id or f"call_{self._calls}")
             self._tools[index] = known
