@@ -1,0 +1,61 @@
+"""The README's user-facing promises hold: set-up lines, the API example, commands, exit codes."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import cli_env
+
+from liveforge.__main__ import build_parser
+from liveforge.cli import ExitCode
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def test_first_two_lines_install_and_run_the_demo_then_the_tests():
+    """Line 1 installs and runs `liveforge demo`; line 2 installs dev and runs pytest -n 2."""
+    first, second = _blocks("bash")[0].splitlines()[:2]
+    assert first.endswith("pip install -e . && liveforge demo")
+    assert second.endswith('pip install -e ".[dev]" && python -m pytest -n 2')
+
+
+def test_python_api_example_runs_as_written(tmp_path: Path):
+    """The README's Runtime example runs in an empty folder and persists the patched area."""
+    (example,) = _blocks("python")
+    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120, env=cli_env())
+    assert result.returncode == 0, result.stderr
+    assert "3.141592653589793" in result.stdout and "True snippet passed" in result.stdout
+    assert "math.pi" in (tmp_path / "geometry.py").read_text()
+
+
+def _command_lines() -> list[list[str]]:
+    lines = []
+    for block in _blocks("bash")[1:]:
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            if words[:1] == ["liveforge"]:
+                lines.append(words[1:])
+    return lines
+
+
+@pytest.mark.parametrize("words", _command_lines(), ids=lambda w: " ".join(w[:2]))
+def test_every_documented_command_line_parses(words: list[str]):
+    """Each `liveforge ...` line in the tour is accepted by the real argument parser."""
+    args = build_parser().parse_args(words)
+    assert callable(args.handler)
+
+
+def test_exit_code_table_matches_the_code():
+    """The README's exit-code table lists exactly the codes the command line uses."""
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", README, flags=re.M)}
+    assert documented == {int(code) for code in ExitCode}
