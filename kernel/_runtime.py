@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib
 import importlib.util
 import sys
@@ -344,7 +345,14 @@ class Runtime(Checks, Persistence, VirtualModules):
     def _label(self, record: ModuleRecord) -> str:
         if record.virtual:
             return record.filename
-        try:
-            return str(Path(record.filename).resolve().relative_to(self.project_root))
-        except ValueError:
-            return record.filename
+        return _relative_label(record.filename, self.project_root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative_label(filename: str, root: Path) -> str:
+    """`filename` relative to `root` when it lies inside (resolving a path costs more than
+    the rest of a small patch, so it is done once per file)."""
+    try:
+        return str(Path(filename).resolve().relative_to(root))
+    except ValueError:
+        return filename
