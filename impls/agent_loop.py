@@ -89,6 +89,8 @@ async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent]:
         else:
             yield item
     assert response is not None
+    if response.stop_reason == "pause_turn" and not response.tool_calls:
+        return  # the provider paused a long answer: the next request continues it
     if not response.tool_calls:
         agent_state(agent).unconfirmed.clear()
         raise TurnOver("answer", FinalAnswer(text=response.text))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import forwardpy
+from pydantic import ValidationError
 
 from liveforge.declarations.messages import Message, ToolResultBlock, Usage
 from liveforge.declarations.session import (
@@ -106,11 +107,7 @@ def open_(root: str | Path, session_id: str, *,
           secrets: list[str] | None = None) -> Session:
     root = Path(root).resolve()
     if session_id == "latest":
-        rows = Session.list_sessions(root)
-        if not rows:
-            raise SessionError(f"no sessions in {sessions_dir(root)} to resume; start one "
-                               "first.", path=str(sessions_dir(root)))
-        session_id = rows[0].id
+        session_id = _latest(root)
     session = _blank(root, session_id, secrets)
     if not session.path.is_file():
         known = ", ".join(r.id for r in Session.list_sessions(root)[:5]) or "none"
@@ -121,6 +118,16 @@ def open_(root: str | Path, session_id: str, *,
     write_record(session, "open", epoch=session.extra["epoch"])
     _close_interrupted(session)
     return session
+
+
+def _latest(root: Path) -> str:
+    """The id of the most recently written session."""
+    folder = sessions_dir(root)
+    paths = list(folder.glob("*.jsonl")) if folder.is_dir() else []
+    if not paths:
+        raise SessionError(f"no sessions in {folder} to resume; start one first.",
+                           path=str(folder))
+    return max(paths, key=lambda p: p.stat().st_mtime).stem
 
 
 def _read_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -283,6 +290,9 @@ def list_sessions(root: str | Path) -> list[SessionInfo]:
     rows = []
     for path in folder.glob("*.jsonl") if folder.is_dir() else []:
         session = _blank(Path(root).resolve(), path.stem, None)
-        replay(session, _read_records(path))
+        try:
+            replay(session, _read_records(path))
+        except (ValidationError, KeyError, TypeError, ValueError) as exc:
+            session.title = f"(unreadable transcript: {type(exc).__name__})"
         rows.append(session.info())
     return sorted(rows, key=lambda r: r.updated, reverse=True)

@@ -22,6 +22,7 @@ from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.toolbox import Toolbox
+from liveforge.impls.agent_turn import agent_state
 from liveforge.kernel import Runtime
 
 __all__ = ["build_agent", "known_secrets"]
@@ -68,6 +69,11 @@ def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
         if resume else []
     toolbox = Toolbox(runtime=runtime, packages=list(tool_packages or []),
                       limit=context.tool_result_limit)
-    return Agent(runtime=runtime, provider=provider, toolbox=toolbox, session=session,
-                 compactor=Compactor(settings=context),
-                 prompt=SystemPrompt(runtime=runtime, toolbox=toolbox), settings=settings)
+    agent = Agent(runtime=runtime, provider=provider, toolbox=toolbox, session=session,
+                  compactor=Compactor(settings=context),
+                  prompt=SystemPrompt(runtime=runtime, toolbox=toolbox), settings=settings)
+    # Re-applied self-patches have not run the loop yet in this process: on probation.
+    epoch = f"{session.extra['epoch']}:"
+    agent_state(agent).unconfirmed = [c.change_id for c in session.unpersisted()
+                                      if c.self_patch and c.replaces and c.key.startswith(epoch)]
+    return agent

@@ -143,3 +143,28 @@ def test_the_kernel_stays_protected_from_the_agent(project, fake):
     finished = of_type(events, "tool_finished")[0]
     assert finished.is_error and not finished.deferred
     assert "ProtectedTarget" in finished.summary
+
+
+def test_resumed_self_patches_are_on_probation_again(project, fake):
+    """A self-patch re-applied on resume has not run the loop in the new process yet, so
+    it counts as unconfirmed (a loop fault would roll it back)."""
+    root, _ = project
+    kept = dedent('''
+        def cut_text(text, limit, what="tool result"):
+            """Patched, same behaviour for short text."""
+            return text if len(text) <= limit else text[:limit] + " [cut]"
+        ''')
+    fake.add(reply.tool_call("patch", {"path": "liveforge.impls.compaction.cut_text",
+                                       "source": kept}), reply.text("done"))
+    first = make_agent(root, fake)
+    run_turn(first, "patch your truncation")
+    assert agent_state(first).unconfirmed == []
+    first.runtime.rollback_to(None)
+    resumed = make_agent(root, fake, resume=first.session.id)
+    try:
+        assert "re-applied" in resumed.session.extra["restored"][0]
+        live = [c.id for c in resumed.runtime.history() if c.status.value == "applied"]
+        assert agent_state(resumed).unconfirmed == live and len(live) == 1
+        assert "[cut]" in resumed.runtime.source("liveforge.impls.compaction.cut_text")
+    finally:
+        _undo_all(resumed)
