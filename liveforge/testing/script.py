@@ -129,7 +129,7 @@ class Reply:
         return replace(self, chunk=max(1, size))
 
     def slow(self, seconds: float) -> Reply:
-        """Wait `seconds` before each streamed event."""
+        """Pace streamed events `seconds` apart (event n goes out at n * seconds)."""
         return replace(self, delay=seconds)
 
     def as_model(self, model: str) -> Reply:

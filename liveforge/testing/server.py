@@ -297,13 +297,14 @@ class FakeProvider:
             handler.send_header(name, value)
         handler.end_headers()
         stream_fault = item.fault
+        started = time.monotonic()
         try:
             for count, event in enumerate(events):
                 if stream_fault is not None and count == stream_fault.after_events:
                     self._inject(handler, protocol, stream_fault, request_id)
                     return True
-                if item.delay:
-                    time.sleep(item.delay)
+                if item.delay:  # on a fixed schedule, so sleep overshoot does not add up
+                    time.sleep(max(0.0, started + (count + 1) * item.delay - time.monotonic()))
                 _write_chunk(handler, event)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
