@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -31,6 +32,7 @@ from liveforge.kernel._preload import preload_names
 from liveforge.kernel._records import (
     RunKind,
     RunResult,
+    RunStatus,
     RunStore,
     RunSummary,
     TestCounts,
@@ -57,6 +59,8 @@ if _NAME not in sys.modules:
     _spec.loader.exec_module(_module)
 sys.modules[_NAME].install_overlay_from_env()
 '''
+
+
 class Sandbox:
     """Runs verification snippets and pytest in forked children that carry the overlay."""
 
@@ -80,7 +84,11 @@ class Sandbox:
     def verify(self, code: str, overlay: Iterable[OverlayModule] = (),
                change_ids: Sequence[str] = (), *, timeout: float = 30.0,
                memory_mb: int | None = None) -> RunResult:
-        """Run `code` in a child with the overlay; the last expression's repr is the value."""
+        """Run `code` in a child with the overlay; the last expression's repr is the value.
+
+        The child is killed with everything it spawned after `timeout` seconds. `memory_mb`
+        caps the address space the snippet may add to the pre-imported template's.
+        """
         if not isinstance(code, str):
             raise TypeError(f"code must be a str of Python source, not {type(code).__name__}")
         return self._run("snippet", {"code": code}, overlay, change_ids, timeout, memory_mb)
@@ -140,7 +148,11 @@ class Sandbox:
             run_id, folder = self.store.create()
             started_at, started = utc_now(), time.monotonic()
             request = self._request(folder, run_id, kind, payload, modules, memory_mb)
-            template = self._template_for([m.name for m in modules])
+            try:
+                template = self._template_for([m.name for m in modules])
+            except SandboxError:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
             try:
                 ended = run_child(template, request, folder, timeout=timeout,
                                   output_cap=self.output_cap,
@@ -276,44 +288,48 @@ def _result(run_id: str, kind: RunKind, folder: Path, payload: dict[str, Any],
         fields["tests"] = TestCounts(**child["tests"])
         fields["failures"] = [TestFailure(**f) for f in child.get("failures", [])]
     status, message = _classify(child, ended, memory_mb, timeout)
-    if (status == "error" and "pytest_exit_code" in child and not fields.get("failures")
-            and not child.get("exc_message")):
-        message = (f"pytest stopped with exit code {child['pytest_exit_code']}: " +
-                   _first_line(ended.stderr or ended.stdout))
     return RunResult(status=status, ok=status == "passed", message=message, **fields)
 
 
 def _classify(child: dict[str, Any], ended: RunExit, memory_mb: int | None, timeout: float
-              ) -> tuple[Any, str]:
-    """The run's status and a one-line message."""
+              ) -> tuple[RunStatus, str]:
+    """The run's status and a one-line message saying what happened."""
     if ended.timed_out:
         return "timed_out", f"killed after the {timeout:g} s timeout (with its process group)"
     if ended.template_lost:
         return "crashed", "the sandbox template process died during the run"
     if child.get("harness_error"):
         return "error", f"the sandbox could not run the request: {child.get('exc_message')}"
-    code = ended.exit_code
     if "status" not in child:
+        code = ended.exit_code
         if code is not None and code < 0:
             name = signal.Signals(-code).name
             if memory_mb is not None and name == "SIGKILL":
                 return "killed_memory", f"killed by {name} with a {memory_mb} MiB memory limit"
             return "crashed", f"the child was killed by {name} before reporting a result"
         return "crashed", f"the child exited with code {code} before reporting a result"
-    status = child["status"]
-    if status == "passed":
-        if "tests" in child:
-            return status, "all selected tests passed"
-        return status, "the snippet ran to completion"
+    status: RunStatus = child["status"]
     if status == "killed_memory":
         return status, f"MemoryError under the {memory_mb} MiB memory limit"
-    if child.get("exc_type"):
-        return status, f"{child['exc_type']}: {_first_line(child.get('exc_message') or '')}"
     if "tests" in child:
-        counts = child["tests"]
-        return status, (f"{counts['failed']} failed, {counts['errors']} errors" +
-                        (f"; {child['exc_message']}" if child.get("exc_message") else ""))
-    return status, child.get("exc_message") or status
+        return status, _tests_message(child, ended)
+    if status == "passed":
+        return status, "the snippet ran to completion"
+    return status, f"{child.get('exc_type')}: {_first_line(child.get('exc_message') or '')}"
+
+
+def _tests_message(child: dict[str, Any], ended: RunExit) -> str:
+    counts = child["tests"]
+    tally = ", ".join(f"{counts[key]} {key}" for key in ("passed", "failed", "errors", "skipped")
+                      if counts[key])
+    if child.get("exc_type"):
+        return f"{child['exc_type']}: {_first_line(child.get('exc_message') or '')}"
+    if child.get("exc_message"):
+        return str(child["exc_message"])
+    if child["status"] == "error" and not child.get("failures"):
+        return (f"pytest stopped with exit code {child.get('pytest_exit_code')}: " +
+                _first_line(ended.stderr or ended.stdout))
+    return tally or "no test outcomes"
 
 
 def _first_line(text: str) -> str:

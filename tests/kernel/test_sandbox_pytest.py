@@ -67,6 +67,8 @@ def test_bug_in_overlay_is_detected_with_failing_node_ids(
     assert "tests/test_mod.py::test_f_is_the_successor" in ids
     assert any("assert 3 == 2" in failure.message for failure in result.failures)
     assert result.change_ids == ["c7"]
+    assert result.message == "2 passed, 4 failed, 1 skipped"
+    assert "FAIL tests/test_mod.py::test_f_is_the_successor (call)" in result.summary()
 
 
 def test_run_uses_the_project_conftest(project: tuple[Path, Sandbox]) -> None:
