@@ -189,9 +189,13 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def _describe(error: ValidationError, prefix: str) -> ConfigError:
+_ENV_KEYS = {"model": "LIVEFORGE_MODEL", "fallback_models": "LIVEFORGE_FALLBACK_MODELS"}
+
+
+def _describe(error: ValidationError, prefix: str, from_env: set[str]) -> ConfigError:
     first = error.errors()[0]
-    key = ".".join([prefix, *(str(p) for p in first["loc"])])
+    loc = [str(p) for p in first["loc"]]
+    key = _ENV_KEYS[loc[0]] if loc and loc[0] in from_env else ".".join([prefix, *loc])
     given = first.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     message = first["msg"].removeprefix("Value error, ")
@@ -212,11 +216,12 @@ def load_config(project_root: str | Path = ".",
         data.update(_read_toml(root / "pyproject.toml").get("tool", {}).get("liveforge", {}))
     if (root / "liveforge.toml").is_file():
         data.update(_read_toml(root / "liveforge.toml"))
-    data.update(_env_overrides(env))
+    overrides = _env_overrides(env)
+    data.update(overrides)
     try:
         return LiveforgeConfig.model_validate(data)
     except ValidationError as exc:
-        raise _describe(exc, "tool.liveforge") from None
+        raise _describe(exc, "tool.liveforge", set(overrides)) from None
 
 
 def build_provider(config: LiveforgeConfig, env: Mapping[str, str] | None = None) -> Provider:

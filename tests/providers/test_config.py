@@ -89,6 +89,13 @@ def test_bad_values_name_the_key_and_the_expected_form(tmp_path: Path, text: str
     assert isinstance(info.value, ValueError)
 
 
+def test_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
+    """A malformed LIVEFORGE_MODEL is reported under that variable's name."""
+    with pytest.raises(ConfigError, match=r"LIVEFORGE_MODEL.*provider:model") as info:
+        load_config(tmp_path, env={"LIVEFORGE_MODEL": "gpt-4o"})
+    assert info.value.key == "LIVEFORGE_MODEL"
+
+
 def test_invalid_toml_is_reported_with_the_file(tmp_path: Path) -> None:
     """A TOML syntax error names the file."""
     root = _project(tmp_path, liveforge_toml="model = ")
