@@ -5,7 +5,6 @@ from __future__ import annotations
 from agent_support import kinds, make_agent, of_type, run_turn
 
 from liveforge.declarations.agent import AgentSettings
-from liveforge.declarations.messages import Message
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import reply
 
@@ -48,7 +47,22 @@ def test_tool_calls_run_and_their_results_go_back_to_the_model(project, fake):
     results = _tool_results(fake)
     assert "geometry" in results[0]["content"]
     assert "return 3 * radius * radius" in results[1]["content"]
-    assert pairing_problems([Message.model_validate(m) for m in agent.session.messages]) == []
+    assert pairing_problems(agent.session.messages) == []
+
+
+def test_the_loop_speaks_the_openai_protocol_too(project, fake):
+    """Over chat completions the calls arrive as tool_calls and the results go back as
+    role=tool messages answering them by id."""
+    root, pkg = project
+    fake.add(reply.tool_call("view_source", {"path": f"{pkg}.geometry.area"}, id="call_1"),
+             reply.text("seen"))
+    agent = make_agent(root, fake, protocol="openai")
+    events = run_turn(agent, "look")
+    assert events[-1].reason == "answer"
+    sent = fake.requests[-1].body["messages"]
+    assert sent[0]["role"] == "system" and sent[2]["tool_calls"][0]["id"] == "call_1"
+    assert sent[3]["role"] == "tool" and sent[3]["tool_call_id"] == "call_1"
+    assert "return 3 * radius * radius" in sent[3]["content"]
 
 
 def test_unknown_tool_and_bad_arguments_go_back_as_tool_errors(project, fake):

@@ -159,6 +159,8 @@ def test_killed_process_resumes_with_conversation_and_unpersisted_patches(projec
         if child.poll() is None:
             child.kill()
             child.wait()
+    assert next(r for r in Session.list_sessions(root) if r.id == session_id).state \
+        == "interrupted"
     agent = make_agent(root, fake, resume=session_id)
     assert agent.session.messages[0].text == "make area exact"
     assert [c.name for m in agent.session.messages for c in m.tool_calls] == ["patch", "execute"]
