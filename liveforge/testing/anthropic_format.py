@@ -7,10 +7,11 @@ from typing import Any
 
 from liveforge.testing.script import (
     Fault,
+    Part,
+    RedactedThinkingPart,
     Reply,
     TextPart,
     ThinkingPart,
-    ToolCallPart,
     pieces,
 )
 
@@ -42,11 +43,13 @@ def _usage(counts: dict[str, int], output: int) -> dict[str, int]:
             "cache_read_input_tokens": counts["cache_read"]}
 
 
-def _block(part: TextPart | ThinkingPart | ToolCallPart) -> dict[str, Any]:
+def _block(part: Part) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ThinkingPart):
         return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+    if isinstance(part, RedactedThinkingPart):
+        return {"type": "redacted_thinking", "data": part.data}
     return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
 
 
@@ -59,8 +62,7 @@ def message_body(reply: Reply, model: str, request_bytes: int, msg_id: str) -> d
             "usage": _usage(counts, counts["output"])}
 
 
-def _block_events(index: int, part: TextPart | ThinkingPart | ToolCallPart,
-                  size: int) -> list[bytes]:
+def _block_events(index: int, part: Part, size: int) -> list[bytes]:
     start: dict[str, Any]
     deltas: list[dict[str, Any]]
     if isinstance(part, TextPart):
@@ -70,6 +72,8 @@ def _block_events(index: int, part: TextPart | ThinkingPart | ToolCallPart,
         start = {"type": "thinking", "thinking": ""}
         deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(part.text, size)]
         deltas.append({"type": "signature_delta", "signature": part.signature})
+    elif isinstance(part, RedactedThinkingPart):
+        start, deltas = _block(part), []
     else:
         start = {"type": "tool_use", "id": part.id, "name": part.name, "input": {}}
         # The API's first input_json_delta is often empty; clients must cope.

@@ -116,7 +116,7 @@ def chunk_stream(reply: Reply, model: str, request_bytes: int, dialect: str, msg
             out += [chunks.delta({key: p}) for p in pieces(part.text, reply.chunk)]
         elif isinstance(part, TextPart):
             out += [chunks.delta({"content": p}) for p in pieces(part.text, reply.chunk)]
-        else:
+        elif isinstance(part, ToolCallPart):
             out += _tool_chunks(chunks, position, part, reply.chunk, dialect)
             position += 1
     out.append(chunks.delta({}, _FINISH.get(reply.resolved_stop(), "stop")))

@@ -5,6 +5,7 @@ immutable; builder methods return new objects, so partial builds can be shared.
 
     reply.text("hi")                                   a text answer
     reply.thinking("let me see").text("42")            thinking, then text
+    reply.redacted_thinking("EncRypTed").text("42")    redacted thinking (Anthropic)
     reply.tool_call("view_source", {"path": "x"})      a tool call (id generated)
     reply.tool_call("a", {}).tool_call("b", {})        parallel tool calls
     reply.text("long answer").chunked(3).slow(0.01)    3-character deltas, 10 ms apart
@@ -28,7 +29,8 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-__all__ = ["Fault", "Reply", "StreamFault", "ThinkingPart", "ToolCallPart", "fault", "reply"]
+__all__ = ["Fault", "Part", "RedactedThinkingPart", "Reply", "StreamFault", "TextPart",
+           "ThinkingPart", "ToolCallPart", "fault", "reply"]
 
 _ids = itertools.count(1)
 
@@ -49,6 +51,13 @@ class ThinkingPart:
 
 
 @dataclass(frozen=True)
+class RedactedThinkingPart:
+    """Encrypted thinking (Anthropic only; OpenAI-compatible dialects omit it)."""
+
+    data: str
+
+
+@dataclass(frozen=True)
 class ToolCallPart:
     """A tool call with its arguments."""
 
@@ -57,7 +66,7 @@ class ToolCallPart:
     id: str
 
 
-Part = TextPart | ThinkingPart | ToolCallPart
+Part = TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,8 @@ class Reply:
 
     def token_counts(self, request_bytes: int) -> dict[str, int]:
         """Reported usage: as set, else input ~ request size / 4, output ~ answer size / 4."""
-        size = sum(len(p.text) if not isinstance(p, ToolCallPart) else len(str(p.input)) + 10
+        size = sum(len(str(p.input)) + 10 if isinstance(p, ToolCallPart)
+                   else len(p.data) if isinstance(p, RedactedThinkingPart) else len(p.text)
                    for p in self.parts)
         counts = {"input": max(1, request_bytes // 4), "output": max(1, size // 4),
                   "cache_read": 0, "cache_write": 0}
@@ -105,6 +115,10 @@ class Reply:
         """Append a thinking block (signed; pass `signature` to choose the value)."""
         sig = signature or "sig-" + hashlib.sha256(text.encode()).hexdigest()[:24]
         return replace(self, parts=(*self.parts, ThinkingPart(text, sig)))
+
+    def redacted_thinking(self, data: str) -> Reply:
+        """Append an encrypted (redacted) thinking block."""
+        return replace(self, parts=(*self.parts, RedactedThinkingPart(data)))
 
     def tool_call(self, name: str, input: dict[str, Any] | None = None, *,
                   id: str | None = None) -> Reply:

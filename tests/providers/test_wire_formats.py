@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from provider_support import collect, complete, final, provider, request, run, stream_response
 
 from liveforge.declarations.messages import (
     Message,
     ModelRequest,
+    RedactedThinkingBlock,
     TextBlock,
     TextDelta,
     ThinkingBlock,
@@ -183,3 +186,35 @@ def test_stop_reasons_are_normalised(fake: FakeProvider, protocol: str) -> None:
     response = stream_response(provider(fake.route(protocol)), request())
     assert response.stop_reason == "max_tokens"
     assert response.raw_stop_reason == ("max_tokens" if protocol == "anthropic" else "length")
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_anthropic_redacted_thinking_round_trips_verbatim(fake: FakeProvider,
+                                                          streaming: bool) -> None:
+    """A redacted_thinking block is kept and sent back exactly as received."""
+    fake.add(reply.redacted_thinking("EnCrYpTeD==").text("ok"), reply.text("next"))
+    prov = provider(fake.route("anthropic"))
+    first = stream_response(prov, request()) if streaming else run(complete(prov, request()))
+    assert first.content[0] == RedactedThinkingBlock(data="EnCrYpTeD==")
+    follow = ModelRequest(messages=[Message.user("hello"), first.to_message(),
+                                    Message.user("more")])
+    run(complete(prov, follow))
+    assert fake.requests[-1].body["messages"][1]["content"][0] == {
+        "type": "redacted_thinking", "data": "EnCrYpTeD=="}
+
+
+def test_concurrent_streams_on_one_provider_do_not_mix(fake: FakeProvider) -> None:
+    """Three simultaneous calls through one Provider each assemble their own answer."""
+    fake.add(*[reply.text(f"answer {i} " * 20).chunked(3).slow(0.001) for i in range(3)])
+    prov = provider(fake.route("openai"))
+
+    async def three() -> list[str]:
+        async def one() -> str:
+            events = [e async for e in prov.stream(request())]
+            return final(events).text
+        texts = await asyncio.gather(one(), one(), one())
+        await prov.aclose()
+        return list(texts)
+
+    texts = run(three())
+    assert sorted(texts) == [f"answer {i} " * 20 for i in range(3)]
