@@ -178,16 +178,25 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
-    """Type, message and a traceback without this module's own frames."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next
+    """Type, message and a traceback without the sandbox's and the import system's frames."""
     kind = type(exc)
     name = kind.__qualname__ if kind.__module__ == "builtins" else (
         f"{kind.__module__}.{kind.__qualname__}")
-    lines = traceback.format_exception(kind, exc, tb)
+    report = traceback.TracebackException(kind, exc, exc.__traceback__)
+    pending: list[traceback.TracebackException | None] = [report]
+    while pending:
+        current = pending.pop()
+        if current is None:
+            continue
+        current.stack = traceback.StackSummary.from_list(
+            [frame for frame in current.stack if not _machinery(frame.filename)])
+        pending += [current.__cause__, current.__context__]
     return {"exc_type": name, "exc_message": _clip(str(exc), MESSAGE_LIMIT),
-            "traceback": _clip("".join(lines), 50_000)}
+            "traceback": _clip("".join(report.format()), 50_000)}
+
+
+def _machinery(filename: str) -> bool:
+    return filename == __file__ or filename.startswith("<frozen importlib")
 
 
 def _safe_repr(value: object) -> str:

@@ -217,3 +217,14 @@ def test_preloaded_module_importing_an_overlay_module_falls_back_to_a_bare_templ
         result = box.verify(f"from {pkg}.lib import VALUE\nVALUE", [patched])
         assert result.value_repr == "'overlay'"
         assert box.template_starts == 2
+
+
+def test_error_while_importing_an_overlay_module_shows_only_user_frames(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    with temp_package(tmp_path, {"mod.py": ""}) as pkg:
+        patched = file_overlay(tmp_path, f"{pkg}.mod", "X = 1\nraise RuntimeError('at import')\n")
+        result = sandbox.verify(f"import {pkg}.mod", [patched])
+        assert (result.status, result.exc_type) == ("error", "RuntimeError")
+        assert result.traceback is not None
+        assert "raise RuntimeError('at import')" in result.traceback
+        assert "_child.py" not in result.traceback and "frozen" not in result.traceback
