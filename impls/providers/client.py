@@ -20,7 +20,9 @@ error is raised with `failover_history` listing the earlier ones.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
+import ssl
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -79,6 +81,12 @@ def backoff_delay(policy: RetryPolicy, attempt_number: int, retry_after: float |
     return delay * (1 - policy.jitter * (random.random() if rand is None else rand))
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verified TLS context for every client (loading CA certificates is slow)."""
+    return httpx.create_ssl_context()
+
+
 def _http(provider: Provider) -> httpx.AsyncClient:
     """The caller's client, or one owned by the provider for the running event loop."""
     if provider.http is not None:
@@ -86,7 +94,7 @@ def _http(provider: Provider) -> httpx.AsyncClient:
     loop = asyncio.get_running_loop()
     owned = provider.__dict__.get("_owned_http")
     if owned is None or owned[0] is not loop or owned[1].is_closed:
-        owned = (loop, httpx.AsyncClient())
+        owned = (loop, httpx.AsyncClient(verify=_ssl_context()))
         provider.__dict__["_owned_http"] = owned
     client: httpx.AsyncClient = owned[1]
     return client

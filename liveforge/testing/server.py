@@ -158,7 +158,7 @@ class FakeProvider:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
+                                        kwargs={"poll_interval": 0.01}, daemon=True,
                                         name="liveforge-fake-provider")
         self._thread.start()
         return self
