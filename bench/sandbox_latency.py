@@ -82,10 +82,13 @@ def main() -> None:
     parser.add_argument("--test-runs", type=int, default=10)
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    print(f"{os.cpu_count()} CPUs, load average at start: "
+          + " ".join(f"{load:.2f}" for load in os.getloadavg()))
     try:
         run(work, options.runs, options.test_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    print("\nload average at end: " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
 
 
 def run(work: Path, runs: int, test_runs: int) -> None:
