@@ -146,7 +146,8 @@ def serve(sock_fd: int) -> None:
     child = load_child_module()
     failed = _preload(boot["preload"])
     channel.send({"ready": True, "pid": os.getpid(), "modules": _module_files(),
-                  "failed": failed, "threads": threading.active_count()})
+                  "names": sorted(sys.modules), "failed": failed,
+                  "threads": threading.active_count()})
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
     while True:
@@ -195,6 +196,7 @@ class TemplateProcess:
             self.close()
             raise OSError("the sandbox template process exited while starting")
         self.modules: dict[str, list[Any]] = ready["modules"]
+        self.names: frozenset[str] = frozenset(ready["names"])
         self.failed: list[str] = ready["failed"]
         #: threads running in the template; forking a threaded process can deadlock the child
         self.threads: int = ready["threads"]
@@ -208,7 +210,7 @@ class TemplateProcess:
         if not self.alive:
             return "the template process exited"
         for name in overlay_names:
-            if name in self.modules:
+            if name in self.names:
                 return f"the template imported {name!r}, which the overlay replaces"
         for name, (filename, mtime_ns, size) in self.modules.items():
             try:
