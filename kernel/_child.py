@@ -371,8 +371,10 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
         os.environ.update(request.get("env", {}))
         install_overlay(OverlayModule(**entry) for entry in request["overlay"])
         if request["kind"] == "snippet":
+            sys.argv = [request["filename"]]
             outcome = run_snippet(request["code"], request["filename"], request["memory_mb"])
         else:
+            sys.argv = ["pytest", *request["args"]]
             outcome = run_pytest(request["args"], Path(request["run_dir"]),
                                  request["memory_mb"])
     except BaseException as exc:

@@ -179,12 +179,14 @@ def test_dropped_sandbox_stops_its_template(tmp_path: Path) -> None:
     assert process_gone(pid)
 
 
-def test_child_sees_the_parents_current_environment_and_cwd_is_the_root(
+def test_child_sees_the_parents_current_environment_with_root_cwd_and_own_argv(
         sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox.verify("0")  # the template already runs before the variable is set
     monkeypatch.setenv("LIVEFORGE_TEST_SETTING", "late value")
-    result = sandbox.verify("import os\n(os.environ['LIVEFORGE_TEST_SETTING'], os.getcwd())")
-    assert result.value_repr == repr(("late value", str(sandbox.project_root)))
+    code = "import os, sys\n(os.environ['LIVEFORGE_TEST_SETTING'], os.getcwd(), sys.argv)"
+    result = sandbox.verify(code)
+    argv = [f"<verify:{result.run_id}>"]
+    assert result.value_repr == repr(("late value", str(sandbox.project_root), argv))
 
 
 def test_environment_never_enters_the_record(
