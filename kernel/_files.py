@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import glob
 import hashlib
 import io
 import keyword
@@ -22,6 +23,7 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
 
 COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 TEMP_SUFFIX = ".liveforge-tmp"
+STALE_AFTER = 60.0  # seconds; no write takes that long, so its temporary file is a leftover
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ def atomic_write(path: str | Path, content: str | bytes, *, like: SourceFile | N
     data = content if isinstance(content, bytes) else encode_source(content, like, path=path)
     if mode is None:
         mode = like.mode if like else _existing_mode(path)
+    _sweep_stale_temporaries(path)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                      suffix=TEMP_SUFFIX)
     try:
@@ -148,6 +152,17 @@ def atomic_write(path: str | Path, content: str | bytes, *, like: SourceFile | N
     fingerprint = Fingerprint.of(path)
     assert fingerprint is not None
     return fingerprint
+
+
+def _sweep_stale_temporaries(path: Path) -> None:
+    """Remove temporary files of `path` left by a writer that was killed mid-write."""
+    cutoff = time.time() - STALE_AFTER
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"):
+        try:
+            if leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+        except OSError:
+            continue  # already gone, or not ours to remove
 
 
 def _existing_mode(path: Path) -> int:

@@ -244,3 +244,14 @@ def test_sigkill_during_atomic_writes_never_leaves_a_partial_file(tmp_path: Path
             seen.add(content)
     assert seen == set(versions)
     assert leftovers(tmp_path), "no kill landed inside a write; the test proved nothing"
+
+
+def test_temporary_files_left_by_a_killed_writer_are_swept_later(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    stale = tmp_path / f".m.py.abc123{TEMP_SUFFIX}"
+    fresh = tmp_path / f".m.py.def456{TEMP_SUFFIX}"
+    stale.write_text("partial")
+    fresh.write_text("in flight")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    atomic_write(path, "x = 1\n")
+    assert not stale.exists() and fresh.exists()
