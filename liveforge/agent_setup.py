@@ -58,7 +58,10 @@ def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
 
         config = load_config(root, env)
         provider = build_provider(config, env)
-        settings = settings or AgentSettings(max_tokens=config.max_tokens)
+        # `agent` / `context` tables, once the configuration declares them
+        settings = settings or getattr(config, "agent", None) \
+            or AgentSettings(max_tokens=config.max_tokens)
+        context = context or getattr(config, "context", None)
     settings = settings or AgentSettings()
     context = context or ContextSettings()
     runtime = runtime or Runtime(project_root=root)
