@@ -142,3 +142,83 @@ def test_chat_without_a_provider_names_what_to_set(sample: Path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 2
+
+
+def test_slash_commands_check_and_switch_without_the_model(sample: Path):
+    """/tests and /runs use the sandbox, /model switches, /clear and /sessions manage sessions;
+    none of them sends a model request."""
+    with FakeProvider(script=[]) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "/tests -q")
+        _shown(child, "2 failed")
+        child.expect_exact(PROMPT)
+        _say(child, "/runs")
+        _shown(child, "tests failed")
+        child.expect_exact(PROMPT)
+        _say(child, "/model nowhere:model-x")
+        _shown(child, "unknown provider 'nowhere'")
+        child.expect_exact(PROMPT)
+        _say(child, "/model anthropic:other-model")
+        _shown(child, "model: anthropic:other-model")
+        child.expect_exact(PROMPT)
+        _say(child, "/clear")
+        _shown(child, "new session")
+        child.expect_exact(PROMPT)
+        _say(child, "/sessions")
+        _shown(child, "resume one with")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert fake.requests == []
+    assert len(list((sample / ".liveforge" / "sessions").glob("*.jsonl"))) == 2
+
+
+def test_tab_completes_dotted_paths_and_commands(sample: Path):
+    """Tab after a dotted prefix completes from the live modules; after / it completes commands."""
+    script = [reply.text("ok")]
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake)
+        child.send("look at pricing.coup\t")
+        _shown(child, "pricing.coupons")
+        child.send("\r")
+        _shown(child, "ok")
+        child.expect_exact(PROMPT)
+        child.send("/sess\t")
+        _shown(child, "/sessions")
+        child.send("\r")
+        _shown(child, "resume one with")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        asked = fake.requests[0].body["messages"][-1]["content"]
+    assert "look at pricing.coupons" in json.dumps(asked)
+
+
+def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path):
+    """--resume continues the latest session: earlier messages are sent again and the
+    unpersisted patch is re-applied to the new process."""
+    first = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+             reply.text("Patched in memory.")]
+    with FakeProvider(script=first) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "remember the word avocado and fix the discount")
+        _shown(child, "Patched in memory.")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    with FakeProvider(script=[reply.text("The word was avocado.")]) as fake:
+        child = _spawn(sample, fake, "--resume")
+        _say(child, "/diff")
+        _shown(child, "+        if self.quantity >= BULK_QUANTITY:")
+        child.expect_exact(PROMPT)
+        _say(child, "which word?")
+        _shown(child, "The word was avocado.")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        sent = json.dumps(fake.requests[0].body["messages"])
+    assert "remember the word avocado" in sent

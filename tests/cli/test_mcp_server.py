@@ -94,3 +94,24 @@ def test_without_the_sdk_the_command_names_the_extra(sample: Path):
                             text=True, timeout=60, env=cli_env())
     assert result.returncode == 2
     assert 'pip install "liveforge[mcp]"' in result.stderr
+
+
+def test_a_tool_module_made_in_memory_is_listed_and_callable(sample: Path):
+    """A tool module patched into liveforge.tools over MCP appears in the next tools/list."""
+    source = ('"""Counting tools."""\n\nfrom liveforge.tools import runtime\n\n'
+              '__all__ = ["count_changes"]\n\n\ndef count_changes() -> str:\n'
+              '    """How many changes this session made."""\n'
+              '    return f"{len(runtime().history())} changes"\n')
+
+    async def calls(s: ClientSession) -> list[Any]:
+        before = await s.list_tools()
+        made = await s.call_tool("patch", {"path": "liveforge.tools.counting", "source": source,
+                                           "module": True})
+        after = await s.list_tools()
+        return [before, made, after, await s.call_tool("count_changes", {})]
+
+    before, made, after, counted = _session(sample, calls)
+    assert not made.isError, _text(made)
+    assert "count_changes" not in {t.name for t in before.tools}
+    assert "count_changes" in {t.name for t in after.tools}
+    assert _text(counted) == "1 changes"

@@ -101,3 +101,19 @@ def test_missing_project_dir_is_a_usage_error(tmp_path: Path):
     """--project naming no directory exits 2 with a message naming it."""
     result = run_cli("inspect", "--project", str(tmp_path / "missing"), cwd=tmp_path)
     assert result.returncode == 2 and "missing" in result.stderr
+
+
+def test_verify_reads_code_from_stdin(sample: Path):
+    """Without -c and without patches, verify runs the code piped on stdin."""
+    result = run_cli("verify", "--json", cwd=sample, input="from pricing import Line\n"
+                     "Line('pen', 150, 3).subtotal()\n")
+    data = _json(result)
+    assert result.returncode == 0 and data["run"]["value_repr"] == "450"
+
+
+def test_view_human_output_is_the_numbered_source(sample: Path):
+    """Without --json, view prints the tool's numbered source as plain text."""
+    result = run_cli("view", "pricing.coupons.Coupon.apply", cwd=sample)
+    assert result.returncode == 0
+    assert "def apply(self, total_cents: int) -> int:" in result.stdout
+    assert not result.stdout.lstrip().startswith("{")
