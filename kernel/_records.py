@@ -27,6 +27,7 @@ RunStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed
 RUN_ID = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
 RESULT_FILE = "result.json"
 TRASH = ".removing-"
+UNFINISHED_GRACE = 3600.0  # seconds a record without result.json counts as still running
 
 
 class TestFailure(BaseModel):
@@ -196,7 +197,8 @@ class RunStore:
         so retention does not slow the run that triggered it.
         """
         ids = self.run_ids()
-        removed = [run_id for run_id in ids[: max(0, len(ids) - self.keep)] if run_id != protect]
+        removed = [run_id for run_id in ids[: max(0, len(ids) - self.keep)]
+                   if run_id != protect and not self._in_progress(run_id)]
         doomed = [self.runs_dir / name for name in os.listdir(self.runs_dir)
                   if name.startswith(TRASH)] if removed else []
         for run_id in removed:
@@ -209,6 +211,17 @@ class RunStore:
         if doomed:
             threading.Thread(target=_delete, args=(doomed,), daemon=True).start()
         return removed
+
+
+    def _in_progress(self, run_id: str) -> bool:
+        """A run (perhaps of another process) that has no result yet and started recently."""
+        folder = self.runs_dir / run_id
+        if (folder / RESULT_FILE).exists():
+            return False
+        try:
+            return time.time() - folder.stat().st_mtime < UNFINISHED_GRACE
+        except FileNotFoundError:
+            return False
 
 
 def _delete(folders: list[Path]) -> None:

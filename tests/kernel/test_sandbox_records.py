@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,15 @@ def test_records_removed_by_retention_are_deleted_from_disk(tmp_path: Path) -> N
     while len(list(runs.iterdir())) > 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(list(runs.iterdir())) == 1
+
+
+def test_retention_spares_a_run_still_in_progress_elsewhere(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    running = runs / "20000101-000000-000000-abcdef"
+    running.mkdir(parents=True)
+    abandoned = runs / "20000101-000000-000001-abcdef"
+    abandoned.mkdir()
+    os.utime(abandoned, (1, 1))
+    with Sandbox(tmp_path, runs_dir=runs, keep_runs=1) as box:
+        box.verify("1")
+    assert running.exists() and not abandoned.exists()
