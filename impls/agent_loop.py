@@ -30,7 +30,12 @@ from liveforge.declarations.agent import (
     TurnLimit,
     TurnStarted,
 )
-from liveforge.declarations.messages import Message, ModelResponse
+from liveforge.declarations.messages import (
+    Message,
+    ModelResponse,
+    TextBlock,
+    ToolResultBlock,
+)
 from liveforge.impls.agent_model import call_model, compact_now
 from liveforge.impls.agent_tools import run_tools
 from liveforge.impls.agent_turn import (
@@ -65,7 +70,7 @@ async def run(self: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
         except TurnOver as over:
             reason = over.reason
             yield over.event
-        except (asyncio.CancelledError, GeneratorExit):
+        except (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt):
             reason = "cancelled"
             raise
         finally:
@@ -122,6 +127,13 @@ def _begin(agent: Agent, user_input: str) -> Turn:
     number = agent.session.turn_started(user_input)
     turn = Turn(number=number)
     agent_state(agent).turn = turn
+    last = agent.session.messages[-1] if agent.session.messages else None
+    if last is not None and last.role == "user" and not last.tool_calls \
+            and not any(isinstance(b, ToolResultBlock) for b in last.content):
+        # the previous turn failed before the model answered: keep roles alternating
+        agent.session.amend_last(Message(role="user",
+                                         content=[*last.content, TextBlock(text=user_input)]))
+        return turn
     message = Message.user(user_input)
     agent.session.append(message, tokens=agent.compactor.estimate(message))
     return turn

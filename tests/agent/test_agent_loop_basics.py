@@ -6,7 +6,7 @@ from agent_support import kinds, make_agent, of_type, run_turn
 
 from liveforge.declarations.agent import AgentSettings
 from liveforge.impls.providers.pairing import pairing_problems
-from liveforge.testing import reply
+from liveforge.testing import fault, reply
 
 
 def _sent_messages(fake) -> list[dict]:
@@ -127,3 +127,19 @@ def test_a_change_between_identical_calls_is_not_a_runaway(project, fake):
     events = run_turn(agent, "go")
     assert events[-1].reason == "answer"
     assert [p.target for p in of_type(events, "patch_applied")] == [f"{pkg}.geometry.area"]
+
+
+def test_provider_failure_ends_the_turn_with_an_error_and_roles_stay_alternating(project,
+                                                                                fake):
+    """A provider error is an ErrorEvent, not an exception; the next input joins the
+    unanswered one so the next request still alternates user and assistant."""
+    root, _ = project
+    fake.add(fault.bad_request("malformed on purpose"), reply.text("back"))
+    agent = make_agent(root, fake)
+    events = run_turn(agent, "first question")
+    error = of_type(events, "error")[0]
+    assert error.error_type == "BadRequestError" and events[-1].reason == "error"
+    assert run_turn(agent, "second question")[-1].reason == "answer"
+    sent = fake.requests[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["user"]
+    assert [b["text"] for b in sent[0]["content"]] == ["first question", "second question"]
