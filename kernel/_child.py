@@ -299,6 +299,8 @@ def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[st
     """Run pytest in-process with the given arguments, junit XML into the record."""
     import pytest
 
+    # pytest-xdist starts local workers with the sys.path it saw when it was imported (in the
+    # template, perhaps long ago); give them this run's.
     workermanage = sys.modules.get("xdist.workermanage")
     if isinstance(getattr(workermanage, "_sys_path", None), list):
         workermanage._sys_path[:] = sys.path  # type: ignore[union-attr]
