@@ -54,11 +54,12 @@ __all__: list[str] = []
 async def run(self: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
     with self.session.turn_lock():
         turn = _begin(self, user_input)
-        yield TurnStarted(session_id=self.session.id, turn=turn.number, user_input=user_input)
-        for line in self.session.extra.pop("restored", None) or []:
-            yield Notice(kind="restored", text=line)
         reason: TurnEndReason = "error"
         try:
+            yield TurnStarted(session_id=self.session.id, turn=turn.number,
+                              user_input=user_input)
+            for line in self.session.extra.pop("restored", None) or []:
+                yield Notice(kind="restored", text=line)
             while True:
                 try:
                     async for event in _step(self, turn):

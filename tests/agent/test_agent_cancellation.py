@@ -84,3 +84,20 @@ def test_cancelling_the_task_mid_tool_leaves_the_session_usable(project, fake):
     assert agent.session.messages[-1].content[0].tool_use_id == "toolu_task"
     assert run_turn(agent, "again")[-1].reason == "answer"
     assert _results_in(fake.requests[-1].body)[0]["content"] == CANCELLED_RESULT
+
+
+def test_closing_the_event_stream_early_ends_the_turn_cleanly(project, fake):
+    """A consumer that stops reading after TurnStarted still leaves a closed turn and a
+    free lock behind."""
+    root, _ = project
+    fake.add(reply.text("unused"), reply.text("second"))
+    agent = make_agent(root, fake)
+
+    async def first_event_only() -> None:
+        stream = agent.run("hello")
+        await stream.__anext__()
+        await stream.aclose()
+
+    asyncio.run(first_event_only())
+    assert agent.session.info().state == "idle"
+    assert run_turn(agent, "again")[-1].reason == "answer"
