@@ -25,6 +25,8 @@ from liveforge.declarations.messages import Usage
 __all__ = ["Renderer", "short_arguments"]
 
 _ARG_WIDTH = 48
+_REPORTED_RUNS = frozenset({"verify", "run_tests"})
+"""Tools whose sandbox runs arrive as their own `VerificationResult` events."""
 
 
 def short_arguments(arguments: dict[str, Any]) -> str:
@@ -115,6 +117,8 @@ class Renderer:
     def _on_tool_finished(self, event: ev.ToolFinished) -> None:
         self.close()
         first = event.summary.strip().splitlines()[0] if event.summary.strip() else ""
+        if event.name in _REPORTED_RUNS and not event.is_error:
+            first = ""  # a verification line with the run's headline follows
         mark, style = ("✗", "red") if event.is_error else ("✓", "green")
         line = Text(f"  {mark} ", style=style, no_wrap=True, overflow="ellipsis")
         line.append(f"{event.name} {event.duration:.2f}s", style="dim")

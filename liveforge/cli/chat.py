@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +95,26 @@ class ChatApp:
         if not text:
             return True
         if text.startswith("/"):
-            return await dispatch(self.state, text)
+            return await self._interruptible(dispatch(self.state, text))
         await drive_turn(self.agent, self.renderer, text)
         return True
+
+    async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:
+        """Run a slash command; Ctrl-C abandons it and returns to the prompt."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(work)
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            self.renderer.close()
+            self.console.print(Text("command cancelled (a sandbox run it started finishes in "
+                                    "the background)", style="yellow"))
+            return True
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
 
     def _header(self) -> None:
         session = self.agent.session

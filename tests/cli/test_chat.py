@@ -222,3 +222,21 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         child.close()
         sent = json.dumps(fake.requests[0].body["messages"])
     assert "remember the word avocado" in sent
+
+
+def test_ctrl_c_abandons_a_slash_command_not_the_chat(sample: Path):
+    """Ctrl-C during /tests returns to the prompt; the chat keeps working."""
+    with FakeProvider(script=[reply.text("still alive")]) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "/tests -q")
+        _shown(child, "running the tests")
+        child.sendcontrol("c")
+        _shown(child, "command cancelled")
+        child.expect_exact(PROMPT)
+        _say(child, "hello")
+        _shown(child, "still alive")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0
