@@ -88,6 +88,7 @@ async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent]:
     if turn.steps > agent.settings.max_steps:
         raise TurnOver("turn_limit", TurnLimit(steps=turn.steps - 1))
     last = turn.steps == agent.settings.max_steps
+    agent_state(agent).start_trial()
     response: ModelResponse | None = None
     async for item in call_model(agent, turn, last_step=last):
         if isinstance(item, ModelResponse):
@@ -98,7 +99,7 @@ async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent]:
     if response.stop_reason == "pause_turn" and not response.tool_calls:
         return  # the provider paused a long answer: the next request continues it
     if not response.tool_calls:
-        agent_state(agent).unconfirmed.clear()
+        agent_state(agent).confirm()
         raise TurnOver("answer", FinalAnswer(text=response.text))
     turn.open_calls = response.tool_calls
     if last:
@@ -115,6 +116,8 @@ def _recover(agent: Agent, turn: Turn, fault: Exception) -> AgentEvent:
     reason = fault_summary(fault)
     close_open_calls(agent, turn, f"interrupted: the agent loop failed ({reason})")
     undone = roll_back_unconfirmed(agent)
+    if not undone:
+        raise fault
     agent.session.track(agent.runtime, agent.settings.self_packages)
     agent.session.note("self_patch_rollback", reason, change_ids=undone)
     add_note(agent, f"[liveforge] Your self-patches {', '.join(undone)} broke the agent loop "

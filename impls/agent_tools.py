@@ -32,6 +32,7 @@ from liveforge.declarations.messages import Message, ToolResultBlock, ToolUseBlo
 from liveforge.declarations.toolbox import ToolResult
 from liveforge.impls.agent_turn import Turn, TurnOver, agent_state, close_open_calls
 from liveforge.impls.self_patches import apply_batch, is_self_patch, self_test_gate
+from liveforge.impls.session_changes import is_self_module
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
@@ -116,9 +117,12 @@ def _changes(agent: Agent, turn: Turn) -> list[AgentEvent]:
     new = agent.session.track(agent.runtime, agent.settings.self_packages)
     if new:
         turn.repeats.clear()
-    unconfirmed = set(agent_state(agent).unconfirmed)
+    new = [c for c in new if c.status.value != "rolled_back"]
+    selves = [c.id for c in new if c.kind != "reload"
+              and is_self_module(c.module, agent.settings.self_packages)]
+    agent_state(agent).on_probation(selves)
     return [PatchApplied(change_id=c.id, target=c.target, kind=c.kind, diff=c.diff(),
-                         self_patch=c.id in unconfirmed) for c in new]
+                         self_patch=c.id in selves) for c in new]
 
 
 def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
@@ -180,7 +184,7 @@ async def run_tools(agent: Agent, turn: Turn, calls: list[ToolUseBlock]
             continue
         async for event in _one(agent, turn, call):
             yield event
-    agent_state(agent).unconfirmed.clear()  # this step ran with them: they are good
+    agent_state(agent).confirm()  # this step ran with them: they are good
     if queued:
         async for event in _boundary(agent, turn, queued):
             yield event

@@ -48,7 +48,22 @@ class AgentState:
     turn: Turn | None = None
     unconfirmed: list[str] = field(default_factory=list)
     """Self-patch change ids applied since the last step that completed with them."""
+    trial: list[str] = field(default_factory=list)
+    """The unconfirmed ids in effect when the current step started."""
     executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def start_trial(self) -> None:
+        """A step starts: the self-patches in effect now are what it will confirm."""
+        self.trial = list(self.unconfirmed)
+
+    def confirm(self) -> None:
+        """The step completed: the self-patches it ran with are good."""
+        self.unconfirmed = [i for i in self.unconfirmed if i not in self.trial]
+        self.trial = []
+
+    def on_probation(self, change_ids: list[str]) -> None:
+        """Self-changes made outside the queue (e.g. by `execute`) wait for confirmation."""
+        self.unconfirmed += [i for i in change_ids if i not in self.unconfirmed]
 
     def tool_worker(self) -> concurrent.futures.ThreadPoolExecutor:
         """One worker thread: tool calls never overlap, even one left running by a cancel."""

@@ -168,3 +168,20 @@ def test_resumed_self_patches_are_on_probation_again(project, fake):
         assert "[cut]" in resumed.runtime.source("liveforge.impls.compaction.cut_text")
     finally:
         _undo_all(resumed)
+
+
+def test_a_self_patch_made_through_execute_is_also_rolled_back_when_it_breaks_the_loop(
+        project, fake):
+    """Self-changes that bypass the queue (rt.patch inside execute) take effect at once but
+    are on probation too: the loop fault that follows undoes them."""
+    root, _ = project
+    code = f"rt.patch('liveforge.impls.agent_model.build_request', {BROKEN_BUILD_REQUEST!r})"
+    fake.add(reply.tool_call("execute", {"code": code}), reply.text("rolled back, fine"))
+    agent = make_agent(root, fake)
+    try:
+        events = run_turn(agent, "patch yourself through execute")
+        assert of_type(events, "patch_applied")[0].self_patch
+        assert of_type(events, "self_patches_rolled_back")[0].change_ids
+        assert events[-1].reason == "answer"
+    finally:
+        _undo_all(agent)
