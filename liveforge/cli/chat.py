@@ -25,6 +25,7 @@ from liveforge.cli._agent import configured_provider, drive_turn, make_agent, mo
 from liveforge.cli._common import ExitCode, add_common, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
+from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ChatApp", "register"]
 
@@ -96,7 +97,15 @@ class ChatApp:
             return True
         if text.startswith("/"):
             return await self._interruptible(dispatch(self.state, text))
-        await drive_turn(self.agent, self.renderer, text)
+        try:
+            await drive_turn(self.agent, self.renderer, text)
+        except LiveforgeError as exc:  # e.g. another front end holds the project's turn
+            self.console.print(Text(f"{type(exc).__name__}: {exc}", style="bold red"))
+        except Exception:  # a fault in liveforge: show it, keep the session
+            self.console.print_exception(max_frames=8)
+            self.console.print(Text("the turn failed inside liveforge (above); the session "
+                                    "continues: /undo, /diff and /quit still work",
+                                    style="bold red"))
         return True
 
     async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:

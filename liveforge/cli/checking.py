@@ -106,6 +106,8 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
     code = args.code
     if code is None and not sys.stdin.isatty() and not changes:
         code = sys.stdin.read()
+    if code is not None and not code.strip():
+        raise CommandError("the code to verify is empty; pass -c CODE or pipe code on stdin.")
     if code is None:
         if not changes:
             raise CommandError("nothing to verify: pass -c CODE, pipe code on stdin, or give "

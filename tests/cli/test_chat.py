@@ -240,3 +240,24 @@ def test_ctrl_c_abandons_a_slash_command_not_the_chat(sample: Path):
         child.expect(pexpect.EOF)
         child.close()
     assert child.exitstatus == 0
+
+
+def test_a_busy_project_is_reported_and_the_chat_goes_on(sample: Path):
+    """While another front end holds the project's turn lock, a turn says so; the chat lives."""
+    import liveforge.impls  # noqa: F401  (registers the Session bodies)
+    from liveforge.declarations.session import Session
+
+    holder = Session.create(sample)
+    with FakeProvider(script=[reply.text("now it works")]) as fake:
+        child = _spawn(sample, fake)
+        with holder.turn_lock():
+            _say(child, "hello")
+            _shown(child, "SessionBusy")
+            child.expect_exact(PROMPT)
+        _say(child, "hello again")
+        _shown(child, "now it works")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0
