@@ -162,8 +162,9 @@ class Runtime(Checks, Persistence, VirtualModules):
             disk = read_source(record.filename)
             change = self._apply(record, disk.text, target=module, kind="reload")
             record.loaded = disk
-            for stale in pending:
-                stale.status = ChangeStatus.ROLLED_BACK
+            if change.id:  # a reload that found the file equal to memory undoes nothing
+                for stale in pending:
+                    stale.status = ChangeStatus.ROLLED_BACK
             if dependents:
                 change.notes.extend(rebind_dependents(self.registry, module))
             return change

@@ -145,3 +145,16 @@ def test_forwarder_frame_points_at_the_definitions_first_line(project: Project,
     lines = rt.source(module.__name__).splitlines()
     shown = [lines[f.lineno - 1].strip() for f in frames if f.lineno]
     assert shown == ["@deco", 'return ("deco", fn(*args, **kwargs))', "return 1 // x"]
+
+
+def test_reload_of_a_file_equal_to_memory_keeps_changes_live(project: Project,
+                                                            rt: Runtime) -> None:
+    """A forced reload that finds the file equal to memory changes nothing, so the earlier
+    changes stay live and can still be rolled back."""
+    module = project.module("def f():\n    return 1\n")
+    change = rt.patch(f"{module.__name__}.f", "def f():\n    return 2\n")
+    project.write(module.__name__, rt.source(module.__name__))
+    rt.reload(module.__name__, force=True)
+    assert [c.id for c in rt.history() if c.status.value != "rolled_back"] == [change.id]
+    rt.rollback()
+    assert module.f() == 1

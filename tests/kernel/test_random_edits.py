@@ -4,16 +4,19 @@ of the final source.
 A small model of a module (functions, classes with methods and class constants, constants,
 blank lines and comments) is edited at random; each edit is applied to a real module on
 sys.path through `Runtime.patch` (one definition), `Runtime.patch_module` (whole module) or
-`Runtime.reload` (whole module written to disk). After the sequence the live module is
-compared with a fresh import of the final text from another folder: public names, class
-members, results of calling everything with sample arguments, `inspect.getsource` and the
-line a traceback points at. References captured before the sequence (from-imports, an
-instance, bound methods) must run the final code. A failure prints the seed and the edit
-sequence; replay one seed with `pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
+`Runtime.reload` (whole module written to disk), and now and then the newest change is
+rolled back with `Runtime.rollback`. After the sequence the live module is compared with a
+fresh import of the final text from another folder: public names, class members, results
+of calling everything with sample arguments, `inspect.getsource` and the lines a traceback
+points at. References captured before the sequence (from-imports, an instance, bound
+methods) must run the final code, and module state must survive. A failure prints the seed
+and the edit sequence; replay one seed with
+`pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.util
 import inspect
@@ -44,6 +47,8 @@ SAMPLE_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     ((5,), {}), ((13,), {}), ((2,), {"y": 1}), ((4, 6), {})]
 
 HEADER = '''import functools
+
+STATE = {"calls": 0}
 
 
 def deco(fn):
@@ -195,6 +200,8 @@ class Sequence:
     items: list[Item]
     log: list[str] = field(default_factory=list)
     broken: set[str] = field(default_factory=set)
+    #: the model before each applied change, newest last (for rollback).
+    undo: list[list[Item]] = field(default_factory=list)
 
     @classmethod
     def start(cls, rng: random.Random) -> Sequence:
@@ -222,7 +229,19 @@ Applier = Callable[[str, str], None]
 
 
 def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
-    """Make one random edit to the model and apply it live."""
+    """Make one random edit to the model and apply it live, or roll the newest change back."""
+    if seq.undo and seq.rng.random() < 0.1:
+        seq.items = seq.undo.pop()
+        seq.log.append("rt.rollback()")
+        rt.rollback()
+        return
+    before, recorded = copy.deepcopy(seq.items), len(rt.history())
+    _edit(seq, rt, mod, write)
+    if len(rt.history()) > recorded:
+        seq.undo.append(before)
+
+
+def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
     rng, items = seq.rng, seq.items
     present = named(items)
     kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member"]
@@ -370,7 +389,8 @@ def _whole(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
     if seq.rng.random() < 0.25:
         seq.log.append(f"{what}: write file + rt.reload(force=True)")
         write(source)
-        rt.reload(mod, force=True)
+        if rt.reload(mod, force=True).id:
+            seq.undo.clear()  # a forced reload supersedes the earlier in-memory changes
     else:
         seq.log.append(f"{what}: rt.patch_module")
         rt.patch_module(mod, source)
@@ -407,7 +427,7 @@ def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[
     seen: dict[str, Any] = {"names": sorted(n for n in vars(module) if not n.startswith("_"))}
     for name in seen["names"]:
         value = getattr(module, name)
-        if isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType) or name == "STATE":
             continue
         if isinstance(value, type):
             seen[name] = members(value)
@@ -461,6 +481,8 @@ def test_random_edit_sequence_matches_fresh_import(project: Project, tmp_path: P
     path = project.write(mod, render(seq.items))
     module = importlib.import_module(mod)
     captured = {n: v for n, v in vars(module).items() if n in FUNCS}
+    state = module.STATE
+    state["calls"] = 42
     instances = {n: getattr(module, n)() for n in CLASSES if hasattr(module, n)}
     bound = {f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
              for m in members(type(obj)) if isinstance(vars(type(obj))[m], types.FunctionType)}
@@ -505,6 +527,8 @@ def test_random_edit_sequence_matches_fresh_import(project: Project, tmp_path: P
             if got != want:
                 differences.append(f"  bound method {key} captured at the start:\n"
                                     f"    live : {got!r}\n    fresh: {want!r}")
+    if module.STATE is not state or state != {"calls": 42}:
+        differences.append(f"  module state was reset: {module.STATE!r}")
     assert not differences, "live module differs from a fresh import:\n" + \
         "\n".join(differences) + f"\n{context()}"
     sys.modules.pop(mod, None)
