@@ -46,6 +46,7 @@ from liveforge.impls.agent_turn import (
     close_open_calls,
 )
 from liveforge.impls.self_patches import fault_summary, roll_back_unconfirmed
+from liveforge.impls.session_store import close_transcript
 
 __all__: list[str] = []
 
@@ -190,6 +191,7 @@ async def aclose(self: Agent) -> None:
     if state.executor is not None:
         state.executor.shutdown(wait=False, cancel_futures=True)
         state.executor = None
+    close_transcript(self.session)
     close = getattr(self.runtime, "close", None)
     if close is not None:
         close()  # the sandbox's template process; it restarts if the runtime is used again

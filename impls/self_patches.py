@@ -5,7 +5,8 @@ not run when the model asks: it is queued, and after the step's other tool calls
 is applied as one transaction, so the loop never runs half-changed code and a failing patch
 leaves none of its batch behind. Applied self-patches stay *unconfirmed* until a step has
 completed with them in place; if the loop machinery fails before that, they are rolled back
-(`roll_back_unconfirmed`) and the turn goes on.
+(`roll_back_unconfirmed`) and the turn goes on. Self-changes that bypass the queue (say
+`rt.patch` inside `execute`) take effect at once, but are on probation the same way.
 
 Persisting while a self-patch is unpersisted first runs liveforge's own test suite in the
 sandbox with the overlay (`self_test_gate`); a failure refuses the persist.

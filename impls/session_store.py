@@ -28,7 +28,8 @@ from liveforge.declarations.session import (
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
 
-__all__ = ["REDACTED", "SESSIONS_DIR", "estimate_tokens", "sessions_dir", "write_record"]
+__all__ = ["REDACTED", "SESSIONS_DIR", "close_transcript", "estimate_tokens", "sessions_dir",
+           "write_record"]
 
 SESSIONS_DIR = Path(".liveforge") / "sessions"
 REDACTED = "[redacted]"
@@ -67,6 +68,13 @@ def _handle(session: Session) -> IO[str]:
         handle = session.path.open("a", encoding="utf-8")
         session.__dict__["_transcript"] = handle
     return handle
+
+
+def close_transcript(session: Session) -> None:
+    """Close the transcript file handle (the next write opens it again)."""
+    handle: IO[str] | None = session.__dict__.pop("_transcript", None)
+    if handle is not None:
+        handle.close()
 
 
 def write_record(session: Session, kind: str, **data: Any) -> None:
@@ -153,6 +161,7 @@ def replay(session: Session, records: Iterator[dict[str, Any]]) -> None:
             session.tokens.append(int(record.get("tokens", 0)))
         elif kind == "amend" and session.messages:
             session.messages[-1] = Message.model_validate(record["message"])
+            session.tokens[-1] = estimate_tokens(session.messages[-1])
         elif kind == "usage":
             session.last_usage = Usage.model_validate(record["usage"])
             session.usage_at = int(record.get("messages", 0))
