@@ -92,20 +92,31 @@ async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
         await response.aclose()
 
 
-async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: CancelScope,
-                  route: Route) -> AsyncGenerator[Batch, None]:
-    parser = SSEParser()
+async def _chunks(response: httpx.Response, scope: CancelScope) -> AsyncGenerator[bytes, None]:
+    """The body's byte chunks, each network wait interruptible by the scope's token."""
     chunks = response.aiter_bytes()
+    if scope.token is None:  # nothing can cancel: skip the per-chunk wrapper
+        async for chunk in chunks:
+            yield chunk
+        return
     while True:
         try:
             chunk = await scope.wait(anext(chunks))
         except StopAsyncIteration:
-            break
-        batch: Batch = []
-        for name, data in parser.feed(chunk):
-            batch.extend(decoder.feed(name, data))
-        if batch:
-            yield batch
+            return
+        yield chunk
+
+
+async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: CancelScope,
+                  route: Route) -> AsyncGenerator[Batch, None]:
+    parser = SSEParser()
+    async with aclosing(_chunks(response, scope)) as chunks:
+        async for chunk in chunks:
+            batch: Batch = []
+            for name, data in parser.feed(chunk):
+                batch.extend(decoder.feed(name, data))
+            if batch:
+                yield batch
     for name, data in parser.flush():
         decoder.feed(name, data)
     if not decoder.finished:
