@@ -1,0 +1,228 @@
+"""A model of a generated module for the random edit test: definitions that render to
+source text, and random ways to make and change them."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+FUNCS = [f"f{i}" for i in range(7)]
+CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
+CONSTS = ["K0", "K1", "K2", "K3"]
+METHODS = ["m0", "m1", "m2", "m3", "m4"]
+CLASS_CONSTS = ["CK0", "CK1", "CK2"]
+
+HEADER = '''import functools
+
+STATE = {"calls": 0}
+
+
+def deco(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return ("deco", fn(*args, **kwargs))
+    return wrapper
+
+
+class Root:
+    def __init__(self, v=5):
+        self.v = v
+
+    def hook(self, x):
+        return x + self.v
+'''
+
+
+# -- the module model -----------------------------------------------------------------------
+
+@dataclass
+class Def:
+    """A function or method: decorator, parameters, body expression, optional extras."""
+
+    name: str
+    deco: str
+    params: str
+    expr: str
+    guard: bool = False
+    note: bool = False
+
+    def text(self, indent: str = "") -> str:
+        lines = [f"@{self.deco}"] if self.deco else []
+        lines.append(f"def {self.name}{self.params}:")
+        if self.note:
+            lines.append(f"    # {self.name} keeps a note")
+        if self.guard:
+            lines += ["    if x == 13:", f"        raise ValueError('{self.name} refuses 13')"]
+        lines.append(f"    return {self.expr}")
+        return "".join(f"{indent}{line}\n" for line in lines)
+
+
+@dataclass
+class Assign:
+    """`NAME = value` at module or class level."""
+
+    name: str
+    value: int
+
+    def text(self, indent: str = "") -> str:
+        return f"{indent}{self.name} = {self.value}\n"
+
+
+@dataclass
+class Filler:
+    """Blank lines and comments between definitions."""
+
+    raw: str
+
+    name = ""
+
+    def text(self, indent: str = "") -> str:
+        return "".join(f"{indent}{line}" if line.strip() else line
+                       for line in self.raw.splitlines(keepends=True))
+
+
+@dataclass
+class Cls:
+    """A class deriving from Root; its first member is the constant BASE (never removed)."""
+
+    name: str
+    members: list[Any]
+
+    def text(self, indent: str = "") -> str:
+        return f"class {self.name}(Root):\n" + "".join(m.text("    ") for m in self.members)
+
+
+Item = Def | Assign | Filler | Cls
+
+
+def render(items: list[Item]) -> str:
+    return HEADER + "".join(item.text() for item in items)
+
+
+def named(items: list[Any]) -> dict[str, Any]:
+    return {item.name: item for item in items if not isinstance(item, Filler)}
+
+
+# -- random definitions ---------------------------------------------------------------------
+
+def function_def(rng: random.Random, name: str) -> Def:
+    params = rng.choice(["(x)", "(x, y=2)", "(x, y=SCALE)", "(x, *, y=3)", "(x, y=1, *rest)"])
+    deco = rng.choice(["", "", "deco", "functools.lru_cache(maxsize=None)"])
+    return Def(name, deco, params, function_expr(rng, name, params), rng.random() < 0.4,
+               rng.random() < 0.3)
+
+
+def function_expr(rng: random.Random, name: str, params: str) -> str:
+    terms = [f"x * {rng.randint(1, 9)}"]
+    if "y" in params:
+        terms.append("y")
+    if "rest" in params:
+        terms.append("len(rest)")
+    lower = FUNCS[:FUNCS.index(name)] if name in FUNCS else []
+    extras = ["SCALE", rng.choice(CONSTS), str(rng.randint(0, 50))]
+    extras += [f"{f}(x)" if rng.random() < 0.5 else f"{f}(1)[-1]" for f in lower[-2:]]
+    terms += rng.sample(extras, k=min(len(extras), rng.randint(0, 2)))
+    expr = " + ".join(terms)
+    return f"({expr},)" if rng.random() < 0.5 else expr
+
+
+def method_def(rng: random.Random, name: str) -> Def:
+    kind = rng.choice(["", "", "deco", "staticmethod", "classmethod", "property"])
+    first = {"staticmethod": "", "classmethod": "cls, ", "property": "self"}.get(kind, "self, ")
+    if kind == "property":
+        params, terms = "(self)", ["self.v", "self.BASE", "super().hook(3)"]
+    else:
+        params = "(" + first + rng.choice(["x", "x, y=BASE", "x, *, y=4"]) + ")"
+        terms = [f"x * {rng.randint(1, 9)}"] + (["y"] if "y" in params else [])
+        terms += {"": ["self.v", "super().hook(x)", "self.BASE", "type(self).CK0"],
+                  "deco": ["self.v", "self.BASE"], "classmethod": ["cls.BASE", "cls.CK1"],
+                  "staticmethod": ["SCALE"]}[kind]
+    terms.append(rng.choice(["K1", f"{rng.choice(FUNCS)}(2)", "1"]))
+    expr = " + ".join(rng.sample(terms, k=rng.randint(1, min(3, len(terms)))))
+    guard = kind != "property" and rng.random() < 0.4
+    return Def(name, kind, params, expr, guard, rng.random() < 0.3)
+
+
+def class_def(rng: random.Random, name: str) -> Cls:
+    members: list[Any] = [Assign("BASE", rng.randint(1, 9))]
+    for mname in sorted(rng.sample(METHODS, k=rng.randint(1, 3))):
+        members += [Filler("\n"), method_def(rng, mname)]
+    if rng.random() < 0.5:
+        members.insert(1, Assign(rng.choice(CLASS_CONSTS), rng.randint(10, 99)))
+    return Cls(name, members)
+
+
+def filler(rng: random.Random) -> Filler:
+    return Filler(rng.choice(["\n", "\n\n", "\n# a comment\n", "# note\n\n", "\n\n\n"]))
+
+
+# -- the sequence ---------------------------------------------------------------------------
+
+@dataclass
+class Sequence:
+    """One random run: the model, how each edit was applied, and what continuity broke."""
+
+    rng: random.Random
+    items: list[Item]
+    log: list[str] = field(default_factory=list)
+    broken: set[str] = field(default_factory=set)
+    #: the model before each applied change, newest last (for rollback).
+    undo: list[list[Item]] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, rng: random.Random) -> Sequence:
+        items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3)]
+        pool = [*rng.sample(CONSTS, 2), *rng.sample(FUNCS, 3), *rng.sample(CLASSES, 2)]
+        for name in pool:
+            items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
+            items.append(make(rng, name))
+        return cls(rng, items)
+
+    def spot(self) -> int:
+        """An insertion index after SCALE (which defaults name, so it stays first)."""
+        return self.rng.randint(2, len(self.items))
+
+
+def make(rng: random.Random, name: str) -> Item:
+    if name in CONSTS:
+        return Assign(name, rng.randint(0, 99))
+    if name in FUNCS:
+        return function_def(rng, name)
+    return class_def(rng, name)
+
+
+def changed(rng: random.Random, old: Item) -> Item:
+    """A changed version of a definition (new value, new class body, or a function with some
+    of decorator, parameters, body and extras changed)."""
+    if isinstance(old, Assign):
+        return Assign(old.name, old.value + rng.randint(1, 9))
+    if isinstance(old, Cls):
+        new = class_def(rng, old.name)
+        if rng.random() < 0.5 and new.members[-1].name not in named(old.members):
+            new.members = [*old.members, Filler("\n"), new.members[-1]]
+        return new
+    assert isinstance(old, Def)
+    fresh = function_def(rng, old.name)
+    aspect = rng.choice(["expr", "params", "deco", "extras", "all"])
+    return Def(old.name,
+               fresh.deco if aspect in ("deco", "all") else old.deco,
+               fresh.params if aspect in ("params", "all") else old.params,
+               fresh.expr if aspect in ("expr", "params", "all") else old.expr,
+               fresh.guard if aspect in ("extras", "all") else old.guard,
+               fresh.note if aspect in ("extras", "all") else old.note)
+
+
+def identities(items: list[Item]) -> dict[str, str]:
+    """What kind of object each name is bound to (changing it breaks captured references)."""
+    found = {}
+    for item in items:
+        if isinstance(item, Cls):
+            found[item.name] = "class"
+            for member in item.members:
+                if isinstance(member, Def):
+                    special = member.deco in ("staticmethod", "classmethod", "property")
+                    found[f"{item.name}.{member.name}"] = member.deco if special else "method"
+        elif not isinstance(item, Filler):
+            found[item.name] = type(item).__name__
+    return found
