@@ -122,10 +122,6 @@ def check_impl_signature(method: Any, func: Callable[..., Any]) -> None:
     cls, name, declared = found
     actual = inspect.signature(func)
     decl_shape, impl_shape = _shape(declared), _shape(actual)
-    if name in getattr(cls, core._DECLARED_CLASSMETHODS, set()) | getattr(
-            cls, core._DECLARED_STATICMETHODS, set()):
-        decl_shape = decl_shape[1:] if name in getattr(cls, core._DECLARED_CLASSMETHODS) else \
-            decl_shape
     if decl_shape != impl_shape:
         raise ImplSignatureError(
             f"{cls.__module__}.{cls.__qualname__}.{name}", str(declared),

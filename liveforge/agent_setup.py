@@ -58,10 +58,8 @@ def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
 
         config = load_config(root, env)
         provider = build_provider(config, env)
-        # `agent` / `context` tables, once the configuration declares them
-        settings = settings or getattr(config, "agent", None) \
-            or AgentSettings(max_tokens=config.max_tokens)
-        context = context or getattr(config, "context", None)
+        settings = settings or config.agent or AgentSettings(max_tokens=config.max_tokens)
+        context = context or config.context
     settings = settings or AgentSettings()
     context = context or ContextSettings()
     runtime = runtime or Runtime(project_root=root)

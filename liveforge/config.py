@@ -45,6 +45,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from liveforge.declarations.agent import AgentSettings
+from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 from liveforge.kernel.errors import ConfigError
 
@@ -113,6 +115,11 @@ class LiveforgeConfig(BaseModel):
     """Provider definitions, merged over the built-ins (anthropic, openai, ollama, ...)."""
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     """Retries, backoff, key cooldowns and timeouts."""
+    agent: AgentSettings | None = None
+    """The agent loop: step limit, runaway detection, tool timeout, self-patch tests
+    (`[tool.liveforge.agent]`)."""
+    context: ContextSettings | None = None
+    """Context window and compaction (`[tool.liveforge.context]`)."""
 
     @field_validator("model")
     @classmethod

@@ -126,3 +126,32 @@ def test_signature_check_applies_to_plain_imports(project):
         @forwardpy.impl(decl.Greeter.wave)
         def wave(self, nope):  # pragma: no cover - never registered
             return ""
+
+
+def test_classmethod_and_staticmethod_impls_pass_the_signature_check(project):
+    """Declared class/static methods accept impls with the declared parameters."""
+    decl = project.module(src('''
+        import forwardpy
+
+        class Store(forwardpy.Object):
+            @classmethod
+            def create(cls, root: str) -> "Store":
+                ...
+
+            @staticmethod
+            def version(major: int) -> str:
+                ...
+    '''))
+    project.module(src(f'''
+        import forwardpy
+        from {decl.__name__} import Store
+
+        @forwardpy.impl(Store.create)
+        def create(cls, root: str) -> Store:
+            return (cls, root)
+
+        @forwardpy.impl(Store.version)
+        def version(major: int) -> str:
+            return f"v{{major}}"
+    '''))
+    assert decl.Store.create("r") == (decl.Store, "r") and decl.Store.version(2) == "v2"

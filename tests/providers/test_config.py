@@ -133,3 +133,16 @@ def test_parse_model_splits_on_the_first_colon() -> None:
     assert parse_model("ollama:llama3.1:8b") == ("ollama", "llama3.1:8b")
     with pytest.raises(ValueError, match="provider:model"):
         parse_model("llama3.1")
+
+
+def test_agent_and_context_tables_are_validated(tmp_path: Path) -> None:
+    """[tool.liveforge.agent] and [tool.liveforge.context] configure the loop and window."""
+    root = _project(tmp_path, "[tool.liveforge.agent]\nmax_steps = 7\n"
+                              "[tool.liveforge.context]\nwindow = 32000\n")
+    config = load_config(root, env={})
+    assert config.agent is not None and config.agent.max_steps == 7
+    assert config.context is not None and config.context.window == 32000
+    (tmp_path / "bad").mkdir()
+    bad = _project(tmp_path / "bad", "[tool.liveforge.agent]\nmax_steps = 0\n")
+    with pytest.raises(ConfigError, match="max_steps"):
+        load_config(bad, env={})
