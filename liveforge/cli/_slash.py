@@ -78,9 +78,25 @@ async def _tool_command(state: ChatState, label: str, name: str,
 
 
 async def _undo(state: ChatState, args: list[str]) -> bool:
+    rt = state.agent.runtime
+    if not args and _newest_is_persisted(rt):
+        # the last thing done was writing files: put the files back first (the change stays
+        # in memory, unpersisted again); the next /undo rolls the change back
+        done = await _in_thread(state, "restoring the files…", rt.unpersist)
+        state.say(done.summary() + "\n(the change is in memory again; /undo once more to "
+                  "roll it back)")
+        state.agent.session.track(rt)
+        return True
     arguments = {"change_id": args[0]} if args else {}
     await _tool_command(state, "rolling back…", "rollback", arguments)
     return True
+
+
+def _newest_is_persisted(rt: Any) -> bool:
+    from liveforge.kernel import ChangeStatus
+
+    live = [c for c in rt.history() if c.status is not ChangeStatus.ROLLED_BACK]
+    return bool(live) and live[-1].status is ChangeStatus.PERSISTED
 
 
 def _show_diff(state: ChatState, diff: str) -> None:
@@ -180,7 +196,8 @@ async def _quit(state: ChatState, args: list[str]) -> bool:
 
 COMMANDS: dict[str, tuple[Handler, str]] = {
     "/help": (_help, "this list"),
-    "/undo": (_undo, "roll back the last change (or /undo ID with later ones of its module)"),
+    "/undo": (_undo, "undo the last step: a persist (files back) or a change in memory; "
+                     "/undo ID rolls back that change and later ones of its module"),
     "/diff": (_diff, "unpersisted changes as a diff (memory vs files)"),
     "/persist": (_persist, "write the verified changes to files (asks first)"),
     "/runs": (_runs, "recent sandbox runs (/runs ID shows one)"),

@@ -261,3 +261,38 @@ def test_a_busy_project_is_reported_and_the_chat_goes_on(sample: Path):
         child.expect(pexpect.EOF)
         child.close()
     assert child.exitstatus == 0
+
+
+def test_undo_after_persist_restores_the_file_then_the_memory(sample: Path):
+    """With --yes the agent persists a verified fix; /undo puts the file back, a second /undo
+    rolls the change back in memory."""
+    check = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
+    script = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+              reply.tool_call("verify", {"code": check}),
+              reply.tool_call("persist", {}),
+              reply.text("Saved.")]
+    cart = sample / "pricing" / "cart.py"
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake, "--yes")
+        _say(child, "fix and save")
+        _shown(child, "Saved.")
+        child.expect_exact(PROMPT)
+        assert ">= BULK_QUANTITY" in cart.read_text()
+        _say(child, "/undo")
+        _shown(child, "restored pricing.cart")
+        child.expect_exact(PROMPT)
+        assert "quantity > BULK" in cart.read_text()
+        _say(child, "/diff")
+        _shown(child, "+        if self.quantity >= BULK_QUANTITY:")
+        child.expect_exact(PROMPT)
+        _say(child, "/undo")
+        _shown(child, "rolled back")
+        child.expect_exact(PROMPT)
+        _say(child, "/diff")
+        _shown(child, "no unpersisted changes")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert "quantity > BULK" in cart.read_text()
+    assert "fix and save" in (sample / ".liveforge" / "chat_history").read_text()
