@@ -296,3 +296,19 @@ def test_undo_after_persist_restores_the_file_then_the_memory(sample: Path):
         child.close()
     assert "quantity > BULK" in cart.read_text()
     assert "fix and save" in (sample / ".liveforge" / "chat_history").read_text()
+
+
+def test_multi_line_input_with_alt_enter_and_trailing_backslash(sample: Path):
+    """Alt-Enter and a trailing backslash both start a new line; Enter sends all lines."""
+    with FakeProvider(script=[reply.text("got three lines")]) as fake:
+        child = _spawn(sample, fake)
+        child.send("first\x1b\r")
+        child.send("second\\\r")
+        child.send("third\r")
+        _shown(child, "got three lines")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        sent = fake.requests[0].body["messages"][-1]["content"]
+    assert "first\nsecond\nthird" in json.dumps(sent).replace("\\n", "\n")
