@@ -31,7 +31,7 @@ from liveforge.declarations.agent import (
 from liveforge.declarations.messages import Message, ToolResultBlock, ToolUseBlock
 from liveforge.declarations.toolbox import ToolResult
 from liveforge.impls.agent_turn import Turn, TurnOver, agent_state, close_open_calls
-from liveforge.impls.self_patches import apply_batch, is_self_patch, self_test_gate
+from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
 
 if TYPE_CHECKING:
@@ -80,11 +80,7 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
 
 
 def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
-    """One call as the model asked for it (in the worker), persist gated by self-tests."""
-    if call.name == "persist":
-        refusal = self_test_gate(agent, call)
-        if refusal is not None:
-            return refusal
+    """One call as the model asked for it (in the worker)."""
     return agent.toolbox.call(call.name, call.input, agent.settings.tool_timeout)
 
 

@@ -9,7 +9,8 @@ completed with them in place; if the loop machinery fails before that, they are 
 `rt.patch` inside `execute`) take effect at once, but are on probation the same way.
 
 Persisting while a self-patch is unpersisted first runs liveforge's own test suite in the
-sandbox with the overlay (`self_test_gate`); a failure refuses the persist.
+sandbox with the overlay (`self_test_guard`, a persist guard on the runtime); a failure
+refuses the persist.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from liveforge.declarations.messages import ToolUseBlock
 from liveforge.declarations.toolbox import ToolResult
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.session_changes import is_self_module
-from liveforge.kernel.errors import LiveforgeError
+from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
 
 __all__ = ["apply_batch", "default_self_tests", "fault_summary", "is_self_patch",
-           "roll_back_unconfirmed", "self_test_gate"]
+           "roll_back_unconfirmed", "self_test_guard"]
 
 _APPLIED_NOTE = ("\n(self-patch: in effect from your next request; rolled back automatically "
                  "if it breaks the agent loop)")
@@ -114,31 +115,26 @@ def _persist_targets(agent: Agent, arguments: dict[str, Any]) -> list[str]:
     return [r.name for r in agent.runtime.changed_modules()]
 
 
-def self_test_gate(agent: Agent, call: ToolUseBlock) -> ToolResult | None:
-    """Before a persist that writes self-patches: liveforge's suite must pass (tool thread).
+def self_test_guard(agent: Agent, modules: list[str]) -> None:
+    """Persist guard: writing self-patches needs liveforge's own suite to pass first.
 
-    None lets the persist run; a result refuses it and says why.
+    Installed on the agent's runtime (`Runtime.add_persist_guard`), so it holds however the
+    persist is reached — the persist tool, or `rt.persist()` inside `execute`.
     """
-    targets = [m for m in _persist_targets(agent, call.input)
-               if is_self_module(m, agent.settings.self_packages)]
+    targets = [m for m in modules if is_self_module(m, agent.settings.self_packages)]
     if not targets:
-        return None
+        return
     args = agent.settings.self_tests
     selection = list(args) if args is not None else default_self_tests()
     if selection is None:
-        return ToolResult("refused: persisting changes to liveforge itself needs liveforge's "
-                          "own test suite, which is not installed here; configure "
-                          "agent self_tests (pytest arguments).", is_error=True)
-    run_tests = getattr(agent.runtime, "run_tests", None)
-    if run_tests is None:
-        return ToolResult("refused: this runtime has no sandbox to run liveforge's own tests "
-                          "in, so self-patches cannot be persisted.", is_error=True)
+        raise UnverifiedChange("refused: persisting changes to liveforge itself needs "
+                               "liveforge's own test suite, which is not installed here; "
+                               "configure agent self_tests (pytest arguments).")
     try:
-        result = run_tests(selection, timeout=agent.settings.self_test_timeout)
+        result = agent.runtime.run_tests(selection, timeout=agent.settings.self_test_timeout)
     except LiveforgeError as exc:
-        return ToolResult(f"refused: liveforge's own tests could not run: {exc}", is_error=True)
+        raise UnverifiedChange(f"refused: liveforge's own tests could not run: {exc}") from exc
     if not result.ok:
-        return ToolResult("refused: liveforge's own test suite fails with your changes to "
-                          f"{', '.join(targets)}; nothing was written.\n{result.summary()}",
-                          is_error=True)
-    return None
+        raise UnverifiedChange("refused: liveforge's own test suite fails with your changes "
+                               f"to {', '.join(targets)}; nothing was written.\n"
+                               f"{result.summary()}")

@@ -13,7 +13,7 @@ import importlib.machinery
 import linecache
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,12 +59,31 @@ class _Undo:
         default_factory=dict)
 
 
+PersistGuard = Callable[[list[str]], None]
+"""Called with the module names a persist is about to write; raises to refuse it."""
+
+
 class Persistence:
-    """Mixin of `Runtime`: `persist` and `unpersist`."""
+    """Mixin of `Runtime`: `persist`, `unpersist` and persist guards."""
 
     project_root: Path
     registry: ModuleRegistry
     _history: History
+    _persist_stack: list[_Undo]
+    _persist_guards: list[PersistGuard]
+
+    def _init_persistence(self) -> None:
+        self._persist_stack = []
+        self._persist_guards = []
+
+    def add_persist_guard(self, guard: PersistGuard) -> None:
+        """Run `guard(module_names)` before every persist — `force` does not skip it — so a
+        policy (say, "liveforge's own tests pass") holds however persist is reached."""
+        self._persist_guards.append(guard)
+
+    def remove_persist_guard(self, guard: PersistGuard) -> None:
+        """Stop running a guard added with `add_persist_guard`."""
+        self._persist_guards.remove(guard)
 
     def persist(self, modules: Sequence[str] | None = None, *, force: bool = False
                 ) -> Persisted:
@@ -75,6 +94,8 @@ class Persistence:
         `verify`/`run_tests` since their last edit. `force=True` overrides the last two.
         """
         records = self._to_persist(modules)
+        for guard in list(self._persist_guards):
+            guard([r.name for r in records])
         if not force:
             self._require_verified(records)
         writes = [PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
@@ -88,18 +109,18 @@ class Persistence:
             for change in self._history.unpersisted(record.name):
                 change.status = ChangeStatus.PERSISTED
             changed.extend(ids)
-        self._persists.append(undo)
+        self._persist_stack.append(undo)
         return Persisted(modules=[r.name for r in records],
                          paths=[str(w.path) for w in writes], changes=changed)
 
     def unpersist(self, *, force: bool = False) -> Persisted:
         """Undo the newest persist: files as they were; memory keeps the changes (unpersisted
         again). Refuses when a written file changed since, unless `force`."""
-        if not self._persists:
+        if not self._persist_stack:
             raise PersistError("there is no persist to undo in this runtime.")
-        undo = self._persists[-1]
+        undo = self._persist_stack[-1]
         restore(undo.record, force=force)
-        self._persists.pop()
+        self._persist_stack.pop()
         for name, (loaded, virtual, filename, ids) in undo.states.items():
             record = self.registry.get(name)
             if record is None:
@@ -114,13 +135,6 @@ class Persistence:
         return Persisted(modules=list(undo.states), paths=[str(p) for p in undo.record.paths],
                          changes=[i for s in undo.states.values() for i in s[3]],
                          action="restored")
-
-    @property
-    def _persists(self) -> list[_Undo]:
-        stack: list[_Undo] | None = self.__dict__.get("_persist_stack")
-        if stack is None:
-            stack = self.__dict__["_persist_stack"] = []
-        return stack
 
     def _to_persist(self, modules: Sequence[str] | None) -> list[ModuleRecord]:
         if modules is None:

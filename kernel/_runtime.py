@@ -57,6 +57,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         self.allow_kernel_patches = allow_kernel_patches
         self.keep_runs = keep_runs
         self._sandbox: Sandbox | None = None
+        self._init_persistence()
         self.registry = ModuleRegistry()
         self._history = History()
         self._lock = threading.RLock()

@@ -11,6 +11,7 @@ whose names end in _API_KEY, _API_KEYS or _TOKEN, are scrubbed from the transcri
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
+from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
 
 __all__ = ["build_agent", "known_secrets"]
@@ -73,6 +75,7 @@ def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
     agent = Agent(runtime=runtime, provider=provider, toolbox=toolbox, session=session,
                   compactor=Compactor(settings=context),
                   prompt=SystemPrompt(runtime=runtime, toolbox=toolbox), settings=settings)
+    runtime.add_persist_guard(functools.partial(self_test_guard, agent))
     # Re-applied self-patches have not run the loop yet in this process: on probation.
     epoch = f"{session.extra['epoch']}:"
     agent_state(agent).unconfirmed = [c.change_id for c in session.unpersisted()

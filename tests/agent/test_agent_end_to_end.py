@@ -119,3 +119,25 @@ def test_a_passing_self_suite_lets_the_persist_through_to_the_runtime(fake, agen
     assert of_type(events, "verification")[0].ok
     persist = next(f for f in of_type(events, "tool_finished") if f.name == "persist")
     assert persist.is_error and "outside the project root" in persist.summary
+
+
+def test_persist_inside_execute_is_gated_by_the_self_tests_too(fake, agent_on, tmp_path):
+    """rt.persist() called from execute cannot skip liveforge's own suite."""
+    suite = tmp_path / "self_suite"
+    suite.mkdir()
+    (suite / "test_self.py").write_text("def test_no():\n    assert False\n")
+    target = "liveforge.impls.compaction.cut_text"
+    kept = "def cut_text(text, limit, what='tool result'):\n    return text\n"
+    code = "rt.persist(['liveforge.impls.compaction'], force=True)"
+    fake.add(reply.tool_call("patch", {"path": target, "source": kept}),
+             reply.tool_call("execute", {"code": code}),
+             reply.text("ok"))
+    agent = agent_on(settings=AgentSettings(self_tests=(str(suite), "-q")))
+    before = open(sys.modules["liveforge.impls.compaction"].__file__).read()
+    try:
+        events = run_turn(agent, "keep it by any means")
+    finally:
+        agent.runtime.rollback_to(None)
+    executed = next(f for f in of_type(events, "tool_finished") if f.name == "execute")
+    assert "self_test_guard" in executed.summary
+    assert open(sys.modules["liveforge.impls.compaction"].__file__).read() == before

@@ -118,3 +118,21 @@ def test_module_outside_project_root_is_refused(rt, tmp_path_factory):
     finally:
         sys.path.remove(str(elsewhere))
         sys.modules.pop("outside_mod_lf", None)
+
+
+def test_persist_guard_runs_even_when_forced(rt, pkg, project):
+    """A persist guard sees the modules to write and can refuse, force or not."""
+    seen = []
+
+    def guard(modules: list[str]) -> None:
+        seen.append(modules)
+        raise UnverifiedChange("refused by policy")
+
+    rt.add_persist_guard(guard)
+    rt.patch(f"{pkg.__name__}.f", "def f(x):\n    return 9\n")
+    with pytest.raises(UnverifiedChange, match="policy"):
+        rt.persist(force=True)
+    assert seen == [[pkg.__name__]]
+    rt.remove_persist_guard(guard)
+    rt.persist(force=True)
+    assert "return 9" in (project.root / f"{project.prefix}pk" / "m.py").read_text()
