@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -128,6 +129,7 @@ def translate(value: Any, idmap: dict[int, Any]) -> Any:
 def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoLog,
                     idmap: dict[int, Any]) -> str | None:
     """Make `old` run `new`'s code in place; returns an identity note, or None."""
+    _clear_fronts(old)
     if is_forwarder(old):
         target = old.__kwdefaults__[_FORWARD_KEY]  # type: ignore[index]
         if mergeable(target, new):
@@ -158,17 +160,50 @@ def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
     """When `new` cannot be merged into `old` because a changed decorator made the name hold
     another kind of callable (e.g. `functools.lru_cache` added or removed), make the function
     behind `old` forward to `new`, so references captured earlier run the new code. A cache
-    in front of `old` is cleared. Returns a note, or None when `old` is no such callable."""
+    in front of `old` is cleared, and cleared again whenever the code behind it is updated.
+    Returns a note, or None when `old` is no such callable."""
     func = old if isinstance(old, types.FunctionType) else getattr(old, "__wrapped__", None)
     if not isinstance(func, types.FunctionType) or not _plain_callable(new):
         return None
     _save(func, log)
     _become_forwarder(func, new, dict(func.__dict__))
+    fronts = set(_FRONT_CACHES.get(func, ()))
     if func is not old and isinstance(old, functools._lru_cache_wrapper):
-        old.cache_clear()
+        fronts.add(old)
+    _front(new, fronts, log)
+    for cache in fronts:
+        cache.cache_clear()
     return (f"{new.__qualname__}: its decorators changed what kind of object it is "
             f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
             "object and the old one forwards every call to it")
+
+
+# Caches that stand in front of a function through forwarders: an old `lru_cache` wrapper
+# captured before its decorator was removed still answers from its cache, so every in-place
+# update of the function its calls now end in must clear it too.
+_FRONT_CACHES: weakref.WeakKeyDictionary[types.FunctionType, weakref.WeakSet[Any]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _front(new: Any, fronts: set[Any], log: UndoLog) -> None:
+    """Register `fronts` as caches in front of the function that updates of `new` change."""
+    target = new if isinstance(new, types.FunctionType) else new.__wrapped__
+    if not fronts:
+        return
+    registered = _FRONT_CACHES.setdefault(target, weakref.WeakSet())
+    added = fronts - set(registered)
+    registered.update(added)
+
+    def undo() -> None:
+        for cache in added:
+            registered.discard(cache)
+
+    log.add(undo)
+
+
+def _clear_fronts(func: types.FunctionType) -> None:
+    for cache in list(_FRONT_CACHES.get(func, ())):
+        cache.cache_clear()
 
 
 def _plain_callable(value: Any) -> bool:

@@ -158,3 +158,20 @@ def test_reload_of_a_file_equal_to_memory_keeps_changes_live(project: Project,
     assert [c.id for c in rt.history() if c.status.value != "rolled_back"] == [change.id]
     rt.rollback()
     assert module.f() == 1
+
+
+def test_captured_cache_is_cleared_when_the_code_behind_it_changes(project: Project,
+                                                                  rt: Runtime) -> None:
+    """An `lru_cache` wrapper captured before its decorator was removed never answers from a
+    cache filled by code that a later patch replaced."""
+    module = project.module(DECO + "\n\n@functools.lru_cache(maxsize=None)\n"
+                                   "def f(x):\n    return x\n")
+    captured = module.f
+    rt.patch(f"{module.__name__}.f", "def f(x):\n    return x * 10\n")
+    assert captured(2) == 20
+    rt.patch(f"{module.__name__}.f", "def f(x):\n    return x * 100\n")
+    assert captured(2) == 200
+    rt.patch(f"{module.__name__}.f", "@deco\ndef f(x):\n    return x * 1000\n")
+    assert captured(2) == ("deco", 2000)
+    rt.patch(f"{module.__name__}.f", "@deco\ndef f(x):\n    return x * 3\n")
+    assert captured(2) == ("deco", 6)
