@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
-__all__ = ["MISSING_MCP", "build_server", "serve_stdio"]
+__all__ = ["MISSING_MCP", "build_server", "require_mcp", "serve_stdio"]
 
 MISSING_MCP = ('`liveforge mcp` needs the MCP SDK, which is an optional extra: install it with '
                'pip install "liveforge[mcp]"')
@@ -38,7 +38,8 @@ INSTRUCTIONS = (
     "verified changes to files; rollback undoes.")
 
 
-def _require_mcp() -> None:
+def require_mcp() -> None:
+    """Raise a usage error naming the extra to install when the MCP SDK is missing."""
     try:
         import mcp.server.lowlevel  # noqa: F401
     except ImportError as exc:
@@ -47,7 +48,7 @@ def _require_mcp() -> None:
 
 def build_server(rt: Runtime) -> Server[Any, Any]:
     """An MCP server exposing the Toolbox over `rt` (not yet connected to a transport)."""
-    _require_mcp()
+    require_mcp()
     import anyio.to_thread
     from mcp import types
     from mcp.server.lowlevel import Server

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent, TurnEnded
     from liveforge.declarations.provider import Provider
 
-__all__ = ["NO_PROVIDER_HINT", "ApprovingToolbox", "drive_turn", "make_agent", "model_name"]
+__all__ = ["NO_PROVIDER_HINT", "ApprovingToolbox", "configured_provider", "drive_turn",
+           "make_agent", "model_name"]
 
 WRITING_TOOLS = frozenset({"persist"})
 """Tools that write files: the person approves each call (unless approvals are skipped)."""

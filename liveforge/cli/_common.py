@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from liveforge.kernel import Runtime
 
 __all__ = ["CommandError", "ExitCode", "add_common", "emit", "emit_error", "open_runtime",
-           "open_toolbox", "run_tool"]
+           "open_toolbox", "project_dir", "run_tool"]
 
 
 class ExitCode(IntEnum):

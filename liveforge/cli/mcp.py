@@ -24,9 +24,9 @@ def register(commands: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from liveforge.mcp_server import _require_mcp, serve_stdio
+    from liveforge.mcp_server import require_mcp, serve_stdio
 
-    _require_mcp()
+    require_mcp()
     with open_runtime(args) as rt:
         rt.allow_kernel_patches = args.allow_kernel_patches
         serve_stdio(rt)
