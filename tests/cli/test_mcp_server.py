@@ -17,14 +17,20 @@ from liveforge import Runtime
 from liveforge.cli._common import open_toolbox
 
 
-def _session(project: Path, calls: Any) -> Any:
-    """Run `calls(session)` against a `liveforge mcp` child serving `project`."""
+def _session(project: Path, calls: Any, received: list[Any] | None = None) -> Any:
+    """Run `calls(session)` against a `liveforge mcp` child serving `project`; messages the
+    server sends on its own (notifications) go to `received`."""
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "liveforge", "mcp", "--project", str(project)],
                                    cwd=str(project), env=cli_env())
 
+    async def keep(message: Any) -> None:
+        if received is not None:
+            received.append(message)
+
     async def go() -> Any:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        async with stdio_client(params) as (read, write), \
+                ClientSession(read, write, message_handler=keep) as s:
             await s.initialize()
             return await calls(s)
 
@@ -97,7 +103,8 @@ def test_without_the_sdk_the_command_names_the_extra(sample: Path):
 
 
 def test_a_tool_module_made_in_memory_is_listed_and_callable(sample: Path):
-    """A tool module patched into liveforge.tools over MCP appears in the next tools/list."""
+    """A tool module patched into liveforge.tools over MCP appears in the next tools/list,
+    and the client is told the list changed."""
     source = ('"""Counting tools."""\n\nfrom liveforge.tools import runtime\n\n'
               '__all__ = ["count_changes"]\n\n\ndef count_changes() -> str:\n'
               '    """How many changes this session made."""\n'
@@ -110,8 +117,11 @@ def test_a_tool_module_made_in_memory_is_listed_and_callable(sample: Path):
         after = await s.list_tools()
         return [before, made, after, await s.call_tool("count_changes", {})]
 
-    before, made, after, counted = _session(sample, calls)
+    received: list[Any] = []
+    before, made, after, counted = _session(sample, calls, received)
     assert not made.isError, _text(made)
     assert "count_changes" not in {t.name for t in before.tools}
     assert "count_changes" in {t.name for t in after.tools}
     assert _text(counted) == "1 changes"
+    kinds = [type(getattr(m, "root", m)).__name__ for m in received]
+    assert "ToolListChangedNotification" in kinds
