@@ -104,6 +104,12 @@ def named(items: list[Any]) -> dict[str, Any]:
     return {item.name: item for item in items if not isinstance(item, Filler)}
 
 
+# Terms with code objects of their own (generator, lambda, comprehension): their line numbers
+# must move with the function, and the lambda fails for x == 13 inside its own frame.
+NESTED = ["sum(i for i in range(x))", "(lambda v: 100 // (v - 13))(x)",
+          "[v * 2 for v in (x, 1)][0]"]
+
+
 # -- random definitions ---------------------------------------------------------------------
 
 def function_def(rng: random.Random, name: str) -> Def:
@@ -120,7 +126,7 @@ def function_expr(rng: random.Random, name: str, params: str) -> str:
     if "rest" in params:
         terms.append("len(rest)")
     lower = FUNCS[:FUNCS.index(name)] if name in FUNCS else []
-    extras = ["SCALE", rng.choice(CONSTS), str(rng.randint(0, 50))]
+    extras = ["SCALE", rng.choice(CONSTS), str(rng.randint(0, 50)), rng.choice(NESTED)]
     extras += [f"{f}(x)" if rng.random() < 0.5 else f"{f}(1)[-1]" for f in lower[-2:]]
     terms += rng.sample(extras, k=min(len(extras), rng.randint(0, 2)))
     expr = " + ".join(terms)
@@ -138,7 +144,9 @@ def method_def(rng: random.Random, name: str) -> Def:
         terms += {"": ["self.v", "super().hook(x)", "self.BASE", "type(self).CK0"],
                   "deco": ["self.v", "self.BASE"], "classmethod": ["cls.BASE", "cls.CK1"],
                   "staticmethod": ["SCALE"]}[kind]
-    terms.append(rng.choice(["K1", f"{rng.choice(FUNCS)}(2)", "1"]))
+    terms.append(rng.choice(["K1", f"{rng.choice(FUNCS)}(2)", "1", *NESTED]))
+    if kind == "property":
+        terms = [t.replace("(x)", "(self.v)") for t in terms]
     expr = " + ".join(rng.sample(terms, k=rng.randint(1, min(3, len(terms)))))
     guard = kind != "property" and rng.random() < 0.4
     return Def(name, kind, params, expr, guard, rng.random() < 0.3)
