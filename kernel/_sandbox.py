@@ -41,6 +41,7 @@ from liveforge.kernel._records import (
     utc_now,
 )
 from liveforge.kernel._runner import RunExit, run_child
+from liveforge.kernel._secrets import without_secrets
 from liveforge.kernel._template import TemplateProcess
 from liveforge.kernel.errors import SandboxError
 
@@ -177,7 +178,7 @@ class Sandbox:
             "kind": kind, **payload, "run_id": run_id, "run_dir": str(folder),
             "cwd": str(self.project_root), "sys_path": list(sys.path), "memory_mb": memory_mb,
             "filename": f"<verify:{run_id}>", "overlay": [asdict(m) for m in modules],
-            "environ": dict(os.environ)}
+            "environ": without_secrets(os.environ)}
         if kind == "tests":
             boot = _write_boot(folder)
             save_overlay(modules, folder)

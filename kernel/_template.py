@@ -178,11 +178,15 @@ class TemplateProcess:
 
     def __init__(self, *, cwd: Path, sys_path: list[str], preload: list[str],
                  boot_timeout: float = 120.0) -> None:
+        # Parent side only: this file also runs standalone as the template's bootstrap.
+        from liveforge.kernel._secrets import without_secrets
+
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             [sys.executable, "-c", BOOTSTRAP, __file__, str(child_end.fileno())],
             cwd=cwd, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            env=without_secrets(os.environ))
         child_end.close()
         self.channel = LineChannel(parent_end)
         self.channel.send({"sys_path": sys_path, "preload": preload})

@@ -26,10 +26,9 @@ from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
+from liveforge.kernel._secrets import is_secret_name
 
 __all__ = ["build_agent", "known_secrets"]
-
-_SECRET_SUFFIXES = ("_API_KEY", "_API_KEYS", "_TOKEN")
 
 
 def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = None) -> list[str]:
@@ -38,7 +37,7 @@ def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = Non
     found = [c.key.get_secret_value() for r in (provider.routes if provider else [])
              for c in r.credentials]
     for name, value in env.items():
-        if name.upper().endswith(_SECRET_SUFFIXES):
+        if is_secret_name(name):
             found += [part.strip() for part in value.split(",") if part.strip()]
     return found
 

@@ -230,3 +230,18 @@ def test_error_while_importing_an_overlay_module_shows_only_user_frames(
         assert result.traceback is not None
         assert "raise RuntimeError('at import')" in result.traceback
         assert "_child.py" not in result.traceback and "frozen" not in result.traceback
+
+
+def test_secret_environment_variables_do_not_reach_the_child(tmp_path, monkeypatch):
+    """Keys like ANTHROPIC_API_KEY are not in a sandbox run's environment (nor its record)."""
+    from liveforge.kernel._sandbox import Sandbox
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")
+    monkeypatch.setenv("LIVEFORGE_PLAIN_SETTING", "visible")
+    with Sandbox(tmp_path) as sandbox:
+        result = sandbox.verify("import os\nprint(dict(os.environ))\n"
+                                "os.environ.get('LIVEFORGE_PLAIN_SETTING')")
+    assert result.value_repr == "'visible'"
+    assert "sk-ant-very-secret" not in result.stdout
+    record = "".join(p.read_text() for p in Path(result.record_path).rglob("*") if p.is_file())
+    assert "sk-ant-very-secret" not in record

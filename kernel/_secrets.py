@@ -1,0 +1,23 @@
+"""Which environment variables hold secrets, so they stay out of sandbox runs and records.
+
+A variable is a secret when its name ends in `_API_KEY`, `_API_KEYS` or `_TOKEN` (the
+provider keys liveforge reads, and the usual names of other credentials). Sandbox children
+do not get them: a verification snippet that prints its environment cannot leak a key into
+`sandbox_runs/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SECRET_SUFFIXES = ("_API_KEY", "_API_KEYS", "_TOKEN")
+
+
+def is_secret_name(name: str) -> bool:
+    """True for environment variable names that hold credentials."""
+    return name.upper().endswith(SECRET_SUFFIXES)
+
+
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `env` without the secret variables."""
+    return {name: value for name, value in env.items() if not is_secret_name(name)}
