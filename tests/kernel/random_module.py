@@ -12,6 +12,7 @@ CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
 CONSTS = ["K0", "K1", "K2", "K3"]
 METHODS = ["m0", "m1", "m2", "m3", "m4"]
 CLASS_CONSTS = ["CK0", "CK1", "CK2"]
+INNER = ["Inner", "Sub"]
 
 HEADER = '''import functools
 
@@ -90,7 +91,8 @@ class Cls:
     members: list[Any]
 
     def text(self, indent: str = "") -> str:
-        return f"class {self.name}(Root):\n" + "".join(m.text("    ") for m in self.members)
+        return f"{indent}class {self.name}(Root):\n" + \
+            "".join(m.text(indent + "    ") for m in self.members)
 
 
 Item = Def | Assign | Filler | Cls
@@ -158,6 +160,8 @@ def class_def(rng: random.Random, name: str) -> Cls:
         members += [Filler("\n"), method_def(rng, mname)]
     if rng.random() < 0.5:
         members.insert(1, Assign(rng.choice(CLASS_CONSTS), rng.randint(10, 99)))
+    if name in CLASSES and rng.random() < 0.3:
+        members += [Filler("\n"), class_def(rng, rng.choice(INNER))]
     return Cls(name, members)
 
 
@@ -223,14 +227,21 @@ def changed(rng: random.Random, old: Item) -> Item:
 
 def identities(items: list[Item]) -> dict[str, str]:
     """What kind of object each name is bound to (changing it breaks captured references)."""
-    found = {}
+    found: dict[str, str] = {}
     for item in items:
         if isinstance(item, Cls):
-            found[item.name] = "class"
-            for member in item.members:
-                if isinstance(member, Def):
-                    special = member.deco in ("staticmethod", "classmethod", "property")
-                    found[f"{item.name}.{member.name}"] = member.deco if special else "method"
+            found.update(_class_identities(item, item.name))
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__
+    return found
+
+
+def _class_identities(cls: Cls, path: str) -> dict[str, str]:
+    found = {path: "class"}
+    for member in cls.members:
+        if isinstance(member, Def):
+            special = member.deco in ("staticmethod", "classmethod", "property")
+            found[f"{path}.{member.name}"] = member.deco if special else "method"
+        elif isinstance(member, Cls):
+            found.update(_class_identities(member, f"{path}.{member.name}"))
     return found

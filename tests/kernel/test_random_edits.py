@@ -163,17 +163,22 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
 def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
                  cls: Cls) -> None:
     rng = seq.rng
+    path = cls.name
+    inner = [m for m in cls.members if isinstance(m, Cls)]
+    if inner and rng.random() < 0.4:
+        cls = rng.choice(inner)
+        path = f"{path}.{cls.name}"
     present = named(cls.members)
     choice = rng.choice(["change", "change", "add", "remove", "filler"])
-    target = f"{mod}.{cls.name}"
+    target = f"{mod}.{path}"
     if choice == "change":
         name = rng.choice(list(present))
         old = present[name]
         new: Any = Assign(name, old.value + 1) if isinstance(old, Assign) \
-            else method_def(rng, name)
+            else changed(rng, old) if isinstance(old, Cls) else method_def(rng, name)
         cls.members[cls.members.index(old)] = new
         if rng.random() < 0.6:
-            _log_patch(seq, rt, f"{target}.{name}", new.text(), f"change {cls.name}.{name}")
+            _log_patch(seq, rt, f"{target}.{name}", new.text(), f"change {path}.{name}")
             return
     elif choice == "add":
         free = [n for n in METHODS + CLASS_CONSTS if n not in present]
@@ -183,7 +188,7 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
         new = method_def(rng, name) if name in METHODS else Assign(name, rng.randint(10, 99))
         cls.members += [Filler("\n"), new]
         if rng.random() < 0.6:
-            _log_patch(seq, rt, f"{target}.{name}", new.text(), f"add {cls.name}.{name}")
+            _log_patch(seq, rt, f"{target}.{name}", new.text(), f"add {path}.{name}")
             return
     elif choice == "remove" and len(present) > 1:
         name = rng.choice([n for n in present if n != "BASE"])
@@ -199,9 +204,9 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
     else:
         return
     if rng.random() < 0.5:
-        _log_patch(seq, rt, target, cls.text(), f"{choice} member of {cls.name} (class patch)")
+        _log_patch(seq, rt, target, cls.text(), f"{choice} member of {path} (class patch)")
     else:
-        _whole(seq, rt, mod, write, f"{choice} member of {cls.name}")
+        _whole(seq, rt, mod, write, f"{choice} member of {path}")
 
 
 def _apply_definition(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
@@ -264,19 +269,27 @@ def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[
         if isinstance(value, types.ModuleType) or name == "STATE":
             continue
         if isinstance(value, type):
-            seen[name] = members(value)
-            obj = instance(name)
-            for member in members(value):
-                seen[f"{name}.{member}"] = outcome(functools.partial(getattr, obj, member),
-                                                   filename) \
-                    if isinstance(vars(value)[member], property) \
-                    else probe(getattr(obj, member), filename)
-                seen[f"{name}.{member} source"] = _source(vars(value)[member])
-            seen[f"{name} source"] = inspect.getsource(value)
+            _observe_class(name, value, instance(name), filename, seen)
         else:
             seen[name] = probe(value, filename)
             seen[f"{name} source"] = _source(value)
     return seen
+
+
+def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str, Any]
+                   ) -> None:
+    """Members, their results on `obj` and their source; nested classes likewise."""
+    seen[path] = members(cls)
+    seen[f"{path} source"] = inspect.getsource(cls)
+    for member in members(cls):
+        value = vars(cls)[member]
+        key = f"{path}.{member}"
+        if isinstance(value, type):
+            _observe_class(key, value, value(), filename, seen)
+            continue
+        seen[key] = outcome(functools.partial(getattr, obj, member), filename) \
+            if isinstance(value, property) else probe(getattr(obj, member), filename)
+        seen[f"{key} source"] = _source(value)
 
 
 def _source(value: Any) -> str | None:
