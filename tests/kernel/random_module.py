@@ -13,8 +13,11 @@ CONSTS = ["K0", "K1", "K2", "K3"]
 METHODS = ["m0", "m1", "m2", "m3", "m4"]
 CLASS_CONSTS = ["CK0", "CK1", "CK2"]
 INNER = ["Inner", "Sub"]
+DATA = ["Data0", "Data1"]
+FIELDS = ["a", "b", "c"]
 
-HEADER = '''import functools
+HEADER = '''import dataclasses
+import functools
 
 STATE = {"calls": 0}
 
@@ -95,7 +98,23 @@ class Cls:
             "".join(m.text(indent + "    ") for m in self.members)
 
 
-Item = Def | Assign | Filler | Cls
+@dataclass
+class Data:
+    """A dataclass: int fields with defaults and a method reading two of them."""
+
+    name: str
+    fields: dict[str, int]
+    factor: int
+
+    def text(self, indent: str = "") -> str:
+        lines = ["@dataclasses.dataclass", f"class {self.name}:"]
+        lines += [f"    {f}: int = {v}" for f, v in self.fields.items()] or ["    pass"]
+        lines += ["", "    def total(self, x):",
+                  f"        return x * {self.factor} + self.a + self.b"]
+        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
+
+
+Item = Def | Assign | Filler | Cls | Data
 
 
 def render(items: list[Item]) -> str:
@@ -185,7 +204,8 @@ class Sequence:
     @classmethod
     def start(cls, rng: random.Random) -> Sequence:
         items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3)]
-        pool = [*rng.sample(CONSTS, 2), *rng.sample(FUNCS, 3), *rng.sample(CLASSES, 2)]
+        pool = [*rng.sample(CONSTS, 2), *rng.sample(FUNCS, 3), *rng.sample(CLASSES, 2),
+                *rng.sample(DATA, 1)]
         for name in pool:
             items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
             items.append(make(rng, name))
@@ -196,9 +216,16 @@ class Sequence:
         return self.rng.randint(2, len(self.items))
 
 
+def data_def(rng: random.Random, name: str) -> Data:
+    fields = {f: rng.randint(0, 9) for f in FIELDS if rng.random() < 0.7}
+    return Data(name, fields, rng.randint(1, 9))
+
+
 def make(rng: random.Random, name: str) -> Item:
     if name in CONSTS:
         return Assign(name, rng.randint(0, 99))
+    if name in DATA:
+        return data_def(rng, name)
     if name in FUNCS:
         return function_def(rng, name)
     return class_def(rng, name)
@@ -209,6 +236,9 @@ def changed(rng: random.Random, old: Item) -> Item:
     of decorator, parameters, body and extras changed)."""
     if isinstance(old, Assign):
         return Assign(old.name, old.value + rng.randint(1, 9))
+    if isinstance(old, Data):
+        data = data_def(rng, old.name)
+        return Data(old.name, old.fields if rng.random() < 0.4 else data.fields, data.factor)
     if isinstance(old, Cls):
         new = class_def(rng, old.name)
         if rng.random() < 0.5 and new.members[-1].name not in named(old.members):
@@ -231,6 +261,8 @@ def identities(items: list[Item]) -> dict[str, str]:
     for item in items:
         if isinstance(item, Cls):
             found.update(_class_identities(item, item.name))
+        elif isinstance(item, Data):
+            found[item.name] = f"dataclass {item.fields}"
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__
     return found

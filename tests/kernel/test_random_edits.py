@@ -36,10 +36,12 @@ from random_module import (
     CLASS_CONSTS,
     CLASSES,
     CONSTS,
+    DATA,
     FUNCS,
     METHODS,
     Assign,
     Cls,
+    Data,
     Def,
     Filler,
     Item,
@@ -83,7 +85,7 @@ def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], N
     rng = seq.rng
     items = copy.deepcopy(seq.items)
     for _ in range(rng.randint(1, 3)):
-        defs = [i for i, item in enumerate(items) if isinstance(item, (Def, Cls))]
+        defs = [i for i, item in enumerate(items) if isinstance(item, (Def, Cls, Data))]
         if defs:
             at = rng.choice(defs)
             items[at] = changed(rng, items[at])
@@ -122,7 +124,7 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
         items[items.index(old)] = new
         _apply_definition(seq, rt, mod, write, name, new)
     elif kind == "add":
-        free = [n for n in FUNCS + CLASSES + CONSTS if n not in present]
+        free = [n for n in FUNCS + CLASSES + CONSTS + DATA if n not in present]
         if not free:
             return
         name = rng.choice(free)
@@ -281,6 +283,7 @@ def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str
     """Members, their results on `obj` and their source; nested classes likewise."""
     seen[path] = members(cls)
     seen[f"{path} source"] = inspect.getsource(cls)
+    seen[f"{path} repr"] = outcome(functools.partial(repr, obj), filename)
     for member in members(cls):
         value = vars(cls)[member]
         key = f"{path}.{member}"
