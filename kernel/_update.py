@@ -8,7 +8,9 @@ sees either the old or the new function, never a mix of code and defaults.
 When the free variables differ (a closure changed, or a method newly uses zero-argument
 `super()`), `__code__` cannot be swapped: `old` becomes a forwarder to `new` instead
 (`__wrapped__` points at `new`, so inspect shows the new source and signature) and the update
-says so in its note.
+says so in its note. `retarget` does the same when a changed decorator makes the name hold
+another kind of callable (a function gains or loses `functools.lru_cache`): the name takes
+the new object and the old one forwards to it.
 
 Every mutation is recorded in an `UndoLog` so a failed patch restores the exact previous state.
 """
@@ -187,9 +189,9 @@ _FRONT_CACHES: weakref.WeakKeyDictionary[types.FunctionType, weakref.WeakSet[Any
 
 def _front(new: Any, fronts: set[Any], log: UndoLog) -> None:
     """Register `fronts` as caches in front of the function that updates of `new` change."""
-    target = new if isinstance(new, types.FunctionType) else new.__wrapped__
     if not fronts:
         return
+    target = new if isinstance(new, types.FunctionType) else new.__wrapped__
     registered = _FRONT_CACHES.setdefault(target, weakref.WeakSet())
     added = fronts - set(registered)
     registered.update(added)
