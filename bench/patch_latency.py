@@ -18,7 +18,9 @@ Rows:
 * ipython deduper     `DeduperReloader.maybe_reload_module(module)` after writing the file
                       (IPython >= 9.1's autoreload engine).
 
-File writes happen outside the timed region; reading the file is part of each reload.
+File writes happen outside the timed region; reading the file is part of each reload. The
+last column tells whether `fn`, taken from the module before the patches (like a
+from-import or a registered callback), runs the final code.
 jurigged and IPython come from the `bench` extra: pip install -e ".[bench]".
 
 Run: python bench/patch_latency.py [--patches 20] [--repeat 3]
@@ -113,8 +115,9 @@ def _timed(setup: Callable[[int], None], action: Callable[[int], Any], patches: 
     return samples
 
 
-def run_engine(engine: str, patches: int, folder: Path) -> list[float]:
-    """Time `patches` successive patches of the target function with `engine`."""
+def run_engine(engine: str, patches: int, folder: Path) -> tuple[list[float], bool]:
+    """Time `patches` successive patches of the target function with `engine`; also tell
+    whether a reference to the function taken before the patches runs the final code."""
     path = folder / f"{MODULE}.py"
     path.write_text(module_source())
     sys.path.insert(0, str(folder))
@@ -127,10 +130,11 @@ def run_engine(engine: str, patches: int, folder: Path) -> list[float]:
     def src(step: int) -> str:
         return function_source(30, _variant(step))
 
-    def check(step: int) -> None:
+    def check(step: int) -> bool:
         want = 4 * 30 + 2 + 30 % 7 + sum(k * 4 for k in range(_variant(step))) + 7
-        if fn(4) != want and getattr(module, TARGET)(4) != want:
+        if getattr(module, TARGET)(4) != want:
             raise AssertionError(f"{engine}: the patch did not take effect")
+        return bool(fn(4) == want)
 
     if engine.startswith("lf-"):
         from liveforge import Runtime
@@ -164,35 +168,35 @@ def run_engine(engine: str, patches: int, folder: Path) -> list[float]:
                 raise AssertionError("the deduper fell back to a full reload")
 
         samples = _timed(write, reload, patches)
-    check(patches - 1)
-    return samples
+    return samples, check(patches - 1)
 
 
 def child(engine: str, heap: int, patches: int) -> None:
     ballast = [{"i": i} for i in range(heap)]
     with tempfile.TemporaryDirectory() as folder:
-        samples = run_engine(engine, patches, Path(folder))
-    print(json.dumps({"samples": samples, "ballast": len(ballast)}))
+        samples, captured = run_engine(engine, patches, Path(folder))
+    print(json.dumps({"samples": samples, "captured": captured, "ballast": len(ballast)}))
 
 
 # -- the table --------------------------------------------------------------------------------
 
-def measure(engine: str, heap: int, patches: int, repeat: int) -> float | str:
+def measure(engine: str, heap: int, patches: int, repeat: int) -> tuple[float | str, bool]:
     """Median seconds of one engine at one heap size: the lowest median of `repeat` fresh
     child processes (other load on the machine only ever adds time). Engines slower than
     0.1 s per patch are run once; noise does not matter at that scale."""
     best: float | str = "failed"
+    captured = False
     for _ in range(repeat):
-        median = _measure_once(engine, heap, patches)
+        median, captured = _measure_once(engine, heap, patches)
         if not isinstance(median, float):
-            return median
+            return median, False
         best = median if not isinstance(best, float) else min(best, median)
         if median > 0.1:
             break
-    return best
+    return best, captured
 
 
-def _measure_once(engine: str, heap: int, patches: int) -> float | str:
+def _measure_once(engine: str, heap: int, patches: int) -> tuple[float | str, bool]:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
         [sys.executable, __file__, "--child", engine, "--heap", str(heap),
@@ -200,9 +204,9 @@ def _measure_once(engine: str, heap: int, patches: int) -> float | str:
         capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-        return last[:60]
-    samples = json.loads(proc.stdout.strip().splitlines()[-1])["samples"]
-    return statistics.median(samples)
+        return last[:60], False
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return statistics.median(result["samples"]), bool(result["captured"])
 
 
 def _ms(value: float | str) -> str:
@@ -224,16 +228,18 @@ def main() -> None:
     print(f"patching {TARGET} of a {lines}-line module (60 functions, 12 classes x 5 methods), "
           f"{args.patches} successive patches, median per patch; each cell the best of "
           f"{args.repeat} fresh processes\n")
-    print(f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | ratio big/small")
-    print("-" * 28 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 16)
+    print(f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | {'big/small':>9} "
+          f"| old reference runs new code")
+    print("-" * 28 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 11 + "|" + "-" * 28)
     results: dict[str, tuple[float | str, float | str]] = {}
     for engine, label in ENGINES.items():
-        small = measure(engine, 0, args.patches, args.repeat)
-        big = measure(engine, BIG_HEAP, args.patches, args.repeat)
+        small, captured = measure(engine, 0, args.patches, args.repeat)
+        big, _ = measure(engine, BIG_HEAP, args.patches, args.repeat)
         results[engine] = (small, big)
         ratio = f"{big / small:.2f}x" if isinstance(small, float) and isinstance(big, float) \
             else "-"
-        print(f"{label:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio}")
+        print(f"{label:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
+              f"{'yes' if captured else 'no'}")
     print()
     _targets(results)
 
