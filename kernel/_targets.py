@@ -98,7 +98,7 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
         inner = _find(node.body, name)
         if inner is None:
             if depth == len(path) - 1:
-                indent = " " * node.body[0].col_offset
+                indent = _indent(index.lines, node.body[0])
                 end = node.end_lineno or node.lineno
                 return Location(path, end + 1, end, indent, "method", False)
             prefix = f"{module}.{'.'.join(path[:depth])}"
@@ -107,7 +107,13 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
         node = inner
     in_class = len(path) > 1
     return Location(path, _start(node), node.end_lineno or node.lineno,
-                    " " * node.col_offset, _kind(node, in_class), True, node)
+                    _indent(index.lines, node), _kind(node, in_class), True, node)
+
+
+def _indent(lines: list[str], node: ast.stmt) -> str:
+    """The leading whitespace of `node` exactly as written (tabs stay tabs)."""
+    prefix = lines[node.lineno - 1][:node.col_offset]
+    return prefix if not prefix.strip() else " " * node.col_offset
 
 
 def parse_definition(source: str, name: str, target: str) -> tuple[str, ast.stmt]:

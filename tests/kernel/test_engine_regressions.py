@@ -175,3 +175,15 @@ def test_captured_cache_is_cleared_when_the_code_behind_it_changes(project: Proj
     assert captured(2) == ("deco", 2000)
     rt.patch(f"{module.__name__}.f", "@deco\ndef f(x):\n    return x * 3\n")
     assert captured(2) == ("deco", 6)
+
+
+def test_patching_a_method_of_a_tab_indented_class(project: Project, rt: Runtime) -> None:
+    """A method patched (or added) in a class indented with tabs is re-indented with tabs,
+    so the module still compiles."""
+    module = project.module("class C:\n\tdef m(self):\n\t\treturn 1\n\n\tdef n(self):\n"
+                            "\t\treturn 2\n")
+    rt.patch(f"{module.__name__}.C.m", "def m(self):\n    return 10\n")
+    rt.patch(f"{module.__name__}.C.k", "def k(self):\n    return 30\n")
+    obj = module.C()
+    assert (obj.m(), obj.n(), obj.k()) == (10, 2, 30)
+    assert rt.source(f"{module.__name__}.C.m") == "\tdef m(self):\n\t    return 10\n"
