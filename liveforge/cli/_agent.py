@@ -2,31 +2,28 @@
 
 Shared by `chat`, `run` and `demo`: the provider comes from the project's configuration
 (or is given, as the demo's replay is); a missing key becomes a usage error that names the
-variable to set. `ApprovingToolbox` asks the person before a tool writes files.
+variable to set. `PersistApproval` asks the person before anything writes files.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from liveforge.cli._common import CommandError
 from liveforge.cli._render import Renderer
-from liveforge.declarations.toolbox import Toolbox, ToolResult
-from liveforge.kernel.errors import ConfigError
+from liveforge.kernel.errors import ConfigError, PersistError
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent, TurnEnded
     from liveforge.declarations.provider import Provider
 
-__all__ = ["NO_PROVIDER_HINT", "ApprovingToolbox", "configured_provider", "drive_turn",
+__all__ = ["NO_PROVIDER_HINT", "PersistApproval", "configured_provider", "drive_turn",
            "make_agent", "model_name"]
-
-WRITING_TOOLS = frozenset({"persist"})
-"""Tools that write files: the person approves each call (unless approvals are skipped)."""
 
 NO_PROVIDER_HINT = (
     "Set the key of the default model's provider, or pick another model with LIVEFORGE_MODEL "
@@ -35,21 +32,35 @@ NO_PROVIDER_HINT = (
     "work without any key or network, run `liveforge demo`.")
 
 
-class ApprovingToolbox(Toolbox):
-    """A Toolbox that asks `approver(name, arguments)` before a tool that writes files.
+class PersistApproval:
+    """A persist guard that asks the person before liveforge writes files.
 
-    Set `approver` after construction; a declined call comes back to the model as an
-    error result saying the person declined, so the model can carry on.
+    It sits on the runtime (`Runtime.add_persist_guard`), so it holds however the persist is
+    reached: the model's persist tool, `rt.persist()` inside its `execute`, or a slash command.
+    `approver(modules)` answers; a refusal reaches the model as an error it can read. A
+    person who has just confirmed (`/persist`) is not asked twice: see `granted`.
     """
 
-    def call(self, name: str, arguments: dict[str, Any] | str,
-             timeout: float | None = None) -> ToolResult:
-        """Ask first for writing tools, then dispatch as the Toolbox does."""
-        approver: Callable[[str, Any], bool] | None = getattr(self, "approver", None)
-        if name in WRITING_TOOLS and approver is not None and not approver(name, arguments):
-            return ToolResult(f"the user declined the {name} call; the changes stay in memory "
-                              "only. Ask what they want instead of retrying.", is_error=True)
-        return super().call(name, arguments, timeout)
+    def __init__(self) -> None:
+        self.approver: Callable[[list[str]], bool] | None = None
+        self._granted = 0
+
+    def __call__(self, modules: list[str]) -> None:
+        if self._granted or self.approver is None or not modules:
+            return
+        if not self.approver(modules):
+            raise PersistError(
+                f"the user declined to write {', '.join(modules)} to files; the changes stay "
+                "in memory only. Ask what they want instead of retrying.")
+
+    @contextlib.contextmanager
+    def granted(self) -> Iterator[None]:
+        """Persists inside this block were approved already (the person just said yes)."""
+        self._granted += 1
+        try:
+            yield
+        finally:
+            self._granted -= 1
 
 
 def model_name(provider: Provider) -> str:
@@ -75,8 +86,8 @@ def configured_provider(project: Path, model: str | None = None) -> tuple[Provid
 
 
 def make_agent(project: Path, *, provider: Provider | None = None, model: str | None = None,
-               resume: str | None = None) -> Agent:
-    """An agent on `project` whose toolbox asks before writing (see `ApprovingToolbox`)."""
+               resume: str | None = None) -> tuple[Agent, PersistApproval]:
+    """An agent on `project`, and the approval every persist of its runtime asks first."""
     from liveforge.agent_setup import build_agent
     from liveforge.declarations.agent import AgentSettings
 
@@ -85,12 +96,9 @@ def make_agent(project: Path, *, provider: Provider | None = None, model: str | 
         provider, max_tokens = configured_provider(project, model)
         settings = AgentSettings(max_tokens=max_tokens)
     agent = build_agent(project, provider=provider, resume=resume, settings=settings)
-    old = agent.toolbox
-    toolbox = ApprovingToolbox(runtime=old.runtime, packages=list(old.packages),
-                               limit=old.limit)
-    agent.toolbox = toolbox
-    agent.prompt.toolbox = toolbox
-    return agent
+    approval = PersistApproval()
+    agent.runtime.add_persist_guard(approval)
+    return agent, approval
 
 
 async def drive_turn(agent: Agent, renderer: Renderer, text: str) -> TurnEnded:

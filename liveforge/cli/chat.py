@@ -21,7 +21,13 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
 
-from liveforge.cli._agent import configured_provider, drive_turn, make_agent, model_name
+from liveforge.cli._agent import (
+    PersistApproval,
+    configured_provider,
+    drive_turn,
+    make_agent,
+    model_name,
+)
 from liveforge.cli._common import ExitCode, add_common, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
@@ -49,15 +55,16 @@ def register(commands: Any) -> None:
 
 def _chat(args: argparse.Namespace) -> int:
     project = project_dir(args)
-    agent = make_agent(project, model=args.model, resume=args.resume)
-    return asyncio.run(ChatApp(agent, project, yes=args.yes).run())
+    agent, approval = make_agent(project, model=args.model, resume=args.resume)
+    return asyncio.run(ChatApp(agent, project, yes=args.yes, approval=approval).run())
 
 
 class ChatApp:
     """The read–run–render loop of one chat."""
 
     def __init__(self, agent: Any, project: Path, *, yes: bool = False,
-                 console: Console | None = None) -> None:
+                 console: Console | None = None, approval: PersistApproval | None = None
+                 ) -> None:
         from liveforge.cli._chat_input import make_prompt_session
 
         self.agent = agent
@@ -68,9 +75,11 @@ class ChatApp:
         self.prompt = make_prompt_session(project, COMMANDS)
         self.state = ChatState(agent=agent, console=self.console, renderer=self.renderer,
                                project=project, model=self.renderer.model,
-                               confirm=self.confirm, switch_model=self.switch_model)
+                               confirm=self.confirm, switch_model=self.switch_model,
+                               approval=approval)
         self._loop: asyncio.AbstractEventLoop | None = None
-        agent.toolbox.approver = self._approve_from_worker
+        if approval is not None:
+            approval.approver = self._approve_from_worker
 
     async def run(self) -> int:
         """Chat until Ctrl-D or /quit; returns the exit code."""
@@ -149,12 +158,12 @@ class ChatApp:
             return False
         return answer.strip().lower() in ("y", "yes")
 
-    def _approve_from_worker(self, name: str, arguments: Any) -> bool:
-        """Called in the agent's tool worker before a writing tool runs."""
+    def _approve_from_worker(self, modules: list[str]) -> bool:
+        """Called in the agent's tool worker before a persist writes files."""
         if self.yes:
             return True
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(self._ask(name), self._loop).result()
+        return asyncio.run_coroutine_threadsafe(self._ask("persist"), self._loop).result()
 
     async def _ask(self, name: str) -> bool:
         self.renderer.close()

@@ -72,8 +72,8 @@ def _demo(args: argparse.Namespace) -> int:
     _banner(console, target)
     with FakeProvider(script=replay_script(), model=REPLAY_MODEL) as fake:
         route = fake.route("anthropic", model=REPLAY_MODEL, name=f"replay:{REPLAY_MODEL}")
-        agent = make_agent(target, provider=Provider([route]))
-        agent.toolbox.approver = _auto_approve(console)
+        agent, approval = make_agent(target, provider=Provider([route]))
+        approval.approver = _auto_approve(console)
         console.print(Text.assemble(("you › ", "bold green"), TASK))
         try:
             asyncio.run(_turn(agent, Renderer(console, model=route.name)))
@@ -83,8 +83,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _auto_approve(console: Console) -> Any:
-    def approve(name: str, arguments: Any) -> bool:
-        console.print(Text(f"  (demo: {name} approved automatically; `liveforge chat` asks "
+    def approve(modules: list[str]) -> bool:
+        console.print(Text("  (demo: persist approved automatically; `liveforge chat` asks "
                            "first)", style="dim"))
         return True
     return approve

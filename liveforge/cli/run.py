@@ -73,8 +73,8 @@ class _Tee(Renderer):
 
 def _run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    agent = make_agent(project_dir(args), model=args.model, resume=args.resume)
-    agent.toolbox.approver = lambda name, arguments: bool(args.yes)
+    agent, approval = make_agent(project_dir(args), model=args.model, resume=args.resume)
+    approval.approver = lambda modules: bool(args.yes)
     console = Console(stderr=args.json, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))

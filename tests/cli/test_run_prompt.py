@@ -43,6 +43,19 @@ def test_persist_without_yes_is_declined_and_the_file_kept(sample: Path):
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
 
 
+def test_persist_through_execute_without_yes_is_declined_too(sample: Path):
+    """`rt.persist()` inside execute asks for approval like the persist tool does."""
+    code = "rt.persist(force=True)"
+    script = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+              reply.tool_call("execute", {"code": code}), reply.text("Not saved.")]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix and save", "--json", cwd=sample, **_env(fake))
+        answered = fake.requests[2].body["messages"][-1]["content"][0]
+    assert result.returncode == 0
+    assert "declined" in str(answered["content"])
+    assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
+
+
 def test_provider_failure_ends_with_exit_1(sample: Path):
     """An authentication failure ends the turn with an error: exit 1, reason error."""
     with FakeProvider(script=[fault.auth()]) as fake:
