@@ -1,16 +1,18 @@
 """Seeded random edit sequences applied live leave a module that behaves like a fresh import
 of the final source.
 
-A small model of a module (functions, classes with methods and class constants, constants,
-blank lines and comments) is edited at random; each edit is applied to a real module on
-sys.path through `Runtime.patch` (one definition), `Runtime.patch_module` (whole module) or
-`Runtime.reload` (whole module written to disk), and now and then the newest change is
-rolled back with `Runtime.rollback`. After the sequence the live module is compared with a
-fresh import of the final text from another folder: public names, class members, results
-of calling everything with sample arguments, `inspect.getsource` and the lines a traceback
-points at. References captured before the sequence (from-imports, an instance, bound
-methods) must run the final code, and module state must survive. A failure prints the seed
-and the edit sequence; replay one seed with
+A small model of a module (functions with decorators, classes with methods of every kind,
+class constants and nested classes, dataclasses, constants, blank lines and comments; see
+`random_module`) is edited at random. Each edit is applied to a real module on sys.path
+through `Runtime.patch` (one definition), `Runtime.patch_module` (whole module) or
+`Runtime.reload` (whole module written to disk); now and then the newest change is rolled
+back with `Runtime.rollback`, or a patch that must fail (a statement that raises or does
+not compile) checks that nothing changed. After the sequence the live module is compared
+with a fresh import of the final text from another folder: public names, class members,
+results of calling everything with sample arguments, instance reprs, `inspect.getsource`
+and the lines a traceback points at. References captured before the sequence
+(from-imports, an instance, bound methods) must run the final code, and module state must
+survive. A failure prints the seed and the edit sequence; replay one seed with
 `pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
 """
 
@@ -27,6 +29,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +64,7 @@ SEEDS = range(100)
 EDITS_PER_SEQUENCE = 20
 SAMPLE_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     ((5,), {}), ((13,), {}), ((2,), {"y": 1}), ((4, 6), {})]
+
 
 def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
     """Make one random edit to the model and apply it live, or roll the newest change back."""
@@ -320,65 +324,83 @@ def _diff(live: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
 
 # -- the test -------------------------------------------------------------------------------
 
+@dataclass
+class Captured:
+    """References taken before the sequence, as a program would hold them."""
+
+    functions: dict[str, Any]
+    instances: dict[str, Any]
+    bound: dict[str, Any]
+    state: dict[str, int]
+
+    @classmethod
+    def take(cls, module: types.ModuleType) -> Captured:
+        instances = {n: getattr(module, n)() for n in CLASSES if hasattr(module, n)}
+        module.STATE["calls"] = 42
+        return cls(
+            functions={n: v for n, v in vars(module).items() if n in FUNCS},
+            instances=instances,
+            bound={f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
+                   for m in members(type(obj))
+                   if isinstance(vars(type(obj))[m], types.FunctionType)},
+            state=module.STATE)
+
+    def differences(self, module: types.ModuleType, fresh: types.ModuleType,
+                    fresh_seen: dict[str, Any], broken: set[str]) -> list[str]:
+        """Where the captured references do not run the final code."""
+        found = [f"(instance made at the start) {d}" for d in _diff(behaviour(
+            module, lambda n: self.instances[n] if n in self.instances and n not in broken
+            else getattr(module, n)()), fresh_seen)]
+        filename = module.__file__ or ""
+        for name, func in self.functions.items():
+            if name not in broken and hasattr(fresh, name):
+                found += _compare(f"from-import of {name}", probe(func, filename),
+                                  fresh_seen[name])
+        for key, method in self.bound.items():
+            cls, meth = key.split(".")
+            if not {cls, key} & broken and meth in vars(getattr(fresh, cls, object)):
+                found += _compare(f"bound method {key}", probe(method, filename),
+                                  fresh_seen[key])
+        if module.STATE is not self.state or self.state != {"calls": 42}:
+            found.append(f"  module state was reset: {module.STATE!r}")
+        return found
+
+
+def _compare(what: str, got: Any, want: Any) -> list[str]:
+    if got == want:
+        return []
+    return [f"  {what} captured at the start:\n    live : {got!r}\n    fresh: {want!r}"]
+
+
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed_{s}-")
 def test_random_edit_sequence_matches_fresh_import(project: Project, tmp_path: Path,
                                                    seed: int) -> None:
     """A random sequence of live edits leaves the module behaving like a fresh import of the
     final source, and references captured at the start run the final code."""
-    rng = random.Random(seed)
-    seq = Sequence.start(rng)
+    seq = Sequence.start(random.Random(seed))
     mod = project.name("rand")
     path = project.write(mod, render(seq.items))
     module = importlib.import_module(mod)
-    captured = {n: v for n, v in vars(module).items() if n in FUNCS}
-    state = module.STATE
-    state["calls"] = 42
-    instances = {n: getattr(module, n)() for n in CLASSES if hasattr(module, n)}
-    bound = {f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
-             for m in members(type(obj)) if isinstance(vars(type(obj))[m], types.FunctionType)}
+    captured = Captured.take(module)
     rt = Runtime(project_root=project.root)
     rt.source(mod)  # the runtime takes the module's source as it was imported
-
-    def write(source: str) -> None:
-        path.write_text(source)
-
-    def context() -> str:
-        return f"seed {seed}; edits:\n  " + "\n  ".join(seq.log)
-
+    context = f"seed {seed}; edits:\n  "
     for _ in range(EDITS_PER_SEQUENCE):
         before = identities(seq.items)
         try:
-            edit(seq, rt, mod, write)
+            edit(seq, rt, mod, path.write_text)
         except Exception as exc:
-            raise AssertionError(f"edit failed ({type(exc).__name__}: {exc}); "
-                                 f"{context()}") from exc
+            raise AssertionError(f"edit failed ({type(exc).__name__}: {exc}); {context}"
+                                 + "\n  ".join(seq.log)) from exc
         after = identities(seq.items)
         seq.broken |= {n for n, kind in before.items() if after.get(n) != kind}
+    context += "\n  ".join(seq.log)
     final = render(seq.items)
-    assert rt.source(mod) == final, f"in-memory source differs from the model; {context()}"
+    assert rt.source(mod) == final, f"in-memory source differs from the model; {context}"
     fresh = fresh_import(mod, final, tmp_path / f"fresh{seed}")
-    live_seen = behaviour(module, lambda n: getattr(module, n)())
     fresh_seen = behaviour(fresh, lambda n: getattr(fresh, n)())
-    differences = _diff(live_seen, fresh_seen)
-    old_seen = behaviour(module, lambda n: instances[n] if n in instances and n not in seq.broken
-                         else getattr(module, n)())
-    differences += [f"(instance made at the start) {d}" for d in _diff(old_seen, fresh_seen)]
-    for name, func in captured.items():
-        if name not in seq.broken and hasattr(fresh, name):
-            got, want = probe(func, module.__file__ or ""), fresh_seen[name]
-            if got != want:
-                differences.append(f"  from-import of {name} captured at the start:\n"
-                                    f"    live : {got!r}\n    fresh: {want!r}")
-    for key, method in bound.items():
-        cls, meth = key.split(".")
-        if not {cls, key} & seq.broken and hasattr(fresh, cls) and \
-                meth in vars(getattr(fresh, cls)):
-            got, want = probe(method, module.__file__ or ""), fresh_seen[key]
-            if got != want:
-                differences.append(f"  bound method {key} captured at the start:\n"
-                                    f"    live : {got!r}\n    fresh: {want!r}")
-    if module.STATE is not state or state != {"calls": 42}:
-        differences.append(f"  module state was reset: {module.STATE!r}")
-    assert not differences, "live module differs from a fresh import:\n" + \
-        "\n".join(differences) + f"\n{context()}"
+    differences = _diff(behaviour(module, lambda n: getattr(module, n)()), fresh_seen)
+    differences += captured.differences(module, fresh, fresh_seen, seq.broken)
     sys.modules.pop(mod, None)
+    assert not differences, "live module differs from a fresh import:\n" + \
+        "\n".join(differences) + f"\n{context}"
