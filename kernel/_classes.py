@@ -194,7 +194,8 @@ def _note(note: str | None, ctx: MergeContext) -> None:
 
 
 def _merge_enum(old: Any, new: Any, ctx: MergeContext) -> set[str]:
-    """Keep existing members (identity), add real new members, drop removed ones."""
+    """Keep existing members (identity), add real new members and aliases, drop removed
+    ones."""
     saved = {k: old.__dict__[k] for k in _ENUM_BOOKKEEPING if k in old.__dict__}
     saved_lists = {k: (v.copy() if isinstance(v, (dict, list)) else v) for k, v in saved.items()}
 
@@ -213,23 +214,26 @@ def _merge_enum(old: Any, new: Any, ctx: MergeContext) -> set[str]:
     for name in new._member_names_:
         fresh = new._member_map_[name]
         member = member_map.get(name)
-        if member is None:
+        if member is None or member._name_ != name:  # new, or only an alias until now
             member = fresh
             member.__class__ = old
         elif member._value_ != fresh._value_:
             _reassign_value(member, fresh._value_, ctx)
         ctx.idmap[id(fresh)] = member
         members[name] = member
+    # Every name, aliases (a second name for an equal value) included, in definition order.
+    named = {name: translate(fresh, ctx.idmap) for name, fresh in new._member_map_.items()}
+    for name, member in named.items():
         _set(old, name, member, ctx)
     for name in list(member_map):
-        if name not in members:
+        if name not in named:
             _delete(old, name, ctx)
     member_map.clear()
-    member_map.update(members)
+    member_map.update(named)
     old._member_names_[:] = list(members)
     old._value2member_map_.clear()
     old._value2member_map_.update({m._value_: m for m in members.values()})
-    return set(members) | _ENUM_BOOKKEEPING
+    return set(named) | _ENUM_BOOKKEEPING
 
 
 def _reassign_value(member: Any, value: Any, ctx: MergeContext) -> None:

@@ -14,9 +14,12 @@ METHODS = ["m0", "m1", "m2", "m3", "m4"]
 CLASS_CONSTS = ["CK0", "CK1", "CK2"]
 INNER = ["Inner", "Sub"]
 DATA = ["Data0", "Data1"]
+ENUMS = ["Color", "Shape"]
+ENUM_MEMBERS = ["RED", "GREEN", "BLUE", "PINK"]
 FIELDS = ["a", "b", "c"]
 
 HEADER = '''import dataclasses
+import enum
 import functools
 
 STATE = {"calls": 0}
@@ -114,7 +117,23 @@ class Data:
         return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
-Item = Def | Assign | Filler | Cls | Data
+@dataclass
+class EnumDef:
+    """An enum: members with small int values (equal values make aliases) and a method."""
+
+    name: str
+    members: dict[str, int]
+    factor: int
+
+    def text(self, indent: str = "") -> str:
+        lines = [f"class {self.name}(enum.Enum):"]
+        lines += [f"    {m} = {v}" for m, v in self.members.items()]
+        lines += ["", "    def describe(self):",
+                  f"        return (self.name, self.value * {self.factor})"]
+        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
+
+
+Item = Def | Assign | Filler | Cls | Data | EnumDef
 
 
 def render(items: list[Item]) -> str:
@@ -205,7 +224,7 @@ class Sequence:
     def start(cls, rng: random.Random) -> Sequence:
         items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3)]
         pool = [*rng.sample(CONSTS, 2), *rng.sample(FUNCS, 3), *rng.sample(CLASSES, 2),
-                *rng.sample(DATA, 1)]
+                *rng.sample(DATA, 1), *rng.sample(ENUMS, 1)]
         for name in pool:
             items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
             items.append(make(rng, name))
@@ -221,7 +240,14 @@ def data_def(rng: random.Random, name: str) -> Data:
     return Data(name, fields, rng.randint(1, 9))
 
 
+def enum_def(rng: random.Random, name: str) -> EnumDef:
+    names = rng.sample(ENUM_MEMBERS, k=rng.randint(1, len(ENUM_MEMBERS)))
+    return EnumDef(name, {m: rng.randint(1, 5) for m in names}, rng.randint(1, 9))
+
+
 def make(rng: random.Random, name: str) -> Item:
+    if name in ENUMS:
+        return enum_def(rng, name)
     if name in CONSTS:
         return Assign(name, rng.randint(0, 99))
     if name in DATA:
@@ -236,6 +262,11 @@ def changed(rng: random.Random, old: Item) -> Item:
     of decorator, parameters, body and extras changed)."""
     if isinstance(old, Assign):
         return Assign(old.name, old.value + rng.randint(1, 9))
+    if isinstance(old, EnumDef):
+        new_enum = enum_def(rng, old.name)
+        if rng.random() < 0.4:
+            new_enum.members = old.members
+        return new_enum
     if isinstance(old, Data):
         data = data_def(rng, old.name)
         return Data(old.name, old.fields if rng.random() < 0.4 else data.fields, data.factor)
@@ -263,6 +294,11 @@ def identities(items: list[Item]) -> dict[str, str]:
             found.update(_class_identities(item, item.name))
         elif isinstance(item, Data):
             found[item.name] = f"dataclass {item.fields}"
+        elif isinstance(item, EnumDef):
+            found[item.name] = "enum"
+            values = list(item.members.values())
+            for i, (member, value) in enumerate(item.members.items()):
+                found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__
     return found

@@ -187,3 +187,31 @@ def test_patching_a_method_of_a_tab_indented_class(project: Project, rt: Runtime
     obj = module.C()
     assert (obj.m(), obj.n(), obj.k()) == (10, 2, 30)
     assert rt.source(f"{module.__name__}.C.m") == "\tdef m(self):\n\t    return 10\n"
+
+
+ENUM = "import enum\n\n\nclass Color(enum.Enum):\n{members}\n"
+
+
+def test_enum_alias_added_by_a_patch_is_an_alias(project: Project, rt: Runtime) -> None:
+    """A member with the value of another becomes an alias, as in a fresh class."""
+    module = project.module(ENUM.format(members="    RED = 1\n    GREEN = 2"))
+    red = module.Color.RED
+    rt.patch(f"{module.__name__}.Color", ENUM.format(
+        members="    RED = 1\n    GREEN = 2\n    CRIMSON = 1").split("\n\n\n")[1])
+    assert module.Color.CRIMSON is red is module.Color.RED
+    assert list(module.Color.__members__) == ["RED", "GREEN", "CRIMSON"]
+    assert list(module.Color) == [red, module.Color.GREEN]
+
+
+def test_enum_alias_that_gets_its_own_value_becomes_a_real_member(
+        project: Project, rt: Runtime) -> None:
+    """A name that was an alias and now has its own value is a new member; the member it
+    aliased keeps its name and identity."""
+    module = project.module(ENUM.format(members="    RED = 1\n    CRIMSON = 1"))
+    red = module.Color.RED
+    rt.patch(f"{module.__name__}.Color", ENUM.format(
+        members="    RED = 1\n    CRIMSON = 3").split("\n\n\n")[1])
+    assert module.Color.RED is red and red.name == "RED"
+    assert module.Color.CRIMSON is not red
+    assert [m.name for m in module.Color] == ["RED", "CRIMSON"]
+    assert module.Color(3) is module.Color.CRIMSON

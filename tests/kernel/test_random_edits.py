@@ -19,6 +19,7 @@ survive. A failure prints the seed and the edit sequence; replay one seed with
 from __future__ import annotations
 
 import copy
+import enum
 import functools
 import importlib.util
 import inspect
@@ -40,12 +41,14 @@ from random_module import (
     CLASSES,
     CONSTS,
     DATA,
+    ENUMS,
     FUNCS,
     METHODS,
     Assign,
     Cls,
     Data,
     Def,
+    EnumDef,
     Filler,
     Item,
     Sequence,
@@ -89,7 +92,7 @@ def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], N
     rng = seq.rng
     items = copy.deepcopy(seq.items)
     for _ in range(rng.randint(1, 3)):
-        defs = [i for i, item in enumerate(items) if isinstance(item, (Def, Cls, Data))]
+        defs = [i for i, item in enumerate(items) if isinstance(item, (Def, Cls, Data, EnumDef))]
         if defs:
             at = rng.choice(defs)
             items[at] = changed(rng, items[at])
@@ -128,7 +131,7 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
         items[items.index(old)] = new
         _apply_definition(seq, rt, mod, write, name, new)
     elif kind == "add":
-        free = [n for n in FUNCS + CLASSES + CONSTS + DATA if n not in present]
+        free = [n for n in FUNCS + CLASSES + CONSTS + DATA + ENUMS if n not in present]
         if not free:
             return
         name = rng.choice(free)
@@ -274,7 +277,9 @@ def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[
         value = getattr(module, name)
         if isinstance(value, types.ModuleType) or name == "STATE":
             continue
-        if isinstance(value, type):
+        if isinstance(value, enum.EnumMeta):
+            _observe_enum(name, value, filename, seen)
+        elif isinstance(value, type):
             _observe_class(name, value, instance(name), filename, seen)
         else:
             seen[name] = probe(value, filename)
@@ -297,6 +302,15 @@ def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str
         seen[key] = outcome(functools.partial(getattr, obj, member), filename) \
             if isinstance(value, property) else probe(getattr(obj, member), filename)
         seen[f"{key} source"] = _source(value)
+
+
+def _observe_enum(path: str, cls: Any, filename: str, seen: dict[str, Any]) -> None:
+    """Members (aliases included), lookups by value, a method on each, and the source."""
+    seen[path] = repr(list(cls))
+    seen[f"{path} members"] = {k: repr(v) for k, v in cls.__members__.items()}
+    seen[f"{path} by value"] = [outcome(functools.partial(cls, v), filename) for v in range(7)]
+    seen[f"{path} describe"] = [outcome(m.describe, filename) for m in cls]
+    seen[f"{path} source"] = inspect.getsource(cls)
 
 
 def _source(value: Any) -> str | None:
@@ -336,14 +350,15 @@ class Captured:
     @classmethod
     def take(cls, module: types.ModuleType) -> Captured:
         instances = {n: getattr(module, n)() for n in CLASSES if hasattr(module, n)}
+        bound = {f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
+                 for m in members(type(obj))
+                 if isinstance(vars(type(obj))[m], types.FunctionType)}
+        instances.update({f"{n}.{m}": member for n in ENUMS if hasattr(module, n)
+                          for m, member in getattr(module, n).__members__.items()
+                          if member.name == m})  # aliases name another member
         module.STATE["calls"] = 42
-        return cls(
-            functions={n: v for n, v in vars(module).items() if n in FUNCS},
-            instances=instances,
-            bound={f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
-                   for m in members(type(obj))
-                   if isinstance(vars(type(obj))[m], types.FunctionType)},
-            state=module.STATE)
+        return cls(functions={n: v for n, v in vars(module).items() if n in FUNCS},
+                   instances=instances, bound=bound, state=module.STATE)
 
     def differences(self, module: types.ModuleType, fresh: types.ModuleType,
                     fresh_seen: dict[str, Any], broken: set[str]) -> list[str]:
@@ -361,8 +376,24 @@ class Captured:
             if not {cls, key} & broken and meth in vars(getattr(fresh, cls, object)):
                 found += _compare(f"bound method {key}", probe(method, filename),
                                   fresh_seen[key])
+        found += self._enum_differences(module, fresh, broken)
         if module.STATE is not self.state or self.state != {"calls": 42}:
             found.append(f"  module state was reset: {module.STATE!r}")
+        return found
+
+
+    def _enum_differences(self, module: types.ModuleType, fresh: types.ModuleType,
+                          broken: set[str]) -> list[str]:
+        found = []
+        for key, member in self.instances.items():
+            name, _, attr = key.partition(".")
+            if not attr or {name, key} & broken or \
+                    attr not in getattr(getattr(fresh, name, None), "__members__", {}):
+                continue
+            if getattr(getattr(module, name), attr) is not member:
+                found.append(f"  enum member {key} lost its identity")
+            found += _compare(f"enum member {key}", outcome(member.describe, ""),
+                              outcome(getattr(getattr(fresh, name), attr).describe, ""))
         return found
 
 
