@@ -90,6 +90,18 @@ class Filler:
 
 
 @dataclass
+class Fixed:
+    """A statement no edit touches (class-level state that must survive every edit)."""
+
+    raw: str
+
+    name = ""
+
+    def text(self, indent: str = "") -> str:
+        return f"{indent}{self.raw}"
+
+
+@dataclass
 class Cls:
     """A class deriving from Root; its first member is the constant BASE (never removed)."""
 
@@ -141,7 +153,7 @@ def render(items: list[Item]) -> str:
 
 
 def named(items: list[Any]) -> dict[str, Any]:
-    return {item.name: item for item in items if not isinstance(item, Filler)}
+    return {item.name: item for item in items if item.name}
 
 
 # Terms with code objects of their own (generator, lambda, comprehension): their line numbers
@@ -193,11 +205,12 @@ def method_def(rng: random.Random, name: str) -> Def:
 
 
 def class_def(rng: random.Random, name: str) -> Cls:
-    members: list[Any] = [Assign("BASE", rng.randint(1, 9))]
+    # REG is class-level state that must survive every edit of the class (never edited).
+    members: list[Any] = [Assign("BASE", rng.randint(1, 9)), Fixed("REG = []\n")]
     for mname in sorted(rng.sample(METHODS, k=rng.randint(1, 3))):
         members += [Filler("\n"), method_def(rng, mname)]
     if rng.random() < 0.5:
-        members.insert(1, Assign(rng.choice(CLASS_CONSTS), rng.randint(10, 99)))
+        members.insert(2, Assign(rng.choice(CLASS_CONSTS), rng.randint(10, 99)))
     if name in CLASSES and rng.random() < 0.3:
         members += [Filler("\n"), class_def(rng, rng.choice(INNER))]
     return Cls(name, members)

@@ -299,6 +299,8 @@ def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str
         if isinstance(value, type):
             _observe_class(key, value, value(), filename, seen)
             continue
+        if member == "REG":  # class state: compared with the captured list instead
+            continue
         seen[key] = outcome(functools.partial(getattr, obj, member), filename) \
             if isinstance(value, property) else probe(getattr(obj, member), filename)
         seen[f"{key} source"] = _source(value)
@@ -353,6 +355,8 @@ class Captured:
         bound = {f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
                  for m in members(type(obj))
                  if isinstance(vars(type(obj))[m], types.FunctionType)}
+        for obj in instances.values():
+            type(obj).REG.append("start")  # class-level state that edits must not reset
         instances.update({f"{n}.{m}": member for n in ENUMS if hasattr(module, n)
                           for m, member in getattr(module, n).__members__.items()
                           if member.name == m})  # aliases name another member
@@ -377,6 +381,12 @@ class Captured:
                 found += _compare(f"bound method {key}", probe(method, filename),
                                   fresh_seen[key])
         found += self._enum_differences(module, fresh, broken)
+        for name, obj in self.instances.items():
+            if "." in name or name in broken:
+                continue
+            live = getattr(module, name).REG
+            if live is not type(obj).REG or live != ["start"]:
+                found.append(f"  class state {name}.REG was reset: {live!r}")
         if module.STATE is not self.state or self.state != {"calls": 42}:
             found.append(f"  module state was reset: {module.STATE!r}")
         return found
