@@ -254,6 +254,28 @@ def defined_functions(value: Any, filename: str, first: int, last: int
             and first <= f.__code__.co_firstlineno <= last]
 
 
+def module_functions(namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
+    """Every function reachable from a module's own functions and classes whose code comes
+    from `filename` (closures bound at module or class level included)."""
+    found: dict[int, types.FunctionType] = {}
+    name = namespace.get("__name__")
+    for value in list(namespace.values()):
+        if getattr(value, "__module__", None) == name:
+            _collect_functions(value, found)
+    return [f for f in found.values() if f.__code__.co_filename == filename]
+
+
+_TRANSIENT = {"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"}
+
+
+def makes_functions(code: types.CodeType) -> bool:
+    """True when running `code` can create functions that outlive the call (nested defs and
+    lambdas; comprehensions are called at once and dropped)."""
+    return any(isinstance(c, types.CodeType) and (c.co_name not in _TRANSIENT
+                                                  or makes_functions(c))
+               for c in code.co_consts)
+
+
 def _collect_functions(value: Any, found: dict[int, types.FunctionType]) -> None:
     if isinstance(value, type):
         for member in list(value.__dict__.values()):
@@ -268,6 +290,8 @@ def _collect_functions(value: Any, found: dict[int, types.FunctionType]) -> None
 
 
 def _functions_in(value: Any) -> list[Any]:
+    if isinstance(value, types.ModuleType):
+        return []
     if isinstance(value, (classmethod, staticmethod)):
         value = value.__func__
     if isinstance(value, property):

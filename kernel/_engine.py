@@ -21,13 +21,12 @@ import ast
 import linecache
 import traceback
 import types
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from liveforge.kernel import _classes, _forward
 from liveforge.kernel._sources import register_source
-from liveforge.kernel._stmts import Index, Stmt, reindex
+from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
 from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
 from liveforge.kernel.errors import PatchError, PatchExecutionError
 
@@ -83,10 +82,18 @@ def apply(module: types.ModuleType, old: Index, source: str, filename: str,
 
 def _plan(old: Index, source: str, filename: str, target: str) -> _Plan:
     result = reindex(old, source, filename)
-    index, old_run, new_run = result.index, result.old_run, result.new_run
-    force_defs = index.future_flags != old.future_flags
+    force_defs = result.index.future_flags != old.future_flags
+    if force_defs:
+        # Every definition compiles differently under the new future flags, not only those
+        # in the changed run.
+        full = index(source, filename)
+        result = Reindexed(full, list(old.stmts), list(full.stmts), [], 0)
+    index_, old_run, new_run = result.index, result.old_run, result.new_run
     old_defs = {s.name: s for s in old_run if s.name}
-    old_texts = Counter(s.text for s in old_run if not s.name)
+    old_plain: dict[str, list[Stmt]] = {}
+    for s in old_run:
+        if not s.name:
+            old_plain.setdefault(s.text, []).append(s)
     run, moved = [], []
     for stmt in new_run:
         before = old_defs.get(stmt.name) if stmt.name else None
@@ -94,16 +101,18 @@ def _plan(old: Index, source: str, filename: str, target: str) -> _Plan:
             if before.start != stmt.start:
                 moved.append((stmt, stmt.start - before.start))
             continue
-        if not stmt.name and old_texts[stmt.text] > 0:
-            old_texts[stmt.text] -= 1
+        if not stmt.name and old_plain.get(stmt.text):
+            before = old_plain[stmt.text].pop(0)
+            if before.start != stmt.start:
+                moved.append((stmt, stmt.start - before.start))
             continue
-        run.append((stmt, _compile(stmt, filename, index.future_flags, target)))
+        run.append((stmt, _compile(stmt, filename, index_.future_flags, target)))
     if result.delta:
-        moved.extend((s, result.delta) for s in result.tail if s.name)
+        moved.extend((s, result.delta) for s in result.tail)
     removed: set[str] = set()
     for stmt in old_run:
         removed |= stmt.binds
-    return _Plan(index, old_run, run, moved, removed - index.bound)
+    return _Plan(index_, old_run, run, moved, removed - index_.bound)
 
 
 def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
@@ -129,8 +138,15 @@ def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
     for stmt in plan.old_run:
         if stmt.name in rerun or stmt.binds & plan.removed:
             _drop_registrations(stmt, saved)
+    # Before anything runs, every function's code still carries its old lines, so a moved
+    # statement's old line range names exactly the functions it made.
+    _shift_moved(namespace, plan.moved, ctx)
+    # The objects the new source creates stay alive until the patch is done: the identity
+    # map is keyed by their ids, which a freed object would hand on to the next one.
+    created: list[Any] = []
     for stmt, code in plan.run:
         exec(code, namespace)
+        created.extend(namespace.get(name) for name in stmt.binds)
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx,
                         outcome)
@@ -138,7 +154,6 @@ def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
         if name in namespace:
             del namespace[name]
             outcome.removed.append(name)
-    _shift_moved(namespace, plan.moved, ctx)
     return outcome
 
 
@@ -192,14 +207,24 @@ def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
 def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
                  ctx: _classes.MergeContext) -> None:
     seen: set[int] = set()
+    module_functions: list[types.FunctionType] | None = None
     for stmt, delta in moved:
+        first, last = stmt.start - delta, stmt.end - delta
         if stmt.functions is None:
             # Found once by line range; the objects keep their identity while the statement
             # is not executed again, so later moves reuse the list.
-            stmt.functions = _classes.defined_functions(
-                namespace.get(stmt.name or ""), ctx.filename, stmt.start - delta,
-                stmt.end - delta)
-        for func in stmt.functions:
+            stmt.functions = [f for name in stmt.binds for f in _classes.defined_functions(
+                namespace.get(name), ctx.filename, first, last)]
+            stmt.spawns = any(_classes.makes_functions(f.__code__) for f in stmt.functions)
+        funcs = stmt.functions
+        if stmt.spawns:
+            # Closures made at run time by the statement's functions (a decorator's wrappers)
+            # are bound elsewhere in the module; they are found by their line range.
+            if module_functions is None:
+                module_functions = _classes.module_functions(namespace, ctx.filename)
+            funcs = funcs + [f for f in module_functions
+                             if first <= f.__code__.co_firstlineno <= last]
+        for func in funcs:
             if id(func) in seen:
                 continue
             seen.add(id(func))

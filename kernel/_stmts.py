@@ -34,6 +34,9 @@ class Stmt:
     #: the function objects this statement defined, found the first time it moved and
     #: carried along after (see `_engine._shift_moved`).
     functions: list[Any] | None = None
+    #: whether those functions make functions when called (closures such as a decorator's
+    #: wrappers), which then live elsewhere in the module.
+    spawns: bool = False
 
     @property
     def name(self) -> str | None:
@@ -214,7 +217,7 @@ def _shifted(stmt: Stmt, delta: int) -> Stmt:
     if not delta:
         return stmt
     return Stmt(stmt.start + delta, stmt.end + delta, stmt.text, stmt.node, stmt.binds,
-                stmt.lag + delta, stmt.functions)
+                stmt.lag + delta, stmt.functions, stmt.spawns)
 
 
 def _changed_run(old: list[str], new: list[str]) -> tuple[int, int] | None:

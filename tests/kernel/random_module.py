@@ -101,6 +101,13 @@ class Fixed:
         return f"{indent}{self.raw}"
 
 
+class Future(Fixed):
+    """`from __future__ import annotations`, rendered at the top wherever the item stands."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+
+
 @dataclass
 class Cls:
     """A class deriving from Root; its first member is the constant BASE (never removed)."""
@@ -148,8 +155,13 @@ class EnumDef:
 Item = Def | Assign | Filler | Cls | Data | EnumDef
 
 
+FUTURE = "from __future__ import annotations\n"
+
+
 def render(items: list[Item]) -> str:
-    return HEADER + "".join(item.text() for item in items)
+    """The module's source text; a `Future` item puts the future import first."""
+    future = FUTURE if any(isinstance(item, Future) for item in items) else ""
+    return future + HEADER + "".join(item.text() for item in items)
 
 
 def named(items: list[Any]) -> dict[str, Any]:
@@ -165,7 +177,8 @@ NESTED = ["sum(i for i in range(x))", "(lambda v: 100 // (v - 13))(x)",
 # -- random definitions ---------------------------------------------------------------------
 
 def function_def(rng: random.Random, name: str) -> Def:
-    params = rng.choice(["(x)", "(x, y=2)", "(x, y=SCALE)", "(x, *, y=3)", "(x, y=1, *rest)"])
+    params = rng.choice(["(x)", "(x, y=2)", "(x, y=SCALE)", "(x, *, y=3)", "(x, y=1, *rest)",
+                         "(x: int, y: Root | None = None) -> int"])
     deco = rng.choice(["", "", "deco", "functools.lru_cache(maxsize=None)"])
     return Def(name, deco, params, function_expr(rng, name, params), rng.random() < 0.4,
                rng.random() < 0.3)

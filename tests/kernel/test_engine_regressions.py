@@ -215,3 +215,58 @@ def test_enum_alias_that_gets_its_own_value_becomes_a_real_member(
     assert module.Color.CRIMSON is not red
     assert [m.name for m in module.Color] == ["RED", "CRIMSON"]
     assert module.Color(3) is module.Color.CRIMSON
+
+
+def test_turning_on_future_annotations_recompiles_every_definition(
+        project: Project, rt: Runtime) -> None:
+    """Adding `from __future__ import annotations` at the top makes every function's
+    annotations strings, as a fresh import would, not only the definitions near the edit."""
+    body = "import functools\n\n\ndef f(x: int) -> int:\n    return x\n\n\nclass C:\n" \
+           "    def m(self, x: int) -> int:\n        return x\n"
+    module = project.module(body)
+    rt.patch_module(module.__name__, "from __future__ import annotations\n" + body)
+    assert module.f.__annotations__ == {"x": "int", "return": "int"}
+    assert module.C.m.__annotations__ == {"x": "int", "return": "int"}
+
+
+def test_many_decorated_functions_changed_at_once_keep_their_own_code(
+        project: Project, rt: Runtime) -> None:
+    """When one patch re-creates many decorated functions, each live function ends up with
+    its own new code (new objects are not confused with one another)."""
+    def source(offset: int) -> str:
+        return DECO + "".join(f"\n\n@deco\ndef f{i}(x):\n    return x + {i * 1000 + offset}\n"
+                              for i in range(40))
+
+    module = project.module(source(0))
+    rt.patch_module(module.__name__, source(1))
+    assert [module.__dict__[f"f{i}"](0) for i in range(40)] == \
+        [("deco", i * 1000 + 1) for i in range(40)]
+
+
+def test_closures_made_by_a_moved_decorator_follow_it(project: Project, rt: Runtime) -> None:
+    """Wrappers a decorator made before lines were inserted above it report the decorator's
+    new lines in tracebacks."""
+    tail = src('''
+        @deco
+        def f(x):
+            return 1 // x
+        ''')
+    module = project.module(DECO + "\n\n" + tail)
+    rt.patch_module(module.__name__, "X = 1\nY = 2\n" + DECO + "\n\n" + tail)
+    try:
+        module.f(0)
+    except ZeroDivisionError as exc:
+        lines = [(f.lineno, f.line) for f in traceback.extract_tb(exc.__traceback__)[1:]]
+    source = rt.source(module.__name__).splitlines()
+    assert [(source[n - 1].strip(), line) for n, line in lines if n] == [
+        ('return ("deco", fn(*args, **kwargs))', 'return ("deco", fn(*args, **kwargs))'),
+        ("return 1 // x", "return 1 // x")]
+
+
+def test_function_defined_in_an_if_block_moves_with_it(project: Project, rt: Runtime) -> None:
+    """A function defined inside an `if` block (not a plain def statement) keeps exact line
+    numbers when lines are inserted above it."""
+    tail = "if True:\n    def f(x):\n        return 1 // x\n"
+    module = project.module(tail)
+    rt.patch_module(module.__name__, "X = 1\n\n\n" + tail)
+    assert inspect.getsource(module.f) == "    def f(x):\n        return 1 // x\n"

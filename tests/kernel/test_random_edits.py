@@ -50,6 +50,7 @@ from random_module import (
     Def,
     EnumDef,
     Filler,
+    Future,
     Item,
     Sequence,
     changed,
@@ -121,7 +122,8 @@ def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], N
 def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
     rng, items = seq.rng, seq.items
     present = named(items)
-    kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member"]
+    kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member",
+             "future"]
     kind = rng.choice(kinds)
     editable = [n for n in present if n != "SCALE"]
     if kind == "change" and editable:
@@ -153,6 +155,13 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
         i = rng.randint(2, len(items) - 2)
         items[i], items[i + 1] = items[i + 1], items[i]
         _whole(seq, rt, mod, write, f"swap items {i},{i + 1}")
+    elif kind == "future":
+        futures = [item for item in items if isinstance(item, Future)]
+        if futures:
+            items.remove(futures[0])
+        else:
+            items.append(Future())
+        _whole(seq, rt, mod, write, "toggle from __future__ import annotations")
     elif kind == "filler":
         if rng.random() < 0.5 or len(items) < 4:
             at = seq.spot()
@@ -284,6 +293,8 @@ def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[
         else:
             seen[name] = probe(value, filename)
             seen[f"{name} source"] = _source(value)
+            if callable(value):
+                seen[f"{name} annotations"] = repr(inspect.unwrap(value).__annotations__)
     return seen
 
 
