@@ -7,8 +7,10 @@ repeat. After each executed statement the objects it created are merged into the
 (functions and classes updated in place, see `_update` and `_classes`), so identity is
 preserved throughout. Names the new source no longer binds are removed; forwardpy `@impl`
 registrations of replaced or removed definitions are dropped first so the new source alone
-decides what is implemented. Code of unchanged definitions that moved gets its line numbers
-shifted, so tracebacks and `inspect` stay exact.
+decides what is implemented. Code of unchanged statements that moved (and of the closures
+their functions made, such as a decorator's wrappers) gets its line numbers shifted, so
+tracebacks and `inspect` stay exact. A change of `from __future__` flags runs every
+definition again, since each compiles differently.
 
 Any failure — a syntax error, an exception while executing, a change that cannot be made in
 place — restores the module namespace, every live object, forwardpy's registries and
