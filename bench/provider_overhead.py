@@ -1,17 +1,22 @@
 """Client overhead of liveforge's provider over a raw httpx stream read of the same bytes.
 
 A FakeProvider in a child process (so it does not share this process's GIL) streams a
-2,000-chunk answer. Each run reads it twice, side by side, over the same connection pool:
+2,000-chunk answer. Each run reads it twice over the same connection pool, alternating
+which side goes first:
 
-* raw        httpx `client.stream(...)` + `aiter_bytes()` of the same request, bytes only;
-* liveforge  `Provider.stream(...)` until `Done`: SSE parsing, decoding, event objects,
-             response assembly.
+* raw        httpx `client.stream(...)` + `aiter_raw()` of the same request: bytes only,
+             the cheapest way httpx reads them (liveforge reads an unencoded body the same way);
+* liveforge  `Provider.stream(...)` to its end: SSE parsing, decoding, event objects, response
+             assembly, closing the response; optionally with a CancelToken, as the agent calls it.
 
-Both are timed from the response headers (first byte) to the end of the body / the
-assembled response. Two server paces: "unpaced" (the server writes as fast as it can, so
-the client's CPU cost shows fully) and "paced" (1 ms between chunks, still 10-50x faster
-than models generate tokens). Per-event latency is the time from a chunk's arrival at the
-socket reader to the consumer receiving each event decoded from it.
+Both are timed from the response headers (first byte) to the end of the body / of the
+stream, after the response is closed. Client CPU is this process's CPU time over the same
+span (the server runs in another process), so it holds up on a loaded machine where wall
+time does not. Two server paces: "unpaced" (the server writes as fast as it can, so the
+client's whole per-event cost shows) and "paced" (1 ms between chunks, still 10-50x faster
+than models generate tokens). Per-event latency, from a chunk's arrival at the socket reader
+to the consumer receiving each event decoded from it, is measured in separate runs: its
+per-chunk timestamps would otherwise slow both timed sides.
 
 Run: python bench/provider_overhead.py [--runs 7] [--chunks 2000]
 """
@@ -24,22 +29,23 @@ import multiprocessing
 import statistics
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
 
 import liveforge.impls  # noqa: F401  (registers the Provider bodies)
-from liveforge.declarations.messages import Done, Message, ModelRequest
-from liveforge.declarations.provider import Provider, RetryPolicy, Route
+from liveforge.declarations.messages import Message, ModelRequest
+from liveforge.declarations.provider import CancelToken, Provider, RetryPolicy, Route
 from liveforge.impls.providers.client import WIRES
 from liveforge.testing import FakeProvider, reply
 
 
-def _serve(conn: Connection, chunks: int, pace: float, runs: int) -> None:
+def _serve(conn: Connection, chunks: int, pace: float, requests: int) -> None:
     answer = reply.text("tok " * chunks).chunked(4)
     answer = answer.slow(pace) if pace else answer
-    with FakeProvider([answer] * (runs * 2 + 2)) as fake:
+    with FakeProvider([answer] * requests) as fake:
         conn.send(fake.base_url)
         conn.recv()  # wait until the parent is done
 
@@ -60,75 +66,104 @@ class _Timed(httpx.AsyncByteStream):
 
 
 class _TimingTransport(httpx.AsyncBaseTransport):
-    """Records header arrival and chunk arrival times of every response."""
+    """Records when response headers arrive; with `per_chunk`, when each chunk arrives."""
 
     def __init__(self) -> None:
         self.inner = httpx.AsyncHTTPTransport()
-        self.headers_at = 0.0
+        self.per_chunk = False
+        self.headers_at = self.cpu_at = 0.0
         self.arrivals: list[float] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        self.headers_at = time.perf_counter()
+        self.headers_at, self.cpu_at = time.perf_counter(), time.process_time()
+        if not self.per_chunk:
+            return response
         self.arrivals = []
         return httpx.Response(response.status_code, headers=response.headers,
                               stream=_Timed(response.stream, self.arrivals),
                               extensions=response.extensions)
 
+    def since_headers(self) -> tuple[float, float]:
+        """(wall, CPU) seconds since the last response's headers."""
+        return time.perf_counter() - self.headers_at, time.process_time() - self.cpu_at
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
-async def _raw(client: httpx.AsyncClient, transport: _TimingTransport, route: Route,
-               req: ModelRequest) -> tuple[float, int]:
-    call = WIRES["anthropic"].build_request(req, route, "bench-key", stream=True)
-    size = 0
-    async with client.stream("POST", call.url, headers=call.headers, json=call.body) as resp:
-        async for chunk in resp.aiter_bytes():
-            size += len(chunk)
-    return time.perf_counter() - transport.headers_at, size
+class _Bench:
+    """One client, provider and request against one server; each method is one read."""
+
+    def __init__(self, base_url: str, token: bool) -> None:
+        self.transport = _TimingTransport()
+        self.client = httpx.AsyncClient(transport=self.transport, timeout=30)
+        self.route = Route(name="anthropic:bench", protocol="anthropic", model="bench",
+                           base_url=base_url)
+        self.provider = Provider([self.route], retry=RetryPolicy(max_attempts=1),
+                                 http=self.client)
+        self.request = ModelRequest(messages=[Message.user("stream please")])
+        self.token = token
+
+    async def raw(self) -> tuple[float, float, int]:
+        call = WIRES["anthropic"].build_request(self.request, self.route, "bench-key",
+                                                stream=True)
+        size = 0
+        async with self.client.stream("POST", call.url, headers=call.headers,
+                                      json=call.body) as resp:
+            async for chunk in resp.aiter_raw():
+                size += len(chunk)
+        return (*self.transport.since_headers(), size)
+
+    async def liveforge(self) -> tuple[float, float, int]:
+        events = 0
+        cancel = CancelToken() if self.token else None
+        async with aclosing(self.provider.stream(self.request, cancel=cancel)) as stream:
+            async for _ in stream:
+                events += 1
+        return (*self.transport.since_headers(), events)
+
+    async def latencies(self) -> list[float]:
+        """Chunk arrival -> event in hand, for every event of one liveforge read."""
+        self.transport.per_chunk = True
+        cancel = CancelToken() if self.token else None
+        found = []
+        async with aclosing(self.provider.stream(self.request, cancel=cancel)) as stream:
+            async for _ in stream:
+                found.append(time.perf_counter() - self.transport.arrivals[-1])
+        self.transport.per_chunk = False
+        return found
 
 
-async def _liveforge(provider: Provider, transport: _TimingTransport,
-                     req: ModelRequest) -> tuple[float, list[float], int]:
-    latencies: list[float] = []
-    events = 0
-    async for event in provider.stream(req):
-        now = time.perf_counter()
-        latencies.append(now - transport.arrivals[-1])
-        events += 1
-        if isinstance(event, Done):
-            return now - transport.headers_at, latencies, events
-    raise RuntimeError("stream ended without Done")
+async def _measure(base_url: str, runs: int, token: bool) -> dict[str, Any]:
+    bench = _Bench(base_url, token)
+    await bench.raw()  # warm-up: connection, caches
+    await bench.liveforge()
+    raw: list[tuple[float, float, int]] = []
+    lf: list[tuple[float, float, int]] = []
+    for run in range(runs):
+        if run % 2:
+            lf.append(await bench.liveforge())
+            raw.append(await bench.raw())
+        else:
+            raw.append(await bench.raw())
+            lf.append(await bench.liveforge())
+    latencies = [x for _ in range(max(2, runs // 3)) for x in await bench.latencies()]
+    await bench.client.aclose()
+    median = statistics.median
+    return {"raw": median(r[0] for r in raw), "lf": median(r[0] for r in lf),
+            "raw_cpu": median(r[1] for r in raw), "lf_cpu": median(r[1] for r in lf),
+            "bytes": raw[0][2], "events": lf[0][2], "latencies": sorted(latencies)}
 
 
-async def _measure(base_url: str, runs: int) -> dict[str, Any]:
-    transport = _TimingTransport()
-    client = httpx.AsyncClient(transport=transport, timeout=30)
-    route = Route(name="anthropic:bench", protocol="anthropic", model="bench",
-                  base_url=base_url)
-    provider = Provider([route], retry=RetryPolicy(max_attempts=1), http=client)
-    req = ModelRequest(messages=[Message.user("stream please")])
-    raw_times, lf_times, latencies = [], [], []
-    size = events = 0
-    for _ in range(runs):
-        raw_time, size = await _raw(client, transport, route, req)
-        lf_time, lat, events = await _liveforge(provider, transport, req)
-        raw_times.append(raw_time)
-        lf_times.append(lf_time)
-        latencies.extend(lat)
-    await client.aclose()
-    return {"raw": statistics.median(raw_times), "lf": statistics.median(lf_times),
-            "latencies": sorted(latencies), "bytes": size, "events": events}
-
-
-def _run(chunks: int, pace: float, runs: int) -> dict[str, Any]:
+def _run(chunks: int, pace: float, runs: int, token: bool) -> dict[str, Any]:
     parent, child = multiprocessing.Pipe()
-    server = multiprocessing.Process(target=_serve, args=(child, chunks, pace, runs))
+    requests = 2 * runs + max(2, runs // 3) + 2
+    server = multiprocessing.Process(target=_serve, args=(child, chunks, pace, requests))
     server.start()
     try:
         base_url = parent.recv()
-        return asyncio.run(_measure(base_url, runs))
+        return asyncio.run(_measure(base_url, runs, token))
     finally:
         parent.send("done")
         server.join(timeout=10)
@@ -138,6 +173,9 @@ def _percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+ROWS = (("unpaced", 0.0, False), ("unpaced+token", 0.0, True), ("paced 1 ms", 0.001, False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -145,22 +183,24 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.chunks}-chunk Anthropic stream from a FakeProvider in a child process; "
           f"median of {args.runs} runs, raw and liveforge alternating.\n")
-    header = (f"{'server pace':<13}{'bytes':>8}{'events':>7}{'raw httpx ms':>13}"
-              f"{'liveforge ms':>13}{'overhead':>10}{'us/event':>9}{'lat p50 us':>11}"
-              f"{'lat p99 us':>11}{'<=5%':>6}")
+    header = (f"{'server pace':<15}{'bytes':>7}{'events':>7}{'raw ms':>8}{'lf ms':>8}"
+              f"{'overhead':>9}{'us/event':>9}{'cpu raw us':>11}{'cpu lf us':>10}"
+              f"{'lat p50':>8}{'lat p99':>8}{'<=5%':>5}")
     print(header)
     print("-" * len(header))
-    for label, pace in (("unpaced", 0.0), ("paced 1 ms", 0.001)):
-        r = _run(args.chunks, pace, args.runs)
+    for label, pace, token in ROWS:
+        r = _run(args.chunks, pace, args.runs, token)
         overhead = (r["lf"] / r["raw"] - 1) * 100
-        lat = r["latencies"]
-        added = (r["lf"] - r["raw"]) / r["events"] * 1e6
-        print(f"{label:<13}{r['bytes']:>8}{r['events']:>7}{r['raw'] * 1e3:>13.1f}"
-              f"{r['lf'] * 1e3:>13.1f}{overhead:>9.1f}%{added:>9.1f}"
-              f"{_percentile(lat, 0.5) * 1e6:>11.0f}{_percentile(lat, 0.99) * 1e6:>11.0f}"
-              f"{'yes' if overhead <= 5 else 'no':>6}")
-    print("\noverhead = liveforge / raw - 1 (target <= 5%); us/event = added time per event.\n"
-          "Latency: chunk arrival at the socket reader -> event in the consumer's hands.\n"
+        events, lat = r["events"], r["latencies"]
+        print(f"{label:<15}{r['bytes']:>7}{events:>7}{r['raw'] * 1e3:>8.1f}"
+              f"{r['lf'] * 1e3:>8.1f}{overhead:>8.1f}%"
+              f"{(r['lf'] - r['raw']) / events * 1e6:>9.1f}"
+              f"{r['raw_cpu'] / events * 1e6:>11.1f}{r['lf_cpu'] / events * 1e6:>10.1f}"
+              f"{_percentile(lat, 0.5) * 1e6:>8.0f}{_percentile(lat, 0.99) * 1e6:>8.0f}"
+              f"{'yes' if overhead <= 5 else 'no':>5}")
+    print("\noverhead = liveforge / raw - 1, wall time (target <= 5%); us/event = added wall\n"
+          "time per event; cpu raw/lf us = client CPU per event; lat = chunk arrival -> event\n"
+          "in the consumer's hands, in us. +token: called with a CancelToken, as the agent does.\n"
           "Unpaced, the raw read does almost nothing per chunk, so the client's decoding cost\n"
           "(SSE parse, JSON, event objects) is all that is measured; paced, it hides in the\n"
           "gaps between chunks, as it does with a real model.")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import forwardpy
+from pydantic import ValidationError
 
 from liveforge.declarations.messages import (
     ContentBlock,
@@ -32,7 +33,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import AnthropicWire, HttpCall, Route, StreamDecoder
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
-from liveforge.impls.providers.classify import make_error
+from liveforge.impls.providers.classify import make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 API_VERSION = "2023-06-01"
@@ -200,9 +201,9 @@ class AnthropicStreamDecoder:
             handler = getattr(self, "_on_" + str(kind), None)
             # Unknown events are skipped, as the API's versioning policy asks of clients.
             return handler(raw) if handler is not None else []
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise MalformedResponse(f"malformed {kind} event ({exc!r})", provider="anthropic",
-                                    model=self.route.model) from None
+        except (KeyError, TypeError, AttributeError, ValidationError) as exc:
+            raise MalformedResponse(f"malformed {kind} event ({malformed_reason(exc)})",
+                                    provider="anthropic", model=self.route.model) from None
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[StreamEvent]:
         kind = delta.get("type")

@@ -12,6 +12,8 @@ import re
 import time
 from collections.abc import Mapping
 
+from pydantic import ValidationError
+
 from liveforge.declarations.provider import Route
 from liveforge.declarations.provider_errors import (
     AuthenticationError,
@@ -26,7 +28,7 @@ from liveforge.declarations.provider_errors import (
     ServerError,
 )
 
-__all__ = ["is_context_overflow", "make_error", "parse_retry_after"]
+__all__ = ["is_context_overflow", "make_error", "malformed_reason", "parse_retry_after"]
 
 _TYPE_CLASSES: dict[str, type[ProviderError]] = {
     "authentication_error": AuthenticationError,
@@ -124,3 +126,11 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, moment.timestamp() - time.time())
+
+
+def malformed_reason(exc: Exception) -> str:
+    """Why a stream event was malformed, in one line (pydantic's first error, or the repr)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return repr(exc)

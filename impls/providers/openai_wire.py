@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import forwardpy
+from pydantic import ValidationError
 
 from liveforge.declarations.messages import (
     ContentBlock,
@@ -35,7 +36,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import HttpCall, OpenAIWire, Route, StreamDecoder
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
-from liveforge.impls.providers.classify import make_error
+from liveforge.impls.providers.classify import make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 _STOP: dict[str, StopReason] = {
@@ -229,8 +230,10 @@ class OpenAIStreamDecoder:
             if "error" in raw:
                 self._raise(raw)
             return self._chunk(raw)
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as exc:
-            raise MalformedResponse(f"malformed stream chunk ({exc!r}): {data[:200]!r}",
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError,
+                ValidationError) as exc:
+            raise MalformedResponse(f"malformed stream chunk ({malformed_reason(exc)}): "
+                                    f"{data[:200]!r}",
                                     provider=self.builder.provider,
                                     model=self.route.model) from None
 

@@ -12,7 +12,7 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import NoReturn
 
@@ -92,38 +92,35 @@ async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
         await response.aclose()
 
 
-async def _chunks(response: httpx.Response, scope: CancelScope) -> AsyncGenerator[bytes, None]:
-    """The body's byte chunks, each network wait interruptible by the scope's token."""
-    chunks = response.aiter_bytes()
-    if scope.token is None:  # nothing can cancel: skip the per-chunk wrapper
-        async for chunk in chunks:
-            yield chunk
-        return
-    while True:
-        try:
-            chunk = await scope.wait(anext(chunks))
-        except StopAsyncIteration:
-            return
-        yield chunk
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive; no decoding layer unless the body is encoded."""
+    if "content-encoding" in response.headers:
+        return response.aiter_bytes()
+    return response.aiter_raw()
 
 
 async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: CancelScope,
                   route: Route) -> AsyncGenerator[Batch, None]:
+    """One batch per network chunk that completed events; the last batch ends in Done."""
     parser = SSEParser()
-    async with aclosing(_chunks(response, scope)) as chunks:
-        async for chunk in chunks:
+    feed, decode = parser.feed, decoder.feed
+    with scope.interruptible():
+        async for chunk in _body(response):
             batch: Batch = []
-            for name, data in parser.feed(chunk):
-                batch.extend(decoder.feed(name, data))
+            for name, data in feed(chunk):
+                batch += decode(name, data)
             if batch:
+                # The consumer runs while this generator is suspended at `yield`: its awaits
+                # must not be interrupted; arm() then raises if the token fired meanwhile.
+                scope.disarm()
                 yield batch
-    for name, data in parser.flush():
-        decoder.feed(name, data)
+                scope.arm()
+    tail = [event for name, data in parser.flush() for event in decode(name, data)]
     if not decoder.finished:
         raise ProviderConnectionError("the stream ended before the end-of-message event",
                                       provider=route.name.partition(":")[0],
                                       model=route.model)
-    yield [Done(response=decoder.finish())]
+    yield [*tail, Done(response=decoder.finish())]
 
 
 def _reraise(error: ProviderError, decoder: StreamDecoder | None) -> NoReturn:
