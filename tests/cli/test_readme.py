@@ -59,3 +59,14 @@ def test_exit_code_table_matches_the_code():
     """The README's exit-code table lists exactly the codes the command line uses."""
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", README, flags=re.M)}
     assert documented == {int(code) for code in ExitCode}
+
+
+def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
+    """The README's [tool.liveforge] example loads without a configuration error."""
+    from liveforge.config import load_config
+
+    (example,) = _blocks("toml")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + example)
+    config = load_config(tmp_path, env={})
+    assert config.agent is not None and config.agent.max_steps == 40
+    assert config.context is not None and "work-vllm" in config.providers
