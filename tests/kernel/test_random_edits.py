@@ -2,23 +2,22 @@
 of the final source.
 
 A small model of a module (functions with decorators, classes with methods of every kind,
-class constants and nested classes, dataclasses, constants, blank lines and comments; see
-`random_module`) is edited at random. Each edit is applied to a real module on sys.path
-through `Runtime.patch` (one definition), `Runtime.patch_module` (whole module) or
-`Runtime.reload` (whole module written to disk); now and then the newest change is rolled
-back with `Runtime.rollback`, or a patch that must fail (a statement that raises or does
-not compile) checks that nothing changed. After the sequence the live module is compared
-with a fresh import of the final text from another folder: public names, class members,
-results of calling everything with sample arguments, instance reprs, `inspect.getsource`
-and the lines a traceback points at. References captured before the sequence
-(from-imports, an instance, bound methods) must run the final code, and module state must
-survive. A failure prints the seed and the edit sequence; replay one seed with
-`pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
+class constants and nested classes, dataclasses, enums, constants, blank lines and comments;
+see `random_module`) is edited at random (see `random_apply`). Each edit is applied to a
+real module on sys.path through `Runtime.patch` (one definition), `Runtime.patch_module`
+(whole module) or `Runtime.reload` (whole module written to disk); now and then the newest
+change is rolled back with `Runtime.rollback`, or a patch that must fail (a statement that
+raises or does not compile) checks that nothing changed. After the sequence the live module
+is compared with a fresh import of the final text from another folder: public names, class
+members, results of calling everything with sample arguments, instance reprs,
+`inspect.getsource` and the lines a traceback points at. References captured before the
+sequence (from-imports, instances, bound methods, enum members) must run the final code,
+and module and class state must survive. A failure prints the seed and the edit sequence;
+replay one seed with `pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
 """
 
 from __future__ import annotations
 
-import copy
 import enum
 import functools
 import importlib.util
@@ -36,221 +35,15 @@ from typing import Any
 
 import pytest
 from kernel_support import Project
-from random_module import (
-    CLASS_CONSTS,
-    CLASSES,
-    CONSTS,
-    DATA,
-    ENUMS,
-    FUNCS,
-    METHODS,
-    Assign,
-    Cls,
-    Data,
-    Def,
-    EnumDef,
-    Filler,
-    Future,
-    Item,
-    Sequence,
-    changed,
-    filler,
-    identities,
-    make,
-    method_def,
-    named,
-    render,
-)
+from random_apply import edit
+from random_module import CLASSES, ENUMS, FUNCS, Sequence, identities, render
 
-from liveforge import PatchError, Runtime
+from liveforge import Runtime
 
 SEEDS = range(100)
 EDITS_PER_SEQUENCE = 20
 SAMPLE_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     ((5,), {}), ((13,), {}), ((2,), {"y": 1}), ((4, 6), {})]
-
-
-def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
-    """Make one random edit to the model and apply it live, or roll the newest change back."""
-    if seq.undo and seq.rng.random() < 0.1:
-        seq.items = seq.undo.pop()
-        seq.log.append("rt.rollback()")
-        rt.rollback()
-        return
-    if seq.rng.random() < 0.08:
-        _failing_edit(seq, rt, mod, write)
-        return
-    before, recorded = copy.deepcopy(seq.items), len(rt.history())
-    _edit(seq, rt, mod, write)
-    if len(rt.history()) > recorded:
-        seq.undo.append(before)
-
-
-def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]
-                  ) -> None:
-    """Changed definitions plus a statement that raises (or does not compile), applied live:
-    the patch must fail and leave the module exactly as it was (the model is not touched)."""
-    rng = seq.rng
-    items = copy.deepcopy(seq.items)
-    for _ in range(rng.randint(1, 3)):
-        defs = [i for i, item in enumerate(items) if isinstance(item, (Def, Cls, Data, EnumDef))]
-        if defs:
-            at = rng.choice(defs)
-            items[at] = changed(rng, items[at])
-    bad = rng.choice(["BROKEN = 1 // 0\n", "BROKEN = (\n", "Root.hook(None, 1)\n"])
-    items.insert(rng.randint(2, len(items)), Filler(f"\n{bad}"))
-    source = render(items)
-    how = rng.choice(["patch_module", "reload", "class"])
-    classes = [c for c in items if isinstance(c, Cls)]
-    try:
-        if how == "class" and classes:
-            cls = rng.choice(classes)
-            seq.log.append(f"failing class patch of {cls.name}")
-            rt.patch(f"{mod}.{cls.name}", cls.text().replace("\n", f"\n    {bad}", 1))
-        elif how == "reload":
-            seq.log.append(f"failing reload of {source!r}")
-            write(source)
-            rt.reload(mod, force=True)
-        else:
-            seq.log.append(f"failing rt.patch_module({source!r})")
-            rt.patch_module(mod, source)
-    except PatchError:
-        return
-    raise AssertionError("a patch with a failing statement was applied")
-
-
-def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
-    rng, items = seq.rng, seq.items
-    present = named(items)
-    kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member",
-             "future"]
-    kind = rng.choice(kinds)
-    editable = [n for n in present if n != "SCALE"]
-    if kind == "change" and editable:
-        name = rng.choice(editable)
-        old = present[name]
-        new = changed(rng, old)
-        items[items.index(old)] = new
-        _apply_definition(seq, rt, mod, write, name, new)
-    elif kind == "add":
-        free = [n for n in FUNCS + CLASSES + CONSTS + DATA + ENUMS if n not in present]
-        if not free:
-            return
-        name = rng.choice(free)
-        new = make(rng, name)
-        if rng.random() < 0.5:
-            if not render(items).endswith("\n\n"):
-                items.append(Filler("\n\n"))
-            items.append(new)
-            _log_patch(seq, rt, f"{mod}.{name}", new.text(), f"add {name}")
-        else:
-            at = seq.spot()
-            items[at:at] = [Filler("\n\n"), new]
-            _whole(seq, rt, mod, write, f"add {name} at item {at}")
-    elif kind == "remove" and editable:
-        name = rng.choice(editable)
-        items.remove(present[name])
-        _whole(seq, rt, mod, write, f"remove {name}")
-    elif kind == "reorder" and len(items) > 4:
-        i = rng.randint(2, len(items) - 2)
-        items[i], items[i + 1] = items[i + 1], items[i]
-        _whole(seq, rt, mod, write, f"swap items {i},{i + 1}")
-    elif kind == "future":
-        futures = [item for item in items if isinstance(item, Future)]
-        if futures:
-            items.remove(futures[0])
-        else:
-            items.append(Future())
-        _whole(seq, rt, mod, write, "toggle from __future__ import annotations")
-    elif kind == "filler":
-        if rng.random() < 0.5 or len(items) < 4:
-            at = seq.spot()
-            items.insert(at, filler(rng))
-            _whole(seq, rt, mod, write, f"insert filler at {at}")
-        else:
-            fillers = [i for i, item in enumerate(items[2:], 2) if isinstance(item, Filler)]
-            if fillers:
-                del items[rng.choice(fillers)]
-                _whole(seq, rt, mod, write, "delete filler")
-    elif kind == "member":
-        classes = [c for c in items if isinstance(c, Cls)]
-        if classes:
-            _member_edit(seq, rt, mod, write, rng.choice(classes))
-
-
-def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
-                 cls: Cls) -> None:
-    rng = seq.rng
-    path = cls.name
-    inner = [m for m in cls.members if isinstance(m, Cls)]
-    if inner and rng.random() < 0.4:
-        cls = rng.choice(inner)
-        path = f"{path}.{cls.name}"
-    present = named(cls.members)
-    choice = rng.choice(["change", "change", "add", "remove", "filler"])
-    target = f"{mod}.{path}"
-    if choice == "change":
-        name = rng.choice(list(present))
-        old = present[name]
-        new: Any = Assign(name, old.value + 1) if isinstance(old, Assign) \
-            else changed(rng, old) if isinstance(old, Cls) else method_def(rng, name)
-        cls.members[cls.members.index(old)] = new
-        if rng.random() < 0.6:
-            _log_patch(seq, rt, f"{target}.{name}", new.text(), f"change {path}.{name}")
-            return
-    elif choice == "add":
-        free = [n for n in METHODS + CLASS_CONSTS if n not in present]
-        if not free:
-            return
-        name = rng.choice(free)
-        new = method_def(rng, name) if name in METHODS else Assign(name, rng.randint(10, 99))
-        cls.members += [Filler("\n"), new]
-        if rng.random() < 0.6:
-            _log_patch(seq, rt, f"{target}.{name}", new.text(), f"add {path}.{name}")
-            return
-    elif choice == "remove" and len(present) > 1:
-        name = rng.choice([n for n in present if n != "BASE"])
-        at = cls.members.index(present[name])
-        del cls.members[at]
-        if at > 0 and isinstance(cls.members[at - 1], Filler):
-            del cls.members[at - 1]
-        while isinstance(cls.members[-1], Filler):
-            cls.members.pop()
-    elif choice == "filler" and len(cls.members) > 1:
-        at = rng.randint(1, len(cls.members) - 1)
-        cls.members.insert(at, Filler(rng.choice(["\n", "# inside\n", "\n\n"])))
-    else:
-        return
-    if rng.random() < 0.5:
-        _log_patch(seq, rt, target, cls.text(), f"{choice} member of {path} (class patch)")
-    else:
-        _whole(seq, rt, mod, write, f"{choice} member of {path}")
-
-
-def _apply_definition(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
-                      name: str, new: Item) -> None:
-    if seq.rng.random() < 0.6:
-        _log_patch(seq, rt, f"{mod}.{name}", new.text(), f"change {name}")
-    else:
-        _whole(seq, rt, mod, write, f"change {name}")
-
-
-def _log_patch(seq: Sequence, rt: Runtime, target: str, text: str, what: str) -> None:
-    seq.log.append(f"{what}: rt.patch({target!r}, {text!r})")
-    rt.patch(target, text)
-
-
-def _whole(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
-           what: str) -> None:
-    source = render(seq.items)
-    if seq.rng.random() < 0.25:
-        seq.log.append(f"{what}: write file + rt.reload(force=True)")
-        write(source)
-        if rt.reload(mod, force=True).id:
-            seq.undo.clear()  # a forced reload supersedes the earlier in-memory changes
-    else:
-        seq.log.append(f"{what}: rt.patch_module")
-        rt.patch_module(mod, source)
 
 
 # -- observing behaviour --------------------------------------------------------------------
