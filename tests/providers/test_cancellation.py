@@ -176,3 +176,28 @@ def test_plain_task_cancellation_propagates(fake: FakeProvider) -> None:
             await task
 
     run(call())
+
+
+def test_cancel_reaches_a_stream_read_from_a_new_task_for_each_event(
+        fake: FakeProvider) -> None:
+    """Reading each event through asyncio.wait_for (a task per read), a cancel fired during
+    a network wait interrupts that wait: nothing after the last delivered delta arrives."""
+    fake.add(reply.text("abc").chunked(1).slow(0.3))
+    token = CancelToken()
+
+    async def call() -> list[str]:
+        prov = provider(fake.route("anthropic"))
+        texts: list[str] = []
+        async with aclosing(prov.stream(request(), cancel=token)) as stream:
+            while True:
+                event = await asyncio.wait_for(anext(stream), 10)
+                if isinstance(event, TextDelta) and event.text:
+                    texts.append(event.text)
+                    asyncio.get_running_loop().call_later(0.02, token.cancel)
+                if isinstance(event, Done):
+                    await prov.aclose()
+                    assert event.response.incomplete
+                    return [*texts, event.response.text]
+        raise AssertionError("no Done event")
+
+    assert run(call()) == ["a", "a"]
