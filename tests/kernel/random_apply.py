@@ -161,7 +161,9 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
         new: Any = Assign(name, old.value + 1) if isinstance(old, Assign) \
             else changed(rng, old) if isinstance(old, Cls) else method_def(rng, name)
         cls.members[cls.members.index(old)] = new
-        if rng.random() < 0.6:
+        # A property with a setter is two statements: only class and module patches fit.
+        if rng.random() < 0.6 and not (getattr(old, "setter", False) or
+                                       getattr(new, "setter", False)):
             _log_patch(seq, rt, f"{target}.{name}", new.text(), f"change {path}.{name}")
             return
     elif choice == "add":
@@ -171,7 +173,7 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
         name = rng.choice(free)
         new = method_def(rng, name) if name in METHODS else Assign(name, rng.randint(10, 99))
         cls.members += [Filler("\n"), new]
-        if rng.random() < 0.6:
+        if rng.random() < 0.6 and not getattr(new, "setter", False):
             _log_patch(seq, rt, f"{target}.{name}", new.text(), f"add {path}.{name}")
             return
     elif choice == "remove" and len(present) > 1:

@@ -53,6 +53,8 @@ class Def:
     expr: str
     guard: bool = False
     note: bool = False
+    #: for a property: also a setter (a second statement binding the same name).
+    setter: bool = False
 
     def text(self, indent: str = "") -> str:
         lines = [f"@{self.deco}"] if self.deco else []
@@ -62,7 +64,10 @@ class Def:
         if self.guard:
             lines += ["    if x == 13:", f"        raise ValueError('{self.name} refuses 13')"]
         lines.append(f"    return {self.expr}")
-        return "".join(f"{indent}{line}\n" for line in lines)
+        if self.setter:
+            lines += ["", f"@{self.name}.setter", f"def {self.name}(self, value):",
+                      "    self.v = value * 2"]
+        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
 @dataclass
@@ -214,7 +219,8 @@ def method_def(rng: random.Random, name: str) -> Def:
         terms = [t.replace("(x)", "(self.v)") for t in terms]
     expr = " + ".join(rng.sample(terms, k=rng.randint(1, min(3, len(terms)))))
     guard = kind != "property" and rng.random() < 0.4
-    return Def(name, kind, params, expr, guard, rng.random() < 0.3)
+    setter = kind == "property" and rng.random() < 0.5
+    return Def(name, kind, params, expr, guard, rng.random() < 0.3, setter)
 
 
 def class_def(rng: random.Random, name: str) -> Cls:

@@ -107,7 +107,16 @@ def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str
             continue
         seen[key] = outcome(functools.partial(getattr, obj, member), filename) \
             if isinstance(value, property) else probe(getattr(obj, member), filename)
+        if isinstance(value, property) and value.fset is not None:
+            seen[f"{key} set"] = outcome(functools.partial(_set_and_read, obj, member),
+                                         filename)
         seen[f"{key} source"] = _source(value)
+
+
+def _set_and_read(obj: Any, name: str) -> Any:
+    other = type(obj)()  # a new instance, so the probed ones keep their state
+    setattr(other, name, 7)
+    return other.v
 
 
 def _observe_enum(path: str, cls: Any, filename: str, seen: dict[str, Any]) -> None:
