@@ -28,7 +28,7 @@ import asyncio
 import multiprocessing
 import statistics
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from multiprocessing.connection import Connection
 from typing import Any
@@ -39,6 +39,7 @@ import liveforge.impls  # noqa: F401  (registers the Provider bodies)
 from liveforge.declarations.messages import Message, ModelRequest
 from liveforge.declarations.provider import CancelToken, Provider, RetryPolicy, Route
 from liveforge.impls.providers.client import WIRES
+from liveforge.impls.providers.sse import SSEParser, decode_json
 from liveforge.testing import FakeProvider, reply
 
 
@@ -123,6 +124,14 @@ class _Bench:
                 events += 1
         return (*self.transport.since_headers(), events)
 
+    async def chunks(self) -> list[bytes]:
+        """The body of one response, chunk by chunk as it arrived."""
+        call = WIRES["anthropic"].build_request(self.request, self.route, "k", stream=True)
+        async with self.client.stream("POST", call.url, headers=call.headers,
+                                      json=call.body) as resp:
+            resp.raise_for_status()
+            return [chunk async for chunk in resp.aiter_raw()]
+
     async def latencies(self) -> list[float]:
         """Chunk arrival -> event in hand, for every event of one liveforge read."""
         self.transport.per_chunk = True
@@ -149,16 +158,18 @@ async def _measure(base_url: str, runs: int, token: bool) -> dict[str, Any]:
             raw.append(await bench.raw())
             lf.append(await bench.liveforge())
     latencies = [x for _ in range(max(2, runs // 3)) for x in await bench.latencies()]
+    chunks = await bench.chunks()
     await bench.client.aclose()
     median = statistics.median
     return {"raw": median(r[0] for r in raw), "lf": median(r[0] for r in lf),
             "raw_cpu": median(r[1] for r in raw), "lf_cpu": median(r[1] for r in lf),
-            "bytes": raw[0][2], "events": lf[0][2], "latencies": sorted(latencies)}
+            "bytes": raw[0][2], "events": lf[0][2], "latencies": sorted(latencies),
+            "chunks": chunks}
 
 
 def _run(chunks: int, pace: float, runs: int, token: bool) -> dict[str, Any]:
     parent, child = multiprocessing.Pipe()
-    requests = 2 * runs + max(2, runs // 3) + 2
+    requests = 2 * runs + max(2, runs // 3) + 3  # + warm-up pair, recorded chunks
     server = multiprocessing.Process(target=_serve, args=(child, chunks, pace, requests))
     server.start()
     try:
@@ -167,6 +178,87 @@ def _run(chunks: int, pace: float, runs: int, token: bool) -> dict[str, Any]:
     finally:
         parent.send("done")
         server.join(timeout=10)
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+class _Replay(httpx.AsyncBaseTransport):
+    """Answers every request with the recorded chunks of one stream, without a socket."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              stream=_Chunks(self.chunks))
+
+
+def _best(action: Callable[[], object], repeats: int = 15) -> float:
+    """Fastest of `repeats` timings of `action` (in-memory work: the minimum is the cost)."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def _breakdown(chunks: list[bytes]) -> list[tuple[str, float]]:
+    """Seconds per stage for the whole stream, each measured alone in memory."""
+    route = Route(name="anthropic:bench", protocol="anthropic", model="bench",
+                  base_url="http://replay")
+    parser = SSEParser()
+    sse = [event for chunk in chunks for event in parser.feed(chunk)]
+
+    def parse() -> None:
+        feed = SSEParser().feed
+        for chunk in chunks:
+            feed(chunk)
+
+    def decode() -> None:
+        feed = WIRES["anthropic"].stream_decoder(route).feed
+        for name, data in sse:
+            feed(name, data)
+
+    def json_only() -> None:
+        for _, data in sse:
+            decode_json(data)
+
+    async def read(mode: str) -> float:
+        client = httpx.AsyncClient(transport=_Replay(chunks))
+        provider = Provider([route], retry=RetryPolicy(max_attempts=1), http=client)
+        request = ModelRequest(messages=[Message.user("stream please")])
+        times = []
+        for _ in range(15):
+            started = time.perf_counter()
+            if mode == "body":
+                async with client.stream("POST", "http://replay/v1/messages") as resp:
+                    async for _ in resp.aiter_raw():
+                        pass
+            else:
+                cancel = CancelToken() if mode == "token" else None
+                async for _ in provider.stream(request, cancel=cancel):
+                    pass
+            times.append(time.perf_counter() - started)
+        await client.aclose()
+        return min(times)
+
+    body, plain, token = (asyncio.run(read(mode)) for mode in ("body", "plain", "token"))
+    sse_s, json_s, decoder_s = _best(parse), _best(json_only), _best(decode)
+    return [("SSE parsing (bytes -> event name, data)", sse_s),
+            ("JSON decoding of event data", json_s),
+            ("decoder: dispatch, assembly, event objects", decoder_s - json_s),
+            ("pipeline: generators, batches, per-event yield", plain - body - sse_s - decoder_s),
+            ("total, no CancelToken", plain - body),
+            ("CancelToken: arm/disarm per batch", token - plain),
+            ("httpx body read, for scale (both sides pay it)", body)]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -188,8 +280,9 @@ def main() -> None:
               f"{'lat p50':>8}{'lat p99':>8}{'<=5%':>5}")
     print(header)
     print("-" * len(header))
+    measured = {}
     for label, pace, token in ROWS:
-        r = _run(args.chunks, pace, args.runs, token)
+        r = measured[label] = _run(args.chunks, pace, args.runs, token)
         overhead = (r["lf"] / r["raw"] - 1) * 100
         events, lat = r["events"], r["latencies"]
         print(f"{label:<15}{r['bytes']:>7}{events:>7}{r['raw'] * 1e3:>8.1f}"
@@ -204,6 +297,14 @@ def main() -> None:
           "Unpaced, the raw read does almost nothing per chunk, so the client's decoding cost\n"
           "(SSE parse, JSON, event objects) is all that is measured; paced, it hides in the\n"
           "gaps between chunks, as it does with a real model.")
+    unpaced = measured["unpaced"]
+    events = unpaced["events"]
+    print("\nWhere liveforge's time goes, us per event: each stage alone, in memory, on the "
+          "recorded\nchunks of the same stream (fastest of 15 runs).\n")
+    for stage, seconds in _breakdown(unpaced["chunks"]):
+        print(f"  {stage:<50}{seconds / events * 1e6:>6.2f}")
+    print(f"  {'measured over the socket above (cpu lf - cpu raw)':<50}"
+          f"{(unpaced['lf_cpu'] - unpaced['raw_cpu']) / events * 1e6:>6.2f}")
 
 
 if __name__ == "__main__":

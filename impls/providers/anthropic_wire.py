@@ -137,11 +137,11 @@ def _block_from_wire(raw: Mapping[str, Any]) -> ContentBlock | None:
     return None  # server-side blocks (e.g. web search results) are not ours to replay
 
 
-def _json(body: bytes | str) -> Any:
+def _json(body: bytes) -> Any:
     try:
-        return decode_json(body) if isinstance(body, str) else json.loads(body)
+        return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        text = body if isinstance(body, str) else body.decode("utf-8", "replace")
+        text = body.decode("utf-8", "replace")
         raise MalformedResponse(f"expected JSON, got {text[:200]!r}",
                                 provider="anthropic") from None
 
@@ -192,7 +192,11 @@ class AnthropicStreamDecoder:
     def feed(self, event: str | None, data: str) -> list[StreamEvent]:
         if event == "ping":
             return []
-        raw = _json(data)
+        try:
+            raw = decode_json(data)
+        except json.JSONDecodeError:
+            raise MalformedResponse(f"expected JSON, got {data[:200]!r}",
+                                    provider="anthropic") from None
         kind = event
         try:
             kind = kind or raw.get("type")
