@@ -55,9 +55,13 @@ class _Plan:
 
 
 def apply(module: types.ModuleType, old: Index, source: str, filename: str,
-          target: str = "") -> tuple[Index, Outcome]:
-    """Make `module` (whose current source is indexed by `old`) run `source`."""
-    plan = _plan(old, source, filename, target)
+          target: str = "", *, rerun_definitions: bool = False) -> tuple[Index, Outcome]:
+    """Make `module` (whose current source is indexed by `old`) run `source`.
+
+    `rerun_definitions` executes every def and class statement, changed or not: for a module
+    whose running code may not match `old` (its file changed before liveforge saw it).
+    """
+    plan = _plan(old, source, filename, target, rerun_definitions)
     ctx = _classes.MergeContext(UndoLog(), filename)
     namespace = module.__dict__
     saved = dict(namespace)
@@ -82,12 +86,12 @@ def apply(module: types.ModuleType, old: Index, source: str, filename: str,
     return plan.index, outcome
 
 
-def _plan(old: Index, source: str, filename: str, target: str) -> _Plan:
+def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _Plan:
     result = reindex(old, source, filename)
-    force_defs = result.index.future_flags != old.future_flags
+    force_defs = rerun or result.index.future_flags != old.future_flags
     if force_defs:
-        # Every definition compiles differently under the new future flags, not only those
-        # in the changed run.
+        # Every definition compiles differently under the new future flags (or may differ
+        # from what is running), not only those in the changed run.
         full = index(source, filename)
         result = Reindexed(full, list(old.stmts), list(full.stmts), [], 0)
     index_, old_run, new_run = result.index, result.old_run, result.new_run

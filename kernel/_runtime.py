@@ -245,13 +245,16 @@ class Runtime(Checks, Persistence, VirtualModules):
                              "before patching.", target=target)
         before = record.source
         assert record.index is not None
-        if source == before and kind == "reload":
+        # A module imported before liveforge watched it may run code older than its file.
+        rerun = kind == "reload" and not record.baseline_known
+        if source == before and kind == "reload" and not rerun:
             return Change(id="", target=target, module=record.name, kind=kind, before=before,
                           after=source, notes=["the file matches memory; nothing changed"],
                           filename=self._label(record))
         new_index, outcome = _engine.apply(module, record.index, source, record.filename,
-                                           target)
+                                           target, rerun_definitions=rerun)
         record.source, record.index = source, new_index
+        record.baseline_known = True
         change = Change(
             id=self._history.next_id(), target=target, module=record.name, kind=kind,
             before=before, after=source, target_before=target_before,

@@ -80,6 +80,9 @@ class ModuleRecord:
     loaded: SourceFile | None
     is_package: bool = False
     virtual: bool = False
+    #: False when the running code may predate `source`: the module was imported before
+    #: liveforge watched its folder and its file was read later (it may have changed since).
+    baseline_known: bool = True
     #: ids of applied changes not yet persisted, oldest first.
     change_ids: list[str] = field(default_factory=list)
     #: statement index of `source`, built on first patch.
@@ -123,10 +126,11 @@ class ModuleRegistry:
         filename = getattr(module, "__file__", None)
         if not filename or not filename.endswith(".py") or not os.path.exists(filename):
             raise ValueError(f"module {module.__name__!r} has no Python source file")
-        source = _loaded_source(module, filename)
+        source, known = _loaded_source(module, filename)
         record = ModuleRecord(
             name=module.__name__, filename=filename, source=source,
             loaded=read_source(filename), is_package=hasattr(module, "__path__"),
+            baseline_known=known,
         )
         self._records[record.name] = record
         return record
@@ -197,15 +201,16 @@ def capture_sources_under(root: str) -> None:
         sys.meta_path.insert(0, _capture)
 
 
-def _loaded_source(module: types.ModuleType, filename: str) -> str:
-    """The source the module's code was compiled from: the text captured at import, else
-    linecache's copy when it is pinned (mtime None), else the file."""
+def _loaded_source(module: types.ModuleType, filename: str) -> tuple[str, bool]:
+    """The source the module's code was compiled from, and whether that is certain: the text
+    captured at import, else linecache's pinned copy (mtime None), else — uncertain — the
+    file as it is now."""
     if filename in LOADED_SOURCES:
-        return LOADED_SOURCES[filename]
+        return LOADED_SOURCES[filename], True
     entry = linecache.cache.get(filename)
     if entry is not None and len(entry) == 4 and entry[1] is None:
-        return "".join(entry[2])
-    return read_source(filename).text
+        return "".join(entry[2]), True
+    return read_source(filename).text, False
 
 
 def module_of(name: str) -> types.ModuleType | None:

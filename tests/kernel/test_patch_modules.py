@@ -257,3 +257,16 @@ def test_change_records_what_happened(rt, mod):
     assert change.before == BASE and "return 'c'" in change.after
     assert change.updated == ["f"] and change.target_before == 'def f():\n    return "f1"\n'
     assert "+    return 'c'" in change.diff() and rt.history() == [change]
+
+
+def test_reload_of_module_imported_before_the_runtime_applies_a_later_file_edit(project):
+    """A module imported (and its file edited) before any Runtime existed: reload makes the
+    running code match the file, even though liveforge first reads the file after the edit."""
+    module = project.module("def f():\n    return 'imported'\n")
+    path = project.root / f"{module.__name__}.py"
+    path.write_text("def f():\n    return 'edited before the runtime'\n")
+    fresh = Runtime(project.root)
+    f = module.f
+    change = fresh.reload(module.__name__)
+    assert f() == "edited before the runtime" and change.updated == ["f"]
+    assert fresh.reload(module.__name__).id == ""
