@@ -48,6 +48,8 @@ class MergeContext:
     filename: str
     idmap: dict[int, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: class members the new source added (+), changed (~) or removed (-), qualified.
+    members: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
@@ -123,6 +125,7 @@ def merge(old: type, new: type, old_node: ast.ClassDef | None, new_node: ast.Cla
     if old is new:
         return
     _check_layout(old, new, ctx)
+    _report_members(old.__qualname__, old_node, new_node, ctx)
     ctx.idmap[id(new)] = old
     keep: set[str] = set()
     if _forward.is_declaration(old):
@@ -141,6 +144,25 @@ def merge(old: type, new: type, old_node: ast.ClassDef | None, new_node: ast.Cla
     for name in list(old.__dict__):
         if name in old_bound and name not in new_bound and name not in new.__dict__:
             _delete(old, name, ctx)
+
+
+def _report_members(qualname: str, old_node: ast.ClassDef | None,
+                    new_node: ast.ClassDef | None, ctx: MergeContext) -> None:
+    """Record which members the class body added, changed or removed (nested classes that
+    exist on both sides report their own members when they are merged)."""
+    if old_node is None or new_node is None:
+        return
+    before = {n: ast.dump(s) for s in old_node.body for n in bindings([s])}
+    after: set[str] = set()
+    for stmt in new_node.body:
+        dump = ast.dump(stmt)
+        for name in sorted(bindings([stmt])):
+            after.add(name)
+            if name not in before:
+                ctx.members.append(("+", f"{qualname}.{name}"))
+            elif before[name] != dump and not isinstance(stmt, ast.ClassDef):
+                ctx.members.append(("~", f"{qualname}.{name}"))
+    ctx.members.extend(("-", f"{qualname}.{n}") for n in sorted(set(before) - after))
 
 
 def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,

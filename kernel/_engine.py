@@ -198,12 +198,24 @@ def _merge_name(module_ns: dict[str, Any], name: str, stmt: Stmt, old_stmt: Stmt
     elif isinstance(old, type) and isinstance(new, type) and \
             old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
+        first = len(ctx.members)
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
+        _report_members(outcome, name, ctx.members[first:])
     else:
         note = retarget(old, new, ctx.log)
         if note:
             ctx.notes.append(note)
+
+
+def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:
+    """Name the members a class patch touched (`C.m`) instead of the whole class."""
+    if not members:
+        return
+    outcome.updated.remove(name)
+    lists = {"+": outcome.added, "~": outcome.updated, "-": outcome.removed}
+    for sign, qualname in members:
+        lists[sign].append(qualname)
 
 
 def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:

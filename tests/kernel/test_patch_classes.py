@@ -244,3 +244,14 @@ def test_bases_change_applies_when_layout_allows(rt, mod):
     rt.patch(f"{mod.__name__}.Sub",
              "class Sub(Base):\n    def hello(self):\n        return 'sub+' + super().hello()\n")
     assert mod.Sub is sub and sub.__bases__ == (mod.Base,) and sub().hello() == "sub+base"
+
+
+def test_change_names_the_members_a_class_patch_touched(rt, mod):
+    """A method patch reports `C.m`, not the whole class; additions and removals likewise."""
+    changed = rt.patch(f"{mod.__name__}.C.m", "def m(self, y=N):\n    return -y\n")
+    added = rt.patch(f"{mod.__name__}.C.extra", "def extra(self):\n    return 1\n")
+    body = rt.source(f"{mod.__name__}.C")
+    removed = rt.patch(f"{mod.__name__}.C", body.replace(
+        '    @staticmethod\n    def util():\n        return "sm-old"\n', ""))
+    assert changed.updated == ["C.m"] and added.added == ["C.extra"]
+    assert removed.removed == ["C.util"] and removed.updated == []
