@@ -34,7 +34,11 @@ from liveforge.declarations.messages import (
     ThinkingDelta,
 )
 from liveforge.declarations.messages import TextDelta as ModelText
-from liveforge.declarations.provider_errors import ContextOverflowError, ProviderError
+from liveforge.declarations.provider_errors import (
+    ContextOverflowError,
+    ProviderError,
+    StreamInterrupted,
+)
 from liveforge.impls.agent_turn import Turn, TurnOver, agent_state
 
 if TYPE_CHECKING:
@@ -158,6 +162,10 @@ async def _stream(agent: Agent, turn: Turn, request: ModelRequest
                 response = event.response
     except ContextOverflowError:
         raise
+    except StreamInterrupted as exc:
+        turn.usage = turn.usage + exc.partial.usage
+        _keep_text(agent, exc.partial.text, "[the answer was cut off by a provider error]")
+        raise _failed(agent, exc)  # noqa: B904
     except ProviderError as exc:
         raise _failed(agent, exc)  # noqa: B904
     assert response is not None, "a provider stream ended without its Done event"
@@ -169,10 +177,7 @@ def _keep(agent: Agent, turn: Turn, response: ModelResponse) -> ModelResponse:
     turn.usage = turn.usage + response.usage
     content = [b for b in response.content if not (isinstance(b, TextBlock) and not b.text)]
     if response.stop_reason == "cancelled" or turn.token.cancelled:
-        text = response.text.strip()
-        note = "[interrupted by the user]"
-        message = Message.assistant(f"{text}\n{note}" if text else note)
-        agent.session.append(message, tokens=agent.compactor.estimate(message))
+        _keep_text(agent, response.text, "[interrupted by the user]")
         raise TurnOver("cancelled", Cancelled(open_calls=[]))
     message = Message(role="assistant", content=content or [TextBlock(text="(no answer)")])
     tokens = response.usage.output_tokens or agent.compactor.estimate(message)
@@ -180,3 +185,10 @@ def _keep(agent: Agent, turn: Turn, response: ModelResponse) -> ModelResponse:
     if response.usage.total_input_tokens:
         agent.session.record_usage(response.usage)
     return response
+
+
+def _keep_text(agent: Agent, text: str, note: str) -> None:
+    """Append an incomplete answer's text (its tool calls dropped), marked with `note`."""
+    text = text.strip()
+    message = Message.assistant(f"{text}\n{note}" if text else note)
+    agent.session.append(message, tokens=agent.compactor.estimate(message))
