@@ -152,17 +152,23 @@ def _report_members(qualname: str, old_node: ast.ClassDef | None,
     exist on both sides report their own members when they are merged)."""
     if old_node is None or new_node is None:
         return
-    before = {n: ast.dump(s) for s in old_node.body for n in bindings([s])}
-    after: set[str] = set()
-    for stmt in new_node.body:
-        dump = ast.dump(stmt)
+    before, after = _dumps_by_name(old_node), _dumps_by_name(new_node)
+    for name, dumps in after.items():
+        if name not in before:
+            ctx.members.append(("+", f"{qualname}.{name}"))
+        elif before[name] != dumps and not dumps[-1].startswith("ClassDef("):
+            ctx.members.append(("~", f"{qualname}.{name}"))
+    ctx.members.extend(("-", f"{qualname}.{n}") for n in sorted(set(before) - set(after)))
+
+
+def _dumps_by_name(node: ast.ClassDef) -> dict[str, list[str]]:
+    """Each name of a class body with every statement that binds it (a property's getter
+    and setter are two statements of one member)."""
+    dumps: dict[str, list[str]] = {}
+    for stmt in node.body:
         for name in sorted(bindings([stmt])):
-            after.add(name)
-            if name not in before:
-                ctx.members.append(("+", f"{qualname}.{name}"))
-            elif before[name] != dump and not isinstance(stmt, ast.ClassDef):
-                ctx.members.append(("~", f"{qualname}.{name}"))
-    ctx.members.extend(("-", f"{qualname}.{n}") for n in sorted(set(before) - after))
+            dumps.setdefault(name, []).append(ast.dump(stmt))
+    return dumps
 
 
 def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,

@@ -27,7 +27,13 @@ from liveforge.kernel._sources import (
     capture_sources_under,
 )
 from liveforge.kernel._stmts import index
-from liveforge.kernel._targets import keep_decorators, locate, parse_definition, splice
+from liveforge.kernel._targets import (
+    keep_decorators,
+    locate,
+    narrow,
+    parse_definition,
+    splice,
+)
 from liveforge.kernel._virtual import VirtualModules
 from liveforge.kernel.errors import (
     ChangeError,
@@ -125,6 +131,7 @@ class Runtime(Checks, Persistence, VirtualModules):
             assert record.index is not None
             location = locate(record.index, module_name, path)
             text, node = parse_definition(source, path[-1], target)
+            location = narrow(location, text)
             if kind_override and location.node is not None:
                 text = keep_decorators(location.node, record.index.lines, text, node)
             before = ("".join(record.index.lines[location.start - 1:location.end])

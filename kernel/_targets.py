@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from liveforge.kernel._stmts import Index
 from liveforge.kernel.errors import PatchError, PatchSyntaxError, TargetNotFound
@@ -31,6 +31,22 @@ class Location:
     kind: str
     exists: bool
     node: ast.stmt | None = None
+    #: a property's getter/setter/deleter statements, which together define one member.
+    parts: list[ast.stmt] = field(default_factory=list)
+
+
+def _property_role(node: ast.stmt) -> str | None:
+    """The part one statement plays in a property ("getter", "setter", "deleter"), or None."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for decorator in node.decorator_list:
+        name = ast.unparse(decorator).split("(")[0]
+        if name == "property":
+            return "getter"
+        owner, _, role = name.rpartition(".")
+        if owner == node.name and role in ("getter", "setter", "deleter"):
+            return role
+    return None
 
 
 def _kind(node: ast.stmt, in_class: bool) -> str:
@@ -38,9 +54,9 @@ def _kind(node: ast.stmt, in_class: bool) -> str:
         return "class"
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return "constant"
-    names = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
-    if any(n == "property" or n.endswith((".setter", ".getter", ".deleter")) for n in names):
+    if _property_role(node):
         return "property"
+    names = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
     for special in ("classmethod", "staticmethod"):
         if special in names:
             return special
@@ -89,6 +105,7 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
         candidates = [f"{module}.{n}" for s in index.stmts for n in _names([s.node])]
         raise TargetNotFound(f"{module}.{'.'.join(path)}", candidates)
     node = stmt.fresh_node()
+    parts: list[ast.stmt] = []
     for depth, name in enumerate(path[1:], start=1):
         if not isinstance(node, ast.ClassDef):
             raise TargetNotFound(
@@ -104,10 +121,39 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
             prefix = f"{module}.{'.'.join(path[:depth])}"
             raise TargetNotFound(f"{module}.{'.'.join(path)}",
                                  [f"{prefix}.{n}" for n in _names(node.body)])
+        parts = _property_parts(node.body, inner)
         node = inner
     in_class = len(path) > 1
-    return Location(path, _start(node), node.end_lineno or node.lineno,
-                    _indent(index.lines, node), _kind(node, in_class), True, node)
+    first = parts[0] if parts else node
+    return Location(path, _start(first), node.end_lineno or node.lineno,
+                    _indent(index.lines, node), _kind(node, in_class), True, first, parts)
+
+
+def _property_parts(body: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
+    """The run of property statements (getter, setter, deleter) that ends with `last`."""
+    if _property_role(last) is None:
+        return []
+    position = body.index(last)
+    first = position
+    while first > 0 and getattr(body[first - 1], "name", None) == getattr(last, "name", None) \
+            and _property_role(body[first - 1]) is not None:
+        first -= 1
+    return body[first:position + 1]
+
+
+def narrow(location: Location, text: str) -> Location:
+    """For a property patched with only one of its parts (say, only the getter), the
+    location of that part alone, so its other parts (the setter) stay as they are."""
+    if len(location.parts) < 2:
+        return location
+    new = ast.parse(text).body
+    role = _property_role(new[0]) if len(new) == 1 else None
+    same = [p for p in location.parts if _property_role(p) == role]
+    if role is None or len(same) != 1:
+        return location
+    node = same[0]
+    return Location(location.path, _start(node), node.end_lineno or node.lineno,
+                    location.indent, location.kind, True, node)
 
 
 def _indent(lines: list[str], node: ast.stmt) -> str:
@@ -126,7 +172,9 @@ def parse_definition(source: str, name: str, target: str) -> tuple[str, ast.stmt
             f"the new source for {target} does not compile: {exc.msg} (line {exc.lineno} of "
             "the given source). Fix it and patch again; nothing was changed.",
             target=target, line=exc.lineno, text=exc.text, offset=exc.offset) from None
-    if len(tree.body) != 1 or not _binds_only(tree.body[0], name):
+    chain = len(tree.body) > 1 and all(_property_role(n) for n in tree.body)
+    if not tree.body or not all(_binds_only(n, name) for n in tree.body) \
+            or (len(tree.body) > 1 and not chain):
         defined = ", ".join(_names(tree.body)) or "nothing"
         raise PatchError(
             f"the source for {target} must be one definition of {name!r} (a def, class or "
