@@ -122,7 +122,8 @@ class Compactor(forwardpy.Object):
         """Summarise the older part of `messages` with the model.
 
         `pinned` are texts kept verbatim in the summary message (e.g. the unpersisted
-        changes). None when there is nothing old enough to summarise (and not `force`).
+        changes). None when there is nothing old enough to summarise (and not `force`), or
+        when `cancel` fired before the summary was complete (nothing is changed then).
         Raises `CompactionError` when even the summarisation cannot be made to fit.
         """
         ...

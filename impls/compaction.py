@@ -156,7 +156,9 @@ def _request(self: Compactor, old: list[Message], budget: int) -> tuple[ModelReq
 
 
 async def _summarise(self: Compactor, old: list[Message], provider: Provider,
-                     cancel: CancelToken | None) -> tuple[str, Usage, int]:
+                     cancel: CancelToken | None) -> tuple[str, Usage, int] | None:
+    """The summary, its usage and the requests sent; None when cancelled before it was
+    complete (a cut-off summary must never replace the conversation)."""
     budget = self.settings.usable - self.settings.summary_tokens - 200
     if budget <= 0:
         raise CompactionError("the context window is too small to hold a summary request; "
@@ -172,6 +174,8 @@ async def _summarise(self: Compactor, old: list[Message], provider: Provider,
         except ContextOverflowError:
             budget = int(size * 0.6 / self.settings.chars_per_token)
             continue
+        if response.incomplete:
+            return None
         return response.text.strip(), usage + response.usage, attempt
     raise CompactionError("the summarisation request kept overflowing the context window "
                           "even after cutting it down; start a new session or configure a "
@@ -198,7 +202,10 @@ async def compact(self: Compactor, messages: list[Message], provider: Provider, 
         return None
     before = sum(self.estimate(m) for m in messages)
     old, kept = messages[:cut], messages[cut:]
-    summary, usage, requests = await _summarise(self, old, provider, cancel)
+    summarised = await _summarise(self, old, provider, cancel)
+    if summarised is None:
+        return None
+    summary, usage, requests = summarised
     head = _summary_message(summary, len(old), pinned,
                             _instructions(old, self.settings.keep_instructions))
     new = [head, *kept]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from agent_support import make_agent, of_type, run_turn
 
+from liveforge.declarations.provider import CancelToken
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import reply
 
@@ -24,3 +27,17 @@ def test_a_stream_broken_after_text_keeps_the_partial_answer_in_the_session(proj
     sent = fake.requests[-1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert pairing_problems(agent.session.messages) == []
+
+
+def test_compaction_cancelled_before_the_summary_is_complete_changes_nothing(project, fake):
+    """A cancelled summarisation returns None: a cut-off summary never replaces history."""
+    root, _ = project
+    agent = make_agent(root, fake)
+    fake.add(reply.text("Noted."), reply.text("Also noted."), reply.text("SUMMARY"))
+    run_turn(agent, "first instruction")
+    run_turn(agent, "second instruction")
+    token = CancelToken()
+    token.cancel()
+    result = asyncio.run(agent.compactor.compact(list(agent.session.messages), agent.provider,
+                                                 pinned=[], cancel=token, force=True))
+    assert result is None
