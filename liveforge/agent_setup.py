@@ -59,7 +59,7 @@ def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
 
         config = load_config(root, env)
         provider = build_provider(config, env)
-        settings = settings or config.agent or AgentSettings(max_tokens=config.max_tokens)
+        settings = settings or config.agent_settings()
         context = context or config.context
     settings = settings or AgentSettings()
     context = context or ContextSettings()

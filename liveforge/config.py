@@ -134,6 +134,15 @@ class LiveforgeConfig(BaseModel):
             parse_model(name)
         return value
 
+    def agent_settings(self) -> AgentSettings:
+        """The agent loop's settings: `[agent]`, with the top-level `max_tokens` unless
+        `[agent]` sets its own."""
+        if self.agent is None:
+            return AgentSettings(max_tokens=self.max_tokens)
+        if "max_tokens" in self.agent.model_fields_set:
+            return self.agent
+        return self.agent.model_copy(update={"max_tokens": self.max_tokens})
+
     def provider(self, name: str) -> ProviderConfig:
         """The definition of provider `name` (configured, else built in)."""
         found = self.providers.get(name) or BUILTIN_PROVIDERS.get(name)

@@ -12,19 +12,21 @@ import contextlib
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from liveforge.cli._common import CommandError
 from liveforge.cli._render import Renderer
 from liveforge.kernel.errors import ConfigError, PersistError
 
 if TYPE_CHECKING:
+    from liveforge.config import LiveforgeConfig
     from liveforge.declarations.agent import Agent, TurnEnded
     from liveforge.declarations.provider import Provider
 
 __all__ = ["NO_PROVIDER_HINT", "PersistApproval", "configured_provider", "drive_turn",
            "make_agent", "model_name"]
 
+T = TypeVar("T")
 NO_PROVIDER_HINT = (
     "Set the key of the default model's provider, or pick another model with LIVEFORGE_MODEL "
     "(or --model): anthropic:claude-sonnet-4-5 needs ANTHROPIC_API_KEY, openai:gpt-4o needs "
@@ -71,31 +73,54 @@ def model_name(provider: Provider) -> str:
 
 def configured_provider(project: Path, model: str | None = None) -> tuple[Provider, int]:
     """The project's configured provider (primary model `model` if given) and max_tokens."""
-    from liveforge.config import build_provider, load_config, parse_model
+    from liveforge.config import build_provider
 
-    try:
+    config = _config(project, model)
+    return _checked(lambda: build_provider(config)), config.max_tokens
+
+
+def _config(project: Path, model: str | None) -> LiveforgeConfig:
+    """The project's validated configuration, with `model` as the only model if given."""
+    from liveforge.config import load_config, parse_model
+
+    def load() -> LiveforgeConfig:
         config = load_config(project)
         if model:
             parse_model(model)
             config = config.model_copy(update={"model": model, "fallback_models": []})
-        return build_provider(config), config.max_tokens
+        return config
+
+    return _checked(load)
+
+
+def _checked(build: Callable[[], T]) -> T:
+    """`build()`, its configuration errors as usage errors that say what to set."""
+    try:
+        return build()
     except ConfigError as exc:
-        raise CommandError(f"{exc}\n{NO_PROVIDER_HINT}") from None
+        # only a missing key is fixed by choosing a provider; a bad value by editing it
+        hint = f"\n{NO_PROVIDER_HINT}" if exc.key.endswith("api_key_env") else ""
+        raise CommandError(f"{exc}{hint}") from None
     except ValueError as exc:
         raise CommandError(f"--model: {exc}") from None
 
 
 def make_agent(project: Path, *, provider: Provider | None = None, model: str | None = None,
                resume: str | None = None) -> tuple[Agent, PersistApproval]:
-    """An agent on `project`, and the approval every persist of its runtime asks first."""
-    from liveforge.agent_setup import build_agent
-    from liveforge.declarations.agent import AgentSettings
+    """An agent on `project`, and the approval every persist of its runtime asks first.
 
-    settings = None
+    Without `provider`, the project's configuration gives the models and the `[agent]` and
+    `[context]` settings."""
+    from liveforge.agent_setup import build_agent
+    from liveforge.config import build_provider
+
+    settings = context = None
     if provider is None:
-        provider, max_tokens = configured_provider(project, model)
-        settings = AgentSettings(max_tokens=max_tokens)
-    agent = build_agent(project, provider=provider, resume=resume, settings=settings)
+        config = _config(project, model)
+        provider = _checked(lambda: build_provider(config))
+        settings, context = config.agent_settings(), config.context
+    agent = build_agent(project, provider=provider, resume=resume, settings=settings,
+                        context=context)
     approval = PersistApproval()
     agent.runtime.add_persist_guard(approval)
     return agent, approval

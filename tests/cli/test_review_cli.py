@@ -1,0 +1,50 @@
+"""Review findings in the front ends, each pinned by a test that failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_support import run_cli
+
+from liveforge.config import load_config
+from liveforge.testing import FakeProvider, reply
+
+
+def _env(fake: FakeProvider) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "test-key",
+            "LIVEFORGE_MODEL": "anthropic:test-model"}
+
+
+def test_run_honours_the_configured_agent_step_limit(sample: Path):
+    """`[agent] max_steps` in liveforge.toml applies to `run -p` (it was replaced by
+    defaults): with one step, a tool call ends the turn at its limit."""
+    (sample / "liveforge.toml").write_text("[agent]\nmax_steps = 1\n")
+    script = [reply.tool_call("view_source", {"path": "pricing.cart"}), reply.text("late")]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "look", "--json", cwd=sample, **_env(fake))
+        sent = len(fake.requests)
+    data = json.loads(result.stdout)
+    assert data["reason"] == "turn_limit" and sent == 1
+
+
+def test_a_bad_configuration_value_is_not_blamed_on_a_missing_key(sample: Path):
+    """A bad value names its key and is not followed by the "set an API key" advice."""
+    (sample / "liveforge.toml").write_text('max_tokens = "lots"\n')
+    result = run_cli("run", "-p", "hi", cwd=sample, ANTHROPIC_API_KEY="test-key")
+    assert result.returncode == 2
+    assert "max_tokens" in result.stderr and "ANTHROPIC_API_KEY" not in result.stderr
+
+
+def test_a_missing_key_still_says_which_variable_to_set(sample: Path):
+    """Without any key, the error names the variable and points to the demo."""
+    result = run_cli("run", "-p", "hi", cwd=sample)
+    assert result.returncode == 2
+    assert "ANTHROPIC_API_KEY" in result.stderr and "liveforge demo" in result.stderr
+
+
+def test_top_level_max_tokens_applies_when_the_agent_table_leaves_it_out(tmp_path: Path):
+    """`max_tokens` at top level is the agent's output limit even with an `[agent]` table."""
+    (tmp_path / "liveforge.toml").write_text("max_tokens = 1234\n[agent]\nmax_steps = 7\n")
+    settings = load_config(tmp_path, env={}).agent_settings()
+    assert settings.max_tokens == 1234 and settings.max_steps == 7
