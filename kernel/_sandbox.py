@@ -30,6 +30,7 @@ from typing import Any
 from liveforge.kernel._child import OVERLAY_ENV, OVERLAY_MANIFEST, OverlayModule, save_overlay
 from liveforge.kernel._preload import preload_names
 from liveforge.kernel._records import (
+    RUNS_FOLDER,
     RunKind,
     RunResult,
     RunStatus,
@@ -71,7 +72,7 @@ class Sandbox:
         """`preload` names extra modules the template imports ahead of time (besides the
         libraries the parent has loaded); `output_cap` bounds each captured stream's file."""
         self.project_root = Path(project_root).resolve()
-        self.store = RunStore(Path(runs_dir) if runs_dir else self.project_root / "sandbox_runs",
+        self.store = RunStore(Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER,
                               keep_runs)
         self.output_cap = output_cap
         self.extra_preload = list(preload)

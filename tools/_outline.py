@@ -79,9 +79,21 @@ def _entries(body: list[ast.stmt], lines: list[str], prefix: str,
     entries: list[Entry] = []
     for node in body:
         entry = _entry(node, lines, prefix, in_class)
-        if entry is not None:
-            entries.append(entry)
+        if entry is None:
+            continue
+        if entries and _extends_property(entries[-1], entry):
+            # A property's setter or deleter is part of the member its getter began.
+            whole = entries[-1]
+            whole.end, whole.text = entry.end, "\n".join(lines[whole.start - 1:entry.end])
+            continue
+        entries.append(entry)
     return entries
+
+
+def _extends_property(previous: Entry, entry: Entry) -> bool:
+    parts = {f"{entry.name}.{role}" for role in ("getter", "setter", "deleter")}
+    return previous.name == entry.name and previous.kind in ("def", "async def") \
+        and any(d in parts for d in entry.decorators)
 
 
 def _entry(node: ast.stmt, lines: list[str], prefix: str, in_class: bool) -> Entry | None:

@@ -17,7 +17,7 @@ import jedi
 
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
-from liveforge.tools._jedi import ModuleNames, memory_sources, project
+from liveforge.tools._jedi import ModuleNames, in_run_records, memory_sources, project
 from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline
@@ -45,6 +45,8 @@ def find(query: str, kind: Kind | None = None) -> str:
     jedi_project = project(rt)
     hits: list[tuple[str, str]] = []
     for name in jedi_project.search(query, all_scopes=True):
+        if in_run_records(rt, name.module_path):
+            continue
         if name.module_path is None or Path(name.module_path).resolve() not in stale:
             hits.append(_hit(name, names, None, kind))
     for module, source, filename in memory:
@@ -104,7 +106,7 @@ def references(path: str) -> str:
     found = set()
     for ref in script.get_references(line, column, scope="project"):
         ref_path = Path(ref.module_path).resolve() if ref.module_path else None
-        if ref_path not in stale:
+        if ref_path not in stale and not in_run_records(rt, ref_path):
             module = view.name if ref_path is None else names.of_path(ref_path)
             found.add((module or str(ref_path), ref.line, ref.column))
     for module, source, filename in memory:
