@@ -1,7 +1,8 @@
 """Which environment variables hold secrets, so they stay out of sandbox runs and records.
 
 A variable is a secret when its name ends in `_API_KEY`, `_API_KEYS` or `_TOKEN` (the
-provider keys liveforge reads, and the usual names of other credentials). Sandbox children
+provider keys liveforge reads) or in `_SECRET`, `_SECRET_KEY`, `_SECRET_ACCESS_KEY` or
+`_PASSWORD` (the usual names of other credentials, such as `AWS_SECRET_ACCESS_KEY`). Sandbox children
 do not get them: a verification snippet that prints its environment cannot leak a key into
 `sandbox_runs/`.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SECRET_SUFFIXES = ("_API_KEY", "_API_KEYS", "_TOKEN")
+SECRET_SUFFIXES = ("_API_KEY", "_API_KEYS", "_TOKEN", "_SECRET", "_SECRET_KEY",
+                   "_SECRET_ACCESS_KEY", "_PASSWORD")
 
 
 def is_secret_name(name: str) -> bool:

@@ -1,4 +1,5 @@
-"""Review regressions: odd patch targets (properties with setters, class member reports)."""
+"""Review regressions: odd patch targets (properties with setters, class member reports),
+and which environment variables count as secrets."""
 
 from __future__ import annotations
 
@@ -86,3 +87,13 @@ def test_class_patch_does_not_report_untouched_property(project: Project, rt: Ru
             pass
         '''))
     assert change.updated == ["C.x"]
+
+
+def test_common_credential_variables_count_as_secrets() -> None:
+    """AWS-style secret keys, passwords and secrets are kept from sandbox children, like
+    API keys and tokens; ordinary settings are not."""
+    from liveforge.kernel._secrets import without_secrets
+
+    env = {"AWS_SECRET_ACCESS_KEY": "a", "DB_PASSWORD": "b", "CLIENT_SECRET": "c",
+           "DJANGO_SECRET_KEY": "d", "GITHUB_TOKEN": "e", "HOME": "/home/x"}
+    assert without_secrets(env) == {"HOME": "/home/x"}
