@@ -28,8 +28,8 @@ from liveforge.declarations.session import (
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
 
-__all__ = ["REDACTED", "SESSIONS_DIR", "close_transcript", "estimate_tokens", "sessions_dir",
-           "write_record"]
+__all__ = ["REDACTED", "SESSIONS_DIR", "close_transcript", "estimate_tokens", "scrub_text",
+           "secret_values", "sessions_dir", "write_record"]
 
 SESSIONS_DIR = Path(".liveforge") / "sessions"
 REDACTED = "[redacted]"
@@ -49,6 +49,19 @@ def estimate_tokens(message: Message) -> int:
     return int(size / _CHARS_PER_TOKEN) + 4
 
 
+def secret_values(secrets: list[str]) -> list[str]:
+    """The values worth scrubbing, longest first (so no secret is half-replaced)."""
+    return sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+
+
+def scrub_text(text: str, secrets: list[str]) -> str:
+    """`text` with every value of `secrets` (as from `secret_values`) replaced by REDACTED."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 def _new_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + _random.token_hex(3)
 
@@ -57,8 +70,7 @@ def _blank(root: Path, session_id: str, secrets: list[str] | None) -> Session:
     path = sessions_dir(root) / f"{session_id}.jsonl"
     return Session(id=session_id, root=root, path=path, title="", messages=[], tokens=[],
                    last_usage=None, usage_at=0, changes=[], turns=0,
-                   secrets=sorted({s for s in secrets or [] if len(s) >= _MIN_SECRET},
-                                  key=len, reverse=True),
+                   secrets=secret_values(secrets or []),
                    extra={"epoch": 1, "created": time.time(), "open_turn": False})
 
 
@@ -264,10 +276,7 @@ def turn_ended(self: Session, reason: str) -> None:
 
 @forwardpy.impl(Session.scrub)
 def scrub(self: Session, text: str) -> str:
-    for secret in self.secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
+    return scrub_text(text, self.secrets)
 
 
 @forwardpy.impl(Session.context_tokens)

@@ -5,7 +5,8 @@ carries across calls: a patch made by one call is what the next call sees, verif
 persists. Tool definitions are the Toolbox's own specs (name, description, JSON schema),
 read afresh on every `tools/list`, so tools the agent adds in memory appear without a restart
 (clients are told with `notifications/tools/list_changed`). Calls run one at a time in a
-worker thread, leaving the event loop free to answer pings during long sandbox runs.
+worker thread, leaving the event loop free to answer pings during long sandbox runs. The
+values of key-like environment variables are redacted from results, as from transcripts.
 
 Needs the `mcp` extra (`pip install "liveforge[mcp]"`); mcp 1.x is pinned because 2.x
 renames the server API.
@@ -19,7 +20,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 import liveforge
+from liveforge.agent_setup import known_secrets
 from liveforge.cli._common import CommandError, open_toolbox
+from liveforge.impls.session_store import scrub_text, secret_values
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -54,6 +57,7 @@ def build_server(rt: Runtime) -> Server[Any, Any]:
     from mcp.server.lowlevel import Server
 
     toolbox = open_toolbox(rt)
+    secrets = secret_values(known_secrets(None))
     server: Server[Any, Any] = Server("liveforge", version=liveforge.__version__,
                                       instructions=INSTRUCTIONS)
     one_at_a_time = threading.Lock()
@@ -73,7 +77,8 @@ def build_server(rt: Runtime) -> Server[Any, Any]:
         if known[0] and names != known[0]:
             known[0] = names
             await server.request_context.session.send_tool_list_changed()
-        return types.CallToolResult(content=[types.TextContent(type="text", text=result[0])],
+        text = scrub_text(result[0], secrets)  # key values never leave for another agent
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     isError=result[1])
 
     return server

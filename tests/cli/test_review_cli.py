@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 
-from cli_support import run_cli
+from cli_support import cli_env, run_cli
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from liveforge.config import load_config
 from liveforge.testing import FakeProvider, reply
@@ -48,3 +52,21 @@ def test_top_level_max_tokens_applies_when_the_agent_table_leaves_it_out(tmp_pat
     (tmp_path / "liveforge.toml").write_text("max_tokens = 1234\n[agent]\nmax_steps = 7\n")
     settings = load_config(tmp_path, env={}).agent_settings()
     assert settings.max_tokens == 1234 and settings.max_steps == 7
+
+
+def test_mcp_results_redact_key_values_like_transcripts_do(sample: Path):
+    """A tool result holding a key-like variable's value reaches the MCP client redacted."""
+    secret = "sk-review-secret-0123456789"
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "liveforge", "mcp", "--project", str(sample)],
+                                   cwd=str(sample), env=cli_env(REVIEW_API_KEY=secret))
+
+    async def go() -> str:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            result = await s.call_tool("execute", {"code": "import os\n"
+                                                           "os.environ['REVIEW_API_KEY']"})
+            return str(result.content[0].text)
+
+    text = asyncio.run(asyncio.wait_for(go(), timeout=120))
+    assert secret not in text and "[redacted]" in text
