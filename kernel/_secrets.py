@@ -2,9 +2,9 @@
 
 A variable is a secret when its name ends in `_API_KEY`, `_API_KEYS` or `_TOKEN` (the
 provider keys liveforge reads) or in `_SECRET`, `_SECRET_KEY`, `_SECRET_ACCESS_KEY` or
-`_PASSWORD` (the usual names of other credentials, such as `AWS_SECRET_ACCESS_KEY`). Sandbox children
-do not get them: a verification snippet that prints its environment cannot leak a key into
-`sandbox_runs/`.
+`_PASSWORD` (the usual names of other credentials, such as `AWS_SECRET_ACCESS_KEY`).
+Sandbox children do not get them: a verification snippet that prints its environment cannot
+leak a key into `sandbox_runs/`.
 """
 
 from __future__ import annotations

@@ -191,8 +191,8 @@ def test_child_sees_the_parents_current_environment_with_root_cwd_and_own_argv(
 
 def test_environment_never_enters_the_record(
         sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LIVEFORGE_TEST_SECRET", "sk-do-not-record")
-    result = sandbox.verify("import os\nlen(os.environ['LIVEFORGE_TEST_SECRET'])")
+    monkeypatch.setenv("LIVEFORGE_TEST_VALUE", "sk-do-not-record")
+    result = sandbox.verify("import os\nlen(os.environ['LIVEFORGE_TEST_VALUE'])")
     assert result.value_repr == "16"
     for path in Path(result.record_path).rglob("*"):
         if path.is_file():
