@@ -20,7 +20,9 @@ linecache exactly as they were, and raises a `PatchError`.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import linecache
+import sys
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -52,6 +54,8 @@ class _Plan:
     run: list[tuple[Stmt, types.CodeType]]
     moved: list[tuple[Stmt, int]]
     removed: set[str]
+    #: `from m import *` statements the new source no longer has (their names are dynamic).
+    dropped_stars: list[Stmt] = field(default_factory=list)
 
 
 def apply(module: types.ModuleType, old: Index, source: str, filename: str,
@@ -118,7 +122,8 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
     removed: set[str] = set()
     for stmt in old_run:
         removed |= stmt.binds
-    return _Plan(index_, old_run, run, moved, removed - index_.bound)
+    dropped = [s for left in old_plain.values() for s in left if _is_star(s.node)]
+    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped)
 
 
 def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
@@ -156,11 +161,46 @@ def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx,
                         outcome)
-    for name in sorted(plan.removed):
+    for name in sorted(_removed_names(module, plan)):
         if name in namespace:
             del namespace[name]
             outcome.removed.append(name)
     return outcome
+
+
+def _is_star(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+
+
+def _removed_names(module: types.ModuleType, plan: _Plan) -> set[str]:
+    """Names the new source no longer binds. A star import's names are known only at run
+    time: those its new `from m import *` statements bind stay; those only a dropped one
+    bound (and that are still the very objects of its module) go."""
+    stars = [s for s in plan.index.stmts if _is_star(s.node)]
+    if not stars and not plan.dropped_stars:
+        return plan.removed
+    kept = {n for s in stars for n in _exported(module, s.node)}
+    namespace = module.__dict__
+    dropped = {name for stmt in plan.dropped_stars
+               for name, value in _exported(module, stmt.node).items()
+               if name not in plan.index.bound and namespace.get(name, _MISSING) is value}
+    return (plan.removed | dropped) - kept
+
+
+def _exported(module: types.ModuleType, node: ast.stmt) -> dict[str, Any]:
+    """What `from m import *` (node) binds, read from `m` as it is loaded now."""
+    assert isinstance(node, ast.ImportFrom)
+    try:
+        name = importlib.util.resolve_name("." * node.level + (node.module or ""),
+                                           module.__package__ or None)
+    except (ImportError, ValueError):
+        return {}
+    source = sys.modules.get(name)
+    if source is None:
+        return {}
+    public = getattr(source, "__all__", None)
+    names = public if public is not None else [n for n in vars(source) if n[:1] != "_"]
+    return {n: getattr(source, n) for n in names if hasattr(source, n)}
 
 
 def _drop_registrations(stmt: Stmt, saved: dict[str, Any]) -> None:

@@ -97,3 +97,29 @@ def test_common_credential_variables_count_as_secrets() -> None:
     env = {"AWS_SECRET_ACCESS_KEY": "a", "DB_PASSWORD": "b", "CLIENT_SECRET": "c",
            "DJANGO_SECRET_KEY": "d", "GITHUB_TOKEN": "e", "HOME": "/home/x"}
     assert without_secrets(env) == {"HOME": "/home/x"}
+
+
+def test_names_of_a_removed_star_import_are_removed(project: Project, rt: Runtime) -> None:
+    """Dropping `from .base import *` removes the names it bound (not names the new source
+    binds itself), and rollback brings them back."""
+    pkg = project.name("pkg")
+    project.write(f"{pkg}.base", "def helper():\n    return 1\n\nSHARED = 2\n")
+    user = project.module("from .base import *\n", name=f"{pkg}.user")
+    assert user.helper() == 1
+    change = rt.patch_module(user.__name__, "SHARED = 3\n")
+    assert not hasattr(user, "helper") and user.SHARED == 3
+    assert "helper" in change.removed
+    rt.rollback()
+    assert user.helper() == 1 and user.SHARED == 2
+
+
+def test_a_star_import_kept_in_the_new_source_keeps_its_names(
+        project: Project, rt: Runtime) -> None:
+    """When one of two star imports goes, names the remaining one also provides stay."""
+    pkg = project.name("pkg")
+    project.write(f"{pkg}.one", "from os.path import join\n\n\ndef only_one():\n    pass\n")
+    project.write(f"{pkg}.two", "from os.path import join\n")
+    user = project.module(f"from {pkg}.one import *\nfrom {pkg}.two import *\n",
+                          name=f"{pkg}.user")
+    rt.patch_module(user.__name__, f"from {pkg}.two import *\n")
+    assert hasattr(user, "join") and not hasattr(user, "only_one")
