@@ -147,7 +147,9 @@ class Session(forwardpy.Object):
     @staticmethod
     def open(root: str | Path, session_id: str, *,
              secrets: list[str] | None = None) -> Session:
-        """Reload a session from its transcript ("latest" picks the newest one)."""
+        """Reload a session from its transcript ("latest" picks the newest one).
+
+        Raises `SessionBusy` while another front end is running a turn of that session."""
         ...
 
     @staticmethod

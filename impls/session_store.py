@@ -23,6 +23,7 @@ from liveforge.declarations.messages import Message, ToolResultBlock, Usage
 from liveforge.declarations.session import (
     ChangeRecord,
     Session,
+    SessionBusy,
     SessionError,
     SessionInfo,
 )
@@ -133,11 +134,22 @@ def open_(root: str | Path, session_id: str, *,
         known = ", ".join(r.id for r in Session.list_sessions(root)[:5]) or "none"
         raise SessionError(f"no session {session_id!r} in {sessions_dir(root)}; recent: "
                            f"{known}.", session_id=session_id, path=str(session.path))
+    _refuse_if_running(root, session_id)
     replay(session, _read_records(session.path))
     session.extra["epoch"] += 1
     write_record(session, "open", epoch=session.extra["epoch"])
     _close_interrupted(session)
     return session
+
+
+def _refuse_if_running(root: Path, session_id: str) -> None:
+    """SessionBusy while another front end is in a turn of this session: opening it would
+    mark that live turn interrupted and answer its running tool calls as cancelled."""
+    from liveforge.impls.session_lock import holder
+
+    pid, held = holder(root)
+    if held == session_id:
+        raise SessionBusy(str(root), pid, held)
 
 
 def _latest(root: Path) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from agent_support import make_agent, of_type, run_turn
 
 from liveforge.declarations.provider import CancelToken
+from liveforge.declarations.session import Session, SessionBusy
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import reply
 
@@ -41,3 +43,17 @@ def test_compaction_cancelled_before_the_summary_is_complete_changes_nothing(pro
     result = asyncio.run(agent.compactor.compact(list(agent.session.messages), agent.provider,
                                                  pinned=[], cancel=token, force=True))
     assert result is None
+
+
+def test_opening_a_session_while_its_turn_runs_elsewhere_is_refused(tmp_path):
+    """Resuming a session whose turn is running (turn lock held) raises SessionBusy and
+    writes nothing: the live turn is not marked interrupted nor its calls cancelled."""
+    running = Session.create(tmp_path)
+    with running.turn_lock():
+        running.turn_started("long task")
+        before = running.path.read_text()
+        with pytest.raises(SessionBusy):
+            Session.open(tmp_path, running.id)
+        assert running.path.read_text() == before
+        running.turn_ended("answer")
+    assert Session.open(tmp_path, running.id).turns == 1
