@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from liveforge.declarations.messages import ToolUseBlock
 from liveforge.declarations.toolbox import ToolResult
@@ -106,13 +106,6 @@ def default_self_tests() -> list[str] | None:
 
     tests = Path(liveforge.__file__).resolve().parent.parent / "tests"
     return [str(tests), "-q", "-p", "no:cacheprovider"] if tests.is_dir() else None
-
-
-def _persist_targets(agent: Agent, arguments: dict[str, Any]) -> list[str]:
-    modules = arguments.get("modules")
-    if isinstance(modules, list) and modules:
-        return [str(m) for m in modules]
-    return [r.name for r in agent.runtime.changed_modules()]
 
 
 def self_test_guard(agent: Agent, modules: list[str]) -> None:
