@@ -46,7 +46,8 @@ class Persisted(BaseModel):
     def summary(self) -> str:
         """One line per file."""
         if not self.modules:
-            return "nothing to persist: every managed module matches its file"
+            return ("nothing to persist: every managed module matches its file"
+                    if self.action == "wrote" else "nothing to restore")
         return "\n".join(f"{self.action} {m} -> {p}"
                          for m, p in zip(self.modules, self.paths, strict=True))
 
@@ -94,6 +95,8 @@ class Persistence:
         `verify`/`run_tests` since their last edit. `force=True` overrides the last two.
         """
         records = self._to_persist(modules)
+        if not records:  # nothing to undo later, so nothing goes on the unpersist stack
+            return Persisted(modules=[], paths=[], changes=[])
         for guard in list(self._persist_guards):
             guard([r.name for r in records])
         if not force:

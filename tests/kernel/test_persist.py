@@ -93,6 +93,17 @@ def test_unpersist_restores_files_and_keeps_memory(rt, pkg, project):
     assert pkg.f(0) == 5 and change.status is ChangeStatus.VERIFIED and rt.diff()
 
 
+def test_persist_with_nothing_to_write_does_not_hide_the_last_persist(rt, pkg, project):
+    """A persist that writes nothing leaves nothing to undo: unpersist() still undoes the
+    last persist that wrote files."""
+    rt.patch(f"{pkg.__name__}.f", "def f(x):\n    return 5\n")
+    rt.persist(force=True)
+    assert rt.persist().modules == []
+    assert rt.unpersist().modules == [pkg.__name__]
+    path = project.root / f"{project.prefix}pk" / "m.py"
+    assert path.read_text() == "def f(x):\n    return x\n"
+
+
 def test_unpersist_of_new_module_removes_its_file(rt, project):
     """Undoing the persist of a once-virtual module deletes its file; it is virtual again."""
     name = f"{project.prefix}gone.tool"
