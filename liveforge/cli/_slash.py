@@ -174,9 +174,14 @@ async def _compact(state: ChatState, args: list[str]) -> bool:
 
 async def _clear(state: ChatState, args: list[str]) -> bool:
     from liveforge.declarations.session import Session
+    from liveforge.impls.session_store import close_transcript
 
-    old = state.agent.session
-    state.agent.session = Session.create(state.project, secrets=list(old.secrets))
+    agent, old = state.agent, state.agent.session
+    new = Session.create(state.project, secrets=list(old.secrets))
+    # the new session records the changes in memory now, so resuming it brings them back
+    new.track(agent.runtime, agent.settings.self_packages)
+    close_transcript(old)
+    agent.session = new
     state.console.clear()
     state.say(f"new session {state.agent.session.id} (the old one is kept: "
               f"/sessions, --resume {old.id}); in-memory changes are kept", "dim")

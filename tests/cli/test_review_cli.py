@@ -70,3 +70,42 @@ def test_mcp_results_redact_key_values_like_transcripts_do(sample: Path):
 
     text = asyncio.run(asyncio.wait_for(go(), timeout=120))
     assert secret not in text and "[redacted]" in text
+
+
+def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
+    """After /clear the new session (the one --resume picks) holds the in-memory changes."""
+    from io import StringIO
+
+    from cli_support import FIX
+    from rich.console import Console
+
+    from liveforge.cli._agent import make_agent
+    from liveforge.cli._render import Renderer
+    from liveforge.cli._slash import ChatState, dispatch
+    from liveforge.declarations.provider import Provider
+    from liveforge.declarations.session import Session
+
+    with FakeProvider(script=[]) as fake:
+        agent, _ = make_agent(sample, provider=Provider([fake.route("anthropic")]))
+        try:
+            agent.toolbox.call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX})
+            console = Console(file=StringIO())
+
+            async def no(question: str) -> bool:
+                return False
+
+            state = ChatState(agent=agent, console=console, renderer=Renderer(console),
+                              project=sample, model="m", confirm=no,
+                              switch_model=lambda name: name)
+            asyncio.run(dispatch(state, "/clear"))
+            new_id = agent.session.id
+        finally:
+            asyncio.run(agent.aclose())
+            agent.runtime.close()
+            for path in [p for p in sys.path if p == str(sample)]:
+                sys.path.remove(path)
+            for name in [n for n in sys.modules if n == "pricing" or n.startswith("pricing.")]:
+                del sys.modules[name]
+    resumed = Session.open(sample, "latest")
+    assert resumed.id == new_id
+    assert [c.target for c in resumed.unpersisted()] == ["pricing.cart.Line.subtotal"]
