@@ -2,8 +2,8 @@
 
 The project overview is the `inspect_module` tool's own tree of the project's packages
 (depth 2, or depth 1 when that is too long), so the model sees the same notation its tool
-gives back. Parts are cached and rebuilt when the tool names or the runtime's change count
-move, or when the instruction file changes on disk.
+gives back. Parts are cached and rebuilt when the tool names or the runtime's changes (or their
+statuses) move, or when the instruction file changes on disk.
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
 @forwardpy.impl(SystemPrompt.parts)
 def parts(self: SystemPrompt) -> list[PromptPart]:
     cache = _cache(self)
-    key = (tuple(t.name for t in self.toolbox.tools()), len(self.runtime.history()),
-           _instructions_key(self))
+    # statuses too: a rollback changes the program without adding to the history
+    changes = tuple((c.id, c.status.value) for c in self.runtime.history())
+    key = (tuple(t.name for t in self.toolbox.tools()), changes, _instructions_key(self))
     if cache.get("key") != key:
         built = [PromptPart(name="identity", title="", text=IDENTITY), _tools_part(self),
                  _project_part(self), _instructions_part(self)]

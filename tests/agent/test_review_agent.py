@@ -57,3 +57,16 @@ def test_opening_a_session_while_its_turn_runs_elsewhere_is_refused(tmp_path):
         assert running.path.read_text() == before
         running.turn_ended("answer")
     assert Session.open(tmp_path, running.id).turns == 1
+
+
+def test_the_project_overview_forgets_a_definition_once_its_patch_is_rolled_back(project,
+                                                                                  fake):
+    """The system prompt's overview follows rollbacks, not only new changes."""
+    root, pkg = project
+    agent = make_agent(root, fake)
+    module = f"{pkg}.geometry"
+    source = agent.runtime.source(module) + "\n\ndef brand_new_helper() -> int:\n    return 1\n"
+    assert not agent.toolbox.call("patch", {"path": module, "source": source}).is_error
+    assert "brand_new_helper" in agent.system_prompt()
+    assert not agent.toolbox.call("rollback", {}).is_error
+    assert "brand_new_helper" not in agent.system_prompt()
