@@ -38,6 +38,7 @@ from liveforge.kernel._virtual import VirtualModules
 from liveforge.kernel.errors import (
     ChangeError,
     PatchError,
+    PatchSyntaxError,
     ProtectedTarget,
     TargetNotFound,
     UnpersistedChanges,
@@ -258,6 +259,9 @@ class Runtime(Checks, Persistence, VirtualModules):
             return Change(id="", target=target, module=record.name, kind=kind, before=before,
                           after=source, notes=["the file matches memory; nothing changed"],
                           filename=self._label(record))
+        # Nothing that could fail runs between applying and recording: a patch of code the
+        # runtime itself uses (os.path, say) must still be recorded, so it can be undone.
+        label = self._label(record)
         new_index, outcome = _engine.apply(module, record.index, source, record.filename,
                                            target, rerun_definitions=rerun)
         record.source, record.index = source, new_index
@@ -266,7 +270,7 @@ class Runtime(Checks, Persistence, VirtualModules):
             id=self._history.next_id(), target=target, module=record.name, kind=kind,
             before=before, after=source, target_before=target_before,
             target_after=target_after, added=outcome.added, updated=outcome.updated,
-            removed=outcome.removed, notes=outcome.notes, filename=self._label(record))
+            removed=outcome.removed, notes=outcome.notes, filename=label)
         return self._record_change(record, change)
 
     def _record_change(self, record: ModuleRecord, change: Change) -> Change:
@@ -328,7 +332,18 @@ class Runtime(Checks, Persistence, VirtualModules):
                                  "module); only Python modules can be patched.",
                                  target=name) from exc
         if record.index is None:
-            record.index = index(record.source, record.filename)
+            try:
+                record.index = index(record.source, record.filename)
+            except PatchSyntaxError as exc:
+                # Read from a file that no longer matches what runs; do not keep it.
+                if not record.change_ids:
+                    self.registry.forget(name)
+                raise PatchSyntaxError(
+                    f"{name!r} cannot be managed: its file {record.filename} does not "
+                    f"compile (line {exc.lineno}), and it may differ from the code that "
+                    "is running. Fix the file, then try again.", target=name,
+                    line=exc.lineno, filename=record.filename, text=exc.text,
+                    offset=exc.offset) from None
         return record
 
     def _redirect(self, module_name: str, path: list[str], record: ModuleRecord

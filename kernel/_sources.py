@@ -144,7 +144,8 @@ class ModuleRegistry:
         return record
 
     def forget(self, name: str) -> None:
-        """Stop managing `name` (used when a virtual module is rolled back out of existence)."""
+        """Stop managing `name` (a virtual module rolled back out of existence, or a module
+        whose file could not be indexed)."""
         record = self._records.pop(name, None)
         if record is not None and record.virtual:
             linecache.cache.pop(record.filename, None)

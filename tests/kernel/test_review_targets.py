@@ -3,9 +3,11 @@ and which environment variables count as secrets."""
 
 from __future__ import annotations
 
+import pytest
 from kernel_support import Project, src
 
 from liveforge import Runtime
+from liveforge.kernel.errors import PatchSyntaxError
 
 PROPERTY = src('''
     class C:
@@ -123,3 +125,43 @@ def test_a_star_import_kept_in_the_new_source_keeps_its_names(
                           name=f"{pkg}.user")
     rt.patch_module(user.__name__, f"from {pkg}.two import *\n")
     assert hasattr(user, "join") and not hasattr(user, "only_one")
+
+
+def test_module_whose_file_broke_before_tracking_is_not_poisoned(
+        project: Project, rt: Runtime) -> None:
+    """A module imported before the runtime whose file no longer compiles is refused with a
+    clear error, and works again once the file is fixed (the broken text is not kept)."""
+    import importlib
+    import sys
+
+    name = project.name("late")
+    path = project.write(name, "def f():\n    return 1\n")
+    sys.path_importer_cache.clear()
+    # Imported with plain importlib machinery, as if before the runtime existed.
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    path.write_text("def f(:\n")
+    with pytest.raises(PatchSyntaxError, match="Fix the file"):
+        rt.reload(name)
+    path.write_text("def f():\n    return 2\n")
+    rt.reload(name)
+    assert module.f() == 2
+
+
+def test_patch_of_code_the_runtime_uses_is_still_recorded(rt: Runtime) -> None:
+    """A patch that breaks a stdlib function liveforge itself calls is recorded anyway, so
+    it can be rolled back."""
+    import posixpath
+
+    code = posixpath.realpath.__code__
+    try:
+        change = rt.patch("posixpath.realpath",
+                          "def realpath(filename, *, strict=False):\n    raise OSError('x')\n")
+        assert rt.history()[-1] is change
+        rt.rollback(change.id)
+        assert posixpath.realpath.__code__ is code or posixpath.realpath("/") == "/"
+    finally:
+        posixpath.realpath.__code__ = code
