@@ -208,10 +208,19 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
 _ENV_KEYS = {"model": "LIVEFORGE_MODEL", "fallback_models": "LIVEFORGE_FALLBACK_MODELS"}
 
 
-def _describe(error: ValidationError, prefix: str, from_env: set[str]) -> ConfigError:
+def _describe(error: ValidationError, files: dict[str, str], from_env: set[str]
+              ) -> ConfigError:
+    """The first validation problem under its key, and where the user wrote it: the
+    environment variable, or the file (`files` maps top-level keys to the file setting them)."""
     first = error.errors()[0]
     loc = [str(p) for p in first["loc"]]
-    key = _ENV_KEYS[loc[0]] if loc and loc[0] in from_env else ".".join([prefix, *loc])
+    source = files.get(loc[0], "pyproject.toml") if loc else "pyproject.toml"
+    if loc and loc[0] in from_env:
+        key, where = _ENV_KEYS[loc[0]], ""
+    else:
+        key = ".".join(["tool.liveforge", *loc])
+        where = f" (`{'.'.join(loc)}` in liveforge.toml)" if source == "liveforge.toml" \
+            else " (in pyproject.toml)"
     given = first.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     message = first["msg"].removeprefix("Value error, ")
@@ -219,7 +228,8 @@ def _describe(error: ValidationError, prefix: str, from_env: set[str]) -> Config
         message = "unknown key; check the spelling against liveforge.config"
     more = f" ({len(error.errors()) - 1} more problem(s) after this one)" \
         if len(error.errors()) > 1 else ""
-    return ConfigError(f"bad configuration value {key}: {message}{shown}.{more}", key=key)
+    return ConfigError(f"bad configuration value {key}{where}: {message}{shown}.{more}",
+                       key=key)
 
 
 def load_config(project_root: str | Path = ".",
@@ -228,16 +238,21 @@ def load_config(project_root: str | Path = ".",
     env = os.environ if env is None else env
     root = Path(project_root)
     data: dict[str, Any] = {}
+    files: dict[str, str] = {}
     if (root / "pyproject.toml").is_file():
-        data.update(_read_toml(root / "pyproject.toml").get("tool", {}).get("liveforge", {}))
+        table = _read_toml(root / "pyproject.toml").get("tool", {}).get("liveforge", {})
+        data.update(table)
+        files.update(dict.fromkeys(table, "pyproject.toml"))
     if (root / "liveforge.toml").is_file():
-        data.update(_read_toml(root / "liveforge.toml"))
+        table = _read_toml(root / "liveforge.toml")
+        data.update(table)
+        files.update(dict.fromkeys(table, "liveforge.toml"))
     overrides = _env_overrides(env)
     data.update(overrides)
     try:
         return LiveforgeConfig.model_validate(data)
     except ValidationError as exc:
-        raise _describe(exc, "tool.liveforge", set(overrides)) from None
+        raise _describe(exc, files, set(overrides)) from None
 
 
 def build_provider(config: LiveforgeConfig, env: Mapping[str, str] | None = None) -> Provider:

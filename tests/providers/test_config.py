@@ -146,3 +146,12 @@ def test_agent_and_context_tables_are_validated(tmp_path: Path) -> None:
     bad = _project(tmp_path / "bad", "[tool.liveforge.agent]\nmax_steps = 0\n")
     with pytest.raises(ConfigError, match="max_steps"):
         load_config(bad, env={})
+
+
+def test_a_bad_value_says_which_file_it_came_from(tmp_path: Path) -> None:
+    """A bad value from liveforge.toml is named as written there, not only as tool.liveforge.*."""
+    root = _project(tmp_path, "[tool.liveforge]\nmax_tokens = 10\n", 'max_tokens = "lots"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root, env={})
+    assert "`max_tokens` in liveforge.toml" in str(info.value)
+    assert info.value.key == "tool.liveforge.max_tokens"
