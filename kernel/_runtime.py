@@ -169,13 +169,14 @@ class Runtime(Checks, Persistence, VirtualModules):
             if record.dirty and pending and not force:
                 raise UnpersistedChanges(module, [c.id for c in pending])
             disk = read_source(record.filename)
+            before = dict(sys.modules[module].__dict__) if dependents else None
             change = self._apply(record, disk.text, target=module, kind="reload")
             record.loaded = disk
             if change.id:  # a reload that found the file equal to memory undoes nothing
                 for stale in pending:
                     stale.status = ChangeStatus.ROLLED_BACK
             if dependents:
-                change.notes.extend(rebind_dependents(self.registry, module))
+                change.notes.extend(rebind_dependents(self.registry, module, before))
             return change
 
     @contextlib.contextmanager

@@ -149,6 +149,16 @@ def test_reload_dependents_rebinds_from_imports(rt, mod, project):
     assert user.get() == 8 and any("LIMIT" in n for n in change.notes)
 
 
+def test_reload_dependents_rebinds_modules_the_runtime_never_touched(rt, mod, project):
+    """dependents=True also re-binds `from mod import LIMIT` in a module the runtime has not
+    managed yet, and leaves a module that merely holds an equal value alone."""
+    user = project.module(f"from {mod.__name__} import LIMIT as CAP\n")
+    bystander = project.module("OTHER = 3\n")
+    (project.root / f"{mod.__name__}.py").write_text(BASE.replace("LIMIT = 3", "LIMIT = 8"))
+    rt.reload(mod.__name__, dependents=True)
+    assert user.CAP == 8 and bystander.OTHER == 3
+
+
 def test_rollback_restores_exact_previous_state(rt, mod):
     """rollback() undoes the newest change: behaviour and source as before."""
     f = mod.f
