@@ -115,6 +115,11 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
         inner = _find(node.body, name)
         if inner is None:
             if depth == len(path) - 1:
+                if node.body[0].lineno == node.lineno:
+                    raise PatchError(
+                        f"{module}.{'.'.join(path[:depth])} has its body on the header line "
+                        f"(class {node.name}: ...), so {name!r} cannot be added inside it; "
+                        "patch the whole class instead.", target=f"{module}.{'.'.join(path)}")
                 indent = _indent(index.lines, node.body[0])
                 end = node.end_lineno or node.lineno
                 return Location(path, end + 1, end, indent, "method", False)

@@ -165,3 +165,17 @@ def test_patch_of_code_the_runtime_uses_is_still_recorded(rt: Runtime) -> None:
         assert posixpath.realpath.__code__ is code or posixpath.realpath("/") == "/"
     finally:
         posixpath.realpath.__code__ = code
+
+
+def test_adding_a_method_to_a_one_line_class_says_to_patch_the_class(
+        project: Project, rt: Runtime) -> None:
+    """`class A: pass` cannot take a new method by dotted path; the error says so instead
+    of blaming the syntax of the given source, and patching the class works."""
+    from liveforge.kernel.errors import PatchError
+
+    mod = project.module("class A: pass\n")
+    with pytest.raises(PatchError, match="patch the whole class") as info:
+        rt.patch(f"{mod.__name__}.A.m", "def m(self):\n    return 1\n")
+    assert not isinstance(info.value, PatchSyntaxError)
+    rt.patch(f"{mod.__name__}.A", "class A:\n    def m(self):\n        return 1\n")
+    assert mod.A().m() == 1
