@@ -29,6 +29,7 @@ from liveforge.kernel._sources import (
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import (
     keep_decorators,
+    kind_of,
     locate,
     narrow,
     parse_definition,
@@ -139,7 +140,7 @@ class Runtime(Checks, Persistence, VirtualModules):
                       if location.exists else None)
             new_source = splice(record.index.lines, location, text)
             return self._apply(record, new_source, target=target,
-                               kind=kind_override or location.kind,
+                               kind=kind_override or kind_of(node, len(path) > 1),
                                target_before=before, target_after=text)
 
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:

@@ -49,7 +49,9 @@ def _property_role(node: ast.stmt) -> str | None:
     return None
 
 
-def _kind(node: ast.stmt, in_class: bool) -> str:
+def kind_of(node: ast.stmt, in_class: bool) -> str:
+    """What a definition is: class, function, method, property, classmethod, staticmethod
+    or constant."""
     if isinstance(node, ast.ClassDef):
         return "class"
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -131,7 +133,7 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
     in_class = len(path) > 1
     first = parts[0] if parts else node
     return Location(path, _start(first), node.end_lineno or node.lineno,
-                    _indent(index.lines, node), _kind(node, in_class), True, first, parts)
+                    _indent(index.lines, node), kind_of(node, in_class), True, first, parts)
 
 
 def _property_parts(body: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:

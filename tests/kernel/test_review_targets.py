@@ -179,3 +179,14 @@ def test_adding_a_method_to_a_one_line_class_says_to_patch_the_class(
     assert not isinstance(info.value, PatchSyntaxError)
     rt.patch(f"{mod.__name__}.A", "class A:\n    def m(self):\n        return 1\n")
     assert mod.A().m() == 1
+
+
+def test_change_kind_is_that_of_the_new_definition(project: Project, rt: Runtime) -> None:
+    """A change's kind describes what the patch defines (a new class is a class, a method
+    turned staticmethod is a staticmethod), not what stood there before."""
+    mod = project.module("class Q:\n    def m(self):\n        return 1\n")
+    name = mod.__name__
+    assert rt.patch(f"{name}.Q.m", "@staticmethod\ndef m():\n    return 6\n").kind == \
+        "staticmethod"
+    assert rt.patch(f"{name}.Fresh", "class Fresh:\n    pass\n").kind == "class"
+    assert rt.patch(f"{name}.Q.n", "def n(self):\n    return 2\n").kind == "method"
