@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from liveforge.kernel.errors import LiveforgeError
 
@@ -79,14 +79,16 @@ def open_toolbox(rt: Runtime) -> Toolbox:
     return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
 
 
-def emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
-    """Print `payload` as JSON under `--json`, else `text`."""
+def emit(args: argparse.Namespace, payload: dict[str, Any], text: str,
+         out: IO[str] | None = None) -> None:
+    """Print `payload` as JSON under `--json`, else `text`, on `out` (default sys.stdout)."""
+    out = out or sys.stdout
     if getattr(args, "json", False):
-        json.dump(payload, sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
+        json.dump(payload, out, indent=2, ensure_ascii=False, default=str)
+        out.write("\n")
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+        out.write(text if text.endswith("\n") else text + "\n")
+    out.flush()
 
 
 def emit_error(args: argparse.Namespace | None, error: BaseException, code: ExitCode) -> None:

@@ -73,6 +73,9 @@ class _Tee(Renderer):
 
 def _run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
+    # sys.stdout while it runs: the report goes to the stream we started with
+    stdout = sys.stdout
     agent, approval = make_agent(project_dir(args), model=args.model, resume=args.resume)
     approval.approver = lambda modules: bool(args.yes)
     console = Console(stderr=args.json, highlight=False)
@@ -90,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
                "transcript": str(agent.session.path),
                "usage": ended.usage.model_dump() if ended else None}
     if args.json:
-        emit(args, payload, json.dumps(payload))
+        emit(args, payload, json.dumps(payload), out=stdout)
     if ended is not None and ended.reason == "cancelled":
         return ExitCode.INTERRUPTED
     return ExitCode.OK if ok else ExitCode.CHECK_FAILED

@@ -109,3 +109,26 @@ def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
     resumed = Session.open(sample, "latest")
     assert resumed.id == new_id
     assert [c.target for c in resumed.unpersisted()] == ["pricing.cart.Line.subtotal"]
+
+
+def test_ctrl_c_during_execute_still_prints_the_json_report(sample: Path, tmp_path: Path):
+    """`run -p --json` interrupted while `execute` runs (and captures sys.stdout) still
+    prints its report on stdout, with reason cancelled and exit code 130."""
+    import signal
+    import subprocess
+    import time
+
+    marker = tmp_path / "started"
+    code = f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(3)"
+    script = [reply.tool_call("execute", {"code": code, "timeout": 30}), reply.text("late")]
+    with FakeProvider(script=script) as fake:
+        child = subprocess.Popen([sys.executable, "-m", "liveforge", "run", "-p", "slow",
+                                  "--json"], cwd=sample, env=cli_env(**_env(fake)),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not marker.exists() and child.poll() is None:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    data = json.loads(out)
+    assert data["reason"] == "cancelled" and data["ok"] is False
