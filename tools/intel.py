@@ -179,8 +179,13 @@ def complete(code: str, line: int | None = None, column: int | None = None) -> s
     """
     rt = runtime()
     lines = code.splitlines() or [""]
-    line = line or len(lines)
-    column = len(lines[line - 1]) if column is None else column
+    line = len(lines) if line is None else line
+    if not 1 <= line <= len(lines):
+        raise ValueError(f"line {line} is outside the code, which has lines 1-{len(lines)}")
+    end = len(lines[line - 1])
+    column = end if column is None else column
+    if not 0 <= column <= end:
+        raise ValueError(f"column {column} is outside line {line}, which has columns 0-{end}")
     namespaces = [getattr(rt, "namespace", {}), _live_packages()]
     completions = jedi.Interpreter(code, namespaces).complete(line, column)
     if not completions:

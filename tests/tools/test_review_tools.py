@@ -57,3 +57,16 @@ def test_find_and_references_skip_sandbox_run_records(project, rt):
     found = find("area", kind="function")
     assert "sandbox_runs" not in found and f"{project.pkg}.shapes.area(" in found
     assert "sandbox_runs" not in references(f"{project.pkg}.shapes.Square")
+
+
+def test_complete_names_a_position_outside_the_code(project, rt):
+    """complete() with a line or column outside the code says which range is valid."""
+    from liveforge.tools.intel import complete
+
+    with pytest.raises(ValueError, match="lines 1-2"):
+        complete("import os\nos.pa", line=5)
+    with pytest.raises(ValueError, match="columns 0-5"):
+        complete("import os\nos.pa", line=2, column=9)
+    with pytest.raises(ValueError, match="lines 1-2"):
+        complete("import os\nos.pa", line=0)
+    assert "path statement" in complete("import os\nos.pa", line=2)
