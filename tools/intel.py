@@ -22,6 +22,7 @@ from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline
 from liveforge.tools._output import clip
+from liveforge.tools._schema import ArgumentError
 
 __all__ = ["complete", "find", "references"]
 
@@ -181,11 +182,13 @@ def complete(code: str, line: int | None = None, column: int | None = None) -> s
     lines = code.splitlines() or [""]
     line = len(lines) if line is None else line
     if not 1 <= line <= len(lines):
-        raise ValueError(f"line {line} is outside the code, which has lines 1-{len(lines)}")
+        raise ArgumentError(f"line {line} is outside the code, which has lines "
+                            f"1-{len(lines)}", tool="complete", problems=["line"])
     end = len(lines[line - 1])
     column = end if column is None else column
     if not 0 <= column <= end:
-        raise ValueError(f"column {column} is outside line {line}, which has columns 0-{end}")
+        raise ArgumentError(f"column {column} is outside line {line}, which has columns "
+                            f"0-{end}", tool="complete", problems=["column"])
     namespaces = [getattr(rt, "namespace", {}), _live_packages()]
     completions = jedi.Interpreter(code, namespaces).complete(line, column)
     if not completions:
