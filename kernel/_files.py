@@ -301,7 +301,14 @@ def persist_files(project_root: str | Path, writes: Sequence[PlannedWrite], *,
 
 def _prepare(project_root: str | Path, write: PlannedWrite, force: bool
              ) -> tuple[Path, bytes, PlannedWrite]:
-    dest = safe_destination(project_root, write.path)
+    try:
+        dest = safe_destination(project_root, write.path)
+    except UnsafePath as exc:
+        if not write.module:
+            raise
+        raise UnsafePath(f"module {write.module}: {exc} Nothing was written; leave it out "
+                         "(persist(modules=[...]) with the others) or roll it back.",
+                         path=str(write.path), module=write.module) from None
     if not force and write.loaded is not None:
         check_unchanged(dest, write.loaded, module=write.module)
     elif not force and dest.exists():

@@ -115,15 +115,17 @@ def test_unpersist_of_new_module_removes_its_file(rt, project):
 
 
 def test_module_outside_project_root_is_refused(rt, tmp_path_factory):
-    """A managed module whose file is outside the project root is never written."""
+    """A managed module whose file is outside the project root is never written; the error
+    names the module and what to do."""
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     (elsewhere / "outside_mod_lf.py").write_text("def f():\n    return 1\n")
     sys.path.insert(0, str(elsewhere))
     try:
         module = importlib.import_module("outside_mod_lf")
         rt.patch("outside_mod_lf.f", "def f():\n    return 2\n")
-        with pytest.raises(UnsafePath, match="outside the project root"):
+        with pytest.raises(UnsafePath, match="outside the project root") as info:
             rt.persist(force=True)
+        assert info.value.module == "outside_mod_lf" and "roll it back" in str(info.value)
         assert (elsewhere / "outside_mod_lf.py").read_text() == "def f():\n    return 1\n"
         assert module.f() == 2
     finally:
