@@ -126,7 +126,7 @@ class ModuleRegistry:
         filename = getattr(module, "__file__", None)
         if not filename or not filename.endswith(".py") or not os.path.exists(filename):
             raise ValueError(f"module {module.__name__!r} has no Python source file")
-        source, known = _loaded_source(module, filename)
+        source, known = loaded_source(filename)
         record = ModuleRecord(
             name=module.__name__, filename=filename, source=source,
             loaded=read_source(filename), is_package=hasattr(module, "__path__"),
@@ -202,7 +202,7 @@ def capture_sources_under(root: str) -> None:
         sys.meta_path.insert(0, _capture)
 
 
-def _loaded_source(module: types.ModuleType, filename: str) -> tuple[str, bool]:
+def loaded_source(filename: str) -> tuple[str, bool]:
     """The source the module's code was compiled from, and whether that is certain: the text
     captured at import, else linecache's pinned copy (mtime None), else — uncertain — the
     file as it is now."""

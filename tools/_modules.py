@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import linecache
 import pkgutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liveforge.kernel._sources import loaded_source
 from liveforge.kernel.errors import TargetNotFound
 
 __all__ = ["ModuleView", "editable_mapping", "module_view", "resolve", "submodules", "top_level"]
@@ -60,10 +60,11 @@ def _read(path: str) -> str | None:
 
 
 def _loaded_source(filename: str) -> str | None:
-    entry: Any = linecache.cache.get(filename)
-    if entry is not None and len(entry) == 4 and entry[1] is None:  # pinned in memory
-        return "".join(entry[2])
-    return _read(filename)
+    """The text the module's code was compiled from, as far as it is known."""
+    try:
+        return loaded_source(filename)[0]
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return None
 
 
 def module_view(name: str, rt: Any = None) -> ModuleView | None:

@@ -70,3 +70,13 @@ def test_complete_names_a_position_outside_the_code(project, rt):
     with pytest.raises(ValueError, match="lines 1-2"):
         complete("import os\nos.pa", line=0)
     assert "path statement" in complete("import os\nos.pa", line=2)
+
+
+def test_view_source_shows_the_running_text_after_the_file_changed(project, rt):
+    """A module imported under the runtime whose file was edited afterwards is shown as it
+    runs (the text captured at import), like the runtime itself would patch it."""
+    path = project.write(f"{project.pkg}/edited.py", "def running() -> int:\n    return 1\n")
+    importlib.import_module(f"{project.pkg}.edited")
+    path.write_text("def on_disk_only() -> int:\n    return 2\n")
+    text = view_source(f"{project.pkg}.edited")
+    assert "def running()" in text and "on_disk_only" not in text
