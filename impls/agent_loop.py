@@ -127,8 +127,24 @@ def _recover(agent: Agent, turn: Turn, fault: Exception) -> AgentEvent:
     return SelfPatchesRolledBack(change_ids=undone, reason=reason)
 
 
+def _track_unreported(agent: Agent) -> None:
+    """Record changes made outside this turn's tool calls; the model hears of them next."""
+    new = agent.session.track(agent.runtime, agent.settings.self_packages)
+    agent_state(agent).unreported += [f"{c.id} {c.kind} {c.target} [{c.status.value}]"
+                                      for c in new]
+
+
+def _report_unreported(agent: Agent) -> None:
+    state = agent_state(agent)
+    if state.unreported:
+        add_note(agent, "[liveforge] Changes made since your last step that no tool result "
+                 "reported (a cancelled call may have finished in the background): "
+                 f"{'; '.join(state.unreported)}. They are in effect now.")
+        state.unreported = []
+
+
 def _begin(agent: Agent, user_input: str) -> Turn:
-    agent.session.track(agent.runtime, agent.settings.self_packages)
+    _track_unreported(agent)
     number = agent.session.turn_started(user_input)
     turn = Turn(number=number)
     agent_state(agent).turn = turn
@@ -138,9 +154,10 @@ def _begin(agent: Agent, user_input: str) -> Turn:
         # the previous turn failed before the model answered: keep roles alternating
         agent.session.amend_last(Message(role="user",
                                          content=[*last.content, TextBlock(text=user_input)]))
-        return turn
-    message = Message.user(user_input)
-    agent.session.append(message, tokens=agent.compactor.estimate(message))
+    else:
+        message = Message.user(user_input)
+        agent.session.append(message, tokens=agent.compactor.estimate(message))
+    _report_unreported(agent)
     return turn
 
 
@@ -150,7 +167,7 @@ def _end(agent: Agent, turn: Turn, reason: TurnEndReason) -> None:
     if reason == "turn_limit":
         add_note(agent, f"[liveforge] The previous turn stopped at its limit of "
                         f"{agent.settings.max_steps} steps.")
-    agent.session.track(agent.runtime, agent.settings.self_packages)
+    _track_unreported(agent)
     agent.session.turn_ended(reason)
     agent_state(agent).turn = None
 

@@ -51,6 +51,9 @@ class AgentState:
     trial: list[str] = field(default_factory=list)
     """The unconfirmed ids in effect when the current step started."""
     executor: concurrent.futures.ThreadPoolExecutor | None = None
+    unreported: list[str] = field(default_factory=list)
+    """Changes found between steps (e.g. a cancelled call that finished in the background),
+    not yet told to the model."""
 
     def start_trial(self) -> None:
         """A step starts: the self-patches in effect now are what it will confirm."""

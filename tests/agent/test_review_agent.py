@@ -9,6 +9,7 @@ from agent_support import make_agent, of_type, run_turn
 
 from liveforge.declarations.provider import CancelToken
 from liveforge.declarations.session import Session, SessionBusy
+from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import reply
 
@@ -70,3 +71,25 @@ def test_the_project_overview_forgets_a_definition_once_its_patch_is_rolled_back
     assert "brand_new_helper" in agent.system_prompt()
     assert not agent.toolbox.call("rollback", {}).is_error
     assert "brand_new_helper" not in agent.system_prompt()
+
+
+def test_a_change_finished_by_a_cancelled_call_is_reported_to_the_model(project, fake):
+    """A call cancelled mid-run that still applies its patch in the background: the next
+    request tells the model the change is in effect (the call's result only said
+    "cancelled")."""
+    root, pkg = project
+    code = (f"import time\ntime.sleep(1)\nrt.patch('{pkg}.geometry.perimeter', "
+            "'def perimeter(radius: float) -> float:\\n    return 6.28 * radius\\n')")
+    fake.add(reply.tool_call("execute", {"code": code, "timeout": 10}), reply.text("ok"))
+    agent = make_agent(root, fake)
+
+    async def cancel_when_started() -> None:
+        async for event in agent.run("patch slowly"):
+            if event.type == "tool_started":
+                agent.cancel()
+
+    asyncio.run(cancel_when_started())
+    agent_state(agent).tool_worker().submit(lambda: None).result(timeout=30)  # call done
+    assert run_turn(agent, "what now?")[-1].reason == "answer"
+    note = fake.requests[-1].body["messages"][-1]["content"][-1]["text"]
+    assert f"{pkg}.geometry.perimeter" in note and "in effect" in note
