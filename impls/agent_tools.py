@@ -3,7 +3,7 @@
 Calls run one at a time in the agent's tool worker thread, so the event loop stays free to
 notice a cancellation: a cancelled turn stops waiting at once and the open calls get a
 "cancelled" result (a call already running finishes in the background; its changes are
-picked up by the next `Session.track`). The model's mistakes come back from the toolbox as
+picked up by the next `Session.track` and told to the model with the next turn). The model's mistakes come back from the toolbox as
 error results; an exception escaping the toolbox is a liveforge fault and propagates.
 
 A call identical to earlier ones of this turn (`runaway_repeats` times, with no change to
