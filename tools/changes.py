@@ -97,5 +97,7 @@ def _line(change: Change) -> str:
 
 
 def _applied(change: Change) -> str:
+    if not change.id:  # a reload that found the file equal to memory records nothing
+        return f"{change.target}: nothing changed ({'; '.join(change.notes)})"
     verb = "created" if change.before is None else "applied"
     return f"{verb} {change.summary()}\nin memory only: verify or run_tests, then persist"

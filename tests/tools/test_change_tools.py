@@ -93,3 +93,11 @@ def test_persist_refuses_unverified_changes_then_writes_verified_ones(project, r
     assert persist([f"{project.pkg}.shapes"]) == f"wrote {project.pkg}.shapes -> {path}"
     assert "return 3.0 * radius ** 2" in path.read_text()
     assert persist() == "nothing to persist: every managed module matches its file"
+
+
+def test_reload_of_an_unchanged_file_says_nothing_changed(project, rt):
+    """A reload that finds the file equal to memory reports that, not an applied change
+    to verify and persist."""
+    importlib.import_module(f"{project.pkg}.shapes")
+    text = reload(f"{project.pkg}.shapes")
+    assert text.startswith(f"{project.pkg}.shapes: nothing changed") and "persist" not in text
