@@ -74,7 +74,7 @@ def diff(module: str | None = None) -> str:
     """
     text = runtime().diff(module)
     if not text:
-        return f"{module or 'no module'}: memory matches disk" if module else "no changes"
+        return f"{module}: memory matches disk" if module else "no changes"
     return clip(text, None, lambda n: "ask for one module at a time: diff(module)")
 
 

@@ -239,7 +239,8 @@ def view_source(path: str, start: int | None = None, end: int | None = None) -> 
         first, last = entry.start, entry.end
     lo, hi = max(first, start or first), min(last, end or last)
     if lo > hi:
-        return f"{path}: lines {first}-{last}; nothing between start={start} and end={end}."
+        asked = f"start={start}" + (f", end={end}" if end is not None else "")
+        return f"{path}: lines {first}-{last}; nothing to show for {asked}."
     where = f"{view.filename if not view.virtual else 'memory only'}"
     header = f"# {view.name}:{lo}-{hi} of {len(lines)} ({where}){_marks(view)}"
     body = number_lines(lines[lo - 1:hi], lo)
