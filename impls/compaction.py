@@ -130,9 +130,16 @@ def _cut_index(self: Compactor, messages: list[Message], force: bool) -> int | N
     return chosen
 
 
+_NOT_INSTRUCTIONS = ("[Conversation summary", "[liveforge]")
+"""User-role texts that liveforge wrote (summaries, notes to the model), not the user."""
+
+
 def _instructions(messages: list[Message], count: int) -> list[str]:
-    texts = [m.text for m in messages if m.role == "user" and m.text.strip()
-             and not m.text.startswith("[Conversation summary")]
+    """The user's last `count` inputs, one per text block (an input added to an unanswered
+    one is its own block), without liveforge's own notes."""
+    texts = [b.text for m in messages if m.role == "user" for b in m.content
+             if isinstance(b, TextBlock) and b.text.strip()
+             and not b.text.startswith(_NOT_INSTRUCTIONS)]
     return [cut_text(t, 4000, "instruction") for t in texts[-count:]] if count else []
 
 

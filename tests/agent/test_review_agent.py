@@ -7,6 +7,8 @@ import asyncio
 import pytest
 from agent_support import make_agent, of_type, run_turn
 
+from liveforge.declarations.compaction import Compactor, ContextSettings
+from liveforge.declarations.messages import Message, TextBlock
 from liveforge.declarations.provider import CancelToken
 from liveforge.declarations.session import Session, SessionBusy
 from liveforge.impls.agent_turn import agent_state
@@ -93,3 +95,22 @@ def test_a_change_finished_by_a_cancelled_call_is_reported_to_the_model(project,
     assert run_turn(agent, "what now?")[-1].reason == "answer"
     note = fake.requests[-1].body["messages"][-1]["content"][-1]["text"]
     assert f"{pkg}.geometry.perimeter" in note and "in effect" in note
+
+
+def test_compaction_keeps_the_users_instructions_not_liveforges_notes(project, fake):
+    """The verbatim "recent instructions" are the user's own inputs: liveforge's notes to
+    the model (step limit, rollbacks) do not crowd them out."""
+    root, _ = project
+    agent = make_agent(root, fake)
+    fake.add(reply.text("SUMMARY"))
+    note = "[liveforge] The previous turn stopped at its limit of 40 steps."
+    messages = [Message.user("Always use math.pi."), Message.assistant("ok"),
+                Message(role="user", content=[TextBlock(text=note)]),
+                Message.assistant("noted"), Message.user("latest question"),
+                Message.assistant("answer")]
+    compactor = Compactor(settings=ContextSettings(window=4000, reserve=0, summary_tokens=300,
+                                                   keep_fraction=0.001, keep_instructions=2))
+    result = asyncio.run(compactor.compact(messages, agent.provider, pinned=[], force=True))
+    assert result is not None
+    head = result.messages[0].text
+    assert "- Always use math.pi.\n- latest question" in head and note not in head
