@@ -3,8 +3,9 @@
 Calls run one at a time in the agent's tool worker thread, so the event loop stays free to
 notice a cancellation: a cancelled turn stops waiting at once and the open calls get a
 "cancelled" result (a call already running finishes in the background; its changes are
-picked up by the next `Session.track` and told to the model with the next turn). The model's mistakes come back from the toolbox as
-error results; an exception escaping the toolbox is a liveforge fault and propagates.
+picked up by the next `Session.track` and told to the model with the next turn). The
+model's mistakes come back from the toolbox as error results; an exception escaping the
+toolbox is a liveforge fault and propagates.
 
 A call identical to earlier ones of this turn (`runaway_repeats` times, with no change to
 the program in between) is not run: the model is told why and the turn stops.
@@ -57,6 +58,7 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
     """Run `func` in the tool worker; TurnOver(cancelled) if the turn is cancelled first."""
     loop = asyncio.get_running_loop()
     future = loop.run_in_executor(agent_state(agent).tool_worker(), func, *args)
+    agent_state(agent).running = future
     future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
     stop: asyncio.Future[None] = loop.create_future()
 

@@ -51,6 +51,8 @@ class AgentState:
     trial: list[str] = field(default_factory=list)
     """The unconfirmed ids in effect when the current step started."""
     executor: concurrent.futures.ThreadPoolExecutor | None = None
+    running: asyncio.Future[object] | None = None
+    """The newest tool call handed to the worker (it may outlive a cancelled turn)."""
     unreported: list[str] = field(default_factory=list)
     """Changes found between steps (e.g. a cancelled call that finished in the background),
     not yet told to the model."""
@@ -67,6 +69,10 @@ class AgentState:
     def on_probation(self, change_ids: list[str]) -> None:
         """Self-changes made outside the queue (e.g. by `execute`) wait for confirmation."""
         self.unconfirmed += [i for i in change_ids if i not in self.unconfirmed]
+
+    def tool_running(self) -> bool:
+        """True while a tool call is still running in the worker (say, after a cancel)."""
+        return self.running is not None and not self.running.done()
 
     def tool_worker(self) -> concurrent.futures.ThreadPoolExecutor:
         """One worker thread: tool calls never overlap, even one left running by a cancel."""

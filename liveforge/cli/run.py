@@ -19,6 +19,7 @@ from rich.console import Console
 from liveforge.cli._agent import drive_turn, make_agent, model_name
 from liveforge.cli._common import ExitCode, add_common, emit, project_dir
 from liveforge.cli._render import Renderer
+from liveforge.impls.agent_turn import agent_state
 
 __all__ = ["register"]
 
@@ -74,11 +75,11 @@ class _Tee(Renderer):
 def _run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
-    # sys.stdout while it runs: the report goes to the stream we started with
+    # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
     agent, approval = make_agent(project_dir(args), model=args.model, resume=args.resume)
     approval.approver = lambda modules: bool(args.yes)
-    console = Console(stderr=args.json, highlight=False)
+    console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))
     try:
@@ -103,4 +104,9 @@ async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:
     try:
         return await drive_turn(agent, renderer, prompt)
     finally:
+        if agent_state(agent).tool_running():
+            # the process cannot exit before the call's thread ends: say why it waits
+            renderer.console.print("a cancelled tool call is still running; liveforge exits "
+                                   "when it ends (Ctrl-C again to stop it now)",
+                                   style="yellow")
         await agent.aclose()

@@ -113,7 +113,8 @@ def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
 
 def test_ctrl_c_during_execute_still_prints_the_json_report(sample: Path, tmp_path: Path):
     """`run -p --json` interrupted while `execute` runs (and captures sys.stdout) still
-    prints its report on stdout, with reason cancelled and exit code 130."""
+    prints its report on stdout, with reason cancelled and exit code 130, and says that it
+    waits for the running call before exiting."""
     import signal
     import subprocess
     import time
@@ -132,3 +133,4 @@ def test_ctrl_c_during_execute_still_prints_the_json_report(sample: Path, tmp_pa
     assert child.returncode == 130, err
     data = json.loads(out)
     assert data["reason"] == "cancelled" and data["ok"] is False
+    assert "a cancelled tool call is still running" in err
