@@ -64,8 +64,14 @@ def preload_names(project_root: Path, exclude: Iterable[str] = ()) -> list[str]:
             continue
         if name.partition(".")[0] in skipped_tops or name.rpartition(".")[2] == "__main__":
             continue
-        path = str(Path(filename).resolve())
-        if path.startswith(root) or not path.startswith(libraries):
+        if not _in_library(str(Path(filename).resolve()), root, libraries):
             continue
         names.add(name)
     return sorted(names, key=lambda n: (n.count("."), n))
+
+
+def _in_library(path: str, root: str, libraries: tuple[str, ...]) -> bool:
+    """Whether `path` is a library file rather than the project's own. The innermost folder
+    decides: a virtualenv kept inside the project (`.venv/`) holds libraries."""
+    library = max((len(d) for d in libraries if path.startswith(d)), default=-1)
+    return library > (len(root) if path.startswith(root) else -1)

@@ -190,3 +190,17 @@ def test_change_kind_is_that_of_the_new_definition(project: Project, rt: Runtime
         "staticmethod"
     assert rt.patch(f"{name}.Fresh", "class Fresh:\n    pass\n").kind == "class"
     assert rt.patch(f"{name}.Q.n", "def n(self):\n    return 2\n").kind == "method"
+
+
+def test_libraries_of_a_virtualenv_inside_the_project_are_preloaded() -> None:
+    """A library imported from a site-packages folder that lies inside the project root (a
+    `.venv/` in the project) is still pre-imported by the sandbox template."""
+    from pathlib import Path
+
+    import pydantic
+
+    from liveforge.kernel._preload import preload_names
+
+    site_packages = Path(pydantic.__file__).resolve().parents[1]
+    around = site_packages.parent  # a root that contains the library folder
+    assert "pydantic" in preload_names(around)
