@@ -118,7 +118,9 @@ class Runtime(Checks, Persistence, VirtualModules):
         """Replace one definition (or a whole module) named by a dotted path, in place.
 
         A method of a forwardpy declaration that has an `@impl` body patches that body.
-        A name that does not exist yet is added at the end of its module or class.
+        A name that does not exist yet is added at the end of its module or class. A
+        property is its getter, setter and deleter together: source with all of them
+        replaces them all; a lone getter (or setter) replaces only that part.
         """
         module_name, path = self._split(target)
         if not path:
