@@ -185,11 +185,6 @@ def active_impl(cls: type, name: str) -> Any:
     return None
 
 
-def module_registrations(module_name: str) -> list[tuple[type, str]]:
-    """The (class, impl key) registrations made by `module_name`."""
-    return [key for key, src in core._impl_sources.items() if src == module_name]
-
-
 def _registered(cls: type, key: str) -> Any:
     if key.endswith((".getter", ".setter")):
         prop = core._property_registry.get(cls, {}).get(key.rsplit(".", 1)[0])

@@ -32,11 +32,6 @@ def virtual_filename(name: str, is_package: bool = False) -> str:
     return VIRTUAL_PREFIX + name.replace(".", "/") + ("/__init__.py" if is_package else ".py")
 
 
-def is_virtual_filename(filename: str) -> bool:
-    """True for filenames made by `virtual_filename`."""
-    return filename.startswith(VIRTUAL_PREFIX)
-
-
 def register_source(filename: str, source: str) -> None:
     """Make `source` what linecache (and so inspect and tracebacks) returns for `filename`."""
     lines = source.splitlines(keepends=True)
@@ -212,8 +207,3 @@ def loaded_source(filename: str) -> tuple[str, bool]:
     if entry is not None and len(entry) == 4 and entry[1] is None:
         return "".join(entry[2]), True
     return read_source(filename).text, False
-
-
-def module_of(name: str) -> types.ModuleType | None:
-    """The loaded module `name`, or None."""
-    return sys.modules.get(name)
