@@ -203,8 +203,9 @@ class Runtime(Checks, Persistence, VirtualModules):
             raise
         finally:
             self._transactions.remove(group)
-            if self._transactions:
-                self._transactions[-1].extend(group)
+            if self._transactions:  # the enclosing transaction owns what survived
+                self._transactions[-1].extend(
+                    c for c in group if c.status is not ChangeStatus.ROLLED_BACK)
 
     # -- undo -------------------------------------------------------------------------------
 

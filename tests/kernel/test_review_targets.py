@@ -204,3 +204,16 @@ def test_libraries_of_a_virtualenv_inside_the_project_are_preloaded() -> None:
     site_packages = Path(pydantic.__file__).resolve().parents[1]
     around = site_packages.parent  # a root that contains the library folder
     assert "pydantic" in preload_names(around)
+
+
+def test_outer_transaction_lists_only_changes_that_survived(
+        project: Project, rt: Runtime) -> None:
+    """When an inner transaction fails and is rolled back, its changes do not appear in the
+    enclosing transaction's list of changes."""
+    mod = project.module("A = 1\nB = 1\n")
+    with rt.transaction() as outer:
+        kept = rt.patch(f"{mod.__name__}.A", "A = 2\n")
+        with pytest.raises(RuntimeError), rt.transaction():
+            rt.patch(f"{mod.__name__}.B", "B = 2\n")
+            raise RuntimeError("inner fails")
+    assert outer == [kept] and (mod.A, mod.B) == (2, 1)
