@@ -221,6 +221,7 @@ class Runtime(Checks, Persistence, VirtualModules):
                 raise ChangeError(f"change {change.id} is already rolled back.",
                                   change_id=change.id)
             later = [c for c in self._history.after(change) if c.module == change.module]
+            self._check_undoable([*later, change])
             undone = []
             for item in [*reversed(later), change]:
                 self._undo(item)
@@ -232,6 +233,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         with self._lock:
             later = (self._history.after(self._history.get(change_id)) if change_id
                      else self._history.live())
+            self._check_undoable(later)
             undone = []
             for change in reversed(later):
                 self._undo(change)
@@ -302,6 +304,17 @@ class Runtime(Checks, Persistence, VirtualModules):
         change.status = ChangeStatus.ROLLED_BACK
         if change.id in record.change_ids:
             record.change_ids.remove(change.id)
+
+    def _check_undoable(self, changes: list[Change]) -> None:
+        """Refuse, before undoing anything, a rollback that would orphan a written file."""
+        for change in changes:
+            record = self.registry.get(change.module)
+            if change.before is None and record is not None and not record.virtual:
+                raise ChangeError(
+                    f"change {change.id} created {change.module}, which has since been "
+                    f"persisted to {record.filename}; rolling it back would leave that file "
+                    "behind. Undo the persist first (unpersist()), or patch the module "
+                    "instead. Nothing was rolled back.", change_id=change.id)
 
     def _split(self, target: str) -> tuple[str, list[str]]:
         parts = target.split(".")

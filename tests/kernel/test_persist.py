@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from liveforge import ChangeStatus, PersistConflict, UnsafePath, UnverifiedChange
+from liveforge import ChangeError, ChangeStatus, PersistConflict, UnsafePath, UnverifiedChange
 
 
 @pytest.fixture
@@ -149,3 +149,18 @@ def test_persist_guard_runs_even_when_forced(rt, pkg, project):
     rt.remove_persist_guard(guard)
     rt.persist(force=True)
     assert "return 9" in (project.root / f"{project.prefix}pk" / "m.py").read_text()
+
+
+def test_rollback_of_a_persisted_new_module_is_refused_whole(rt, pkg, project):
+    """Rolling back the creation of a module that was since persisted would orphan its file:
+    refused before anything is undone; after unpersist() it rolls back."""
+    name = f"{project.prefix}fresh_mod"
+    rt.patch_module(name, "X = 1\n")
+    rt.persist(force=True)
+    other = rt.patch(f"{pkg.__name__}.f", "def f(x):\n    return 9\n")
+    with pytest.raises(ChangeError, match="unpersist"):
+        rt.rollback_to()
+    assert other.status is not ChangeStatus.ROLLED_BACK and sys.modules[name].X == 1
+    rt.unpersist()
+    rt.rollback_to()
+    assert name not in sys.modules and not (project.root / f"{name}.py").exists()
