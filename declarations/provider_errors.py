@@ -72,7 +72,11 @@ class ProviderError(LiveforgeError):
         text = f"{where} failed" + (f" ({facts})" if facts else "") + f": {self.detail}"
         if self.request_id:
             text += f" [request id {self.request_id}]"
-        return f"{text}. {self.hint}"
+        return f"{text}. {self._hint()}"
+
+    def _hint(self) -> str:
+        """What to do next (the class's `hint`; a subclass may fill in this error's facts)."""
+        return self.hint
 
     def __str__(self) -> str:
         text = str(self.args[0])
@@ -127,6 +131,12 @@ class ProviderConnectionError(ProviderError, ConnectionError):
 
     retryable = True
     hint = "Check the network and the base URL (e.g. OPENAI_BASE_URL); is the server running?"
+
+    def _hint(self) -> str:
+        if not self.provider:
+            return self.hint
+        variable = f"{self.provider.upper().replace('-', '_')}_BASE_URL"
+        return f"Check the network and the base URL ({variable}); is the server running?"
 
 
 class MalformedResponse(ProviderError):
