@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from liveforge.cli._agent import drive_turn, make_agent, model_name
-from liveforge.cli._common import ExitCode, add_common, emit, project_dir
+from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
 
@@ -74,6 +74,9 @@ class _Tee(Renderer):
 
 def _run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        raise CommandError("-p needs a task: give it as text, or `-p -` to read it from "
+                           "standard input.")
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout

@@ -134,3 +134,13 @@ def test_ctrl_c_during_execute_still_prints_the_json_report(sample: Path, tmp_pa
     data = json.loads(out)
     assert data["reason"] == "cancelled" and data["ok"] is False
     assert "a cancelled tool call is still running" in err
+
+
+def test_an_empty_task_is_a_usage_error_not_a_model_request(sample: Path):
+    """`run -p ""` (or an empty stdin with -p -) exits 2 without calling the model."""
+    with FakeProvider(script=[reply.text("never")]) as fake:
+        empty = run_cli("run", "-p", "  ", cwd=sample, **_env(fake))
+        piped = run_cli("run", "-p", "-", cwd=sample, input="", **_env(fake))
+        sent = len(fake.requests)
+    assert (empty.returncode, piped.returncode, sent) == (2, 2, 0)
+    assert "-p needs a task" in empty.stderr
