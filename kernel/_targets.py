@@ -28,7 +28,6 @@ class Location:
     start: int
     end: int
     indent: str
-    kind: str
     exists: bool
     node: ast.stmt | None = None
     #: a property's getter/setter/deleter statements, which together define one member.
@@ -103,7 +102,7 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
     if stmt is None:
         if len(path) == 1:
             end = len(index.lines)
-            return Location(path, end + 1, end, "", "function", False)
+            return Location(path, end + 1, end, "", False)
         candidates = [f"{module}.{n}" for s in index.stmts for n in _names([s.node])]
         raise TargetNotFound(f"{module}.{'.'.join(path)}", candidates)
     node = stmt.fresh_node()
@@ -124,16 +123,15 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
                         "patch the whole class instead.", target=f"{module}.{'.'.join(path)}")
                 indent = _indent(index.lines, node.body[0])
                 end = node.end_lineno or node.lineno
-                return Location(path, end + 1, end, indent, "method", False)
+                return Location(path, end + 1, end, indent, False)
             prefix = f"{module}.{'.'.join(path[:depth])}"
             raise TargetNotFound(f"{module}.{'.'.join(path)}",
                                  [f"{prefix}.{n}" for n in _names(node.body)])
         parts = _property_parts(node.body, inner)
         node = inner
-    in_class = len(path) > 1
     first = parts[0] if parts else node
     return Location(path, _start(first), node.end_lineno or node.lineno,
-                    _indent(index.lines, node), kind_of(node, in_class), True, first, parts)
+                    _indent(index.lines, node), True, first, parts)
 
 
 def _property_parts(body: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
@@ -160,7 +158,7 @@ def narrow(location: Location, text: str) -> Location:
         return location
     node = same[0]
     return Location(location.path, _start(node), node.end_lineno or node.lineno,
-                    location.indent, location.kind, True, node)
+                    location.indent, True, node)
 
 
 def _indent(lines: list[str], node: ast.stmt) -> str:
