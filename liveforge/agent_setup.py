@@ -6,7 +6,8 @@
                                                       # also reported by the first turn
 
 Secrets: every API key of the provider's routes, and the values of environment variables
-whose names end in _API_KEY, _API_KEYS or _TOKEN, are scrubbed from the transcript.
+named like credentials (`_API_KEY`, `_TOKEN`, `_SECRET`, `_PASSWORD`, ...: the kernel's
+`is_secret_name`), are scrubbed from the transcript.
 """
 
 from __future__ import annotations
