@@ -161,10 +161,14 @@ def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx,
                         outcome)
-    for name in sorted(_removed_names(module, plan)):
+    gone, fallback = _removed_names(module, plan)
+    for name in sorted(gone):
         if name in namespace:
             del namespace[name]
             outcome.removed.append(name)
+    for name, value in sorted(fallback.items()):
+        namespace[name] = value  # a removed definition no longer hides a star import's name
+        outcome.updated.append(name)
     return outcome
 
 
@@ -172,19 +176,21 @@ def _is_star(node: ast.stmt) -> bool:
     return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
-def _removed_names(module: types.ModuleType, plan: _Plan) -> set[str]:
-    """Names the new source no longer binds. A star import's names are known only at run
-    time: those its new `from m import *` statements bind stay; those only a dropped one
-    bound (and that are still the very objects of its module) go."""
+def _removed_names(module: types.ModuleType, plan: _Plan) -> tuple[set[str], dict[str, Any]]:
+    """Names the new source no longer binds, and names whose removed definition hid what a
+    star import binds (they take the imported value). A star import's names are known only
+    at run time: those of its `from m import *` statements in the new source stay; those only
+    a dropped one bound (and that are still the very objects of its module) go."""
     stars = [s for s in plan.index.stmts if _is_star(s.node)]
     if not stars and not plan.dropped_stars:
-        return plan.removed
-    kept = {n for s in stars for n in _exported(module, s.node)}
+        return plan.removed, {}
+    kept = {n: v for s in stars for n, v in _exported(module, s.node).items()}
     namespace = module.__dict__
     dropped = {name for stmt in plan.dropped_stars
                for name, value in _exported(module, stmt.node).items()
                if name not in plan.index.bound and namespace.get(name, _MISSING) is value}
-    return (plan.removed | dropped) - kept
+    fallback = {n: kept[n] for n in plan.removed & kept.keys()}
+    return (plan.removed | dropped) - kept.keys(), fallback
 
 
 def _exported(module: types.ModuleType, node: ast.stmt) -> dict[str, Any]:

@@ -217,3 +217,18 @@ def test_outer_transaction_lists_only_changes_that_survived(
             rt.patch(f"{mod.__name__}.B", "B = 2\n")
             raise RuntimeError("inner fails")
     assert outer == [kept] and (mod.A, mod.B) == (2, 1)
+
+
+def test_removing_a_definition_uncovers_the_star_imported_name(
+        project: Project, rt: Runtime) -> None:
+    """A definition that shadowed a star-imported name, once removed, leaves the imported
+    value bound, as a fresh import of the new source would."""
+    pkg = project.name("pkg")
+    project.write(f"{pkg}.base", "def helper():\n    return 'base'\n")
+    user = project.module("from .base import *\n\n\ndef helper():\n    return 'own'\n",
+                          name=f"{pkg}.user")
+    assert user.helper() == "own"
+    rt.patch_module(user.__name__, "from .base import *\n")
+    assert user.helper() == "base"
+    rt.rollback()
+    assert user.helper() == "own"
