@@ -25,9 +25,9 @@ import forwardpy
 
 from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
+from liveforge.kernel._deadline import DeadlineExceeded, deadline
 from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime
-from liveforge.tools._deadline import DeadlineExceeded, deadline
 from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
 from liveforge.tools._schema import ArgumentError, ToolDefinitionError, ToolSchema
 

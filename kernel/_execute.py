@@ -10,7 +10,6 @@ the code overran and stopped only when the native call returned.
 from __future__ import annotations
 
 import ast
-import ctypes
 import io
 import itertools
 import signal
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from liveforge.kernel._deadline import AsyncTimer
 from liveforge.kernel._sources import register_source
 from liveforge.kernel.errors import ExecutionTimeout
 
@@ -93,50 +93,39 @@ class _Watchdog:
     """Raises ExecutionTimeout in the calling thread once `timeout` seconds have passed.
 
     In the main thread a SIGALRM timer does it (a signal also breaks blocking system calls);
-    elsewhere a daemon thread injects the exception with PyThreadState_SetAsyncExc.
+    elsewhere an `AsyncTimer` injects the exception into the running thread.
     """
 
     def __init__(self, timeout: float) -> None:
-        self.fired = False
+        self._alarm_fired = False
         self._timeout = timeout
-        self._ident = threading.get_ident()
         self._main = threading.current_thread() is threading.main_thread()
-        self._done = threading.Event()
-        self._lock = threading.Lock()
+        self._timer = None if self._main else AsyncTimer(timeout, ExecutionTimeout)
         self._previous: Any = None
 
+    @property
+    def fired(self) -> bool:
+        """True when the timeout interrupted the code."""
+        return self._alarm_fired or bool(self._timer and self._timer.fired)
+
     def __enter__(self) -> _Watchdog:
-        if self._main:
+        if self._timer is not None:
+            self._timer.start()
+        else:
             self._previous = signal.signal(signal.SIGALRM, self._on_alarm)
             signal.setitimer(signal.ITIMER_REAL, self._timeout)
-        else:
-            threading.Thread(target=self._inject, daemon=True,
-                             name="liveforge-execute-watchdog").start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._main:
+        if self._timer is not None:
+            self._timer.stop()
+        else:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self._previous)
-        with self._lock:
-            self._done.set()
-            if self.fired and not self._main:
-                # Clear an injected exception that has not been raised yet.
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._ident), None)
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
-        self.fired = True
+        self._alarm_fired = True
         raise ExecutionTimeout("execution timed out")
-
-    def _inject(self) -> None:
-        if self._done.wait(self._timeout):
-            return
-        with self._lock:
-            if self._done.is_set():
-                return
-            self.fired = True
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(self._ident), ctypes.py_object(ExecutionTimeout))
 
 
 def execute(code: str, namespace: dict[str, Any], timeout: float | None = 5.0) -> ExecutionResult:

@@ -17,15 +17,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["DeadlineExceeded", "deadline"]
+__all__ = ["AsyncTimer", "DeadlineExceeded", "deadline"]
 
 
 class DeadlineExceeded(BaseException):
     """Raised inside a block that ran past its deadline."""
 
 
-class _Watchdog:
-    def __init__(self, seconds: float) -> None:
+class AsyncTimer:
+    """Raises `exc` in the thread that made it once `seconds` have passed (after `start`),
+    unless `stop` comes first; `fired` tells whether it did."""
+
+    def __init__(self, seconds: float, exc: type[BaseException] = DeadlineExceeded) -> None:
+        self.exc = exc
         self.thread_id = threading.get_ident()
         self.lock = threading.Lock()
         self.done = False
@@ -38,7 +42,11 @@ class _Watchdog:
             if self.done:
                 return
             self.fired = True
-            _set_async_exc(self.thread_id, DeadlineExceeded)
+            _set_async_exc(self.thread_id, self.exc)
+
+    def start(self) -> None:
+        """Start counting."""
+        self.timer.start()
 
     def stop(self) -> None:
         with self.lock:
@@ -60,8 +68,8 @@ def deadline(seconds: float | None) -> Iterator[None]:
     if seconds is None:
         yield
         return
-    watchdog = _Watchdog(seconds)
-    watchdog.timer.start()
+    watchdog = AsyncTimer(seconds)
+    watchdog.start()
     try:
         yield
     finally:
