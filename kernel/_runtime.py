@@ -25,6 +25,7 @@ from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
     capture_sources_under,
+    importable,
 )
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import (
@@ -150,7 +151,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         self._check_protected(name, name)
         with self._lock:
             if name not in sys.modules and self.registry.get(name) is None \
-                    and not self._importable(name):
+                    and not importable(name):
                 return self._create_virtual(name, source, is_package)
             record = self._record(name)
             return self._apply(record, source, target=name, kind="module")
@@ -323,17 +324,10 @@ class Runtime(Checks, Persistence, VirtualModules):
                                  "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.")
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
-            if name in sys.modules or self.registry.get(name) or self._importable(name):
+            if name in sys.modules or self.registry.get(name) or importable(name):
                 return name, parts[depth:]
         candidates = [m for m in sys.modules if m.split(".")[0] == parts[0]] or list(sys.modules)
         raise TargetNotFound(target, candidates)
-
-    @staticmethod
-    def _importable(name: str) -> bool:
-        try:
-            return importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError, AttributeError):
-            return False
 
     def _record(self, name: str) -> ModuleRecord:
         record = self.registry.get(name)

@@ -207,3 +207,11 @@ def loaded_source(filename: str) -> tuple[str, bool]:
     if entry is not None and len(entry) == 4 and entry[1] is None:
         return "".join(entry[2]), True
     return read_source(filename).text, False
+
+
+def importable(name: str) -> bool:
+    """True when module `name` can be found (importing its parent packages if need be)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from liveforge.kernel import _engine
 from liveforge.kernel._changes import Change, History
-from liveforge.kernel._sources import ModuleRecord, ModuleRegistry
+from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, importable
 from liveforge.kernel._stmts import index
 
 
@@ -21,9 +21,6 @@ class VirtualModules:
 
     if TYPE_CHECKING:  # provided by Runtime
         def _record_change(self, record: ModuleRecord, change: Change) -> Change: ...
-
-        @staticmethod
-        def _importable(name: str) -> bool: ...
 
     def _create_virtual(self, name: str, source: str, is_package: bool) -> Change:
         created = self._virtual_parents(name)
@@ -58,7 +55,7 @@ class VirtualModules:
         parts = name.split(".")
         for depth in range(1, len(parts)):
             parent = ".".join(parts[:depth])
-            if parent in sys.modules or self._importable(parent):
+            if parent in sys.modules or importable(parent):
                 importlib.import_module(parent)
                 continue
             self._install_virtual(parent, True)
