@@ -94,8 +94,14 @@ async def _measure(turns: int, root: Path) -> dict[str, list[float]]:
         timed = TimedProvider(inner)
         agent = build_agent(root, provider=inner, settings=AgentSettings(), env={})
         agent.provider = timed  # type: ignore[assignment]
-        rows: dict[str, list[float]] = {"answer": [], "tool+answer": [], "all": [],
-                                        "wall": [], "provider": [], "tools": []}
+        rows: dict[str, list[float]] = {
+            "answer": [],
+            "tool+answer": [],
+            "all": [],
+            "wall": [],
+            "provider": [],
+            "tools": [],
+        }
         for number in range(turns):
             wall, provider, tools = await _turn(agent, timed, f"turn {number}")
             overhead = (wall - provider - tools) * 1000
@@ -128,13 +134,19 @@ def main() -> None:
     for name in ("answer", "tool+answer", "all"):
         values = rows[name]
         share = statistics.median(values) / wall
-        print(f"{name:<14}{len(values):>7}{statistics.median(values):>11.2f}"
-              f"{_p95(values):>9.2f}{share:>15.0%}")
+        print(
+            f"{name:<14}{len(values):>7}{statistics.median(values):>11.2f}"
+            f"{_p95(values):>9.2f}{share:>15.0%}"
+        )
     print(f"{'(wall)':<14}{len(rows['wall']):>7}{wall:>11.2f}{_p95(rows['wall']):>9.2f}")
-    print(f"{'(provider)':<14}{len(rows['provider']):>7}"
-          f"{statistics.median(rows['provider']):>11.2f}{_p95(rows['provider']):>9.2f}")
-    print(f"{'(tools)':<14}{len(rows['tools']):>7}{statistics.median(rows['tools']):>11.2f}"
-          f"{_p95(rows['tools']):>9.2f}")
+    print(
+        f"{'(provider)':<14}{len(rows['provider']):>7}"
+        f"{statistics.median(rows['provider']):>11.2f}{_p95(rows['provider']):>9.2f}"
+    )
+    print(
+        f"{'(tools)':<14}{len(rows['tools']):>7}{statistics.median(rows['tools']):>11.2f}"
+        f"{_p95(rows['tools']):>9.2f}"
+    )
     median = statistics.median(rows["all"])
     verdict = "meets" if median <= TARGET_MS else "misses"
     print(f"target: median <= {TARGET_MS:.0f} ms per turn -> {median:.2f} ms ({verdict} it)")

@@ -60,17 +60,20 @@ TARGET_RELOAD_MS = 5.0
 
 # -- the generated module ---------------------------------------------------------------------
 
+
 def function_source(index: int, variant: int = 0) -> str:
     """A module-level function; `variant` changes its body (and its length)."""
     extra = "".join(f"    total += {k} * x\n" for k in range(variant))
-    return (f"def fn{index}(x, y=2):\n"
-            f'    """Function {index}."""\n'
-            f"    total = x * {index} + y\n"
-            f"    total += {index} % 7\n"
-            f"{extra}"
-            f"    if total > {index * 100}:\n"
-            f"        total -= {index}\n"
-            f"    return total + LIMIT\n")
+    return (
+        f"def fn{index}(x, y=2):\n"
+        f'    """Function {index}."""\n'
+        f"    total = x * {index} + y\n"
+        f"    total += {index} % 7\n"
+        f"{extra}"
+        f"    if total > {index * 100}:\n"
+        f"        total -= {index}\n"
+        f"    return total + LIMIT\n"
+    )
 
 
 def class_source(index: int) -> str:
@@ -81,11 +84,9 @@ def class_source(index: int) -> str:
         f"        if value > {m * 10}:\n"
         f"            value -= {m}\n"
         f"        return value\n"
-        for m in range(5))
-    return (f"class Class{index}:\n"
-            f'    """Class {index}."""\n'
-            f"    base = {index}\n"
-            f"{methods}")
+        for m in range(5)
+    )
+    return f'class Class{index}:\n    """Class {index}."""\n    base = {index}\n{methods}'
 
 
 def module_source(variant: int = 0) -> str:
@@ -100,12 +101,12 @@ def module_source(variant: int = 0) -> str:
 
 # -- one engine in a child process ------------------------------------------------------------
 
+
 def _variant(step: int) -> int:
     return 1 + step % 2
 
 
-def _timed(setup: Callable[[int], None], action: Callable[[int], Any], patches: int
-           ) -> list[float]:
+def _timed(setup: Callable[[int], None], action: Callable[[int], Any], patches: int) -> list[float]:
     samples = []
     for step in range(patches):
         setup(step)
@@ -142,8 +143,9 @@ def run_engine(engine: str, patches: int, folder: Path) -> tuple[list[float], bo
         rt = Runtime(project_root=folder)
         rt.source(MODULE)
         if engine == "lf-patch":
-            samples = _timed(lambda s: None, lambda s: rt.patch(f"{MODULE}.{TARGET}", src(s)),
-                             patches)
+            samples = _timed(
+                lambda s: None, lambda s: rt.patch(f"{MODULE}.{TARGET}", src(s)), patches
+            )
         else:
             samples = _timed(write, lambda s: rt.reload(MODULE), patches)
     elif engine == "importlib":
@@ -180,6 +182,7 @@ def child(engine: str, heap: int, patches: int) -> None:
 
 # -- the table --------------------------------------------------------------------------------
 
+
 def measure(engine: str, heap: int, patches: int, repeat: int) -> tuple[float | str, bool]:
     """Median seconds of one engine at one heap size: the lowest median of `repeat` fresh
     child processes (other load on the machine only ever adds time). Engines slower than
@@ -199,9 +202,21 @@ def measure(engine: str, heap: int, patches: int, repeat: int) -> tuple[float | 
 def _measure_once(engine: str, heap: int, patches: int) -> tuple[float | str, bool]:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", engine, "--heap", str(heap),
-         "--patches", str(patches)],
-        capture_output=True, text=True, env=env, timeout=600)
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            engine,
+            "--heap",
+            str(heap),
+            "--patches",
+            str(patches),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
         return last[:60], False
@@ -216,8 +231,9 @@ def _ms(value: float | str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patches", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="child processes per cell; the lowest median is shown")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="child processes per cell; the lowest median is shown"
+    )
     parser.add_argument("--child")
     parser.add_argument("--heap", type=int, default=0)
     args = parser.parse_args()
@@ -225,21 +241,28 @@ def main() -> None:
         child(args.child, args.heap, args.patches)
         return
     lines = module_source().count("\n") + 1
-    print(f"patching {TARGET} of a {lines}-line module (60 functions, 12 classes x 5 methods), "
-          f"{args.patches} successive patches, median per patch; each cell the best of "
-          f"{args.repeat} fresh processes\n")
-    print(f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | {'big/small':>9} "
-          f"| old reference runs new code")
+    print(
+        f"patching {TARGET} of a {lines}-line module (60 functions, 12 classes x 5 methods), "
+        f"{args.patches} successive patches, median per patch; each cell the best of "
+        f"{args.repeat} fresh processes\n"
+    )
+    print(
+        f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | {'big/small':>9} "
+        f"| old reference runs new code"
+    )
     print("-" * 28 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 11 + "|" + "-" * 28)
     results: dict[str, tuple[float | str, float | str]] = {}
     for engine, label in ENGINES.items():
         small, captured = measure(engine, 0, args.patches, args.repeat)
         big, _ = measure(engine, BIG_HEAP, args.patches, args.repeat)
         results[engine] = (small, big)
-        ratio = f"{big / small:.2f}x" if isinstance(small, float) and isinstance(big, float) \
-            else "-"
-        print(f"{label:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
-              f"{'yes' if captured else 'no'}")
+        ratio = (
+            f"{big / small:.2f}x" if isinstance(small, float) and isinstance(big, float) else "-"
+        )
+        print(
+            f"{label:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
+            f"{'yes' if captured else 'no'}"
+        )
     print()
     _targets(results)
 
@@ -255,12 +278,21 @@ def _targets(results: dict[str, tuple[float | str, float | str]]) -> None:
     worst_patch = max(small, big)
     worst_reload = max(reload_small, reload_big)
     checks = [
-        (f"liveforge patch median <= {TARGET_PATCH_MS} ms", f"{worst_patch * 1e3:.3f} ms",
-         worst_patch * 1e3 <= TARGET_PATCH_MS),
-        (f"liveforge patch big/small <= {TARGET_RATIO}x", f"{big / small:.2f}x",
-         big / small <= TARGET_RATIO),
-        (f"liveforge reload median <= {TARGET_RELOAD_MS} ms", f"{worst_reload * 1e3:.3f} ms",
-         worst_reload * 1e3 <= TARGET_RELOAD_MS),
+        (
+            f"liveforge patch median <= {TARGET_PATCH_MS} ms",
+            f"{worst_patch * 1e3:.3f} ms",
+            worst_patch * 1e3 <= TARGET_PATCH_MS,
+        ),
+        (
+            f"liveforge patch big/small <= {TARGET_RATIO}x",
+            f"{big / small:.2f}x",
+            big / small <= TARGET_RATIO,
+        ),
+        (
+            f"liveforge reload median <= {TARGET_RELOAD_MS} ms",
+            f"{worst_reload * 1e3:.3f} ms",
+            worst_reload * 1e3 <= TARGET_RELOAD_MS,
+        ),
     ]
     for label, value, ok in checks:
         print(f"target: {label:<40} {value:>10}  {'met' if ok else 'MISSED'}")

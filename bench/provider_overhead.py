@@ -81,9 +81,12 @@ class _TimingTransport(httpx.AsyncBaseTransport):
         if not self.per_chunk:
             return response
         self.arrivals = []
-        return httpx.Response(response.status_code, headers=response.headers,
-                              stream=_Timed(response.stream, self.arrivals),
-                              extensions=response.extensions)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Timed(response.stream, self.arrivals),
+            extensions=response.extensions,
+        )
 
     def since_headers(self) -> tuple[float, float]:
         """(wall, CPU) seconds since the last response's headers."""
@@ -99,19 +102,19 @@ class _Bench:
     def __init__(self, base_url: str, token: bool) -> None:
         self.transport = _TimingTransport()
         self.client = httpx.AsyncClient(transport=self.transport, timeout=30)
-        self.route = Route(name="anthropic:bench", protocol="anthropic", model="bench",
-                           base_url=base_url)
-        self.provider = Provider([self.route], retry=RetryPolicy(max_attempts=1),
-                                 http=self.client)
+        self.route = Route(
+            name="anthropic:bench", protocol="anthropic", model="bench", base_url=base_url
+        )
+        self.provider = Provider([self.route], retry=RetryPolicy(max_attempts=1), http=self.client)
         self.request = ModelRequest(messages=[Message.user("stream please")])
         self.token = token
 
     async def raw(self) -> tuple[float, float, int]:
-        call = WIRES["anthropic"].build_request(self.request, self.route, "bench-key",
-                                                stream=True)
+        call = WIRES["anthropic"].build_request(self.request, self.route, "bench-key", stream=True)
         size = 0
-        async with self.client.stream("POST", call.url, headers=call.headers,
-                                      json=call.body) as resp:
+        async with self.client.stream(
+            "POST", call.url, headers=call.headers, json=call.body
+        ) as resp:
             async for chunk in resp.aiter_raw():
                 size += len(chunk)
         return (*self.transport.since_headers(), size)
@@ -127,8 +130,9 @@ class _Bench:
     async def chunks(self) -> list[bytes]:
         """The body of one response, chunk by chunk as it arrived."""
         call = WIRES["anthropic"].build_request(self.request, self.route, "k", stream=True)
-        async with self.client.stream("POST", call.url, headers=call.headers,
-                                      json=call.body) as resp:
+        async with self.client.stream(
+            "POST", call.url, headers=call.headers, json=call.body
+        ) as resp:
             resp.raise_for_status()
             return [chunk async for chunk in resp.aiter_raw()]
 
@@ -161,10 +165,16 @@ async def _measure(base_url: str, runs: int, token: bool) -> dict[str, Any]:
     chunks = await bench.chunks()
     await bench.client.aclose()
     median = statistics.median
-    return {"raw": median(r[0] for r in raw), "lf": median(r[0] for r in lf),
-            "raw_cpu": median(r[1] for r in raw), "lf_cpu": median(r[1] for r in lf),
-            "bytes": raw[0][2], "events": lf[0][2], "latencies": sorted(latencies),
-            "chunks": chunks}
+    return {
+        "raw": median(r[0] for r in raw),
+        "lf": median(r[0] for r in lf),
+        "raw_cpu": median(r[1] for r in raw),
+        "lf_cpu": median(r[1] for r in lf),
+        "bytes": raw[0][2],
+        "events": lf[0][2],
+        "latencies": sorted(latencies),
+        "chunks": chunks,
+    }
 
 
 def _run(chunks: int, pace: float, runs: int, token: bool) -> dict[str, Any]:
@@ -196,8 +206,9 @@ class _Replay(httpx.AsyncBaseTransport):
         self.chunks = chunks
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                              stream=_Chunks(self.chunks))
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_Chunks(self.chunks)
+        )
 
 
 def _best(action: Callable[[], object], repeats: int = 15) -> float:
@@ -212,8 +223,9 @@ def _best(action: Callable[[], object], repeats: int = 15) -> float:
 
 def _breakdown(chunks: list[bytes]) -> list[tuple[str, float]]:
     """Seconds per stage for the whole stream, each measured alone in memory."""
-    route = Route(name="anthropic:bench", protocol="anthropic", model="bench",
-                  base_url="http://replay")
+    route = Route(
+        name="anthropic:bench", protocol="anthropic", model="bench", base_url="http://replay"
+    )
     parser = SSEParser()
     sse = [event for chunk in chunks for event in parser.feed(chunk)]
 
@@ -252,13 +264,15 @@ def _breakdown(chunks: list[bytes]) -> list[tuple[str, float]]:
 
     body, plain, token = (asyncio.run(read(mode)) for mode in ("body", "plain", "token"))
     sse_s, json_s, decoder_s = _best(parse), _best(json_only), _best(decode)
-    return [("SSE parsing (bytes -> event name, data)", sse_s),
-            ("JSON decoding of event data", json_s),
-            ("decoder: dispatch, assembly, event objects", decoder_s - json_s),
-            ("pipeline: generators, batches, per-event yield", plain - body - sse_s - decoder_s),
-            ("total, no CancelToken", plain - body),
-            ("CancelToken: arm/disarm per batch", token - plain),
-            ("httpx body read, for scale (both sides pay it)", body)]
+    return [
+        ("SSE parsing (bytes -> event name, data)", sse_s),
+        ("JSON decoding of event data", json_s),
+        ("decoder: dispatch, assembly, event objects", decoder_s - json_s),
+        ("pipeline: generators, batches, per-event yield", plain - body - sse_s - decoder_s),
+        ("total, no CancelToken", plain - body),
+        ("CancelToken: arm/disarm per batch", token - plain),
+        ("httpx body read, for scale (both sides pay it)", body),
+    ]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -274,12 +288,16 @@ def main() -> None:
     parser.add_argument("--paced-runs", type=int, default=5, help="runs per paced row (2 s each)")
     parser.add_argument("--chunks", type=int, default=2000)
     args = parser.parse_args()
-    print(f"{args.chunks}-chunk Anthropic stream from a FakeProvider in a child process; "
-          f"median of {args.runs} runs ({args.paced_runs} paced), raw and liveforge "
-          "alternating.\n")
-    header = (f"{'server pace':<15}{'bytes':>7}{'events':>7}{'raw ms':>8}{'lf ms':>8}"
-              f"{'overhead':>9}{'us/event':>9}{'cpu raw us':>11}{'cpu lf us':>10}{'cpu ovh':>8}"
-              f"{'lat p50':>8}{'lat p99':>8}{'<=5%':>5}")
+    print(
+        f"{args.chunks}-chunk Anthropic stream from a FakeProvider in a child process; "
+        f"median of {args.runs} runs ({args.paced_runs} paced), raw and liveforge "
+        "alternating.\n"
+    )
+    header = (
+        f"{'server pace':<15}{'bytes':>7}{'events':>7}{'raw ms':>8}{'lf ms':>8}"
+        f"{'overhead':>9}{'us/event':>9}{'cpu raw us':>11}{'cpu lf us':>10}{'cpu ovh':>8}"
+        f"{'lat p50':>8}{'lat p99':>8}{'<=5%':>5}"
+    )
     print(header)
     print("-" * len(header))
     measured = {}
@@ -288,28 +306,36 @@ def main() -> None:
         r = measured[label] = _run(args.chunks, pace, runs, token)
         overhead = (r["lf"] / r["raw"] - 1) * 100
         events, lat = r["events"], r["latencies"]
-        print(f"{label:<15}{r['bytes']:>7}{events:>7}{r['raw'] * 1e3:>8.1f}"
-              f"{r['lf'] * 1e3:>8.1f}{overhead:>8.1f}%"
-              f"{(r['lf'] - r['raw']) / events * 1e6:>9.1f}"
-              f"{r['raw_cpu'] / events * 1e6:>11.1f}{r['lf_cpu'] / events * 1e6:>10.1f}"
-              f"{(r['lf_cpu'] / r['raw_cpu'] - 1) * 100:>7.0f}%"
-              f"{_percentile(lat, 0.5) * 1e6:>8.0f}{_percentile(lat, 0.99) * 1e6:>8.0f}"
-              f"{'yes' if overhead <= 5 else 'no':>5}")
-    print("\noverhead = liveforge / raw - 1, wall time (target <= 5%); us/event = added wall\n"
-          "time per event; cpu raw/lf us = client CPU per event, cpu ovh = their ratio - 1\n"
-          "(steadier than wall time when other processes share the cores); lat = chunk arrival\n"
-          "-> event in the consumer's hands, in us. +token: with a CancelToken, as the agent.\n"
-          "Unpaced, the raw read does almost nothing per chunk, so the client's decoding cost\n"
-          "(SSE parse, JSON, event objects) is all that is measured; paced, it hides in the\n"
-          "gaps between chunks, as it does with a real model.")
+        print(
+            f"{label:<15}{r['bytes']:>7}{events:>7}{r['raw'] * 1e3:>8.1f}"
+            f"{r['lf'] * 1e3:>8.1f}{overhead:>8.1f}%"
+            f"{(r['lf'] - r['raw']) / events * 1e6:>9.1f}"
+            f"{r['raw_cpu'] / events * 1e6:>11.1f}{r['lf_cpu'] / events * 1e6:>10.1f}"
+            f"{(r['lf_cpu'] / r['raw_cpu'] - 1) * 100:>7.0f}%"
+            f"{_percentile(lat, 0.5) * 1e6:>8.0f}{_percentile(lat, 0.99) * 1e6:>8.0f}"
+            f"{'yes' if overhead <= 5 else 'no':>5}"
+        )
+    print(
+        "\noverhead = liveforge / raw - 1, wall time (target <= 5%); us/event = added wall\n"
+        "time per event; cpu raw/lf us = client CPU per event, cpu ovh = their ratio - 1\n"
+        "(steadier than wall time when other processes share the cores); lat = chunk arrival\n"
+        "-> event in the consumer's hands, in us. +token: with a CancelToken, as the agent.\n"
+        "Unpaced, the raw read does almost nothing per chunk, so the client's decoding cost\n"
+        "(SSE parse, JSON, event objects) is all that is measured; paced, it hides in the\n"
+        "gaps between chunks, as it does with a real model."
+    )
     unpaced = measured["unpaced"]
     events = unpaced["events"]
-    print("\nWhere liveforge's time goes, us per event: each stage alone, in memory, on the "
-          "recorded\nchunks of the same stream (fastest of 15 runs).\n")
+    print(
+        "\nWhere liveforge's time goes, us per event: each stage alone, in memory, on the "
+        "recorded\nchunks of the same stream (fastest of 15 runs).\n"
+    )
     for stage, seconds in _breakdown(unpaced["chunks"]):
         print(f"  {stage:<50}{seconds / events * 1e6:>6.2f}")
-    print(f"  {'measured over the socket above (cpu lf - cpu raw)':<50}"
-          f"{(unpaced['lf_cpu'] - unpaced['raw_cpu']) / events * 1e6:>6.2f}")
+    print(
+        f"  {'measured over the socket above (cpu lf - cpu raw)':<50}"
+        f"{(unpaced['lf_cpu'] - unpaced['raw_cpu']) / events * 1e6:>6.2f}"
+    )
 
 
 if __name__ == "__main__":

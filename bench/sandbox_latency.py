@@ -41,8 +41,9 @@ ORIGINAL = "    return x + 1\n"
 PATCHED = "    successor = 1 + x\n    return successor\n"
 
 
-def timed(calls: dict[str, Callable[[], object]], runs: int, warmup: int = 3
-          ) -> dict[str, list[float]]:
+def timed(
+    calls: dict[str, Callable[[], object]], runs: int, warmup: int = 3
+) -> dict[str, list[float]]:
     """Wall-clock seconds per call, the variants interleaved so they share the machine's load."""
     for call in calls.values():
         for _ in range(warmup):
@@ -82,8 +83,10 @@ def main() -> None:
     parser.add_argument("--test-runs", type=int, default=10)
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
-    print(f"{os.cpu_count()} CPUs, load average at start: "
-          + " ".join(f"{load:.2f}" for load in os.getloadavg()))
+    print(
+        f"{os.cpu_count()} CPUs, load average at start: "
+        + " ".join(f"{load:.2f}" for load in os.getloadavg())
+    )
     try:
         run(work, options.runs, options.test_runs)
     finally:
@@ -112,29 +115,44 @@ def run(work: Path, runs: int, test_runs: int) -> None:
     rt.patch_module("fixture_pkg.mod", patched_source)
     with Sandbox(project, runs_dir=work / "runs", keep_runs=5) as box:
         checked(box.verify(SNIPPET, overlay).ok and rt.verify(SNIPPET).ok, "verify")
-        verify = timed({
-            "sandbox": lambda: box.verify(SNIPPET, overlay),
-            "runtime": lambda: rt.verify(SNIPPET),
-            "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
-        }, runs)
+        verify = timed(
+            {
+                "sandbox": lambda: box.verify(SNIPPET, overlay),
+                "runtime": lambda: rt.verify(SNIPPET),
+                "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
+            },
+            runs,
+        )
         fresh = verify["fresh"]
-        table(f"verify round trip, {runs} runs each, interleaved "
-              "(targets: <= 20 ms, <= 0.1x fresh)", [
-                  row("Sandbox.verify (fork from template)", verify["sandbox"], fresh),
-                  row("Runtime.verify (public API)", verify["runtime"], fresh),
-                  row("fresh `python -c`, overlay on sys.path", fresh, None)])
+        table(
+            f"verify round trip, {runs} runs each, interleaved (targets: <= 20 ms, <= 0.1x fresh)",
+            [
+                row("Sandbox.verify (fork from template)", verify["sandbox"], fresh),
+                row("Runtime.verify (public API)", verify["runtime"], fresh),
+                row("fresh `python -c`, overlay on sys.path", fresh, None),
+            ],
+        )
 
         checked(box.run_tests(["-q"], overlay).ok, "Sandbox.run_tests")
-        tests = timed({
-            "sandbox": lambda: box.run_tests(["-q"], overlay),
-            "plain": lambda: subprocess.run(pytest_cmd, cwd=persisted, env=fresh_env,
-                                            check=True, stdout=subprocess.DEVNULL),
-        }, test_runs, warmup=1)
+        tests = timed(
+            {
+                "sandbox": lambda: box.run_tests(["-q"], overlay),
+                "plain": lambda: subprocess.run(
+                    pytest_cmd, cwd=persisted, env=fresh_env, check=True, stdout=subprocess.DEVNULL
+                ),
+            },
+            test_runs,
+            warmup=1,
+        )
     rt.close()
-    table(f"fixture project test suite, {test_runs} runs each, interleaved "
-          "(target: <= 1.15x plain pytest)", [
-              row("Sandbox.run_tests(['-q'], overlay)", tests["sandbox"], tests["plain"]),
-              row("plain `python -m pytest -q`, persisted", tests["plain"], None)])
+    table(
+        f"fixture project test suite, {test_runs} runs each, interleaved "
+        "(target: <= 1.15x plain pytest)",
+        [
+            row("Sandbox.run_tests(['-q'], overlay)", tests["sandbox"], tests["plain"]),
+            row("plain `python -m pytest -q`, persisted", tests["plain"], None),
+        ],
+    )
 
 
 if __name__ == "__main__":

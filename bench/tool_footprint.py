@@ -24,8 +24,13 @@ from liveforge.declarations.toolbox import Toolbox
 from liveforge.kernel import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-MUTAGENT = {"tools": 6, "schema_chars": 2550, "inspect_chars": 1791, "signatures": 0,
-            "impl_locations": 0}
+MUTAGENT = {
+    "tools": 6,
+    "schema_chars": 2550,
+    "inspect_chars": 1791,
+    "signatures": 0,
+    "impl_locations": 0,
+}
 
 
 def _agent_target() -> tuple[str, str]:
@@ -47,12 +52,12 @@ def measure() -> dict[str, object]:
     box = Toolbox(runtime=Runtime(project_root=ROOT), packages=["liveforge.tools"], limit=8000)
     specs = box.specs()
     schema_chars = sum(len(json.dumps(spec.model_dump())) for spec in specs)
-    compact_chars = sum(len(json.dumps(spec.model_dump(), separators=(",", ":")))
-                        for spec in specs)
+    compact_chars = sum(len(json.dumps(spec.model_dump(), separators=(",", ":"))) for spec in specs)
     tree = box.call("inspect_module", {"path": "liveforge"}).text
     contracts = "".join(
         box.call("inspect_module", {"path": f"liveforge.declarations.{info.name}"}).text
-        for info in pkgutil.iter_modules([str(ROOT / "declarations")]))
+        for info in pkgutil.iter_modules([str(ROOT / "declarations")])
+    )
     target, label = _agent_target()
     source = box.call("view_source", {"path": target}).text
     return {
@@ -75,10 +80,13 @@ def measure() -> dict[str, object]:
 def main() -> None:
     """Print the figures side by side with mutagent 0.7.1."""
     ours = measure()
-    rows = [("tools", "tools"), ("schema chars (all tools)", "schema_chars"),
-            ("inspect_module(package) chars", "inspect_chars"),
-            ("  signatures shown", "signatures"),
-            ("  declared-method impl locations/stubs shown", "impl_locations")]
+    rows = [
+        ("tools", "tools"),
+        ("schema chars (all tools)", "schema_chars"),
+        ("inspect_module(package) chars", "inspect_chars"),
+        ("  signatures shown", "signatures"),
+        ("  declared-method impl locations/stubs shown", "impl_locations"),
+    ]
     print(f"{'figure':<46}{'liveforge':>11}{'mutagent 0.7.1':>16}{'ratio':>8}")
     for label, key in rows:
         mine, theirs = ours[key], MUTAGENT[key]
@@ -86,15 +94,19 @@ def main() -> None:
         ratio = f"{mine / theirs:.2f}" if theirs else "-"
         print(f"{label:<46}{mine:>11,}{theirs:>16,}{ratio:>8}")
     per_tool = int(ours["schema_chars"]) / int(ours["tools"])  # type: ignore[call-overload]
-    print(f"{'schema chars per tool':<46}{per_tool:>11.0f}{2550 / 6:>16.0f}"
-          f"{per_tool / (2550 / 6):>8.2f}")
-    print(f"\nschema chars as compact JSON (httpx 0.28 request bodies): "
-          f"{ours['compact_chars']:,}")
-    print(f"inspect_module(<each declarations module>), summed: {ours['contracts_chars']:,} "
-          f"chars, {ours['contracts_signatures']} signatures, "
-          f"{ours['contracts_impls']} impl locations/stubs")
-    print(f"view_source({ours['view_target']}) [{ours['view_label']}]: "
-          f"{ours['view_chars']:,} chars")
+    print(
+        f"{'schema chars per tool':<46}{per_tool:>11.0f}{2550 / 6:>16.0f}"
+        f"{per_tool / (2550 / 6):>8.2f}"
+    )
+    print(f"\nschema chars as compact JSON (httpx 0.28 request bodies): {ours['compact_chars']:,}")
+    print(
+        f"inspect_module(<each declarations module>), summed: {ours['contracts_chars']:,} "
+        f"chars, {ours['contracts_signatures']} signatures, "
+        f"{ours['contracts_impls']} impl locations/stubs"
+    )
+    print(
+        f"view_source({ours['view_target']}) [{ours['view_label']}]: {ours['view_chars']:,} chars"
+    )
     print("tools: " + ", ".join(ours["names"]))  # type: ignore[arg-type]
 
 

@@ -257,9 +257,23 @@ class TurnEnded(_Event):
 
 
 AgentEvent = Annotated[
-    TurnStarted | TextDelta | Thinking | ToolStarted | ToolFinished | PatchApplied
-    | VerificationResult | SelfPatchesApplied | SelfPatchesRolledBack | Compacted | Notice
-    | ErrorEvent | FinalAnswer | TurnLimit | Runaway | Cancelled | TurnEnded,
+    TurnStarted
+    | TextDelta
+    | Thinking
+    | ToolStarted
+    | ToolFinished
+    | PatchApplied
+    | VerificationResult
+    | SelfPatchesApplied
+    | SelfPatchesRolledBack
+    | Compacted
+    | Notice
+    | ErrorEvent
+    | FinalAnswer
+    | TurnLimit
+    | Runaway
+    | Cancelled
+    | TurnEnded,
     Field(discriminator="type"),
 ]
 

@@ -116,9 +116,15 @@ class Compactor(forwardpy.Object):
         tool results kept whole when possible); returns the messages and how many were cut."""
         ...
 
-    async def compact(self, messages: list[Message], provider: Provider, *,
-                      pinned: list[str], cancel: CancelToken | None = None,
-                      force: bool = False) -> Compaction | None:
+    async def compact(
+        self,
+        messages: list[Message],
+        provider: Provider,
+        *,
+        pinned: list[str],
+        cancel: CancelToken | None = None,
+        force: bool = False,
+    ) -> Compaction | None:
         """Summarise the older part of `messages` with the model.
 
         `pinned` are texts kept verbatim in the summary message (e.g. the unpersisted

@@ -318,7 +318,14 @@ class Done(_Model):
 
 
 StreamEvent = Annotated[
-    TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | UsageUpdate
-    | Retrying | FailedOver | Done,
+    TextDelta
+    | ThinkingDelta
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | UsageUpdate
+    | Retrying
+    | FailedOver
+    | Done,
     Field(discriminator="type"),
 ]

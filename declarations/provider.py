@@ -229,8 +229,9 @@ class CancelToken:
 class WireFormat(forwardpy.Object):
     """Converts between neutral models and one HTTP API. Stateless."""
 
-    def build_request(self, request: ModelRequest, route: Route, api_key: str | None,
-                      *, stream: bool) -> HttpCall:
+    def build_request(
+        self, request: ModelRequest, route: Route, api_key: str | None, *, stream: bool
+    ) -> HttpCall:
         """The HTTP call for `request` to `route` (URL, headers with auth, JSON body)."""
         ...
 
@@ -242,8 +243,9 @@ class WireFormat(forwardpy.Object):
         """A fresh decoder for one streamed response."""
         ...
 
-    def classify_error(self, status: int, headers: Mapping[str, str], body: bytes,
-                       route: Route) -> ProviderError:
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, route: Route
+    ) -> ProviderError:
         """The ProviderError subclass for an HTTP error response."""
         ...
 
@@ -251,8 +253,9 @@ class WireFormat(forwardpy.Object):
 class AnthropicWire(WireFormat):
     """The Anthropic Messages API (POST {base}/v1/messages)."""
 
-    def build_request(self, request: ModelRequest, route: Route, api_key: str | None,
-                      *, stream: bool) -> HttpCall:
+    def build_request(
+        self, request: ModelRequest, route: Route, api_key: str | None, *, stream: bool
+    ) -> HttpCall:
         """Messages API request: system hoisted, x-api-key + anthropic-version headers."""
         ...
 
@@ -264,8 +267,9 @@ class AnthropicWire(WireFormat):
         """Decoder for message_start … message_stop event sequences."""
         ...
 
-    def classify_error(self, status: int, headers: Mapping[str, str], body: bytes,
-                       route: Route) -> ProviderError:
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, route: Route
+    ) -> ProviderError:
         """Classify `{type: error, error: {type, message}}` bodies."""
         ...
 
@@ -273,8 +277,9 @@ class AnthropicWire(WireFormat):
 class OpenAIWire(WireFormat):
     """OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, LM Studio, llama.cpp)."""
 
-    def build_request(self, request: ModelRequest, route: Route, api_key: str | None,
-                      *, stream: bool) -> HttpCall:
+    def build_request(
+        self, request: ModelRequest, route: Route, api_key: str | None, *, stream: bool
+    ) -> HttpCall:
         """Chat-completions request: tool results as role=tool messages, Bearer auth."""
         ...
 
@@ -286,8 +291,9 @@ class OpenAIWire(WireFormat):
         """Decoder for `chat.completion.chunk` data lines up to `[DONE]`."""
         ...
 
-    def classify_error(self, status: int, headers: Mapping[str, str], body: bytes,
-                       route: Route) -> ProviderError:
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, route: Route
+    ) -> ProviderError:
         """Classify `{error: {...}}` bodies, vLLM integer codes and LM Studio strings."""
         ...
 
@@ -305,23 +311,30 @@ class Provider(forwardpy.Object):
     active_route: int
     http: httpx.AsyncClient | None
 
-    def __init__(self, routes: list[Route], *, retry: RetryPolicy | None = None,
-                 http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        routes: list[Route],
+        *,
+        retry: RetryPolicy | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
         if not routes:
             raise ValueError("Provider needs at least one Route (a model to call).")
         self.routes = list(routes)
         self.retry = retry or RetryPolicy()
-        self.states = [RouteState(route=r, credentials=[CredentialState(name=c.name)
-                                                        for c in r.credentials])
-                       for r in self.routes]
+        self.states = [
+            RouteState(route=r, credentials=[CredentialState(name=c.name) for c in r.credentials])
+            for r in self.routes
+        ]
         self.active_route = 0
         self.http = http
 
     def __repr__(self) -> str:
         return f"Provider(routes={[r.name for r in self.routes]!r})"
 
-    def stream(self, request: ModelRequest, *,
-               cancel: CancelToken | None = None) -> AsyncIterator[StreamEvent]:
+    def stream(
+        self, request: ModelRequest, *, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """Stream events for `request`; the last event is `Done(response)`.
 
         Emits `Retrying` / `FailedOver` notices. Raises a ProviderError subclass when every
@@ -332,8 +345,9 @@ class Provider(forwardpy.Object):
         """
         ...
 
-    async def complete(self, request: ModelRequest, *,
-                       cancel: CancelToken | None = None) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, *, cancel: CancelToken | None = None
+    ) -> ModelResponse:
         """Non-streaming call with the same retry/failover policy; returns the response."""
         ...
 

@@ -53,9 +53,17 @@ class ProviderError(LiveforgeError):
     retryable: ClassVar[bool] = False
     hint: ClassVar[str] = "Check the provider's status and the request, then try again."
 
-    def __init__(self, message: str, *, provider: str = "", model: str = "",
-                 status: int | None = None, request_id: str | None = None,
-                 error_type: str | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        model: str = "",
+        status: int | None = None,
+        request_id: str | None = None,
+        error_type: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         self.detail = message
         self.provider = provider
         self.model = model
@@ -88,8 +96,10 @@ class ProviderError(LiveforgeError):
 class AuthenticationError(ProviderError):
     """The API key was rejected (401) or lacks permission (403)."""
 
-    hint = ("Check the API key in the environment (e.g. ANTHROPIC_API_KEY / OPENAI_API_KEY) "
-            "and that it may use this model.")
+    hint = (
+        "Check the API key in the environment (e.g. ANTHROPIC_API_KEY / OPENAI_API_KEY) "
+        "and that it may use this model."
+    )
 
 
 class BillingError(ProviderError):

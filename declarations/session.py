@@ -73,7 +73,9 @@ class SessionBusy(SessionError):
         what = f" (session {holder_session})" if holder_session else ""
         super().__init__(
             f"{who}{what} is running a turn in {project}; wait for it to finish, or stop "
-            "that front end, then try again.", session_id=holder_session)
+            "that front end, then try again.",
+            session_id=holder_session,
+        )
         self.holder_pid = holder_pid
         self.holder_session = holder_session
 
@@ -139,14 +141,14 @@ class Session(forwardpy.Object):
     """Free-form state impls may keep (not persisted)."""
 
     @staticmethod
-    def create(root: str | Path, *, secrets: list[str] | None = None,
-               session_id: str | None = None) -> Session:
+    def create(
+        root: str | Path, *, secrets: list[str] | None = None, session_id: str | None = None
+    ) -> Session:
         """A new empty session of the project at `root`, its transcript file created."""
         ...
 
     @staticmethod
-    def open(root: str | Path, session_id: str, *,
-             secrets: list[str] | None = None) -> Session:
+    def open(root: str | Path, session_id: str, *, secrets: list[str] | None = None) -> Session:
         """Reload a session from its transcript ("latest" picks the newest one).
 
         Raises `SessionBusy` while another front end is running a turn of that session."""
@@ -169,8 +171,9 @@ class Session(forwardpy.Object):
         """Anchor the context estimate on what the provider reported for the last request."""
         ...
 
-    def replace_messages(self, messages: list[Message], tokens: list[int],
-                         summary: dict[str, Any]) -> None:
+    def replace_messages(
+        self, messages: list[Message], tokens: list[int], summary: dict[str, Any]
+    ) -> None:
         """Swap the conversation for a compacted one; `summary` describes the compaction."""
         ...
 

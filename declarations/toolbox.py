@@ -45,8 +45,11 @@ class Tool:
 
     def spec(self) -> ToolSpec:
         """The provider-neutral description a model receives."""
-        return ToolSpec(name=self.name, description=self.schema.description,
-                        input_schema=self.schema.input_schema)
+        return ToolSpec(
+            name=self.name,
+            description=self.schema.description,
+            input_schema=self.schema.input_schema,
+        )
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,7 @@ class ToolResult:
 
     def to_block(self, tool_use_id: str) -> ToolResultBlock:
         """This result as the answer to the model's tool call ``tool_use_id``."""
-        return ToolResultBlock(tool_use_id=tool_use_id, content=self.text,
-                               is_error=self.is_error)
+        return ToolResultBlock(tool_use_id=tool_use_id, content=self.text, is_error=self.is_error)
 
 
 class Toolbox(forwardpy.Object):
@@ -85,8 +87,9 @@ class Toolbox(forwardpy.Object):
         """Why tool candidates were left out (import errors, unusable annotations, clashes)."""
         ...
 
-    def call(self, name: str, arguments: dict[str, Any] | str,
-             timeout: float | None = None) -> ToolResult:
+    def call(
+        self, name: str, arguments: dict[str, Any] | str, timeout: float | None = None
+    ) -> ToolResult:
         """Validate ``arguments`` (a dict or a JSON object text) and run tool ``name``.
 
         Never raises for the model's mistakes: unknown tools, bad arguments, errors raised by

@@ -57,8 +57,7 @@ async def run(self: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
         turn = _begin(self, user_input)
         reason: TurnEndReason = "error"
         try:
-            yield TurnStarted(session_id=self.session.id, turn=turn.number,
-                              user_input=user_input)
+            yield TurnStarted(session_id=self.session.id, turn=turn.number, user_input=user_input)
             for line in self.session.extra.pop("restored", None) or []:
                 yield Notice(kind="restored", text=line)
             while True:
@@ -77,8 +76,9 @@ async def run(self: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
             raise
         finally:
             _end(self, turn, reason)
-        yield TurnEnded(reason=reason, steps=turn.steps, usage=turn.usage,
-                        context_tokens=self.context_tokens())
+        yield TurnEnded(
+            reason=reason, steps=turn.steps, usage=turn.usage, context_tokens=self.context_tokens()
+        )
 
 
 async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent]:
@@ -121,25 +121,30 @@ def _recover(agent: Agent, turn: Turn, fault: Exception) -> AgentEvent:
         raise fault
     agent.session.track(agent.runtime, agent.settings.self_packages)
     agent.session.note("self_patch_rollback", reason, change_ids=undone)
-    add_note(agent, f"[liveforge] Your self-patches {', '.join(undone)} broke the agent loop "
-             f"({reason}) and were rolled back automatically. The session goes on without "
-             "them; fix the cause before patching liveforge again.")
+    add_note(
+        agent,
+        f"[liveforge] Your self-patches {', '.join(undone)} broke the agent loop "
+        f"({reason}) and were rolled back automatically. The session goes on without "
+        "them; fix the cause before patching liveforge again.",
+    )
     return SelfPatchesRolledBack(change_ids=undone, reason=reason)
 
 
 def _track_unreported(agent: Agent) -> None:
     """Record changes made outside this turn's tool calls; the model hears of them next."""
     new = agent.session.track(agent.runtime, agent.settings.self_packages)
-    agent_state(agent).unreported += [f"{c.id} {c.kind} {c.target} [{c.status.value}]"
-                                      for c in new]
+    agent_state(agent).unreported += [f"{c.id} {c.kind} {c.target} [{c.status.value}]" for c in new]
 
 
 def _report_unreported(agent: Agent) -> None:
     state = agent_state(agent)
     if state.unreported:
-        add_note(agent, "[liveforge] Changes made since your last step that no tool result "
-                 "reported (a cancelled call may have finished in the background): "
-                 f"{'; '.join(state.unreported)}. They are in effect now.")
+        add_note(
+            agent,
+            "[liveforge] Changes made since your last step that no tool result "
+            "reported (a cancelled call may have finished in the background): "
+            f"{'; '.join(state.unreported)}. They are in effect now.",
+        )
         state.unreported = []
 
 
@@ -149,11 +154,16 @@ def _begin(agent: Agent, user_input: str) -> Turn:
     turn = Turn(number=number)
     agent_state(agent).turn = turn
     last = agent.session.messages[-1] if agent.session.messages else None
-    if last is not None and last.role == "user" and not last.tool_calls \
-            and not any(isinstance(b, ToolResultBlock) for b in last.content):
+    if (
+        last is not None
+        and last.role == "user"
+        and not last.tool_calls
+        and not any(isinstance(b, ToolResultBlock) for b in last.content)
+    ):
         # the previous turn failed before the model answered: keep roles alternating
-        agent.session.amend_last(Message(role="user",
-                                         content=[*last.content, TextBlock(text=user_input)]))
+        agent.session.amend_last(
+            Message(role="user", content=[*last.content, TextBlock(text=user_input)])
+        )
     else:
         message = Message.user(user_input)
         agent.session.append(message, tokens=agent.compactor.estimate(message))
@@ -165,8 +175,11 @@ def _end(agent: Agent, turn: Turn, reason: TurnEndReason) -> None:
     """Make the conversation valid for the next request whatever ended the turn."""
     close_open_calls(agent, turn)
     if reason == "turn_limit":
-        add_note(agent, f"[liveforge] The previous turn stopped at its limit of "
-                        f"{agent.settings.max_steps} steps.")
+        add_note(
+            agent,
+            f"[liveforge] The previous turn stopped at its limit of "
+            f"{agent.settings.max_steps} steps.",
+        )
     _track_unreported(agent)
     agent.session.turn_ended(reason)
     agent_state(agent).turn = None
@@ -198,8 +211,11 @@ def context_tokens(self: Agent) -> int:
         return self.session.context_tokens()
     system = Message.system(self.prompt.render())
     tools = sum(len(s.description) + len(str(s.input_schema)) for s in self.toolbox.specs())
-    return (self.session.context_tokens() + self.compactor.estimate(system)
-            + int(tools / self.compactor.settings.chars_per_token))
+    return (
+        self.session.context_tokens()
+        + self.compactor.estimate(system)
+        + int(tools / self.compactor.settings.chars_per_token)
+    )
 
 
 @forwardpy.impl(Agent.aclose)

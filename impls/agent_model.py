@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LAST_STEP_NOTE", "build_request", "call_model", "compact_now", "pinned_notes"]
 
-LAST_STEP_NOTE = ("\n\nThis is the last step of the current turn: answer the user now, "
-                  "without calling tools, saying what is done and what is left.")
+LAST_STEP_NOTE = (
+    "\n\nThis is the last step of the current turn: answer the user now, "
+    "without calling tools, saying what is done and what is left."
+)
 _SHRINK_LIMITS = (4000, 1000, 200)
 
 
@@ -55,10 +57,13 @@ def build_request(agent: Agent, *, last_step: bool = False) -> ModelRequest:
     """The request for the session's conversation as it is now."""
     system = agent.prompt.render() + (LAST_STEP_NOTE if last_step else "")
     settings = agent.settings
-    return ModelRequest(messages=[Message.system(system), *agent.session.messages],
-                        tools=agent.toolbox.specs(), max_tokens=settings.max_tokens,
-                        temperature=settings.temperature,
-                        tool_choice="none" if last_step else "auto")
+    return ModelRequest(
+        messages=[Message.system(system), *agent.session.messages],
+        tools=agent.toolbox.specs(),
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        tool_choice="none" if last_step else "auto",
+    )
 
 
 def _size(request: ModelRequest) -> int:
@@ -77,18 +82,31 @@ def pinned_notes(agent: Agent) -> list[str]:
 async def compact_now(agent: Agent, turn: Turn | None, *, force: bool) -> Compacted | None:
     """Compact the session's conversation; None when there was nothing to summarise."""
     result = await agent.compactor.compact(
-        list(agent.session.messages), agent.provider, pinned=pinned_notes(agent),
-        cancel=turn.token if turn else None, force=force)
+        list(agent.session.messages),
+        agent.provider,
+        pinned=pinned_notes(agent),
+        cancel=turn.token if turn else None,
+        force=force,
+    )
     if result is None:
         return None
-    agent.session.replace_messages(result.messages, result.tokens, {
-        "summary": result.summary, "tokens_before": result.tokens_before,
-        "summarised": result.messages_summarised})
+    agent.session.replace_messages(
+        result.messages,
+        result.tokens,
+        {
+            "summary": result.summary,
+            "tokens_before": result.tokens_before,
+            "summarised": result.messages_summarised,
+        },
+    )
     if turn is not None:
         turn.usage = turn.usage + result.usage
-    return Compacted(tokens_before=result.tokens_before, tokens_after=result.tokens_after,
-                     messages_summarised=result.messages_summarised,
-                     outputs_truncated=result.outputs_truncated)
+    return Compacted(
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        messages_summarised=result.messages_summarised,
+        outputs_truncated=result.outputs_truncated,
+    )
 
 
 async def _make_room(agent: Agent, turn: Turn, previous: int) -> AsyncIterator[AgentEvent]:
@@ -103,15 +121,20 @@ async def _make_room(agent: Agent, turn: Turn, previous: int) -> AsyncIterator[A
         if cut:
             tokens = [agent.compactor.estimate(m) for m in messages]
             agent.session.replace_messages(messages, tokens, {"truncated_outputs": cut})
-            yield Notice(kind="context", text=f"cut {cut} long tool outputs to {limit} "
-                                              "characters to fit the context window")
+            yield Notice(
+                kind="context",
+                text=f"cut {cut} long tool outputs to {limit} characters to fit the context window",
+            )
     if _size(build_request(agent)) >= previous:
-        raise CompactionError("the conversation overflows the context window and cannot be "
-                              "made smaller; start a new session or use a larger model.")
+        raise CompactionError(
+            "the conversation overflows the context window and cannot be "
+            "made smaller; start a new session or use a larger model."
+        )
 
 
-async def call_model(agent: Agent, turn: Turn, *, last_step: bool
-                     ) -> AsyncIterator[AgentEvent | ModelResponse]:
+async def call_model(
+    agent: Agent, turn: Turn, *, last_step: bool
+) -> AsyncIterator[AgentEvent | ModelResponse]:
     """Stream one request; the last item yielded is the response (already in the session)."""
     if agent.compactor.needs_compaction(agent.context_tokens()):
         try:
@@ -143,8 +166,9 @@ def _failed(agent: Agent, exc: Exception) -> Exception:
     return TurnOver("error", ErrorEvent(error_type=type(exc).__name__, message=str(exc)))
 
 
-async def _stream(agent: Agent, turn: Turn, request: ModelRequest
-                  ) -> AsyncIterator[AgentEvent | ModelResponse]:
+async def _stream(
+    agent: Agent, turn: Turn, request: ModelRequest
+) -> AsyncIterator[AgentEvent | ModelResponse]:
     response: ModelResponse | None = None
     try:
         async for event in agent.provider.stream(request, cancel=turn.token):
@@ -153,11 +177,15 @@ async def _stream(agent: Agent, turn: Turn, request: ModelRequest
             elif isinstance(event, ThinkingDelta):
                 yield Thinking(text=event.thinking)
             elif isinstance(event, Retrying):
-                yield Notice(kind="retrying", text=f"attempt {event.attempt} failed "
-                             f"({event.error}); retrying in {event.delay:.1f}s")
+                yield Notice(
+                    kind="retrying",
+                    text=f"attempt {event.attempt} failed "
+                    f"({event.error}); retrying in {event.delay:.1f}s",
+                )
             elif isinstance(event, FailedOver):
-                yield Notice(kind="failover", text=f"{event.from_model} -> {event.to_model}: "
-                                                   f"{event.reason}")
+                yield Notice(
+                    kind="failover", text=f"{event.from_model} -> {event.to_model}: {event.reason}"
+                )
             elif isinstance(event, Done):
                 response = event.response
     except ContextOverflowError:

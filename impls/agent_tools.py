@@ -49,8 +49,7 @@ T = TypeVar("T")
 def summary_of(text: str) -> str:
     """The first lines of a result, for people watching the turn."""
     lines = text.splitlines()
-    more = f"\n… ({len(lines) - _SUMMARY_LINES} more lines)" if len(lines) > _SUMMARY_LINES \
-        else ""
+    more = f"\n… ({len(lines) - _SUMMARY_LINES} more lines)" if len(lines) > _SUMMARY_LINES else ""
     return "\n".join(lines[:_SUMMARY_LINES]) + more
 
 
@@ -94,19 +93,25 @@ def _runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> bool:
 
 def _stop_runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> TurnOver:
     repeats = agent.settings.runaway_repeats
-    turn.results[call.id] = ToolResultBlock(tool_use_id=call.id, is_error=True, content=(
-        f"Stopped: this is call number {repeats} of {call.name} with these same arguments in "
-        "this turn, with nothing changed in between, so the result would be the same. The "
-        "turn was stopped here. Tell the user what you were trying to do and what blocks "
-        "you, or take a different approach."))
+    turn.results[call.id] = ToolResultBlock(
+        tool_use_id=call.id,
+        is_error=True,
+        content=(
+            f"Stopped: this is call number {repeats} of {call.name} with these same arguments in "
+            "this turn, with nothing changed in between, so the result would be the same. The "
+            "turn was stopped here. Tell the user what you were trying to do and what blocks "
+            "you, or take a different approach."
+        ),
+    )
     close_open_calls(agent, turn, "not run: the turn was stopped (a repeated call)")
     return TurnOver("runaway", Runaway(name=call.name, arguments=call.input, repeats=repeats))
 
 
 def _keep(agent: Agent, turn: Turn, call: ToolUseBlock, result: ToolResult) -> str:
     text = agent.compactor.clip_result(agent.session.scrub(result.text))
-    turn.results[call.id] = ToolResultBlock(tool_use_id=call.id, content=text,
-                                            is_error=result.is_error)
+    turn.results[call.id] = ToolResultBlock(
+        tool_use_id=call.id, content=text, is_error=result.is_error
+    )
     return text
 
 
@@ -116,11 +121,18 @@ def _changes(agent: Agent, turn: Turn) -> list[AgentEvent]:
     if new:
         turn.repeats.clear()
     new = [c for c in new if c.status.value != "rolled_back"]
-    selves = [c.id for c in new if c.kind != "reload"
-              and is_self_module(c.module, agent.settings.self_packages)]
+    selves = [
+        c.id
+        for c in new
+        if c.kind != "reload" and is_self_module(c.module, agent.settings.self_packages)
+    ]
     agent_state(agent).on_probation(selves)
-    return [PatchApplied(change_id=c.id, target=c.target, kind=c.kind, diff=c.diff(),
-                         self_patch=c.id in selves) for c in new]
+    return [
+        PatchApplied(
+            change_id=c.id, target=c.target, kind=c.kind, diff=c.diff(), self_patch=c.id in selves
+        )
+        for c in new
+    ]
 
 
 def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
@@ -133,8 +145,10 @@ def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
         turn.seen_runs = set()
     fresh = [r for r in rows if r.run_id not in turn.seen_runs]
     turn.seen_runs.update(r.run_id for r in rows)
-    return [VerificationResult(run_id=r.run_id, kind=r.kind, ok=r.ok, headline=r.headline)
-            for r in reversed(fresh)]
+    return [
+        VerificationResult(run_id=r.run_id, kind=r.kind, ok=r.ok, headline=r.headline)
+        for r in reversed(fresh)
+    ]
 
 
 async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[AgentEvent]:
@@ -143,28 +157,37 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
     started = time.monotonic()
     result = await in_worker(agent, turn, _call_tool, agent, call)
     text = _keep(agent, turn, call, result)
-    yield ToolFinished(call_id=call.id, name=call.name, is_error=result.is_error,
-                       summary=summary_of(text), duration=time.monotonic() - started,
-                       chars=len(text))
-    for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS
-                                          else []):
+    yield ToolFinished(
+        call_id=call.id,
+        name=call.name,
+        is_error=result.is_error,
+        summary=summary_of(text),
+        duration=time.monotonic() - started,
+        chars=len(text),
+    )
+    for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS else []):
         yield event
 
 
-async def _boundary(agent: Agent, turn: Turn, queued: list[ToolUseBlock]
-                    ) -> AsyncIterator[AgentEvent]:
+async def _boundary(
+    agent: Agent, turn: Turn, queued: list[ToolUseBlock]
+) -> AsyncIterator[AgentEvent]:
     results, ids, ok = await in_worker(agent, turn, apply_batch, agent, queued)
     for call in queued:
         _keep(agent, turn, call, results[call.id])
-    message = (f"{len(ids)} self-patch change(s) in effect" if ok
-               else "the self-patch batch failed; nothing applied")
+    message = (
+        f"{len(ids)} self-patch change(s) in effect"
+        if ok
+        else "the self-patch batch failed; nothing applied"
+    )
     yield SelfPatchesApplied(change_ids=ids, ok=ok, message=message)
     for event in _changes(agent, turn):
         yield event
 
 
-async def run_tools(agent: Agent, turn: Turn, calls: list[ToolUseBlock]
-                    ) -> AsyncIterator[AgentEvent]:
+async def run_tools(
+    agent: Agent, turn: Turn, calls: list[ToolUseBlock]
+) -> AsyncIterator[AgentEvent]:
     """Run the calls of the newest assistant message and append their results message."""
     turn.open_calls, turn.results = list(calls), {}
     queued: list[ToolUseBlock] = []
@@ -176,9 +199,15 @@ async def run_tools(agent: Agent, turn: Turn, calls: list[ToolUseBlock]
         yield ToolStarted(call_id=call.id, name=call.name, arguments=call.input)
         if is_self_patch(agent, call):
             queued.append(call)
-            yield ToolFinished(call_id=call.id, name=call.name, is_error=False, duration=0.0,
-                               summary="queued: applied at the end of this step", chars=0,
-                               deferred=True)
+            yield ToolFinished(
+                call_id=call.id,
+                name=call.name,
+                is_error=False,
+                duration=0.0,
+                summary="queued: applied at the end of this step",
+                chars=0,
+                deferred=True,
+            )
             continue
         async for event in _one(agent, turn, call):
             yield event

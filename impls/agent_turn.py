@@ -78,7 +78,8 @@ class AgentState:
         """One worker thread: tool calls never overlap, even one left running by a cancel."""
         if self.executor is None:
             self.executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="liveforge-tool")
+                max_workers=1, thread_name_prefix="liveforge-tool"
+            )
         return self.executor
 
 
@@ -119,7 +120,8 @@ def close_open_calls(agent: Agent, turn: Turn, note: str = CANCELLED_RESULT) -> 
     missing = turn.unanswered()
     blocks: list[ToolResultBlock] = [
         turn.results.get(c.id) or ToolResultBlock(tool_use_id=c.id, content=note, is_error=True)
-        for c in turn.open_calls]
+        for c in turn.open_calls
+    ]
     message = Message.tool_results(blocks)
     agent.session.append(message, tokens=agent.compactor.estimate(message))
     turn.open_calls, turn.results = [], {}

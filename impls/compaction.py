@@ -46,10 +46,12 @@ def cut_text(text: str, limit: int, what: str = "tool result") -> str:
     if len(text) <= limit:
         return text
     head, tail = int(limit * 0.75), int(limit * 0.2)
-    left_out = text[head:len(text) - tail]
-    marker = (f"\n[... {len(left_out)} characters ({left_out.count(chr(10))} lines) of this "
-              f"{what} cut; ask for a narrower part ...]\n")
-    return text[:head] + marker + (text[len(text) - tail:] if tail else "")
+    left_out = text[head : len(text) - tail]
+    marker = (
+        f"\n[... {len(left_out)} characters ({left_out.count(chr(10))} lines) of this "
+        f"{what} cut; ask for a narrower part ...]\n"
+    )
+    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
 
 
 @forwardpy.impl(Compactor.estimate)
@@ -76,15 +78,13 @@ def clip_result(self: Compactor, text: str) -> str:
 
 
 @forwardpy.impl(Compactor.shrink)
-def shrink(self: Compactor, messages: list[Message], limit: int
-           ) -> tuple[list[Message], int]:
+def shrink(self: Compactor, messages: list[Message], limit: int) -> tuple[list[Message], int]:
     out, cut = [], 0
     for position, message in enumerate(messages):
         keep_whole = position == len(messages) - 1 and limit > 0
         blocks: list[ContentBlock] = []
         for block in message.content:
-            if isinstance(block, ToolResultBlock) and len(block.content) > limit \
-                    and not keep_whole:
+            if isinstance(block, ToolResultBlock) and len(block.content) > limit and not keep_whole:
                 block = block.model_copy(update={"content": cut_text(block.content, limit)})
                 cut += 1
             blocks.append(block)
@@ -105,8 +105,11 @@ def render_transcript(messages: list[Message], output_limit: int) -> str:
                 lines.append(f"-> {block.name}({args}) [{block.id}]")
             elif isinstance(block, ToolResultBlock):
                 flag = " (error)" if block.is_error else ""
-                body = cut_text(block.content, output_limit) if output_limit else \
-                    f"[{len(block.content)} characters left out]"
+                body = (
+                    cut_text(block.content, output_limit)
+                    if output_limit
+                    else f"[{len(block.content)} characters left out]"
+                )
                 lines.append(f"<- result{flag} [{block.tool_use_id}]: {body}")
     return "\n".join(lines)
 
@@ -137,9 +140,13 @@ _NOT_INSTRUCTIONS = ("[Conversation summary", "[liveforge]")
 def _instructions(messages: list[Message], count: int) -> list[str]:
     """The user's last `count` inputs, one per text block (an input added to an unanswered
     one is its own block), without liveforge's own notes."""
-    texts = [b.text for m in messages if m.role == "user" for b in m.content
-             if isinstance(b, TextBlock) and b.text.strip()
-             and not b.text.startswith(_NOT_INSTRUCTIONS)]
+    texts = [
+        b.text
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, TextBlock) and b.text.strip() and not b.text.startswith(_NOT_INSTRUCTIONS)
+    ]
     return [cut_text(t, 4000, "instruction") for t in texts[-count:]] if count else []
 
 
@@ -162,14 +169,17 @@ def _request(self: Compactor, old: list[Message], budget: int) -> tuple[ModelReq
     return request, len(text)
 
 
-async def _summarise(self: Compactor, old: list[Message], provider: Provider,
-                     cancel: CancelToken | None) -> tuple[str, Usage, int] | None:
+async def _summarise(
+    self: Compactor, old: list[Message], provider: Provider, cancel: CancelToken | None
+) -> tuple[str, Usage, int] | None:
     """The summary, its usage and the requests sent; None when cancelled before it was
     complete (a cut-off summary must never replace the conversation)."""
     budget = self.settings.usable - self.settings.summary_tokens - 200
     if budget <= 0:
-        raise CompactionError("the context window is too small to hold a summary request; "
-                              "configure a larger window.", window=self.settings.window)
+        raise CompactionError(
+            "the context window is too small to hold a summary request; configure a larger window.",
+            window=self.settings.window,
+        )
     usage, last_size = Usage(), None
     for attempt in range(1, _ATTEMPTS + 1):
         request, size = _request(self, old, budget)
@@ -184,26 +194,40 @@ async def _summarise(self: Compactor, old: list[Message], provider: Provider,
         if response.incomplete:
             return None
         return response.text.strip(), usage + response.usage, attempt
-    raise CompactionError("the summarisation request kept overflowing the context window "
-                          "even after cutting it down; start a new session or configure a "
-                          "model with a larger window.", window=self.settings.window)
+    raise CompactionError(
+        "the summarisation request kept overflowing the context window "
+        "even after cutting it down; start a new session or configure a "
+        "model with a larger window.",
+        window=self.settings.window,
+    )
 
 
-def _summary_message(summary: str, summarised: int, pinned: list[str],
-                     instructions: list[str]) -> Message:
-    parts = [f"[Conversation summary: {summarised} earlier messages were summarised]",
-             summary or "(the summariser returned nothing)"]
+def _summary_message(
+    summary: str, summarised: int, pinned: list[str], instructions: list[str]
+) -> Message:
+    parts = [
+        f"[Conversation summary: {summarised} earlier messages were summarised]",
+        summary or "(the summariser returned nothing)",
+    ]
     parts += [p for p in pinned if p.strip()]
     if instructions:
-        parts.append("The user's most recent instructions, verbatim:\n"
-                     + "\n".join(f"- {t}" for t in instructions))
+        parts.append(
+            "The user's most recent instructions, verbatim:\n"
+            + "\n".join(f"- {t}" for t in instructions)
+        )
     return Message.user("\n\n".join(parts))
 
 
 @forwardpy.impl(Compactor.compact)
-async def compact(self: Compactor, messages: list[Message], provider: Provider, *,
-                  pinned: list[str], cancel: CancelToken | None = None,
-                  force: bool = False) -> Compaction | None:
+async def compact(
+    self: Compactor,
+    messages: list[Message],
+    provider: Provider,
+    *,
+    pinned: list[str],
+    cancel: CancelToken | None = None,
+    force: bool = False,
+) -> Compaction | None:
     cut = _cut_index(self, messages, force)
     if cut is None:
         return None
@@ -213,13 +237,22 @@ async def compact(self: Compactor, messages: list[Message], provider: Provider, 
     if summarised is None:
         return None
     summary, usage, requests = summarised
-    head = _summary_message(summary, len(old), pinned,
-                            _instructions(old, self.settings.keep_instructions))
+    head = _summary_message(
+        summary, len(old), pinned, _instructions(old, self.settings.keep_instructions)
+    )
     new = [head, *kept]
     truncated = 0
     if self.needs_compaction(sum(self.estimate(m) for m in new)):
         new, truncated = self.shrink(new, max(500, self.settings.tool_result_limit // 8))
     tokens = [self.estimate(m) for m in new]
-    return Compaction(messages=new, tokens=tokens, summary=summary, tokens_before=before,
-                      tokens_after=sum(tokens), messages_summarised=len(old),
-                      outputs_truncated=truncated, usage=usage, requests=requests)
+    return Compaction(
+        messages=new,
+        tokens=tokens,
+        summary=summary,
+        tokens_before=before,
+        tokens_after=sum(tokens),
+        messages_summarised=len(old),
+        outputs_truncated=truncated,
+        usage=usage,
+        requests=requests,
+    )

@@ -28,11 +28,19 @@ from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
 
-__all__ = ["apply_batch", "default_self_tests", "fault_summary", "is_self_patch",
-           "roll_back_unconfirmed", "self_test_guard"]
+__all__ = [
+    "apply_batch",
+    "default_self_tests",
+    "fault_summary",
+    "is_self_patch",
+    "roll_back_unconfirmed",
+    "self_test_guard",
+]
 
-_APPLIED_NOTE = ("\n(self-patch: in effect from your next request; rolled back automatically "
-                 "if it breaks the agent loop)")
+_APPLIED_NOTE = (
+    "\n(self-patch: in effect from your next request; rolled back automatically "
+    "if it breaks the agent loop)"
+)
 
 
 class _BatchFailed(Exception):
@@ -44,12 +52,16 @@ class _BatchFailed(Exception):
 def is_self_patch(agent: Agent, call: ToolUseBlock) -> bool:
     """True for a `patch` call aimed at liveforge itself."""
     path = call.input.get("path")
-    return (call.name == "patch" and isinstance(path, str)
-            and is_self_module(path, agent.settings.self_packages))
+    return (
+        call.name == "patch"
+        and isinstance(path, str)
+        and is_self_module(path, agent.settings.self_packages)
+    )
 
 
-def apply_batch(agent: Agent, queued: list[ToolUseBlock]
-                ) -> tuple[dict[str, ToolResult], list[str], bool]:
+def apply_batch(
+    agent: Agent, queued: list[ToolUseBlock]
+) -> tuple[dict[str, ToolResult], list[str], bool]:
     """Apply queued self-patches all-or-nothing (runs in the tool worker thread).
 
     Returns each call's result, the ids of the changes now in effect, and success.
@@ -68,10 +80,11 @@ def apply_batch(agent: Agent, queued: list[ToolUseBlock]
             results[call.id] = ToolResult(
                 f"not applied: the self-patch of {path} in the same step failed, and the "
                 "self-patches of a step apply all or nothing. Fix it and patch again.",
-                is_error=True)
+                is_error=True,
+            )
         results[failed.call.id] = ToolResult(
-            failed.result.text + "\nNone of this step's self-patches was applied.",
-            is_error=True)
+            failed.result.text + "\nNone of this step's self-patches was applied.", is_error=True
+        )
         return results, [], False
     ids = [c.id for c in changes]
     agent_state(agent).unconfirmed.extend(ids)
@@ -80,11 +93,12 @@ def apply_batch(agent: Agent, queued: list[ToolUseBlock]
 
 def fault_summary(fault: BaseException) -> str:
     """One paragraph naming the fault and the innermost liveforge frame it came from."""
-    frames = [f for f in traceback.extract_tb(fault.__traceback__)
-              if "liveforge" in f.filename or "/impls/" in f.filename
-              or f.filename.startswith("<")]
-    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" \
-        if frames else ""
+    frames = [
+        f
+        for f in traceback.extract_tb(fault.__traceback__)
+        if "liveforge" in f.filename or "/impls/" in f.filename or f.filename.startswith("<")
+    ]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
     return f"{type(fault).__name__}: {fault}{where}"
 
 
@@ -120,14 +134,18 @@ def self_test_guard(agent: Agent, modules: list[str]) -> None:
     args = agent.settings.self_tests
     selection = list(args) if args is not None else default_self_tests()
     if selection is None:
-        raise UnverifiedChange("refused: persisting changes to liveforge itself needs "
-                               "liveforge's own test suite, which is not installed here; "
-                               "configure agent self_tests (pytest arguments).")
+        raise UnverifiedChange(
+            "refused: persisting changes to liveforge itself needs "
+            "liveforge's own test suite, which is not installed here; "
+            "configure agent self_tests (pytest arguments)."
+        )
     try:
         result = agent.runtime.run_tests(selection, timeout=agent.settings.self_test_timeout)
     except LiveforgeError as exc:
         raise UnverifiedChange(f"refused: liveforge's own tests could not run: {exc}") from exc
     if not result.ok:
-        raise UnverifiedChange("refused: liveforge's own test suite fails with your changes "
-                               f"to {', '.join(targets)}; nothing was written.\n"
-                               f"{result.summary()}")
+        raise UnverifiedChange(
+            "refused: liveforge's own test suite fails with your changes "
+            f"to {', '.join(targets)}; nothing was written.\n"
+            f"{result.summary()}"
+        )

@@ -45,13 +45,22 @@ def _seen(session: Session) -> dict[str, ChangeRecord]:
     return seen
 
 
-def _record_new(session: Session, change: Change, prefixes: tuple[str, ...],
-                replaces: str | None = None) -> ChangeRecord:
+def _record_new(
+    session: Session, change: Change, prefixes: tuple[str, ...], replaces: str | None = None
+) -> ChangeRecord:
     record = ChangeRecord(
-        key=f"{session.extra['epoch']}:{change.id}", change_id=change.id, target=change.target,
-        module=change.module, kind=change.kind, before=change.before, after=change.after,
-        target_after=change.target_after, status=change.status.value,
-        self_patch=is_self_module(change.module, prefixes), replaces=replaces)
+        key=f"{session.extra['epoch']}:{change.id}",
+        change_id=change.id,
+        target=change.target,
+        module=change.module,
+        kind=change.kind,
+        before=change.before,
+        after=change.after,
+        target_after=change.target_after,
+        status=change.status.value,
+        self_patch=is_self_module(change.module, prefixes),
+        replaces=replaces,
+    )
     write_record(session, "change", change=record.model_dump(mode="json"))
     session.changes.append(record)
     _seen(session)[record.key] = record
@@ -64,8 +73,7 @@ def _set_status(session: Session, record: ChangeRecord, status: str) -> None:
 
 
 @forwardpy.impl(Session.track)
-def track(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()
-          ) -> list[Change]:
+def track(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) -> list[Change]:
     seen, epoch, new = _seen(self), self.extra["epoch"], []
     for change in runtime.history():
         record = seen.get(f"{epoch}:{change.id}")
@@ -83,20 +91,21 @@ def unpersisted(self: Session) -> list[ChangeRecord]:
 
 
 @forwardpy.impl(Session.restore)
-def restore(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()
-            ) -> list[str]:
+def restore(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) -> list[str]:
     self.track(runtime, self_prefixes)
     lines = []
-    for record in [c for c in self.unpersisted()
-                   if not c.key.startswith(f"{self.extra['epoch']}:")]:
+    for record in [
+        c for c in self.unpersisted() if not c.key.startswith(f"{self.extra['epoch']}:")
+    ]:
         lines.append(_reapply(self, runtime, record, self_prefixes))
     if lines:
         self.note("restored", "\n".join(lines))
     return lines
 
 
-def _reapply(session: Session, runtime: Runtime, record: ChangeRecord,
-             prefixes: tuple[str, ...]) -> str:
+def _reapply(
+    session: Session, runtime: Runtime, record: ChangeRecord, prefixes: tuple[str, ...]
+) -> str:
     label = f"{record.change_id} {record.kind} {record.target}"
     if record.kind == "reload":
         _set_status(session, record, "superseded")
@@ -111,8 +120,10 @@ def _reapply(session: Session, runtime: Runtime, record: ChangeRecord,
             how = "re-applied by definition (the module changed since)"
         else:
             _set_status(session, record, "superseded")
-            return (f"{label}: no longer applies: {record.module} is not what the change was "
-                    "made on (its file changed); view it and patch again if still wanted")
+            return (
+                f"{label}: no longer applies: {record.module} is not what the change was "
+                "made on (its file changed); view it and patch again if still wanted"
+            )
     except LiveforgeError as exc:
         _set_status(session, record, "superseded")
         return f"{label}: no longer applies: {type(exc).__name__}: {exc}"

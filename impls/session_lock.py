@@ -58,8 +58,9 @@ def _locked(session: Session) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("a+", encoding="utf-8")
     except OSError as exc:
-        raise SessionError(f"cannot open the turn lock {path}: {exc}",
-                           session_id=session.id, path=str(path)) from exc
+        raise SessionError(
+            f"cannot open the turn lock {path}: {exc}", session_id=session.id, path=str(path)
+        ) from exc
     with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

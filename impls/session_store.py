@@ -29,8 +29,16 @@ from liveforge.declarations.session import (
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
 
-__all__ = ["REDACTED", "SESSIONS_DIR", "close_transcript", "estimate_tokens", "scrub_text",
-           "secret_values", "sessions_dir", "write_record"]
+__all__ = [
+    "REDACTED",
+    "SESSIONS_DIR",
+    "close_transcript",
+    "estimate_tokens",
+    "scrub_text",
+    "secret_values",
+    "sessions_dir",
+    "write_record",
+]
 
 SESSIONS_DIR = Path(".liveforge") / "sessions"
 REDACTED = "[redacted]"
@@ -69,10 +77,20 @@ def _new_id() -> str:
 
 def _blank(root: Path, session_id: str, secrets: list[str] | None) -> Session:
     path = sessions_dir(root) / f"{session_id}.jsonl"
-    return Session(id=session_id, root=root, path=path, title="", messages=[], tokens=[],
-                   last_usage=None, usage_at=0, changes=[], turns=0,
-                   secrets=secret_values(secrets or []),
-                   extra={"epoch": 1, "created": time.time(), "open_turn": False})
+    return Session(
+        id=session_id,
+        root=root,
+        path=path,
+        title="",
+        messages=[],
+        tokens=[],
+        last_usage=None,
+        usage_at=0,
+        changes=[],
+        turns=0,
+        secrets=secret_values(secrets or []),
+        extra={"epoch": 1, "created": time.time(), "open_turn": False},
+    )
 
 
 def _handle(session: Session) -> IO[str]:
@@ -99,21 +117,32 @@ def write_record(session: Session, kind: str, **data: Any) -> None:
 
 
 @forwardpy.impl(Session.create)
-def create(root: str | Path, *, secrets: list[str] | None = None,
-           session_id: str | None = None) -> Session:
+def create(
+    root: str | Path, *, secrets: list[str] | None = None, session_id: str | None = None
+) -> Session:
     root = Path(root).resolve()
     session = _blank(root, session_id or _new_id(), secrets)
     try:
         session.path.parent.mkdir(parents=True, exist_ok=True)
         if session.path.exists():
-            raise SessionError(f"session {session.id} already exists at {session.path}; "
-                               "open it instead, or pick another id.",
-                               session_id=session.id, path=str(session.path))
+            raise SessionError(
+                f"session {session.id} already exists at {session.path}; "
+                "open it instead, or pick another id.",
+                session_id=session.id,
+                path=str(session.path),
+            )
     except OSError as exc:
-        raise SessionError(f"cannot create the session folder {session.path.parent}: {exc}",
-                           path=str(session.path)) from exc
-    write_record(session, "header", id=session.id, root=str(root), version=_version(),
-                 created=session.extra["created"])
+        raise SessionError(
+            f"cannot create the session folder {session.path.parent}: {exc}", path=str(session.path)
+        ) from exc
+    write_record(
+        session,
+        "header",
+        id=session.id,
+        root=str(root),
+        version=_version(),
+        created=session.extra["created"],
+    )
     return session
 
 
@@ -124,16 +153,18 @@ def _version() -> str:
 
 
 @forwardpy.impl(Session.open)
-def open_(root: str | Path, session_id: str, *,
-          secrets: list[str] | None = None) -> Session:
+def open_(root: str | Path, session_id: str, *, secrets: list[str] | None = None) -> Session:
     root = Path(root).resolve()
     if session_id == "latest":
         session_id = _latest(root)
     session = _blank(root, session_id, secrets)
     if not session.path.is_file():
         known = ", ".join(r.id for r in Session.list_sessions(root)[:5]) or "none"
-        raise SessionError(f"no session {session_id!r} in {sessions_dir(root)}; recent: "
-                           f"{known}.", session_id=session_id, path=str(session.path))
+        raise SessionError(
+            f"no session {session_id!r} in {sessions_dir(root)}; recent: {known}.",
+            session_id=session_id,
+            path=str(session.path),
+        )
     _refuse_if_running(root, session_id)
     replay(session, _read_records(session.path))
     session.extra["epoch"] += 1
@@ -157,8 +188,7 @@ def _latest(root: Path) -> str:
     folder = sessions_dir(root)
     paths = list(folder.glob("*.jsonl")) if folder.is_dir() else []
     if not paths:
-        raise SessionError(f"no sessions in {folder} to resume; start one first.",
-                           path=str(folder))
+        raise SessionError(f"no sessions in {folder} to resume; start one first.", path=str(folder))
     return max(paths, key=lambda p: p.stat().st_mtime).stem
 
 
@@ -199,8 +229,9 @@ def replay(session: Session, records: Iterator[dict[str, Any]]) -> None:
             _replay_other(session, kind, record, by_key)
 
 
-def _replay_other(session: Session, kind: Any, record: dict[str, Any],
-                  by_key: dict[str, ChangeRecord]) -> None:
+def _replay_other(
+    session: Session, kind: Any, record: dict[str, Any], by_key: dict[str, ChangeRecord]
+) -> None:
     if kind == "change":
         change = ChangeRecord.model_validate(record["change"])
         by_key[change.key] = change
@@ -220,15 +251,23 @@ def _replay_other(session: Session, kind: Any, record: dict[str, Any],
 def _close_interrupted(session: Session) -> None:
     """A crash mid-step can leave tool calls unanswered; answer them so requests stay valid."""
     if session.extra.get("open_turn"):
-        session.note("interrupted", "the previous turn was interrupted (the process ended "
-                     "during it); its last step was lost")
+        session.note(
+            "interrupted",
+            "the previous turn was interrupted (the process ended "
+            "during it); its last step was lost",
+        )
         session.turn_ended("interrupted")
     if session.messages and session.messages[-1].role == "assistant":
         calls = session.messages[-1].tool_calls
         if calls:
-            session.append(Message.tool_results([
-                ToolResultBlock(tool_use_id=c.id, content=CANCELLED_RESULT, is_error=True)
-                for c in calls]))
+            session.append(
+                Message.tool_results(
+                    [
+                        ToolResultBlock(tool_use_id=c.id, content=CANCELLED_RESULT, is_error=True)
+                        for c in calls
+                    ]
+                )
+            )
 
 
 @forwardpy.impl(Session.append)
@@ -250,16 +289,23 @@ def amend_last(self: Session, message: Message) -> None:
 
 @forwardpy.impl(Session.record_usage)
 def record_usage(self: Session, usage: Usage) -> None:
-    write_record(self, "usage", usage=usage.model_dump(mode="json"),
-                 messages=len(self.messages) - 1)
+    write_record(
+        self, "usage", usage=usage.model_dump(mode="json"), messages=len(self.messages) - 1
+    )
     self.last_usage, self.usage_at = usage, len(self.messages) - 1
 
 
 @forwardpy.impl(Session.replace_messages)
-def replace_messages(self: Session, messages: list[Message], tokens: list[int],
-                     summary: dict[str, Any]) -> None:
-    write_record(self, "compaction", messages=[m.model_dump(mode="json") for m in messages],
-                 tokens=tokens, **summary)
+def replace_messages(
+    self: Session, messages: list[Message], tokens: list[int], summary: dict[str, Any]
+) -> None:
+    write_record(
+        self,
+        "compaction",
+        messages=[m.model_dump(mode="json") for m in messages],
+        tokens=tokens,
+        **summary,
+    )
     self.messages, self.tokens = list(messages), list(tokens)
     self.last_usage, self.usage_at = None, 0
 
@@ -295,7 +341,7 @@ def scrub(self: Session, text: str) -> str:
 def context_tokens(self: Session) -> int:
     if self.last_usage is not None and self.usage_at < len(self.messages):
         anchor = self.last_usage.total_input_tokens + self.last_usage.output_tokens
-        return anchor + sum(self.tokens[self.usage_at + 1:])
+        return anchor + sum(self.tokens[self.usage_at + 1 :])
     return sum(self.tokens)
 
 
@@ -307,11 +353,18 @@ def info(self: Session) -> SessionInfo:
     running = self.extra.get("open_turn") and held_session == self.id
     state = "running" if running else ("interrupted" if self.extra.get("open_turn") else "idle")
     updated = self.path.stat().st_mtime if self.path.exists() else self.extra["created"]
-    return SessionInfo(id=self.id, title=self.title or "(no turns yet)",
-                       created=self.extra["created"], updated=updated, state=state,
-                       turns=self.turns, messages=len(self.messages),
-                       unpersisted=len(self.unpersisted()), path=str(self.path),
-                       holder_pid=pid if running else None)
+    return SessionInfo(
+        id=self.id,
+        title=self.title or "(no turns yet)",
+        created=self.extra["created"],
+        updated=updated,
+        state=state,
+        turns=self.turns,
+        messages=len(self.messages),
+        unpersisted=len(self.unpersisted()),
+        path=str(self.path),
+        holder_pid=pid if running else None,
+    )
 
 
 @forwardpy.impl(Session.list_sessions)

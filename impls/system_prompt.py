@@ -89,8 +89,7 @@ def _instructions_part(prompt: SystemPrompt) -> PromptPart | None:
     text = path.read_text(encoding="utf-8", errors="replace").strip()
     if len(text) > _INSTRUCTIONS_LIMIT:
         text = text[:_INSTRUCTIONS_LIMIT] + f"\n[... {path.name} cut here]"
-    return PromptPart(name="instructions", title=f"Project instructions ({path.name})",
-                      text=text)
+    return PromptPart(name="instructions", title=f"Project instructions ({path.name})", text=text)
 
 
 def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
@@ -105,8 +104,12 @@ def parts(self: SystemPrompt) -> list[PromptPart]:
     changes = tuple((c.id, c.status.value) for c in self.runtime.history())
     key = (tuple(t.name for t in self.toolbox.tools()), changes, _instructions_key(self))
     if cache.get("key") != key:
-        built = [PromptPart(name="identity", title="", text=IDENTITY), _tools_part(self),
-                 _project_part(self), _instructions_part(self)]
+        built = [
+            PromptPart(name="identity", title="", text=IDENTITY),
+            _tools_part(self),
+            _project_part(self),
+            _instructions_part(self),
+        ]
         cache["parts"] = [p for p in built if p is not None and p.text.strip()]
         cache["key"] = key
     found: list[PromptPart] = cache["parts"]  # type: ignore[assignment]

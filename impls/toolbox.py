@@ -66,15 +66,24 @@ def _tool_module_names(package: ModuleType) -> list[str]:
     """Public direct submodules: on disk (pkgutil) and in memory (sys.modules)."""
     prefix = package.__name__ + "."
     names = {prefix + info.name for info in pkgutil.iter_modules(getattr(package, "__path__", []))}
-    names.update(name for name in list(sys.modules)
-                 if name.startswith(prefix) and "." not in name[len(prefix):])
+    names.update(
+        name
+        for name in list(sys.modules)
+        if name.startswith(prefix) and "." not in name[len(prefix) :]
+    )
     return sorted(name for name in names if not name.rsplit(".", 1)[-1].startswith("_"))
 
 
 def _schema_for(func: Callable[..., Any], name: str) -> ToolSchema:
     """The function's schema, recomputed only when its code, docs or defaults changed."""
-    version = (func.__code__, func.__doc__, func.__defaults__, func.__kwdefaults__,
-               repr(func.__annotations__), name)
+    version = (
+        func.__code__,
+        func.__doc__,
+        func.__defaults__,
+        func.__kwdefaults__,
+        repr(func.__annotations__),
+        name,
+    )
     cached = _schemas.get(func)
     if cached is not None and cached[0] == version:
         return cached[1]
@@ -134,8 +143,9 @@ def problems(self: Toolbox) -> list[str]:
 
 
 @forwardpy.impl(Toolbox.call)
-def call(self: Toolbox, name: str, arguments: dict[str, Any] | str,
-         timeout: float | None = None) -> ToolResult:
+def call(
+    self: Toolbox, name: str, arguments: dict[str, Any] | str, timeout: float | None = None
+) -> ToolResult:
     limit = getattr(self, "limit", None) or DEFAULT_LIMIT
     available = {tool.name: tool for tool in self.tools()}
     tool = available.get(name)
@@ -157,8 +167,11 @@ def _parse_arguments(name: str, arguments: dict[str, Any] | str) -> Any:
     try:
         return json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError as exc:
-        raise ArgumentError(f"{name}: arguments are not valid JSON ({exc}); send a JSON object.",
-                            tool=name, problems=["<json>"]) from None
+        raise ArgumentError(
+            f"{name}: arguments are not valid JSON ({exc}); send a JSON object.",
+            tool=name,
+            problems=["<json>"],
+        ) from None
 
 
 def _effective_timeout(timeout: float | None, values: dict[str, Any]) -> float:
@@ -175,8 +188,10 @@ def _run(box: Toolbox, tool: Tool, values: dict[str, Any], seconds: float) -> tu
         with using_runtime(box.runtime), deadline(seconds):
             value = tool.func(**values)
     except DeadlineExceeded:
-        return (f"{tool.name} ran past its {seconds:g} s timeout and was interrupted; "
-                "ask for less work or pass a larger timeout."), True
+        return (
+            f"{tool.name} ran past its {seconds:g} s timeout and was interrupted; "
+            "ask for less work or pass a larger timeout."
+        ), True
     except LiveforgeError as exc:
         detail = getattr(exc, "diff", "")  # e.g. a persist conflict: what changed on disk
         text = f"{tool.name} failed: {type(exc).__name__}: {exc}"

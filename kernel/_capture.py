@@ -19,8 +19,9 @@ EXCERPT = 32 << 10
 class CappedSink:
     """Writes a stream to `path`, keeping its head and tail and dropping the middle."""
 
-    def __init__(self, path: Path, *, head_bytes: int = 1 << 20, tail_bytes: int = 64 << 10
-                 ) -> None:
+    def __init__(
+        self, path: Path, *, head_bytes: int = 1 << 20, tail_bytes: int = 64 << 10
+    ) -> None:
         self.path = path
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes

@@ -56,9 +56,15 @@ class Change(BaseModel):
     def diff(self, context: int = 3) -> str:
         """Unified diff of the module source before and after this change."""
         label = self.filename or self.module
-        return "".join(difflib.unified_diff(
-            (self.before or "").splitlines(keepends=True), self.after.splitlines(keepends=True),
-            f"a/{label}", f"b/{label}", n=context))
+        return "".join(
+            difflib.unified_diff(
+                (self.before or "").splitlines(keepends=True),
+                self.after.splitlines(keepends=True),
+                f"a/{label}",
+                f"b/{label}",
+                n=context,
+            )
+        )
 
     def summary(self) -> str:
         """One compact line: id, kind, target, what changed, notes."""
@@ -101,16 +107,19 @@ class History:
             if change.id == change_id:
                 return change
         known = ", ".join(c.id for c in self._changes[-10:]) or "none yet"
-        raise ChangeError(f"no change {change_id!r}; recent changes: {known}. See history().",
-                          change_id=change_id)
+        raise ChangeError(
+            f"no change {change_id!r}; recent changes: {known}. See history().", change_id=change_id
+        )
 
     def after(self, change: Change) -> list[Change]:
         """Live changes recorded after `change`, oldest first."""
         position = self._changes.index(change)
-        return [c for c in self._changes[position + 1:]
-                if c.status is not ChangeStatus.ROLLED_BACK]
+        return [
+            c for c in self._changes[position + 1 :] if c.status is not ChangeStatus.ROLLED_BACK
+        ]
 
     def unpersisted(self, module: str) -> list[Change]:
         """Live changes of `module` not yet written to its file."""
-        return [c for c in self.live()
-                if c.module == module and c.status is not ChangeStatus.PERSISTED]
+        return [
+            c for c in self.live() if c.module == module and c.status is not ChangeStatus.PERSISTED
+        ]

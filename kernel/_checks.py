@@ -34,16 +34,22 @@ class Checks:
 
     def overlay(self) -> list[OverlayModule]:
         """Every unpersisted module as the sandbox carries it."""
-        return [OverlayModule(r.name, r.source, r.filename, is_package=r.is_package,
-                              virtual=r.virtual) for r in self.registry.dirty()]
+        return [
+            OverlayModule(r.name, r.source, r.filename, is_package=r.is_package, virtual=r.virtual)
+            for r in self.registry.dirty()
+        ]
 
     def _carried(self) -> list[Change]:
         dirty = {r.name for r in self.registry.dirty()}
-        return [c for c in self._history.live()
-                if c.module in dirty and c.status is not ChangeStatus.PERSISTED]
+        return [
+            c
+            for c in self._history.live()
+            if c.module in dirty and c.status is not ChangeStatus.PERSISTED
+        ]
 
-    def verify(self, code: str, *, timeout: float = 30.0, memory_mb: int | None = None
-               ) -> RunResult:
+    def verify(
+        self, code: str, *, timeout: float = 30.0, memory_mb: int | None = None
+    ) -> RunResult:
         """Run a snippet in a sandboxed child that carries the overlay.
 
         Example::
@@ -52,17 +58,24 @@ class Checks:
             result.ok, result.status, result.summary()
         """
         carried = self._carried()
-        result = self.sandbox.verify(code, self.overlay(), [c.id for c in carried],
-                                     timeout=timeout, memory_mb=memory_mb)
+        result = self.sandbox.verify(
+            code, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
+        )
         self._mark(result, carried)
         return result
 
-    def run_tests(self, args: Sequence[str] | None = None, *, timeout: float = 300.0,
-                  memory_mb: int | None = None) -> RunResult:
+    def run_tests(
+        self,
+        args: Sequence[str] | None = None,
+        *,
+        timeout: float = 300.0,
+        memory_mb: int | None = None,
+    ) -> RunResult:
         """Run the project's own pytest suite (or `args`) in a sandbox with the overlay."""
         carried = self._carried()
-        result = self.sandbox.run_tests(args, self.overlay(), [c.id for c in carried],
-                                        timeout=timeout, memory_mb=memory_mb)
+        result = self.sandbox.run_tests(
+            args, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
+        )
         self._mark(result, carried)
         return result
 

@@ -65,8 +65,9 @@ def register_source(filename: str, source: str) -> None:
     linecache.cache[filename] = (len(source), None, lines, filename)
 
 
-def compile_source(source: str | ast.Module | ast.Expression, filename: str, mode: str
-                   ) -> types.CodeType:
+def compile_source(
+    source: str | ast.Module | ast.Expression, filename: str, mode: str
+) -> types.CodeType:
     """`compile`, with a SyntaxError showing the in-memory line, not the file on disk."""
     __tracebackhide__ = True
     try:
@@ -113,13 +114,18 @@ class OverlayFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, modules: Iterable[OverlayModule]) -> None:
         self.modules = {module.name: module for module in modules}
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
         module = self.modules.get(fullname)
         if module is None:
             return None
-        spec = importlib.util.spec_from_loader(fullname, self, origin=module.filename,
-                                               is_package=module.is_package)
+        spec = importlib.util.spec_from_loader(
+            fullname, self, origin=module.filename, is_package=module.is_package
+        )
         assert spec is not None
         if module.is_package:
             real_dir = [] if module.virtual else [str(Path(module.filename).parent)]
@@ -180,8 +186,11 @@ def _clip(text: str, limit: int) -> str:
 def _exception_info(exc: BaseException) -> dict[str, Any]:
     """Type, message and a traceback without the sandbox's and the import system's frames."""
     kind = type(exc)
-    name = kind.__qualname__ if kind.__module__ == "builtins" else (
-        f"{kind.__module__}.{kind.__qualname__}")
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else (f"{kind.__module__}.{kind.__qualname__}")
+    )
     report = traceback.TracebackException(kind, exc, exc.__traceback__)
     pending: list[traceback.TracebackException | None] = [report]
     while pending:
@@ -189,10 +198,14 @@ def _exception_info(exc: BaseException) -> dict[str, Any]:
         if current is None:
             continue
         current.stack = traceback.StackSummary.from_list(
-            [frame for frame in current.stack if not _machinery(frame.filename)])
+            [frame for frame in current.stack if not _machinery(frame.filename)]
+        )
         pending += [current.__cause__, current.__context__]
-    return {"exc_type": name, "exc_message": _clip(str(exc), MESSAGE_LIMIT),
-            "traceback": _clip("".join(report.format()), 50_000)}
+    return {
+        "exc_type": name,
+        "exc_message": _clip(str(exc), MESSAGE_LIMIT),
+        "traceback": _clip("".join(report.format()), 50_000),
+    }
 
 
 def _machinery(filename: str) -> bool:
@@ -227,8 +240,7 @@ def run_snippet(code: str, filename: str, memory_mb: int | None) -> dict[str, An
         if isinstance(exc, MemoryError) and memory_mb is not None:
             status = "killed_memory"
         return {"status": status, **_exception_info(exc)}
-    return {"status": "passed",
-            "value_repr": None if last is None else _safe_repr(value)}
+    return {"status": "passed", "value_repr": None if last is None else _safe_repr(value)}
 
 
 class _memory_limit:
@@ -288,8 +300,9 @@ class PytestCollector:
         if not message:
             lines = [line for line in str(report.longrepr or "").splitlines() if line.strip()]
             message = lines[-1] if lines else "failed"
-        self.failures.append({"nodeid": report.nodeid, "when": when,
-                              "message": _clip(message, 500)})
+        self.failures.append(
+            {"nodeid": report.nodeid, "when": when, "message": _clip(message, 500)}
+        )
 
 
 PYTEST_STATUS = {0: "passed", 1: "failed", 5: "error"}
@@ -310,11 +323,19 @@ def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[st
         with _memory_limit(memory_mb):
             code = int(pytest.main(full_args, plugins=[collector]))
     except BaseException as exc:
-        return {"status": "error", **_exception_info(exc), "tests": collector.counts,
-                "failures": collector.failures}
+        return {
+            "status": "error",
+            **_exception_info(exc),
+            "tests": collector.counts,
+            "failures": collector.failures,
+        }
     status = PYTEST_STATUS.get(code, "error")
-    outcome: dict[str, Any] = {"status": status, "pytest_exit_code": code,
-                               "tests": collector.counts, "failures": collector.failures}
+    outcome: dict[str, Any] = {
+        "status": status,
+        "pytest_exit_code": code,
+        "tests": collector.counts,
+        "failures": collector.failures,
+    }
     if code == 5:
         outcome["exc_message"] = "pytest collected no tests"
     return outcome
@@ -328,7 +349,7 @@ _dumps, _write, _close = json.dumps, os.write, os.close
 def _send_result(fd: int, outcome: dict[str, Any]) -> None:
     view = memoryview(_dumps(outcome).encode("utf-8"))
     while view:
-        view = view[_write(fd, view):]
+        view = view[_write(fd, view) :]
     _close(fd)
 
 
@@ -358,8 +379,7 @@ def _flush_streams() -> None:
             pass
 
 
-def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
-               ) -> NoReturn:
+def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int) -> NoReturn:
     """Entry point of a forked child: apply the overlay, run, send the outcome as JSON on
     `result_fd`, exit."""
     code = 0
@@ -377,8 +397,7 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
             outcome = run_snippet(request["code"], request["filename"], request["memory_mb"])
         else:
             sys.argv = ["pytest", *request["args"]]
-            outcome = run_pytest(request["args"], Path(request["run_dir"]),
-                                 request["memory_mb"])
+            outcome = run_pytest(request["args"], Path(request["run_dir"]), request["memory_mb"])
     except BaseException as exc:
         outcome = {"status": "error", "harness_error": True, **_exception_info(exc)}
         code = 70

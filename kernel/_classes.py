@@ -36,8 +36,7 @@ from liveforge.kernel.errors import UnsupportedChange
 
 _MISSING = object()
 _NEVER_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__", "__slots__"}
-_ENUM_BOOKKEEPING = {"_member_names_", "_member_map_", "_value2member_map_",
-                     "_unhashable_values_"}
+_ENUM_BOOKKEEPING = {"_member_names_", "_member_map_", "_value2member_map_", "_unhashable_values_"}
 
 
 @dataclass
@@ -78,8 +77,11 @@ def _body_info(node: ast.ClassDef | None) -> tuple[set[str], set[str], dict[str,
     """(names bound by the body, names bound by non-def statements as dumps, nested classes)."""
     if node is None:
         return set(), set(), {}
-    plain = {ast.dump(s) for s in node.body
-             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    plain = {
+        ast.dump(s)
+        for s in node.body
+        if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
     nested = {s.name: s for s in node.body if isinstance(s, ast.ClassDef)}
     return bindings(node.body), plain, nested
 
@@ -90,8 +92,10 @@ def _unchanged_names(old_node: ast.ClassDef | None, new_node: ast.ClassDef | Non
     _, old_plain, _ = _body_info(old_node)
     names: set[str] = set()
     for stmt in new_node.body:
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and ast.dump(stmt) in old_plain:
+        if (
+            not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and ast.dump(stmt) in old_plain
+        ):
             names |= bindings([stmt])
     return names
 
@@ -101,12 +105,16 @@ def _check_layout(old: type, new: type, ctx: MergeContext) -> None:
         raise UnsupportedChange(
             f"the metaclass of {old.__qualname__} changed ({type(old).__name__} -> "
             f"{type(new).__name__}); a live class cannot change its metaclass. Keep the "
-            "metaclass, or rename the class to create a new one.", target=old.__qualname__)
+            "metaclass, or rename the class to create a new one.",
+            target=old.__qualname__,
+        )
     if old.__dict__.get("__slots__", _MISSING) != new.__dict__.get("__slots__", _MISSING):
         raise UnsupportedChange(
             f"the __slots__ of {old.__qualname__} changed; existing instances have the old "
             "memory layout, so this cannot be applied in place. Keep __slots__ unchanged, or "
-            "rename the class and migrate callers.", target=old.__qualname__)
+            "rename the class and migrate callers.",
+            target=old.__qualname__,
+        )
     bases = tuple(translate(b, ctx.idmap) for b in new.__bases__)
     if bases != old.__bases__:
         before = old.__bases__
@@ -115,12 +123,19 @@ def _check_layout(old: type, new: type, ctx: MergeContext) -> None:
         except TypeError as exc:
             raise UnsupportedChange(
                 f"the bases of {old.__qualname__} cannot change in place ({exc}). Keep the "
-                "bases, or rename the class.", target=old.__qualname__) from None
+                "bases, or rename the class.",
+                target=old.__qualname__,
+            ) from None
         ctx.log.add(lambda: setattr(old, "__bases__", before))
 
 
-def merge(old: type, new: type, old_node: ast.ClassDef | None, new_node: ast.ClassDef | None,
-          ctx: MergeContext) -> None:
+def merge(
+    old: type,
+    new: type,
+    old_node: ast.ClassDef | None,
+    new_node: ast.ClassDef | None,
+    ctx: MergeContext,
+) -> None:
     """Make the live class `old` what the re-executed class statement built as `new`."""
     if old is new:
         return
@@ -146,8 +161,9 @@ def merge(old: type, new: type, old_node: ast.ClassDef | None, new_node: ast.Cla
             _delete(old, name, ctx)
 
 
-def _report_members(qualname: str, old_node: ast.ClassDef | None,
-                    new_node: ast.ClassDef | None, ctx: MergeContext) -> None:
+def _report_members(
+    qualname: str, old_node: ast.ClassDef | None, new_node: ast.ClassDef | None, ctx: MergeContext
+) -> None:
     """Record which members the class body added, changed or removed (nested classes that
     exist on both sides report their own members when they are merged)."""
     if old_node is None or new_node is None:
@@ -171,8 +187,13 @@ def _dumps_by_name(node: ast.ClassDef) -> dict[str, list[str]]:
     return dumps
 
 
-def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,
-                  nodes: tuple[ast.ClassDef | None, ast.ClassDef | None]) -> None:
+def _merge_member(
+    cls: type,
+    name: str,
+    value: Any,
+    ctx: MergeContext,
+    nodes: tuple[ast.ClassDef | None, ast.ClassDef | None],
+) -> None:
     current = cls.__dict__.get(name, _MISSING)
     if current is not _MISSING and _merge_in_place(current, value, ctx, nodes):
         return
@@ -184,31 +205,40 @@ def _merge_member(cls: type, name: str, value: Any, ctx: MergeContext,
     _set(cls, name, translate(value, ctx.idmap), ctx)
 
 
-def _merge_in_place(current: Any, value: Any, ctx: MergeContext,
-                    nodes: tuple[ast.ClassDef | None, ast.ClassDef | None]) -> bool:
+def _merge_in_place(
+    current: Any,
+    value: Any,
+    ctx: MergeContext,
+    nodes: tuple[ast.ClassDef | None, ast.ClassDef | None],
+) -> bool:
     """Update `current` from `value` without replacing it; False when it must be replaced."""
     if mergeable(current, value):
         _note(update_callable(current, value, ctx.log, ctx.idmap), ctx)
         ctx.idmap[id(value)] = current
         return True
-    if isinstance(current, (classmethod, staticmethod)) and type(current) is type(value) \
-            and mergeable(current.__func__, value.__func__):
+    if (
+        isinstance(current, (classmethod, staticmethod))
+        and type(current) is type(value)
+        and mergeable(current.__func__, value.__func__)
+    ):
         _note(update_callable(current.__func__, value.__func__, ctx.log, ctx.idmap), ctx)
         return True
     if isinstance(current, property) and isinstance(value, property):
         return _merge_property(current, value, ctx)
-    if isinstance(current, type) and isinstance(value, type) and nodes[1] is not None \
-            and value.__qualname__.endswith("." + nodes[1].name):
+    if (
+        isinstance(current, type)
+        and isinstance(value, type)
+        and nodes[1] is not None
+        and value.__qualname__.endswith("." + nodes[1].name)
+    ):
         merge(current, value, nodes[0], nodes[1], ctx)
         return True
     return False
 
 
 def _merge_property(current: property, value: property, ctx: MergeContext) -> bool:
-    pairs = [(current.fget, value.fget), (current.fset, value.fset),
-             (current.fdel, value.fdel)]
-    if any((a is None) != (b is None) or (a is not None and not mergeable(a, b))
-           for a, b in pairs):
+    pairs = [(current.fget, value.fget), (current.fset, value.fset), (current.fdel, value.fdel)]
+    if any((a is None) != (b is None) or (a is not None and not mergeable(a, b)) for a, b in pairs):
         return False
     for a, b in pairs:
         if a is not None:
@@ -270,16 +300,18 @@ def _reassign_value(member: Any, value: Any, ctx: MergeContext) -> None:
     object.__setattr__(member, "_value_", value)
 
 
-def defined_functions(value: Any, filename: str, first: int, last: int
-                      ) -> list[types.FunctionType]:
+def defined_functions(value: Any, filename: str, first: int, last: int) -> list[types.FunctionType]:
     """Functions reachable from `value` (through class bodies, nested classes, descriptors
     and `__wrapped__` chains) whose code was compiled from lines `first`..`last` of
     `filename` — the functions a statement standing at those lines defined. Functions it
     merely references (a decorator's wrapper, a helper from elsewhere) are left out."""
     found: dict[int, types.FunctionType] = {}
     _collect_functions(value, found)
-    return [f for f in found.values() if f.__code__.co_filename == filename
-            and first <= f.__code__.co_firstlineno <= last]
+    return [
+        f
+        for f in found.values()
+        if f.__code__.co_filename == filename and first <= f.__code__.co_firstlineno <= last
+    ]
 
 
 def module_functions(namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
@@ -299,16 +331,18 @@ _TRANSIENT = {"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"}
 def makes_functions(code: types.CodeType) -> bool:
     """True when running `code` can create functions that outlive the call (nested defs and
     lambdas; comprehensions are called at once and dropped)."""
-    return any(isinstance(c, types.CodeType) and (c.co_name not in _TRANSIENT
-                                                  or makes_functions(c))
-               for c in code.co_consts)
+    return any(
+        isinstance(c, types.CodeType) and (c.co_name not in _TRANSIENT or makes_functions(c))
+        for c in code.co_consts
+    )
 
 
 def _collect_functions(value: Any, found: dict[int, types.FunctionType]) -> None:
     if isinstance(value, type):
         for member in list(value.__dict__.values()):
-            if not isinstance(member, type) or \
-                    member.__qualname__.startswith(value.__qualname__ + "."):
+            if not isinstance(member, type) or member.__qualname__.startswith(
+                value.__qualname__ + "."
+            ):
                 _collect_functions(member, found)
         return
     for func in _functions_in(value):

@@ -58,8 +58,15 @@ class _Plan:
     dropped_stars: list[Stmt] = field(default_factory=list)
 
 
-def apply(module: types.ModuleType, old: Index, source: str, filename: str,
-          target: str = "", *, rerun_definitions: bool = False) -> tuple[Index, Outcome]:
+def apply(
+    module: types.ModuleType,
+    old: Index,
+    source: str,
+    filename: str,
+    target: str = "",
+    *,
+    rerun_definitions: bool = False,
+) -> tuple[Index, Outcome]:
     """Make `module` (whose current source is indexed by `old`) run `source`.
 
     `rerun_definitions` executes every def and class statement, changed or not: for a module
@@ -84,8 +91,9 @@ def apply(module: types.ModuleType, old: Index, source: str, filename: str,
             raise
         if not isinstance(exc, Exception):
             raise
-        raise PatchExecutionError(detail, target=target or module.__name__,
-                                  line=_failing_line(exc, filename)) from exc
+        raise PatchExecutionError(
+            detail, target=target or module.__name__, line=_failing_line(exc, filename)
+        ) from exc
     outcome.notes.extend(ctx.notes)
     return plan.index, outcome
 
@@ -135,12 +143,18 @@ def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeTy
 
         raise PatchSyntaxError(
             f"the new source does not compile: {exc.msg} (line {exc.lineno}). Fix it and "
-            "patch again; nothing was changed.", target=target, line=exc.lineno,
-            filename=filename, text=exc.text, offset=exc.offset) from None
+            "patch again; nothing was changed.",
+            target=target,
+            line=exc.lineno,
+            filename=filename,
+            text=exc.text,
+            offset=exc.offset,
+        ) from None
 
 
-def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
-             ctx: _classes.MergeContext) -> Outcome:
+def _execute(
+    module: types.ModuleType, plan: _Plan, saved: dict[str, Any], ctx: _classes.MergeContext
+) -> Outcome:
     namespace = module.__dict__
     outcome = Outcome()
     existing = {id(v) for v in saved.values()}
@@ -159,8 +173,7 @@ def _execute(module: types.ModuleType, plan: _Plan, saved: dict[str, Any],
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
         for name in sorted(stmt.binds):
-            _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx,
-                        outcome)
+            _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
     gone, fallback = _removed_names(module, plan)
     for name in sorted(gone):
         if name in namespace:
@@ -186,9 +199,12 @@ def _removed_names(module: types.ModuleType, plan: _Plan) -> tuple[set[str], dic
         return plan.removed, {}
     kept = {n: v for s in stars for n, v in _exported(module, s.node).items()}
     namespace = module.__dict__
-    dropped = {name for stmt in plan.dropped_stars
-               for name, value in _exported(module, stmt.node).items()
-               if name not in plan.index.bound and namespace.get(name, _MISSING) is value}
+    dropped = {
+        name
+        for stmt in plan.dropped_stars
+        for name, value in _exported(module, stmt.node).items()
+        if name not in plan.index.bound and namespace.get(name, _MISSING) is value
+    }
     fallback = {n: kept[n] for n in plan.removed & kept.keys()}
     return (plan.removed | dropped) - kept.keys(), fallback
 
@@ -197,8 +213,9 @@ def _exported(module: types.ModuleType, node: ast.stmt) -> dict[str, Any]:
     """What `from m import *` (node) binds, read from `m` as it is loaded now."""
     assert isinstance(node, ast.ImportFrom)
     try:
-        name = importlib.util.resolve_name("." * node.level + (node.module or ""),
-                                           module.__package__ or None)
+        name = importlib.util.resolve_name(
+            "." * node.level + (node.module or ""), module.__package__ or None
+        )
     except (ImportError, ValueError):
         return {}
     source = sys.modules.get(name)
@@ -216,9 +233,16 @@ def _drop_registrations(stmt: Stmt, saved: dict[str, Any]) -> None:
             _forward.unregister(cls, key)
 
 
-def _merge_name(module_ns: dict[str, Any], name: str, stmt: Stmt, old_stmt: Stmt | None,
-                saved: dict[str, Any], existing: set[int], ctx: _classes.MergeContext,
-                outcome: Outcome) -> None:
+def _merge_name(
+    module_ns: dict[str, Any],
+    name: str,
+    stmt: Stmt,
+    old_stmt: Stmt | None,
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
     old = saved.get(name, _MISSING)
     new = module_ns.get(name, _MISSING)
     if new is _MISSING:
@@ -241,8 +265,7 @@ def _merge_name(module_ns: dict[str, Any], name: str, stmt: Stmt, old_stmt: Stmt
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
         module_ns[name] = old
-    elif isinstance(old, type) and isinstance(new, type) and \
-            old.__qualname__ == new.__qualname__:
+    elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
         first = len(ctx.members)
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
@@ -268,8 +291,9 @@ def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
     return node if isinstance(node, ast.ClassDef) else None
 
 
-def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
-                 ctx: _classes.MergeContext) -> None:
+def _shift_moved(
+    namespace: dict[str, Any], moved: list[tuple[Stmt, int]], ctx: _classes.MergeContext
+) -> None:
     seen: set[int] = set()
     module_functions: list[types.FunctionType] | None = None
     for stmt, delta in moved:
@@ -277,8 +301,11 @@ def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
         if stmt.functions is None:
             # Found once by line range; the objects keep their identity while the statement
             # is not executed again, so later moves reuse the list.
-            stmt.functions = [f for name in stmt.binds for f in _classes.defined_functions(
-                namespace.get(name), ctx.filename, first, last)]
+            stmt.functions = [
+                f
+                for name in stmt.binds
+                for f in _classes.defined_functions(namespace.get(name), ctx.filename, first, last)
+            ]
             stmt.spawns = any(_classes.makes_functions(f.__code__) for f in stmt.functions)
         funcs = stmt.functions
         if stmt.spawns:
@@ -286,8 +313,9 @@ def _shift_moved(namespace: dict[str, Any], moved: list[tuple[Stmt, int]],
             # are bound elsewhere in the module; they are found by their line range.
             if module_functions is None:
                 module_functions = _classes.module_functions(namespace, ctx.filename)
-            funcs = funcs + [f for f in module_functions
-                             if first <= f.__code__.co_firstlineno <= last]
+            funcs = funcs + [
+                f for f in module_functions if first <= f.__code__.co_firstlineno <= last
+            ]
         for func in funcs:
             if id(func) in seen:
                 continue
@@ -327,5 +355,7 @@ def _describe(exc: BaseException, filename: str) -> str:
     where = f" at line {line}" if line else ""
     text = linecache.getline(filename, line).strip() if line else ""
     shown = f" ({text})" if text else ""
-    return (f"executing the new source raised {type(exc).__name__}: {exc}{where}{shown}. "
-            "Nothing was changed; fix the source and patch again.")
+    return (
+        f"executing the new source raised {type(exc).__name__}: {exc}{where}{shown}. "
+        "Nothing was changed; fix the source and patch again."
+    )

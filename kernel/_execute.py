@@ -138,9 +138,12 @@ def execute(code: str, namespace: dict[str, Any], timeout: float | None = 5.0) -
     try:
         body, last = _compile(code, filename)
     except SyntaxError as exc:
-        return ExecutionResult(ok=False, exception_type="SyntaxError",
-                               exception_message=str(exc),
-                               traceback="".join(traceback.format_exception_only(exc)))
+        return ExecutionResult(
+            ok=False,
+            exception_type="SyntaxError",
+            exception_message=str(exc),
+            traceback="".join(traceback.format_exception_only(exc)),
+        )
     watchdog = _Watchdog(timeout) if timeout else None
     try:
         with redirect_stdout(out), redirect_stderr(err):
@@ -157,8 +160,13 @@ def execute(code: str, namespace: dict[str, Any], timeout: float | None = 5.0) -
     duration = time.perf_counter() - started
     error = result.get("error")
     return ExecutionResult(
-        ok=error is None, value_repr=result.get("value"), stdout=out.text(), stderr=err.text(),
-        duration=duration, **(error or {}))
+        ok=error is None,
+        value_repr=result.get("value"),
+        stdout=out.text(),
+        stderr=err.text(),
+        duration=duration,
+        **(error or {}),
+    )
 
 
 def _run(body: Any, last: Any, namespace: dict[str, Any], result: dict[str, Any]) -> None:
@@ -186,19 +194,27 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines + traceback.format_exception_only(type(exc), exc))
 
 
-def _error_fields(exc: BaseException, timed_out: bool, timeout: float | None,
-                  started: float) -> dict[str, Any]:
+def _error_fields(
+    exc: BaseException, timed_out: bool, timeout: float | None, started: float
+) -> dict[str, Any]:
     if timed_out:
         elapsed = time.perf_counter() - started
         late = elapsed - (timeout or 0)
         message = f"the code ran past its {timeout:g} s timeout and was interrupted"
         if late > 1.0:
-            message += (f" {late:.1f} s late: it was blocked in native code, which Python "
-                        "cannot interrupt")
+            message += (
+                f" {late:.1f} s late: it was blocked in native code, which Python cannot interrupt"
+            )
         message += ". Use verify() to run risky code in a sandbox that can be killed."
-        return {"timed_out": True, "exception_type": "ExecutionTimeout",
-                "exception_message": message,
-                "traceback": _user_traceback(exc).rstrip("\n").rsplit("\n", 1)[0]
-                + f"\nExecutionTimeout: {message}\n"}
-    return {"exception_type": type(exc).__name__, "exception_message": str(exc),
-            "traceback": _user_traceback(exc)}
+        return {
+            "timed_out": True,
+            "exception_type": "ExecutionTimeout",
+            "exception_message": message,
+            "traceback": _user_traceback(exc).rstrip("\n").rsplit("\n", 1)[0]
+            + f"\nExecutionTimeout: {message}\n",
+        }
+    return {
+        "exception_type": type(exc).__name__,
+        "exception_message": str(exc),
+        "traceback": _user_traceback(exc),
+    }

@@ -76,8 +76,9 @@ def read_source(path: str | Path) -> SourceFile:
     text = data.decode(encoding)
     newline = detect_newline(text)
     fingerprint = Fingerprint(info.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
-    return SourceFile(path, _to_lf(text), encoding, newline, stat.S_IMODE(info.st_mode),
-                      fingerprint)
+    return SourceFile(
+        path, _to_lf(text), encoding, newline, stat.S_IMODE(info.st_mode), fingerprint
+    )
 
 
 def detect_newline(text: str) -> str:
@@ -90,8 +91,9 @@ def _to_lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def encode_source(text: str, like: SourceFile | None = None, *, path: str | Path = "",
-                  module: str = "") -> bytes:
+def encode_source(
+    text: str, like: SourceFile | None = None, *, path: str | Path = "", module: str = ""
+) -> bytes:
     """`text` as the bytes to store: `like`'s newline style and encoding.
 
     A coding cookie in the text itself wins over `like`'s encoding; a BOM is kept when the
@@ -107,9 +109,11 @@ def encode_source(text: str, like: SourceFile | None = None, *, path: str | Path
     except UnicodeEncodeError as exc:
         line = body.count("\n", 0, exc.start) + 1
         raise PersistError(
-            f"{path or module}: line {line} has {exc.object[exc.start:exc.end]!r}, which the "
+            f"{path or module}: line {line} has {exc.object[exc.start : exc.end]!r}, which the "
             f"file's encoding {encoding!r} cannot store. Change the coding cookie or the text.",
-            path=str(path), module=module) from exc
+            path=str(path),
+            module=module,
+        ) from exc
 
 
 def _declared_encoding(text: str) -> str | None:
@@ -124,8 +128,13 @@ def _declared_encoding(text: str) -> str | None:
     return None
 
 
-def atomic_write(path: str | Path, content: str | bytes, *, like: SourceFile | None = None,
-                 mode: int | None = None) -> Fingerprint:
+def atomic_write(
+    path: str | Path,
+    content: str | bytes,
+    *,
+    like: SourceFile | None = None,
+    mode: int | None = None,
+) -> Fingerprint:
     """Replace `path` with `content` atomically; returns the new fingerprint.
 
     Text is encoded like `like` (see `encode_source`). The mode is `mode`, else `like`'s, else
@@ -136,8 +145,7 @@ def atomic_write(path: str | Path, content: str | bytes, *, like: SourceFile | N
     if mode is None:
         mode = like.mode if like else _existing_mode(path)
     _sweep_stale_temporaries(path)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                     suffix=TEMP_SUFFIX)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
@@ -192,18 +200,27 @@ def safe_destination(project_root: str | Path, path: str | Path) -> Path:
     root = Path(os.path.realpath(project_root))
     given = Path(path)
     if ".." in given.parts:
-        raise UnsafePath(f"{str(path)!r} contains '..'; give a path inside the project root "
-                         f"{root} without '..'.", path=str(path))
+        raise UnsafePath(
+            f"{str(path)!r} contains '..'; give a path inside the project root "
+            f"{root} without '..'.",
+            path=str(path),
+        )
     candidate = given if given.is_absolute() else root / given
     lexical = Path(os.path.normpath(candidate))
     roots = (root, Path(os.path.abspath(project_root)))
     if not any(lexical.is_relative_to(r) for r in roots):
-        raise UnsafePath(f"{str(path)!r} is outside the project root {root}; liveforge only "
-                         "writes files inside the project.", path=str(path))
+        raise UnsafePath(
+            f"{str(path)!r} is outside the project root {root}; liveforge only "
+            "writes files inside the project.",
+            path=str(path),
+        )
     real = Path(os.path.realpath(candidate))
     if not real.is_relative_to(root):
-        raise UnsafePath(f"{str(path)!r} leads through a symlink to {real}, outside the project "
-                         f"root {root}; liveforge refuses to write there.", path=str(path))
+        raise UnsafePath(
+            f"{str(path)!r} leads through a symlink to {real}, outside the project "
+            f"root {root}; liveforge refuses to write there.",
+            path=str(path),
+        )
     return real
 
 
@@ -211,8 +228,11 @@ def module_path_for(project_root: str | Path, dotted_name: str, is_package: bool
     """Where module `dotted_name` lives under the root (`a/b.py` or `a/b/__init__.py`)."""
     parts = dotted_name.split(".")
     if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
-        raise UnsafePath(f"{dotted_name!r} is not a valid dotted module name; each part must be "
-                         "a Python identifier.", module=dotted_name)
+        raise UnsafePath(
+            f"{dotted_name!r} is not a valid dotted module name; each part must be "
+            "a Python identifier.",
+            module=dotted_name,
+        )
     base = Path(project_root).joinpath(*parts)
     return base / "__init__.py" if is_package else base.with_suffix(".py")
 
@@ -226,15 +246,26 @@ def check_unchanged(path: str | Path, loaded: SourceFile, *, module: str = "") -
     if current is None:
         raise PersistConflict(
             f"{label}: {path} was deleted since liveforge loaded it. Restore the file, or "
-            "persist with force=True to write it anew.", path=str(path), module=module)
+            "persist with force=True to write it anew.",
+            path=str(path),
+            module=module,
+        )
     disk = read_source(path).text
-    diff = "".join(difflib.unified_diff(
-        loaded.text.splitlines(keepends=True), disk.splitlines(keepends=True),
-        fromfile=f"{path} (as loaded)", tofile=f"{path} (on disk now)"))
+    diff = "".join(
+        difflib.unified_diff(
+            loaded.text.splitlines(keepends=True),
+            disk.splitlines(keepends=True),
+            fromfile=f"{path} (as loaded)",
+            tofile=f"{path} (on disk now)",
+        )
+    )
     raise PersistConflict(
         f"{label}: {path} changed on disk since liveforge loaded it; writing would lose that "
         f"edit. Reload or merge it, or persist with force=True to overwrite.\n{diff}",
-        path=str(path), module=module, diff=diff)
+        path=str(path),
+        module=module,
+        diff=diff,
+    )
 
 
 @dataclass(frozen=True)
@@ -270,8 +301,9 @@ class PersistRecord:
         return [backup.path for backup in self.backups]
 
 
-def persist_files(project_root: str | Path, writes: Sequence[PlannedWrite], *,
-                  force: bool = False) -> PersistRecord:
+def persist_files(
+    project_root: str | Path, writes: Sequence[PlannedWrite], *, force: bool = False
+) -> PersistRecord:
     """Write a batch of sources all-or-nothing; returns the record that `restore` undoes.
 
     Everything is checked before the first write: destinations inside the root, no conflict
@@ -293,29 +325,38 @@ def persist_files(project_root: str | Path, writes: Sequence[PlannedWrite], *,
     except BaseException as exc:
         restore(record, force=True)
         if isinstance(exc, OSError):
-            raise PersistError(f"writing {exc.filename or 'a file'} failed ({exc.strerror}); "
-                               "every file of this persist was put back.") from exc
+            raise PersistError(
+                f"writing {exc.filename or 'a file'} failed ({exc.strerror}); "
+                "every file of this persist was put back."
+            ) from exc
         raise
     return record
 
 
-def _prepare(project_root: str | Path, write: PlannedWrite, force: bool
-             ) -> tuple[Path, bytes, PlannedWrite]:
+def _prepare(
+    project_root: str | Path, write: PlannedWrite, force: bool
+) -> tuple[Path, bytes, PlannedWrite]:
     try:
         dest = safe_destination(project_root, write.path)
     except UnsafePath as exc:
         if not write.module:
             raise
-        raise UnsafePath(f"module {write.module}: {exc} Nothing was written; leave it out "
-                         "(persist(modules=[...]) with the others) or roll it back.",
-                         path=str(write.path), module=write.module) from None
+        raise UnsafePath(
+            f"module {write.module}: {exc} Nothing was written; leave it out "
+            "(persist(modules=[...]) with the others) or roll it back.",
+            path=str(write.path),
+            module=write.module,
+        ) from None
     if not force and write.loaded is not None:
         check_unchanged(dest, write.loaded, module=write.module)
     elif not force and dest.exists():
         raise PersistConflict(
             f"{write.module or dest}: {dest} already exists on disk but liveforge holds this "
             "module only in memory. Move the file away, or persist with force=True to "
-            "overwrite it.", path=str(dest), module=write.module)
+            "overwrite it.",
+            path=str(dest),
+            module=write.module,
+        )
     return dest, encode_source(write.text, write.loaded, path=dest, module=write.module), write
 
 
@@ -357,7 +398,9 @@ def restore(record: PersistRecord, *, force: bool = False) -> None:
                 raise PersistConflict(
                     f"{backup.module or backup.path}: {backup.path} changed after it was "
                     "persisted; undoing would lose that edit. Pass force=True to undo anyway.",
-                    path=str(backup.path), module=backup.module)
+                    path=str(backup.path),
+                    module=backup.module,
+                )
     for backup in reversed(record.backups):
         if backup.old_bytes is not None:
             atomic_write(backup.path, backup.old_bytes, mode=backup.old_mode)

@@ -24,8 +24,12 @@ from forwardpy import core
 from liveforge.kernel.errors import LiveforgeError
 
 _SIGNATURES = "__liveforge_declared_signatures__"
-_DECLARED_SETS = (core._DECLARED_METHODS, core._DECLARED_CLASSMETHODS,
-                  core._DECLARED_STATICMETHODS, core._DECLARED_PROPERTIES)
+_DECLARED_SETS = (
+    core._DECLARED_METHODS,
+    core._DECLARED_CLASSMETHODS,
+    core._DECLARED_STATICMETHODS,
+    core._DECLARED_PROPERTIES,
+)
 _MISSING = object()
 
 
@@ -44,6 +48,7 @@ class ImplSignatureError(LiveforgeError, TypeError):
 
 # -- attribute defaults ---------------------------------------------------------------------
 
+
 def _descriptor_get(self: Any, obj: Any, objtype: type | None = None) -> Any:
     if obj is None:
         return self
@@ -61,8 +66,10 @@ def _descriptor_get(self: Any, obj: Any, objtype: type | None = None) -> Any:
 def _plain_values(namespace: dict[str, Any]) -> dict[str, Any]:
     annotations = namespace.get("__annotations__", {})
     return {
-        name: value for name, value in namespace.items()
-        if name in annotations and not callable(value)
+        name: value
+        for name, value in namespace.items()
+        if name in annotations
+        and not callable(value)
         and not isinstance(value, (property, classmethod, staticmethod))
     }
 
@@ -82,8 +89,9 @@ def _stub_signatures(namespace: dict[str, Any]) -> dict[str, inspect.Signature]:
 _original_new = core.ObjectMeta.__new__
 
 
-def _meta_new(mcs: type, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
-              **kwargs: Any) -> Any:
+def _meta_new(
+    mcs: type, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+) -> Any:
     defaults = _plain_values(namespace)
     signatures = _stub_signatures(namespace)
     cls = _original_new(mcs, name, bases, namespace, **kwargs)
@@ -96,6 +104,7 @@ def _meta_new(mcs: type, name: str, bases: tuple[type, ...], namespace: dict[str
 
 
 # -- signature checking ---------------------------------------------------------------------
+
 
 def _shape(sig: inspect.Signature) -> list[tuple[str, Any]]:
     params = list(sig.parameters.values())
@@ -124,8 +133,10 @@ def check_impl_signature(method: Any, func: Callable[..., Any]) -> None:
     decl_shape, impl_shape = _shape(declared), _shape(actual)
     if decl_shape != impl_shape:
         raise ImplSignatureError(
-            f"{cls.__module__}.{cls.__qualname__}.{name}", str(declared),
-            f"{func.__module__}.{func.__qualname__}", str(actual),
+            f"{cls.__module__}.{cls.__qualname__}.{name}",
+            str(declared),
+            f"{func.__module__}.{func.__qualname__}",
+            str(actual),
         )
 
 
@@ -157,6 +168,7 @@ def install() -> None:
 
 
 # -- registrations held by functions --------------------------------------------------------
+
 
 def is_declaration(cls: Any) -> bool:
     """True for forwardpy declaration classes (subclasses of forwardpy.Object)."""
@@ -230,6 +242,7 @@ def rebind(cls: type, key: str, func: Any) -> None:
 
 # -- snapshots ------------------------------------------------------------------------------
 
+
 class Snapshot:
     """The forwardpy registries and the class attributes they drive, restorable exactly."""
 
@@ -240,11 +253,13 @@ class Snapshot:
         self.properties = {cls: dict(p) for cls, p in core._property_registry.items()}
         self.accessors = {
             prop: (prop._fget, prop._fset)
-            for props in core._property_registry.values() for prop in props.values()
+            for props in core._property_registry.values()
+            for prop in props.values()
         }
         self.class_attrs = {
             (cls, name): cls.__dict__.get(name, _MISSING)
-            for cls in core._method_registry for name in _declared_names(cls)
+            for cls in core._method_registry
+            for name in _declared_names(cls)
         }
 
     def restore(self) -> None:
@@ -277,6 +292,7 @@ def _declared_names(cls: type) -> set[str]:
 
 # -- redefining a declaration class in place ------------------------------------------------
 
+
 def merge_declaration(old: type, new: type) -> set[str]:
     """Move forwardpy's bookkeeping from a re-created declaration `new` onto the live `old`.
 
@@ -287,8 +303,11 @@ def merge_declaration(old: type, new: type) -> set[str]:
     old_impls = core._method_registry.get(old, {})
     new_declared = _declared_names(new)
     for name in _declared_names(old) - new_declared:
-        for key in [k for (c, k) in list(core._impl_sources) if c is old and
-                    (k == name or k.startswith(name + "."))]:
+        for key in [
+            k
+            for (c, k) in list(core._impl_sources)
+            if c is old and (k == name or k.startswith(name + "."))
+        ]:
             unregister(old, key)
     for name in new_declared:
         if name in old_impls:

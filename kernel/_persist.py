@@ -46,18 +46,21 @@ class Persisted(BaseModel):
     def summary(self) -> str:
         """One line per file."""
         if not self.modules:
-            return ("nothing to persist: every managed module matches its file"
-                    if self.action == "wrote" else "nothing to restore")
-        return "\n".join(f"{self.action} {m} -> {p}"
-                         for m, p in zip(self.modules, self.paths, strict=True))
+            return (
+                "nothing to persist: every managed module matches its file"
+                if self.action == "wrote"
+                else "nothing to restore"
+            )
+        return "\n".join(
+            f"{self.action} {m} -> {p}" for m, p in zip(self.modules, self.paths, strict=True)
+        )
 
 
 @dataclass
 class _Undo:
     record: PersistRecord
     #: module name -> (loaded before, virtual before, filename before, change ids persisted)
-    states: dict[str, tuple[SourceFile | None, bool, str, list[str]]] = field(
-        default_factory=dict)
+    states: dict[str, tuple[SourceFile | None, bool, str, list[str]]] = field(default_factory=dict)
 
 
 PersistGuard = Callable[[list[str]], None]
@@ -86,8 +89,7 @@ class Persistence:
         """Stop running a guard added with `add_persist_guard`."""
         self._persist_guards.remove(guard)
 
-    def persist(self, modules: Sequence[str] | None = None, *, force: bool = False
-                ) -> Persisted:
+    def persist(self, modules: Sequence[str] | None = None, *, force: bool = False) -> Persisted:
         """Write changed modules' in-memory source to their files.
 
         Refuses, writing nothing: paths outside the project root; files changed on disk
@@ -101,8 +103,10 @@ class Persistence:
             guard([r.name for r in records])
         if not force:
             self._require_verified(records)
-        writes = [PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
-                  for r in records]
+        writes = [
+            PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
+            for r in records
+        ]
         undo = _Undo(persist_files(self.project_root, writes, force=force))
         changed: list[str] = []
         for record, write in zip(records, writes, strict=True):
@@ -113,8 +117,9 @@ class Persistence:
                 change.status = ChangeStatus.PERSISTED
             changed.extend(ids)
         self._persist_stack.append(undo)
-        return Persisted(modules=[r.name for r in records],
-                         paths=[str(w.path) for w in writes], changes=changed)
+        return Persisted(
+            modules=[r.name for r in records], paths=[str(w.path) for w in writes], changes=changed
+        )
 
     def unpersist(self, *, force: bool = False) -> Persisted:
         """Undo the newest persist: files as they were; memory keeps the changes (unpersisted
@@ -133,11 +138,15 @@ class Persistence:
                 self._refile(record, filename, virtual=True)
             for change in self._history.all():
                 if change.id in ids and change.status is ChangeStatus.PERSISTED:
-                    change.status = (ChangeStatus.VERIFIED if change.verified
-                                     else ChangeStatus.APPLIED)
-        return Persisted(modules=list(undo.states), paths=[str(p) for p in undo.record.paths],
-                         changes=[i for s in undo.states.values() for i in s[3]],
-                         action="restored")
+                    change.status = (
+                        ChangeStatus.VERIFIED if change.verified else ChangeStatus.APPLIED
+                    )
+        return Persisted(
+            modules=list(undo.states),
+            paths=[str(p) for p in undo.record.paths],
+            changes=[i for s in undo.states.values() for i in s[3]],
+            action="restored",
+        )
 
     def _to_persist(self, modules: Sequence[str] | None) -> list[ModuleRecord]:
         if modules is None:
@@ -146,8 +155,11 @@ class Persistence:
         for name in modules:
             record = self.registry.get(name)
             if record is None:
-                raise TargetNotFound(name, [r.name for r in self.registry.records()],
-                                     hint="Only modules the runtime manages can be persisted.")
+                raise TargetNotFound(
+                    name,
+                    [r.name for r in self.registry.records()],
+                    hint="Only modules the runtime manages can be persisted.",
+                )
             for parent in _virtual_parents(self.registry, name):
                 chosen.setdefault(parent.name, parent)
             if record.dirty:
@@ -155,14 +167,19 @@ class Persistence:
         return sorted(chosen.values(), key=lambda r: r.name.count("."))
 
     def _require_verified(self, records: list[ModuleRecord]) -> None:
-        missing = [c for r in records for c in self._history.unpersisted(r.name)
-                   if not c.verified and c.kind != "reload"]
+        missing = [
+            c
+            for r in records
+            for c in self._history.unpersisted(r.name)
+            if not c.verified and c.kind != "reload"
+        ]
         if missing:
             listed = ", ".join(f"{c.id} ({c.target})" for c in missing)
             raise UnverifiedChange(
                 f"no passing verify() or run_tests() since these changes: {listed}. Check "
                 "them first (rt.verify(...) / rt.run_tests(...)), or persist with force=True.",
-                module=missing[0].module)
+                module=missing[0].module,
+            )
 
     def _destination(self, record: ModuleRecord) -> Path:
         if not record.virtual:
@@ -197,8 +214,9 @@ class Persistence:
             loader = self.registry.loader
         else:
             loader = importlib.machinery.SourceFileLoader(record.name, filename)
-        spec = importlib.machinery.ModuleSpec(record.name, loader, origin=filename,
-                                              is_package=record.is_package)
+        spec = importlib.machinery.ModuleSpec(
+            record.name, loader, origin=filename, is_package=record.is_package
+        )
         spec.has_location = not virtual
         module.__spec__, module.__loader__ = spec, loader
         if record.is_package:

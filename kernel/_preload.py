@@ -40,8 +40,11 @@ def pytest_plugin_packages() -> frozenset[str]:
     for dist in importlib.metadata.distributions():
         if not any(ep.group == "pytest11" for ep in dist.entry_points):
             continue
-        names.update(ep.value.split(":")[0].split(".")[0] for ep in dist.entry_points
-                     if ep.group == "pytest11")
+        names.update(
+            ep.value.split(":")[0].split(".")[0]
+            for ep in dist.entry_points
+            if ep.group == "pytest11"
+        )
         for file in dist.files or ():
             parts = file.parts
             if len(parts) == 1 and file.name.endswith(".py"):

@@ -102,8 +102,10 @@ class RunResult(BaseModel):
             lines.append(f"value: {_head(self.value_repr, 1)}")
         if self.tests is not None:
             t = self.tests
-            lines.append(f"tests: {t.passed} passed, {t.failed} failed, {t.errors} errors, "
-                         f"{t.skipped} skipped")
+            lines.append(
+                f"tests: {t.passed} passed, {t.failed} failed, {t.errors} errors, "
+                f"{t.skipped} skipped"
+            )
             lines += [f"  FAIL {f.nodeid} ({f.when}): {f.message}" for f in self.failures[:10]]
             if len(self.failures) > 10:
                 lines.append(f"  ... {len(self.failures) - 10} more failures in the record")
@@ -117,9 +119,16 @@ class RunResult(BaseModel):
 
     def row(self) -> RunSummary:
         """This result as a listing row."""
-        return RunSummary(run_id=self.run_id, kind=self.kind, status=self.status, ok=self.ok,
-                          started_at=self.started_at, duration=self.duration,
-                          change_ids=self.change_ids, headline=self.headline())
+        return RunSummary(
+            run_id=self.run_id,
+            kind=self.kind,
+            status=self.status,
+            ok=self.ok,
+            started_at=self.started_at,
+            duration=self.duration,
+            change_ids=self.change_ids,
+            headline=self.headline(),
+        )
 
 
 def _head(text: str, count: int) -> str:
@@ -178,8 +187,10 @@ class RunStore:
         try:
             return RunResult.model_validate_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise SandboxError(f"run {run_id!r} has no record in {self.runs_dir} (it may have "
-                               "been removed by retention); list the runs with runs()") from None
+            raise SandboxError(
+                f"run {run_id!r} has no record in {self.runs_dir} (it may have "
+                "been removed by retention); list the runs with runs()"
+            ) from None
 
     def rows(self) -> list[RunSummary]:
         """Listing rows of the finished runs, newest first."""
@@ -198,10 +209,16 @@ class RunStore:
         so retention does not slow the run that triggered it.
         """
         ids = self.run_ids()
-        removed = [run_id for run_id in ids[: max(0, len(ids) - self.keep)]
-                   if run_id != protect and not self._in_progress(run_id)]
-        doomed = [self.runs_dir / name for name in os.listdir(self.runs_dir)
-                  if name.startswith(TRASH)] if removed else []
+        removed = [
+            run_id
+            for run_id in ids[: max(0, len(ids) - self.keep)]
+            if run_id != protect and not self._in_progress(run_id)
+        ]
+        doomed = (
+            [self.runs_dir / name for name in os.listdir(self.runs_dir) if name.startswith(TRASH)]
+            if removed
+            else []
+        )
         for run_id in removed:
             target = self.runs_dir / f"{TRASH}{run_id}"
             try:
@@ -212,7 +229,6 @@ class RunStore:
         if doomed:
             threading.Thread(target=_delete, args=(doomed,), daemon=True).start()
         return removed
-
 
     def _in_progress(self, run_id: str) -> bool:
         """A run (perhaps of another process) that has no result yet and started recently."""

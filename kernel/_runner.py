@@ -86,8 +86,15 @@ class _Pumps:
         return data if isinstance(data, dict) else {}
 
 
-def run_child(template: TemplateProcess, request: dict[str, Any], folder: Path, *,
-              timeout: float, output_cap: int, while_running: Callable[[], None]) -> RunExit:
+def run_child(
+    template: TemplateProcess,
+    request: dict[str, Any],
+    folder: Path,
+    *,
+    timeout: float,
+    output_cap: int,
+    while_running: Callable[[], None],
+) -> RunExit:
     """Fork a child for `request` from `template` and wait for it (at most `timeout` s).
 
     `while_running` is called once the child has been asked for, so the record can be
@@ -121,8 +128,13 @@ def run_child(template: TemplateProcess, request: dict[str, Any], folder: Path, 
     return ended
 
 
-def _wait(template: TemplateProcess, selector: selectors.BaseSelector, pumps: _Pumps,
-          ended: RunExit, deadline: float) -> None:
+def _wait(
+    template: TemplateProcess,
+    selector: selectors.BaseSelector,
+    pumps: _Pumps,
+    ended: RunExit,
+    deadline: float,
+) -> None:
     """Pump pipes and control messages until the child has exited (or was killed)."""
     control = template.sock.fileno()
     exit_seen = 0.0

@@ -60,8 +60,13 @@ class Runtime(Checks, Persistence, VirtualModules):
         rt.rollback(change.id)
     """
 
-    def __init__(self, project_root: str | Path = ".", *, allow_kernel_patches: bool = False,
-                 keep_runs: int = 50) -> None:
+    def __init__(
+        self,
+        project_root: str | Path = ".",
+        *,
+        allow_kernel_patches: bool = False,
+        keep_runs: int = 50,
+    ) -> None:
         self.project_root = Path(project_root).resolve()
         self.allow_kernel_patches = allow_kernel_patches
         self.keep_runs = keep_runs
@@ -89,9 +94,10 @@ class Runtime(Checks, Persistence, VirtualModules):
         location = locate(record.index, module_name, path)
         if not location.exists:
             names = [f"{module_name}.{n}" for s in record.index.stmts for n in s.binds]
-            raise TargetNotFound(target, names, hint="patch() adds a definition that does not "
-                                 "exist yet.")
-        return "".join(record.index.lines[location.start - 1:location.end])
+            raise TargetNotFound(
+                target, names, hint="patch() adds a definition that does not exist yet."
+            )
+        return "".join(record.index.lines[location.start - 1 : location.end])
 
     def history(self) -> list[Change]:
         """Every change, oldest first (rolled-back ones included, marked as such)."""
@@ -107,10 +113,16 @@ class Runtime(Checks, Persistence, VirtualModules):
         chunks = []
         for record in records:
             label = self._label(record)
-            chunks.append("".join(difflib.unified_diff(
-                (record.disk_source or "").splitlines(keepends=True),
-                record.source.splitlines(keepends=True),
-                "/dev/null" if record.virtual else f"a/{label}", f"b/{label}")))
+            chunks.append(
+                "".join(
+                    difflib.unified_diff(
+                        (record.disk_source or "").splitlines(keepends=True),
+                        record.source.splitlines(keepends=True),
+                        "/dev/null" if record.virtual else f"a/{label}",
+                        f"b/{label}",
+                    )
+                )
+            )
         return "".join(chunks)
 
     # -- patching ---------------------------------------------------------------------------
@@ -139,19 +151,26 @@ class Runtime(Checks, Persistence, VirtualModules):
             location = narrow(location, text)
             if kind_override and location.node is not None:
                 text = keep_decorators(location.node, record.index.lines, text, node)
-            before = ("".join(record.index.lines[location.start - 1:location.end])
-                      if location.exists else None)
+            before = (
+                "".join(record.index.lines[location.start - 1 : location.end])
+                if location.exists
+                else None
+            )
             new_source = splice(record.index.lines, location, text)
-            return self._apply(record, new_source, target=target,
-                               kind=kind_override or kind_of(node, len(path) > 1),
-                               target_before=before, target_after=text)
+            return self._apply(
+                record,
+                new_source,
+                target=target,
+                kind=kind_override or kind_of(node, len(path) > 1),
+                target_before=before,
+                target_after=text,
+            )
 
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
         """Replace a whole module's source; creates a virtual module when none exists."""
         self._check_protected(name, name)
         with self._lock:
-            if name not in sys.modules and self.registry.get(name) is None \
-                    and not importable(name):
+            if name not in sys.modules and self.registry.get(name) is None and not importable(name):
                 return self._create_virtual(name, source, is_package)
             record = self._record(name)
             return self._apply(record, source, target=name, kind="module")
@@ -167,8 +186,11 @@ class Runtime(Checks, Persistence, VirtualModules):
         with self._lock:
             record = self._record(module)
             if record.virtual:
-                raise PatchError(f"{module!r} is virtual (it has no file to reload from); "
-                                 "persist it first, or roll it back.", target=module)
+                raise PatchError(
+                    f"{module!r} is virtual (it has no file to reload from); "
+                    "persist it first, or roll it back.",
+                    target=module,
+                )
             pending = self._history.unpersisted(module)
             if record.dirty and pending and not force:
                 raise UnpersistedChanges(module, [c.id for c in pending])
@@ -206,7 +228,8 @@ class Runtime(Checks, Persistence, VirtualModules):
             self._transactions.remove(group)
             if self._transactions:  # the enclosing transaction owns what survived
                 self._transactions[-1].extend(
-                    c for c in group if c.status is not ChangeStatus.ROLLED_BACK)
+                    c for c in group if c.status is not ChangeStatus.ROLLED_BACK
+                )
 
     # -- undo -------------------------------------------------------------------------------
 
@@ -219,8 +242,9 @@ class Runtime(Checks, Persistence, VirtualModules):
                 raise ChangeError("there is nothing to roll back: no live changes.")
             change = self._history.get(change_id) if change_id else live[-1]
             if change.status is ChangeStatus.ROLLED_BACK:
-                raise ChangeError(f"change {change.id} is already rolled back.",
-                                  change_id=change.id)
+                raise ChangeError(
+                    f"change {change.id} is already rolled back.", change_id=change.id
+                )
             later = [c for c in self._history.after(change) if c.module == change.module]
             self._check_undoable([*later, change])
             undone = []
@@ -232,8 +256,11 @@ class Runtime(Checks, Persistence, VirtualModules):
     def rollback_to(self, change_id: str | None = None) -> list[Change]:
         """Undo every change made after `change_id` (all of them when None)."""
         with self._lock:
-            later = (self._history.after(self._history.get(change_id)) if change_id
-                     else self._history.live())
+            later = (
+                self._history.after(self._history.get(change_id))
+                if change_id
+                else self._history.live()
+            )
             self._check_undoable(later)
             undone = []
             for change in reversed(later):
@@ -253,32 +280,60 @@ class Runtime(Checks, Persistence, VirtualModules):
 
     # -- internals --------------------------------------------------------------------------
 
-    def _apply(self, record: ModuleRecord, source: str, *, target: str, kind: str,
-               target_before: str | None = None, target_after: str | None = None) -> Change:
+    def _apply(
+        self,
+        record: ModuleRecord,
+        source: str,
+        *,
+        target: str,
+        kind: str,
+        target_before: str | None = None,
+        target_after: str | None = None,
+    ) -> Change:
         module = sys.modules.get(record.name)
         if module is None:
-            raise PatchError(f"module {record.name!r} is no longer loaded; import it again "
-                             "before patching.", target=target)
+            raise PatchError(
+                f"module {record.name!r} is no longer loaded; import it again before patching.",
+                target=target,
+            )
         before = record.source
         assert record.index is not None
         # A module imported before liveforge watched it may run code older than its file.
         rerun = kind == "reload" and not record.baseline_known
         if source == before and kind == "reload" and not rerun:
-            return Change(id="", target=target, module=record.name, kind=kind, before=before,
-                          after=source, notes=["the file matches memory; nothing changed"],
-                          filename=self._label(record))
+            return Change(
+                id="",
+                target=target,
+                module=record.name,
+                kind=kind,
+                before=before,
+                after=source,
+                notes=["the file matches memory; nothing changed"],
+                filename=self._label(record),
+            )
         # Nothing that could fail runs between applying and recording: a patch of code the
         # runtime itself uses (os.path, say) must still be recorded, so it can be undone.
         label = self._label(record)
-        new_index, outcome = _engine.apply(module, record.index, source, record.filename,
-                                           target, rerun_definitions=rerun)
+        new_index, outcome = _engine.apply(
+            module, record.index, source, record.filename, target, rerun_definitions=rerun
+        )
         record.source, record.index = source, new_index
         record.baseline_known = True
         change = Change(
-            id=self._history.next_id(), target=target, module=record.name, kind=kind,
-            before=before, after=source, target_before=target_before,
-            target_after=target_after, added=outcome.added, updated=outcome.updated,
-            removed=outcome.removed, notes=outcome.notes, filename=label)
+            id=self._history.next_id(),
+            target=target,
+            module=record.name,
+            kind=kind,
+            before=before,
+            after=source,
+            target_before=target_before,
+            target_after=target_after,
+            added=outcome.added,
+            updated=outcome.updated,
+            removed=outcome.removed,
+            notes=outcome.notes,
+            filename=label,
+        )
         return self._record_change(record, change)
 
     def _record_change(self, record: ModuleRecord, change: Change) -> Change:
@@ -291,16 +346,20 @@ class Runtime(Checks, Persistence, VirtualModules):
     def _undo(self, change: Change) -> None:
         record = self.registry.get(change.module)
         if record is None:
-            raise ChangeError(f"module {change.module!r} of change {change.id} is no longer "
-                              "managed; it cannot be rolled back.", change_id=change.id)
+            raise ChangeError(
+                f"module {change.module!r} of change {change.id} is no longer "
+                "managed; it cannot be rolled back.",
+                change_id=change.id,
+            )
         if change.before is None:
             for name in [change.module, *reversed(change.created_packages)]:
                 self._remove_virtual(name)
         else:
             module = sys.modules[change.module]
             assert record.index is not None
-            new_index, _ = _engine.apply(module, record.index, change.before, record.filename,
-                                         change.target)
+            new_index, _ = _engine.apply(
+                module, record.index, change.before, record.filename, change.target
+            )
             record.source, record.index = change.before, new_index
         change.status = ChangeStatus.ROLLED_BACK
         if change.id in record.change_ids:
@@ -315,13 +374,19 @@ class Runtime(Checks, Persistence, VirtualModules):
                     f"change {change.id} created {change.module}, which has since been "
                     f"persisted to {record.filename}; rolling it back would leave that file "
                     "behind. Undo the persist first (unpersist()), or patch the module "
-                    "instead. Nothing was rolled back.", change_id=change.id)
+                    "instead. Nothing was rolled back.",
+                    change_id=change.id,
+                )
 
     def _split(self, target: str) -> tuple[str, list[str]]:
         parts = target.split(".")
         if not target or not all(p.isidentifier() for p in parts):
-            raise TargetNotFound(target, [], hint="A target is a dotted path such as "
-                                 "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.")
+            raise TargetNotFound(
+                target,
+                [],
+                hint="A target is a dotted path such as "
+                "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.",
+            )
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
             if name in sys.modules or self.registry.get(name) or importable(name):
@@ -335,14 +400,19 @@ class Runtime(Checks, Persistence, VirtualModules):
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)
             except Exception as exc:
-                raise PatchError(f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
-                                 "fix the import error first.", target=name) from exc
+                raise PatchError(
+                    f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
+                    "fix the import error first.",
+                    target=name,
+                ) from exc
             try:
                 record = self.registry.track(module)
             except ValueError as exc:
-                raise PatchError(f"{name!r} has no Python source file (built-in or extension "
-                                 "module); only Python modules can be patched.",
-                                 target=name) from exc
+                raise PatchError(
+                    f"{name!r} has no Python source file (built-in or extension "
+                    "module); only Python modules can be patched.",
+                    target=name,
+                ) from exc
         if record.index is None:
             try:
                 record.index = index(record.source, record.filename)
@@ -353,13 +423,18 @@ class Runtime(Checks, Persistence, VirtualModules):
                 raise PatchSyntaxError(
                     f"{name!r} cannot be managed: its file {record.filename} does not "
                     f"compile (line {exc.lineno}), and it may differ from the code that "
-                    "is running. Fix the file, then try again.", target=name,
-                    line=exc.lineno, filename=record.filename, text=exc.text,
-                    offset=exc.offset) from None
+                    "is running. Fix the file, then try again.",
+                    target=name,
+                    line=exc.lineno,
+                    filename=record.filename,
+                    text=exc.text,
+                    offset=exc.offset,
+                ) from None
         return record
 
-    def _redirect(self, module_name: str, path: list[str], record: ModuleRecord
-                  ) -> tuple[str, list[str], ModuleRecord]:
+    def _redirect(
+        self, module_name: str, path: list[str], record: ModuleRecord
+    ) -> tuple[str, list[str], ModuleRecord]:
         """For a declared forwardpy method with an active @impl, the impl's location."""
         owner: Any = sys.modules.get(module_name)
         for part in path[:-1]:

@@ -66,14 +66,21 @@ sys.modules[_NAME].install_overlay_from_env()
 class Sandbox:
     """Runs verification snippets and pytest in forked children that carry the overlay."""
 
-    def __init__(self, project_root: str | Path, runs_dir: str | Path | None = None,
-                 keep_runs: int = 50, *, preload: Sequence[str] = (),
-                 output_cap: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        project_root: str | Path,
+        runs_dir: str | Path | None = None,
+        keep_runs: int = 50,
+        *,
+        preload: Sequence[str] = (),
+        output_cap: int = 1 << 20,
+    ) -> None:
         """`preload` names extra modules the template imports ahead of time (besides the
         libraries the parent has loaded); `output_cap` bounds each captured stream's file."""
         self.project_root = Path(project_root).resolve()
-        self.store = RunStore(Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER,
-                              keep_runs)
+        self.store = RunStore(
+            Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
+        )
         self.output_cap = output_cap
         self.extra_preload = list(preload)
         self.template_starts = 0
@@ -83,9 +90,15 @@ class Sandbox:
         # A dropped or never-closed sandbox still stops its template (also at exit).
         weakref.finalize(self, _close_slot, self._slot)
 
-    def verify(self, code: str, overlay: Iterable[OverlayModule] = (),
-               change_ids: Sequence[str] = (), *, timeout: float = 30.0,
-               memory_mb: int | None = None) -> RunResult:
+    def verify(
+        self,
+        code: str,
+        overlay: Iterable[OverlayModule] = (),
+        change_ids: Sequence[str] = (),
+        *,
+        timeout: float = 30.0,
+        memory_mb: int | None = None,
+    ) -> RunResult:
         """Run `code` in a child with the overlay; the last expression's repr is the value.
 
         The child is killed with everything it spawned after `timeout` seconds. `memory_mb`
@@ -95,14 +108,21 @@ class Sandbox:
             raise TypeError(f"code must be a str of Python source, not {type(code).__name__}")
         return self._run("snippet", {"code": code}, overlay, change_ids, timeout, memory_mb)
 
-    def run_tests(self, args: Sequence[str] | None = None, overlay: Iterable[OverlayModule] = (),
-                  change_ids: Sequence[str] = (), *, timeout: float = 300.0,
-                  memory_mb: int | None = None) -> RunResult:
+    def run_tests(
+        self,
+        args: Sequence[str] | None = None,
+        overlay: Iterable[OverlayModule] = (),
+        change_ids: Sequence[str] = (),
+        *,
+        timeout: float = 300.0,
+        memory_mb: int | None = None,
+    ) -> RunResult:
         """Run pytest with `args` in the project root, in a child with the overlay."""
         if isinstance(args, str):
             raise TypeError("args must be a list of pytest arguments, e.g. ['-q', 'tests']")
-        return self._run("tests", {"args": [str(a) for a in args or []]}, overlay, change_ids,
-                         timeout, memory_mb)
+        return self._run(
+            "tests", {"args": [str(a) for a in args or []]}, overlay, change_ids, timeout, memory_mb
+        )
 
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""
@@ -139,8 +159,15 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, kind: RunKind, payload: dict[str, Any], overlay: Iterable[OverlayModule],
-             change_ids: Sequence[str], timeout: float, memory_mb: int | None) -> RunResult:
+    def _run(
+        self,
+        kind: RunKind,
+        payload: dict[str, Any],
+        overlay: Iterable[OverlayModule],
+        change_ids: Sequence[str],
+        timeout: float,
+        memory_mb: int | None,
+    ) -> RunResult:
         modules = _checked_overlay(overlay)
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -156,9 +183,14 @@ class Sandbox:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
             try:
-                ended = run_child(template, request, folder, timeout=timeout,
-                                  output_cap=self.output_cap,
-                                  while_running=lambda: _write_record(folder, request, modules))
+                ended = run_child(
+                    template,
+                    request,
+                    folder,
+                    timeout=timeout,
+                    output_cap=self.output_cap,
+                    while_running=lambda: _write_record(folder, request, modules),
+                )
             except BaseException:  # interrupted: the template may still be reaping the child
                 template.close()
                 self._template = None
@@ -166,20 +198,45 @@ class Sandbox:
             if ended.template_lost:
                 template.close()
                 self._template = None
-            result = _result(run_id, kind, folder, payload, modules, list(change_ids), ended,
-                             memory_mb, timeout, started_at, elapsed_since(started))
+            result = _result(
+                run_id,
+                kind,
+                folder,
+                payload,
+                modules,
+                list(change_ids),
+                ended,
+                memory_mb,
+                timeout,
+                started_at,
+                elapsed_since(started),
+            )
             self.store.save(result)
             self.store.prune(protect=run_id)
             return result
 
-    def _request(self, folder: Path, run_id: str, kind: RunKind, payload: dict[str, Any],
-                 modules: list[OverlayModule], memory_mb: int | None) -> dict[str, Any]:
+    def _request(
+        self,
+        folder: Path,
+        run_id: str,
+        kind: RunKind,
+        payload: dict[str, Any],
+        modules: list[OverlayModule],
+        memory_mb: int | None,
+    ) -> dict[str, Any]:
         """What the child needs; pytest runs also get the overlay on disk for xdist workers."""
         request: dict[str, Any] = {
-            "kind": kind, **payload, "run_id": run_id, "run_dir": str(folder),
-            "cwd": str(self.project_root), "sys_path": list(sys.path), "memory_mb": memory_mb,
-            "filename": f"<verify:{run_id}>", "overlay": [asdict(m) for m in modules],
-            "environ": without_secrets(os.environ)}
+            "kind": kind,
+            **payload,
+            "run_id": run_id,
+            "run_dir": str(folder),
+            "cwd": str(self.project_root),
+            "sys_path": list(sys.path),
+            "memory_mb": memory_mb,
+            "filename": f"<verify:{run_id}>",
+            "overlay": [asdict(m) for m in modules],
+            "environ": without_secrets(os.environ),
+        }
         if kind == "tests":
             boot = _write_boot(folder)
             save_overlay(modules, folder)
@@ -188,7 +245,8 @@ class Sandbox:
             request["env"] = {
                 "PYTEST_PLUGINS": ",".join([*plugins, BOOT_MODULE]),
                 "PYTHONPATH": os.pathsep.join([boot, *request["sys_path"][:-1]]),
-                OVERLAY_ENV: str(folder / OVERLAY_MANIFEST)}
+                OVERLAY_ENV: str(folder / OVERLAY_MANIFEST),
+            }
         return request
 
     def _template_for(self, overlay_names: list[str]) -> TemplateProcess:
@@ -207,20 +265,25 @@ class Sandbox:
             template = self._start_template([], overlay_names)
         if template is None:
             raise SandboxError(
-                "the overlay replaces a module the sandbox itself needs (" +
-                ", ".join(overlay_names) + "); such modules can only be checked in process")
+                "the overlay replaces a module the sandbox itself needs ("
+                + ", ".join(overlay_names)
+                + "); such modules can only be checked in process"
+            )
         self._template = template
         return template
 
-    def _start_template(self, preload: list[str], overlay_names: list[str]
-                        ) -> TemplateProcess | None:
+    def _start_template(
+        self, preload: list[str], overlay_names: list[str]
+    ) -> TemplateProcess | None:
         try:
-            template = TemplateProcess(cwd=self.project_root, sys_path=list(sys.path),
-                                       preload=preload)
+            template = TemplateProcess(
+                cwd=self.project_root, sys_path=list(sys.path), preload=preload
+            )
         except OSError as exc:
-            raise SandboxError(f"could not start the sandbox template process: {exc}. "
-                               "Check that the interpreter can start in the project root."
-                               ) from exc
+            raise SandboxError(
+                f"could not start the sandbox template process: {exc}. "
+                "Check that the interpreter can start in the project root."
+            ) from exc
         self.template_starts += 1
         if template.threads > 1 or template.stale_reason(overlay_names) is not None:
             template.close()
@@ -246,8 +309,7 @@ def _checked_overlay(overlay: Iterable[OverlayModule]) -> list[OverlayModule]:
     return modules
 
 
-def _write_record(folder: Path, request: dict[str, Any], modules: list[OverlayModule]
-                  ) -> None:
+def _write_record(folder: Path, request: dict[str, Any], modules: list[OverlayModule]) -> None:
     """What ran, for people: the code or arguments, the request, the overlay's sources."""
     if request["kind"] == "snippet":
         (folder / "code.py").write_text(request["code"], encoding="utf-8")
@@ -266,22 +328,38 @@ def _write_boot(folder: Path) -> str:
     boot = folder / "boot"
     boot.mkdir()
     child = Path(__file__).with_name("_child.py")
-    (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)),
-                                           encoding="utf-8")
+    (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)), encoding="utf-8")
     return str(boot)
 
 
-def _result(run_id: str, kind: RunKind, folder: Path, payload: dict[str, Any],
-            modules: list[OverlayModule], change_ids: list[str], ended: RunExit,
-            memory_mb: int | None, timeout: float, started_at: str, duration: float
-            ) -> RunResult:
+def _result(
+    run_id: str,
+    kind: RunKind,
+    folder: Path,
+    payload: dict[str, Any],
+    modules: list[OverlayModule],
+    change_ids: list[str],
+    ended: RunExit,
+    memory_mb: int | None,
+    timeout: float,
+    started_at: str,
+    duration: float,
+) -> RunResult:
     child = ended.outcome
     fields: dict[str, Any] = {
-        "run_id": run_id, "kind": kind, "started_at": started_at, "duration": duration,
-        "code": payload.get("code"), "args": payload.get("args"),
-        "stdout": ended.stdout, "stderr": ended.stderr, "change_ids": change_ids,
-        "overlay_modules": [m.name for m in modules], "record_path": str(folder),
-        "exit_code": ended.exit_code}
+        "run_id": run_id,
+        "kind": kind,
+        "started_at": started_at,
+        "duration": duration,
+        "code": payload.get("code"),
+        "args": payload.get("args"),
+        "stdout": ended.stdout,
+        "stderr": ended.stderr,
+        "change_ids": change_ids,
+        "overlay_modules": [m.name for m in modules],
+        "record_path": str(folder),
+        "exit_code": ended.exit_code,
+    }
     if ended.exit_code is not None and ended.exit_code < 0:
         fields["signal"] = signal.Signals(-ended.exit_code).name
     for key in ("value_repr", "exc_type", "exc_message", "traceback"):
@@ -293,8 +371,9 @@ def _result(run_id: str, kind: RunKind, folder: Path, payload: dict[str, Any],
     return RunResult(status=status, ok=status == "passed", message=message, **fields)
 
 
-def _classify(child: dict[str, Any], ended: RunExit, memory_mb: int | None, timeout: float
-              ) -> tuple[RunStatus, str]:
+def _classify(
+    child: dict[str, Any], ended: RunExit, memory_mb: int | None, timeout: float
+) -> tuple[RunStatus, str]:
     """The run's status and a one-line message saying what happened."""
     if ended.timed_out:
         return "timed_out", f"killed after the {timeout:g} s timeout (with its process group)"
@@ -322,15 +401,17 @@ def _classify(child: dict[str, Any], ended: RunExit, memory_mb: int | None, time
 
 def _tests_message(child: dict[str, Any], ended: RunExit) -> str:
     counts = child["tests"]
-    tally = ", ".join(f"{counts[key]} {key}" for key in ("passed", "failed", "errors", "skipped")
-                      if counts[key])
+    tally = ", ".join(
+        f"{counts[key]} {key}" for key in ("passed", "failed", "errors", "skipped") if counts[key]
+    )
     if child.get("exc_type"):
         return f"{child['exc_type']}: {_first_line(child.get('exc_message') or '')}"
     if child.get("exc_message"):
         return str(child["exc_message"])
     if child["status"] == "error" and not child.get("failures"):
-        return (f"pytest stopped with exit code {child.get('pytest_exit_code')}: " +
-                _first_line(ended.stderr or ended.stdout))
+        return f"pytest stopped with exit code {child.get('pytest_exit_code')}: " + _first_line(
+            ended.stderr or ended.stdout
+        )
     return tally or "no test outcomes"
 
 

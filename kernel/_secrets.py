@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SECRET_SUFFIXES = ("_API_KEY", "_API_KEYS", "_TOKEN", "_SECRET", "_SECRET_KEY",
-                   "_SECRET_ACCESS_KEY", "_PASSWORD")
+SECRET_SUFFIXES = (
+    "_API_KEY",
+    "_API_KEYS",
+    "_TOKEN",
+    "_SECRET",
+    "_SECRET_KEY",
+    "_SECRET_ACCESS_KEY",
+    "_PASSWORD",
+)
 
 
 def is_secret_name(name: str) -> bool:

@@ -123,8 +123,11 @@ class ModuleRegistry:
             raise ValueError(f"module {module.__name__!r} has no Python source file")
         source, known = loaded_source(filename)
         record = ModuleRecord(
-            name=module.__name__, filename=filename, source=source,
-            loaded=read_source(filename), is_package=hasattr(module, "__path__"),
+            name=module.__name__,
+            filename=filename,
+            source=source,
+            loaded=read_source(filename),
+            is_package=hasattr(module, "__path__"),
             baseline_known=known,
         )
         self._records[record.name] = record
@@ -132,9 +135,14 @@ class ModuleRegistry:
 
     def add_virtual(self, name: str, source: str, *, is_package: bool) -> ModuleRecord:
         """Record a module that exists only in memory."""
-        record = ModuleRecord(name=name, filename=virtual_filename(name, is_package),
-                              source=source,
-                              loaded=None, is_package=is_package, virtual=True)
+        record = ModuleRecord(
+            name=name,
+            filename=virtual_filename(name, is_package),
+            source=source,
+            loaded=None,
+            is_package=is_package,
+            virtual=True,
+        )
         self._records[name] = record
         return record
 
@@ -148,8 +156,9 @@ class ModuleRegistry:
     def make_virtual_module(self, name: str, *, is_package: bool) -> types.ModuleType:
         """A new, empty module object for a virtual module (not yet in sys.modules)."""
         filename = virtual_filename(name, is_package)
-        spec = importlib.machinery.ModuleSpec(name, self.loader, origin=filename,
-                                              is_package=is_package)
+        spec = importlib.machinery.ModuleSpec(
+            name, self.loader, origin=filename, is_package=is_package
+        )
         spec.has_location = False
         module = importlib.util.module_from_spec(spec)
         module.__file__ = filename
@@ -175,12 +184,17 @@ class SourceCapture(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self.roots: set[str] = set()
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None
-                  ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # type: ignore[arg-type]
         origin = spec.origin if spec is not None else None
-        if spec is None or not origin or not origin.endswith(".py") or \
-                not any(origin.startswith(root) for root in self.roots):
+        if (
+            spec is None
+            or not origin
+            or not origin.endswith(".py")
+            or not any(origin.startswith(root) for root in self.roots)
+        ):
             return None
         spec.loader = _CapturingLoader(fullname, origin)
         return spec

@@ -93,8 +93,10 @@ def _collect(node: ast.AST, names: set[str]) -> None:
         for item in node.items:
             if item.optional_vars is not None:
                 _targets(item.optional_vars, names)
-    if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith,
-                         ast.Try, ast.TryStar)):
+    if isinstance(
+        node,
+        (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar),
+    ):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.stmt):
                 _collect(child, names)
@@ -128,7 +130,10 @@ def _parse(text: str, filename: str, offset: int = 0) -> ast.Module:
         raise PatchSyntaxError(
             f"the new source does not compile: {exc.msg} (line {line}). Fix the syntax and "
             "patch again; nothing was changed.",
-            line=line, filename=filename, text=exc.text, offset=exc.offset,
+            line=line,
+            filename=filename,
+            text=exc.text,
+            offset=exc.offset,
         ) from None
     if offset:
         ast.increment_lineno(tree, offset)
@@ -139,8 +144,9 @@ def _stmts_from(tree: ast.Module, lines: list[str]) -> list[Stmt]:
     result = []
     for node in tree.body:
         start, end = _start(node), node.end_lineno or node.lineno
-        result.append(Stmt(start, end, "".join(lines[start - 1:end]), node,
-                           frozenset(bindings([node]))))
+        result.append(
+            Stmt(start, end, "".join(lines[start - 1 : end]), node, frozenset(bindings([node])))
+        )
     return result
 
 
@@ -200,7 +206,7 @@ def reindex(old: Index, source: str, filename: str) -> Reindexed:
     try:
         # Blank lines in front give the run's nodes their real line numbers, at a fraction of
         # the cost of ast.increment_lineno.
-        tree = ast.parse("\n" * lo + "".join(lines[lo:hi + delta]), filename)
+        tree = ast.parse("\n" * lo + "".join(lines[lo : hi + delta]), filename)
     except SyntaxError:
         # Either a real syntax error (the full parse reports it with true line numbers) or a
         # change that moved statement boundaries: then the whole module is the changed run.
@@ -216,8 +222,16 @@ def reindex(old: Index, source: str, filename: str) -> Reindexed:
 def _shifted(stmt: Stmt, delta: int) -> Stmt:
     if not delta:
         return stmt
-    return Stmt(stmt.start + delta, stmt.end + delta, stmt.text, stmt.node, stmt.binds,
-                stmt.lag + delta, stmt.functions, stmt.spawns)
+    return Stmt(
+        stmt.start + delta,
+        stmt.end + delta,
+        stmt.text,
+        stmt.node,
+        stmt.binds,
+        stmt.lag + delta,
+        stmt.functions,
+        stmt.spawns,
+    )
 
 
 def _changed_run(old: list[str], new: list[str]) -> tuple[int, int] | None:
@@ -230,8 +244,9 @@ def _changed_run(old: list[str], new: list[str]) -> tuple[int, int] | None:
     return prefix, len(old) - suffix
 
 
-def _common(old: list[str], new: list[str], old_at: int, new_at: int, limit: int,
-            step: int = 32) -> int:
+def _common(
+    old: list[str], new: list[str], old_at: int, new_at: int, limit: int, step: int = 32
+) -> int:
     """How many lines agree going forward from index 0 (when `old_at` is 0) or backward from
     the ends `old_at`/`new_at`, up to `limit`. Whole chunks are compared first: list-slice
     comparison runs in C, several times faster than a Python loop over a thousand lines."""
@@ -239,15 +254,18 @@ def _common(old: list[str], new: list[str], old_at: int, new_at: int, limit: int
     count = 0
     while count + step <= limit:
         if sign > 0:
-            same = old[count:count + step] == new[count:count + step]
+            same = old[count : count + step] == new[count : count + step]
         else:
-            same = old[old_at - count - step:old_at - count] == \
-                new[new_at - count - step:new_at - count]
+            same = (
+                old[old_at - count - step : old_at - count]
+                == new[new_at - count - step : new_at - count]
+            )
         if not same:
             break
         count += step
-    while count < limit and (old[count] == new[count] if sign > 0
-                             else old[old_at - 1 - count] == new[new_at - 1 - count]):
+    while count < limit and (
+        old[count] == new[count] if sign > 0 else old[old_at - 1 - count] == new[new_at - 1 - count]
+    ):
         count += 1
     return count
 

@@ -110,9 +110,11 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
     for depth, name in enumerate(path[1:], start=1):
         if not isinstance(node, ast.ClassDef):
             raise TargetNotFound(
-                f"{module}.{'.'.join(path)}", [],
+                f"{module}.{'.'.join(path)}",
+                [],
                 hint=f"{'.'.join(path[:depth])} is not a class; only class bodies can be "
-                     "entered by a dotted path.")
+                "entered by a dotted path.",
+            )
         inner = _find(node.body, name)
         if inner is None:
             if depth == len(path) - 1:
@@ -120,18 +122,28 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
                     raise PatchError(
                         f"{module}.{'.'.join(path[:depth])} has its body on the header line "
                         f"(class {node.name}: ...), so {name!r} cannot be added inside it; "
-                        "patch the whole class instead.", target=f"{module}.{'.'.join(path)}")
+                        "patch the whole class instead.",
+                        target=f"{module}.{'.'.join(path)}",
+                    )
                 indent = _indent(index.lines, node.body[0])
                 end = node.end_lineno or node.lineno
                 return Location(path, end + 1, end, indent, False)
             prefix = f"{module}.{'.'.join(path[:depth])}"
-            raise TargetNotFound(f"{module}.{'.'.join(path)}",
-                                 [f"{prefix}.{n}" for n in _names(node.body)])
+            raise TargetNotFound(
+                f"{module}.{'.'.join(path)}", [f"{prefix}.{n}" for n in _names(node.body)]
+            )
         parts = _property_parts(node.body, inner)
         node = inner
     first = parts[0] if parts else node
-    return Location(path, _start(first), node.end_lineno or node.lineno,
-                    _indent(index.lines, node), True, first, parts)
+    return Location(
+        path,
+        _start(first),
+        node.end_lineno or node.lineno,
+        _indent(index.lines, node),
+        True,
+        first,
+        parts,
+    )
 
 
 def _property_parts(body: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
@@ -140,10 +152,13 @@ def _property_parts(body: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
         return []
     position = body.index(last)
     first = position
-    while first > 0 and getattr(body[first - 1], "name", None) == getattr(last, "name", None) \
-            and _property_role(body[first - 1]) is not None:
+    while (
+        first > 0
+        and getattr(body[first - 1], "name", None) == getattr(last, "name", None)
+        and _property_role(body[first - 1]) is not None
+    ):
         first -= 1
-    return body[first:position + 1]
+    return body[first : position + 1]
 
 
 def narrow(location: Location, text: str) -> Location:
@@ -157,13 +172,14 @@ def narrow(location: Location, text: str) -> Location:
     if role is None or len(same) != 1:
         return location
     node = same[0]
-    return Location(location.path, _start(node), node.end_lineno or node.lineno,
-                    location.indent, True, node)
+    return Location(
+        location.path, _start(node), node.end_lineno or node.lineno, location.indent, True, node
+    )
 
 
 def _indent(lines: list[str], node: ast.stmt) -> str:
     """The leading whitespace of `node` exactly as written (tabs stay tabs)."""
-    prefix = lines[node.lineno - 1][:node.col_offset]
+    prefix = lines[node.lineno - 1][: node.col_offset]
     return prefix if not prefix.strip() else " " * node.col_offset
 
 
@@ -176,15 +192,24 @@ def parse_definition(source: str, name: str, target: str) -> tuple[str, ast.stmt
         raise PatchSyntaxError(
             f"the new source for {target} does not compile: {exc.msg} (line {exc.lineno} of "
             "the given source). Fix it and patch again; nothing was changed.",
-            target=target, line=exc.lineno, text=exc.text, offset=exc.offset) from None
+            target=target,
+            line=exc.lineno,
+            text=exc.text,
+            offset=exc.offset,
+        ) from None
     chain = len(tree.body) > 1 and all(_property_role(n) for n in tree.body)
-    if not tree.body or not all(_binds_only(n, name) for n in tree.body) \
-            or (len(tree.body) > 1 and not chain):
+    if (
+        not tree.body
+        or not all(_binds_only(n, name) for n in tree.body)
+        or (len(tree.body) > 1 and not chain)
+    ):
         defined = ", ".join(_names(tree.body)) or "nothing"
         raise PatchError(
             f"the source for {target} must be one definition of {name!r} (a def, class or "
             f"assignment); it defines {defined}. Patch the module with patch_module() to "
-            "change several definitions at once.", target=target)
+            "change several definitions at once.",
+            target=target,
+        )
     return text, tree.body[0]
 
 
@@ -194,7 +219,7 @@ def splice(lines: list[str], location: Location, text: str) -> str:
         (location.indent + line) if line.strip() else line
         for line in text.splitlines(keepends=True)
     )
-    before, after = lines[:location.start - 1], lines[location.end:]
+    before, after = lines[: location.start - 1], lines[location.end :]
     if not location.exists:
         if location.indent:
             body = "\n" + body
@@ -207,6 +232,6 @@ def keep_decorators(old: ast.stmt, lines: list[str], text: str, new: ast.stmt) -
     """`text` with the decorators of `old` when the new definition has none of its own."""
     if getattr(new, "decorator_list", None) or not getattr(old, "decorator_list", None):
         return text
-    head = lines[_start(old) - 1:old.lineno - 1]
+    head = lines[_start(old) - 1 : old.lineno - 1]
     indent = old.col_offset
     return "".join(line[indent:] for line in head) + text

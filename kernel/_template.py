@@ -42,7 +42,8 @@ def load_child_module() -> Any:
     if CHILD_MODULE in sys.modules:
         return sys.modules[CHILD_MODULE]
     spec = importlib.util.spec_from_file_location(
-        CHILD_MODULE, Path(__file__).with_name("_child.py"))
+        CHILD_MODULE, Path(__file__).with_name("_child.py")
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[CHILD_MODULE] = module
@@ -61,7 +62,7 @@ class LineChannel:
         data = json.dumps(message).encode() + b"\n"
         fds = list(fds)
         if fds:  # sendmsg may take only part of a large message; the rest follows plainly
-            data = data[socket.send_fds(self.sock, [data], fds):]
+            data = data[socket.send_fds(self.sock, [data], fds) :]
         if data:
             self.sock.sendall(data)
 
@@ -116,7 +117,8 @@ WARMUPS = {
         "    number: int\n"
         "    text: str | None = None\n"
         "    items: list[float] = []\n"
-        "_Warmup.model_validate({'number': 1}).model_dump_json()\n"),
+        "_Warmup.model_validate({'number': 1}).model_dump_json()\n"
+    ),
 }
 
 
@@ -145,9 +147,16 @@ def serve(sock_fd: int) -> None:
     sys.path[:] = boot["sys_path"]
     child = load_child_module()
     failed = _preload(boot["preload"])
-    channel.send({"ready": True, "pid": os.getpid(), "modules": _module_files(),
-                  "names": sorted(sys.modules), "failed": failed,
-                  "threads": threading.active_count()})
+    channel.send(
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "modules": _module_files(),
+            "names": sorted(sys.modules),
+            "failed": failed,
+            "threads": threading.active_count(),
+        }
+    )
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
     while True:
@@ -176,17 +185,23 @@ def serve(sock_fd: int) -> None:
 class TemplateProcess:
     """Parent-side handle of one template process."""
 
-    def __init__(self, *, cwd: Path, sys_path: list[str], preload: list[str],
-                 boot_timeout: float = 120.0) -> None:
+    def __init__(
+        self, *, cwd: Path, sys_path: list[str], preload: list[str], boot_timeout: float = 120.0
+    ) -> None:
         # Parent side only: this file also runs standalone as the template's bootstrap.
         from liveforge.kernel._secrets import without_secrets
 
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             [sys.executable, "-c", BOOTSTRAP, __file__, str(child_end.fileno())],
-            cwd=cwd, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            env=without_secrets(os.environ))
+            cwd=cwd,
+            pass_fds=[child_end.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=without_secrets(os.environ),
+        )
         child_end.close()
         self.channel = LineChannel(parent_end)
         self.channel.send({"sys_path": sys_path, "preload": preload})

@@ -25,8 +25,16 @@ from collections.abc import Callable
 from typing import Any
 
 _FORWARD_KEY = "__liveforge_target__"
-_SWAPPED = ("__code__", "__defaults__", "__kwdefaults__", "__doc__", "__annotations__",
-            "__name__", "__qualname__", "__module__")
+_SWAPPED = (
+    "__code__",
+    "__defaults__",
+    "__kwdefaults__",
+    "__doc__",
+    "__annotations__",
+    "__name__",
+    "__qualname__",
+    "__module__",
+)
 
 
 class UndoLog:
@@ -82,15 +90,21 @@ def _make_forwarder_code(nfree: int, template: types.CodeType) -> types.CodeType
     inner = "\n".join(
         ["def _outer():"]
         + [f"    {n} = None" for n in names]
-        + [f"    def forward(*args, {_FORWARD_KEY}, **kwargs): "
-           f"{keep}return {_FORWARD_KEY}(*args, **kwargs)", "    return forward"]
+        + [
+            f"    def forward(*args, {_FORWARD_KEY}, **kwargs): "
+            f"{keep}return {_FORWARD_KEY}(*args, **kwargs)",
+            "    return forward",
+        ]
     )
     namespace: dict[str, Any] = {}
     exec(compile(inner, "<liveforge-forwarder>", "exec"), namespace)
     code: types.CodeType = namespace["_outer"]().__code__
-    return code.replace(co_name=template.co_name, co_qualname=template.co_qualname,
-                        co_filename=template.co_filename,
-                        co_firstlineno=template.co_firstlineno)
+    return code.replace(
+        co_name=template.co_name,
+        co_qualname=template.co_qualname,
+        co_filename=template.co_filename,
+        co_firstlineno=template.co_firstlineno,
+    )
 
 
 def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any]) -> None:
@@ -98,9 +112,19 @@ def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any
     # Named and numbered after the definition itself (through any decorator's wrapper).
     template = inspect.unwrap(new)
     code = _make_forwarder_code(len(old.__code__.co_freevars), template.__code__)
-    _assign(old, [code, None, {_FORWARD_KEY: new}, new.__doc__,
-                  getattr(new, "__annotations__", {}), new.__name__, new.__qualname__,
-                  new.__module__])
+    _assign(
+        old,
+        [
+            code,
+            None,
+            {_FORWARD_KEY: new},
+            new.__doc__,
+            getattr(new, "__annotations__", {}),
+            new.__name__,
+            new.__qualname__,
+            new.__module__,
+        ],
+    )
     old.__dict__.clear()
     old.__dict__.update(new_dict)
     old.__wrapped__ = new  # type: ignore[attr-defined]
@@ -128,8 +152,9 @@ def translate(value: Any, idmap: dict[int, Any]) -> Any:
     return idmap.get(id(value), value)
 
 
-def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoLog,
-                    idmap: dict[int, Any]) -> str | None:
+def update_function(
+    old: types.FunctionType, new: types.FunctionType, log: UndoLog, idmap: dict[int, Any]
+) -> str | None:
     """Make `old` run `new`'s code in place; returns an identity note, or None."""
     _clear_fronts(old)
     if is_forwarder(old):
@@ -152,10 +177,12 @@ def update_function(old: types.FunctionType, new: types.FunctionType, log: UndoL
         old.__dict__.update(new_dict)
         return inner_note
     _become_forwarder(old, new, new_dict)
-    return (f"{new.__qualname__}: its free variables changed "
-            f"({', '.join(old_free) or 'none'} -> {', '.join(new_free) or 'none'}); the "
-            "existing function object now forwards every call to the new one, so earlier "
-            "references stay live")
+    return (
+        f"{new.__qualname__}: its free variables changed "
+        f"({', '.join(old_free) or 'none'} -> {', '.join(new_free) or 'none'}); the "
+        "existing function object now forwards every call to the new one, so earlier "
+        "references stay live"
+    )
 
 
 def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
@@ -175,16 +202,19 @@ def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
     _front(new, fronts, log)
     for cache in fronts:
         cache.cache_clear()
-    return (f"{new.__qualname__}: its decorators changed what kind of object it is "
-            f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
-            "object and the old one forwards every call to it")
+    return (
+        f"{new.__qualname__}: its decorators changed what kind of object it is "
+        f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
+        "object and the old one forwards every call to it"
+    )
 
 
 # Caches that stand in front of a function through forwarders: an old `lru_cache` wrapper
 # captured before its decorator was removed still answers from its cache, so every in-place
 # update of the function its calls now end in must clear it too.
-_FRONT_CACHES: weakref.WeakKeyDictionary[types.FunctionType, weakref.WeakSet[Any]] = \
+_FRONT_CACHES: weakref.WeakKeyDictionary[types.FunctionType, weakref.WeakSet[Any]] = (
     weakref.WeakKeyDictionary()
+)
 
 
 def _front(new: Any, fronts: set[Any], log: UndoLog) -> None:
@@ -210,12 +240,13 @@ def _clear_fronts(func: types.FunctionType) -> None:
 
 def _plain_callable(value: Any) -> bool:
     return isinstance(value, types.FunctionType) or (
-        callable(value) and not isinstance(value, (type, classmethod, staticmethod))
-        and isinstance(getattr(value, "__wrapped__", None), types.FunctionType))
+        callable(value)
+        and not isinstance(value, (type, classmethod, staticmethod))
+        and isinstance(getattr(value, "__wrapped__", None), types.FunctionType)
+    )
 
 
-def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog | None = None
-               ) -> None:
+def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog | None = None) -> None:
     """Point the new function's cells (e.g. `__class__` for super()) at live objects."""
     for cell in _cells(new):
         value = _cell_value(cell)
@@ -234,8 +265,11 @@ def fix_cells(funcs: list[types.FunctionType], idmap: dict[int, Any]) -> None:
 def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
     old_inner = getattr(old, "__wrapped__", None)
     new_inner = getattr(new, "__wrapped__", None)
-    if isinstance(old_inner, types.FunctionType) and isinstance(new_inner, types.FunctionType) \
-            and old_inner is not new_inner:
+    if (
+        isinstance(old_inner, types.FunctionType)
+        and isinstance(new_inner, types.FunctionType)
+        and old_inner is not new_inner
+    ):
         note = update_function(old_inner, new_inner, log, idmap)
         idmap[id(new_inner)] = old_inner
         return note
@@ -250,9 +284,12 @@ def mergeable(old: Any, new: Any) -> bool:
 
 
 def _wrapper_pair(old: Any, new: Any) -> bool:
-    return (type(old) is type(new) and not isinstance(old, type)
-            and isinstance(getattr(old, "__wrapped__", None), types.FunctionType)
-            and isinstance(getattr(new, "__wrapped__", None), types.FunctionType))
+    return (
+        type(old) is type(new)
+        and not isinstance(old, type)
+        and isinstance(getattr(old, "__wrapped__", None), types.FunctionType)
+        and isinstance(getattr(new, "__wrapped__", None), types.FunctionType)
+    )
 
 
 def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
@@ -269,12 +306,14 @@ def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> 
 
 # -- line numbers -----------------------------------------------------------------------------
 
+
 def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
     """The same code object with every line number (nested code included) moved by `delta`."""
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            consts = tuple(shift_code(c, delta) if isinstance(c, types.CodeType) else c
-                           for c in code.co_consts)
+            consts = tuple(
+                shift_code(c, delta) if isinstance(c, types.CodeType) else c for c in code.co_consts
+            )
             return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
     # No nested code (the common case): the line table is relative to co_firstlineno.
     return code.replace(co_firstlineno=code.co_firstlineno + delta)
@@ -282,8 +321,9 @@ def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
 
 def refile_code(code: types.CodeType, filename: str) -> types.CodeType:
     """The same code object (nested code included) compiled, as it were, from `filename`."""
-    consts = tuple(refile_code(c, filename) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
+    consts = tuple(
+        refile_code(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
     return code.replace(co_filename=filename, co_consts=consts)
 
 

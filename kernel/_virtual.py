@@ -20,27 +20,36 @@ class VirtualModules:
     _history: History
 
     if TYPE_CHECKING:  # provided by Runtime
+
         def _record_change(self, record: ModuleRecord, change: Change) -> Change: ...
 
     def _create_virtual(self, name: str, source: str, is_package: bool) -> Change:
         created = self._virtual_parents(name)
         module, record = self._install_virtual(name, is_package)
         try:
-            new_index, outcome = _engine.apply(module, record.index, source, record.filename,
-                                               name)
+            new_index, outcome = _engine.apply(module, record.index, source, record.filename, name)
         except BaseException:
             for dead in [name, *reversed(created)]:
                 self._remove_virtual(dead)
             raise
         record.source, record.index = source, new_index
-        change = Change(id=self._history.next_id(), target=name, module=name,
-                        kind="virtual-module", before=None, after=source,
-                        added=outcome.added, notes=outcome.notes, filename=record.filename,
-                        created_packages=created)
+        change = Change(
+            id=self._history.next_id(),
+            target=name,
+            module=name,
+            kind="virtual-module",
+            before=None,
+            after=source,
+            added=outcome.added,
+            notes=outcome.notes,
+            filename=record.filename,
+            created_packages=created,
+        )
         return self._record_change(record, change)
 
-    def _install_virtual(self, name: str, is_package: bool
-                         ) -> tuple[types.ModuleType, ModuleRecord]:
+    def _install_virtual(
+        self, name: str, is_package: bool
+    ) -> tuple[types.ModuleType, ModuleRecord]:
         module = self.registry.make_virtual_module(name, is_package=is_package)
         record = self.registry.add_virtual(name, "", is_package=is_package)
         record.index = index("", record.filename)
@@ -68,4 +77,3 @@ class VirtualModules:
         if parent and parent in sys.modules and hasattr(sys.modules[parent], leaf):
             delattr(sys.modules[parent], leaf)
         self.registry.forget(name)
-

@@ -42,9 +42,16 @@ class PatchError(LiveforgeError):
 class PatchSyntaxError(PatchError, SyntaxError):
     """The new source does not compile."""
 
-    def __init__(self, message: str, *, target: str = "", line: int | None = None,
-                 filename: str | None = None, text: str | None = None,
-                 offset: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        target: str = "",
+        line: int | None = None,
+        filename: str | None = None,
+        text: str | None = None,
+        offset: int | None = None,
+    ) -> None:
         PatchError.__init__(self, message, target=target, line=line)
         self.msg = message
         self.filename = filename
@@ -67,8 +74,9 @@ class UnsupportedChange(PatchError):
 class TargetNotFound(LiveforgeError, LookupError):
     """A dotted path names nothing; `suggestions` holds close matches."""
 
-    def __init__(self, target: str, candidates: list[str] | tuple[str, ...] = (),
-                 hint: str = "") -> None:
+    def __init__(
+        self, target: str, candidates: list[str] | tuple[str, ...] = (), hint: str = ""
+    ) -> None:
         self.target = target
         self.suggestions = difflib.get_close_matches(target, list(candidates), n=5, cutoff=0.5)
         message = f"{target!r} was not found"
@@ -128,8 +136,7 @@ class PersistError(LiveforgeError):
 class PersistConflict(PersistError):
     """The file changed on disk since liveforge loaded it."""
 
-    def __init__(self, message: str, *, path: str = "", module: str = "",
-                 diff: str = "") -> None:
+    def __init__(self, message: str, *, path: str = "", module: str = "", diff: str = "") -> None:
         super().__init__(message, path=path, module=module)
         self.diff = diff
 

@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="liveforge",
         description="A live, self-modifying Python runtime for LLM agents.",
         epilog="exit codes: 0 ok, 1 check failed, 2 usage or configuration error, "
-               "3 operation failed, 130 interrupted",
+        "3 operation failed, 130 interrupted",
     )
     parser.add_argument("--version", action="version", version=f"liveforge {liveforge.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

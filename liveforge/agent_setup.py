@@ -35,19 +35,28 @@ __all__ = ["build_agent", "known_secrets"]
 def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = None) -> list[str]:
     """Secret values to keep out of transcripts: route keys and key-like variables."""
     env = os.environ if env is None else env
-    found = [c.key.get_secret_value() for r in (provider.routes if provider else [])
-             for c in r.credentials]
+    found = [
+        c.key.get_secret_value()
+        for r in (provider.routes if provider else [])
+        for c in r.credentials
+    ]
     for name, value in env.items():
         if is_secret_name(name):
             found += [part.strip() for part in value.split(",") if part.strip()]
     return found
 
 
-def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
-                provider: Provider | None = None, runtime: Runtime | None = None,
-                settings: AgentSettings | None = None, context: ContextSettings | None = None,
-                tool_packages: list[str] | None = None,
-                env: Mapping[str, str] | None = None) -> Agent:
+def build_agent(
+    project_root: str | Path = ".",
+    *,
+    resume: str | None = None,
+    provider: Provider | None = None,
+    runtime: Runtime | None = None,
+    settings: AgentSettings | None = None,
+    context: ContextSettings | None = None,
+    tool_packages: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
     `provider` defaults to the project's configured models (`liveforge.config`); `resume`
@@ -66,18 +75,30 @@ def build_agent(project_root: str | Path = ".", *, resume: str | None = None,
     context = context or ContextSettings()
     runtime = runtime or Runtime(project_root=root)
     secrets = known_secrets(provider, env)
-    session = (Session.open(root, resume, secrets=secrets) if resume
-               else Session.create(root, secrets=secrets))
-    session.extra["restored"] = session.restore(runtime, settings.self_packages) \
-        if resume else []
-    toolbox = Toolbox(runtime=runtime, packages=list(tool_packages or []),
-                      limit=context.tool_result_limit)
-    agent = Agent(runtime=runtime, provider=provider, toolbox=toolbox, session=session,
-                  compactor=Compactor(settings=context),
-                  prompt=SystemPrompt(runtime=runtime, toolbox=toolbox), settings=settings)
+    session = (
+        Session.open(root, resume, secrets=secrets)
+        if resume
+        else Session.create(root, secrets=secrets)
+    )
+    session.extra["restored"] = session.restore(runtime, settings.self_packages) if resume else []
+    toolbox = Toolbox(
+        runtime=runtime, packages=list(tool_packages or []), limit=context.tool_result_limit
+    )
+    agent = Agent(
+        runtime=runtime,
+        provider=provider,
+        toolbox=toolbox,
+        session=session,
+        compactor=Compactor(settings=context),
+        prompt=SystemPrompt(runtime=runtime, toolbox=toolbox),
+        settings=settings,
+    )
     runtime.add_persist_guard(functools.partial(self_test_guard, agent))
     # Re-applied self-patches have not run the loop yet in this process: on probation.
     epoch = f"{session.extra['epoch']}:"
-    agent_state(agent).unconfirmed = [c.change_id for c in session.unpersisted()
-                                      if c.self_patch and c.replaces and c.key.startswith(epoch)]
+    agent_state(agent).unconfirmed = [
+        c.change_id
+        for c in session.unpersisted()
+        if c.self_patch and c.replaces and c.key.startswith(epoch)
+    ]
     return agent

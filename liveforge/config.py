@@ -50,8 +50,7 @@ from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 from liveforge.kernel.errors import ConfigError
 
-__all__ = ["LiveforgeConfig", "ProviderConfig", "build_provider", "load_config",
-           "parse_model"]
+__all__ = ["LiveforgeConfig", "ProviderConfig", "build_provider", "load_config", "parse_model"]
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -80,16 +79,26 @@ class ProviderConfig(BaseModel):
 
 
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
-    "anthropic": ProviderConfig(protocol="anthropic", base_url="https://api.anthropic.com",
-                                api_key_env=["ANTHROPIC_API_KEY"]),
-    "openai": ProviderConfig(protocol="openai", base_url="https://api.openai.com/v1",
-                             api_key_env=["OPENAI_API_KEY"]),
-    "ollama": ProviderConfig(protocol="openai", base_url="http://localhost:11434/v1",
-                             key_required=False),
-    "vllm": ProviderConfig(protocol="openai", base_url="http://localhost:8000/v1",
-                           api_key_env=["VLLM_API_KEY"], key_required=False),
-    "lmstudio": ProviderConfig(protocol="openai", base_url="http://localhost:1234/v1",
-                               key_required=False),
+    "anthropic": ProviderConfig(
+        protocol="anthropic",
+        base_url="https://api.anthropic.com",
+        api_key_env=["ANTHROPIC_API_KEY"],
+    ),
+    "openai": ProviderConfig(
+        protocol="openai", base_url="https://api.openai.com/v1", api_key_env=["OPENAI_API_KEY"]
+    ),
+    "ollama": ProviderConfig(
+        protocol="openai", base_url="http://localhost:11434/v1", key_required=False
+    ),
+    "vllm": ProviderConfig(
+        protocol="openai",
+        base_url="http://localhost:8000/v1",
+        api_key_env=["VLLM_API_KEY"],
+        key_required=False,
+    ),
+    "lmstudio": ProviderConfig(
+        protocol="openai", base_url="http://localhost:1234/v1", key_required=False
+    ),
 }
 
 
@@ -148,9 +157,12 @@ class LiveforgeConfig(BaseModel):
         found = self.providers.get(name) or BUILTIN_PROVIDERS.get(name)
         if found is None:
             known = sorted({*BUILTIN_PROVIDERS, *self.providers})
-            raise ConfigError(f"unknown provider {name!r} in model names; known: "
-                              f"{', '.join(known)}. Define it under "
-                              f"[tool.liveforge.providers.{name}].", key="model")
+            raise ConfigError(
+                f"unknown provider {name!r} in model names; known: "
+                f"{', '.join(known)}. Define it under "
+                f"[tool.liveforge.providers.{name}].",
+                key="model",
+            )
         return found
 
     def routes(self, env: Mapping[str, str] | None = None) -> list[Route]:
@@ -164,25 +176,29 @@ class LiveforgeConfig(BaseModel):
         credentials = _credentials(provider_name, spec, env)
         if spec.key_required and not credentials:
             names = " or ".join(spec.api_key_env) or "an api_key_env variable"
-            raise ConfigError(f"model {name!r} needs an API key: set {names} in the "
-                              "environment.", key=f"providers.{provider_name}.api_key_env")
-        base_url = env.get(f"{provider_name.upper().replace('-', '_')}_BASE_URL") \
-            or spec.base_url
-        return Route(name=name, protocol=spec.protocol, model=model,
-                     base_url=base_url.rstrip("/"), credentials=credentials,
-                     extra_headers=dict(spec.headers))
+            raise ConfigError(
+                f"model {name!r} needs an API key: set {names} in the environment.",
+                key=f"providers.{provider_name}.api_key_env",
+            )
+        base_url = env.get(f"{provider_name.upper().replace('-', '_')}_BASE_URL") or spec.base_url
+        return Route(
+            name=name,
+            protocol=spec.protocol,
+            model=model,
+            base_url=base_url.rstrip("/"),
+            credentials=credentials,
+            extra_headers=dict(spec.headers),
+        )
 
 
-def _credentials(provider: str, spec: ProviderConfig,
-                 env: Mapping[str, str]) -> list[Credential]:
+def _credentials(provider: str, spec: ProviderConfig, env: Mapping[str, str]) -> list[Credential]:
     found: list[Credential] = []
     for var in spec.api_key_env:
         if env.get(var):
             found.append(Credential(name=var, key=SecretStr(env[var])))
     extra_var = f"{provider.upper().replace('-', '_')}_API_KEYS"
     extras = [k.strip() for k in env.get(extra_var, "").split(",") if k.strip()]
-    found += [Credential(name=f"{extra_var}[{i}]", key=SecretStr(k))
-              for i, k in enumerate(extras)]
+    found += [Credential(name=f"{extra_var}[{i}]", key=SecretStr(k)) for i, k in enumerate(extras)]
     return found
 
 
@@ -191,8 +207,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the file and retry.",
-                          key=str(path)) from None
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}. Fix the file and retry.", key=str(path)
+        ) from None
 
 
 def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
@@ -200,16 +217,16 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     if env.get("LIVEFORGE_MODEL"):
         out["model"] = env["LIVEFORGE_MODEL"].strip()
     if env.get("LIVEFORGE_FALLBACK_MODELS") is not None:
-        out["fallback_models"] = [m.strip() for m in env["LIVEFORGE_FALLBACK_MODELS"].split(",")
-                                  if m.strip()]
+        out["fallback_models"] = [
+            m.strip() for m in env["LIVEFORGE_FALLBACK_MODELS"].split(",") if m.strip()
+        ]
     return out
 
 
 _ENV_KEYS = {"model": "LIVEFORGE_MODEL", "fallback_models": "LIVEFORGE_FALLBACK_MODELS"}
 
 
-def _describe(error: ValidationError, files: dict[str, str], from_env: set[str]
-              ) -> ConfigError:
+def _describe(error: ValidationError, files: dict[str, str], from_env: set[str]) -> ConfigError:
     """The first validation problem under its key, and where the user wrote it: the
     environment variable, or the file (`files` maps top-level keys to the file setting them)."""
     first = error.errors()[0]
@@ -219,21 +236,27 @@ def _describe(error: ValidationError, files: dict[str, str], from_env: set[str]
         key, where = _ENV_KEYS[loc[0]], ""
     else:
         key = ".".join(["tool.liveforge", *loc])
-        where = f" (`{'.'.join(loc)}` in liveforge.toml)" if source == "liveforge.toml" \
+        where = (
+            f" (`{'.'.join(loc)}` in liveforge.toml)"
+            if source == "liveforge.toml"
             else " (in pyproject.toml)"
+        )
     given = first.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key; check the spelling against liveforge.config"
-    more = f" ({len(error.errors()) - 1} more problem(s) after this one)" \
-        if len(error.errors()) > 1 else ""
-    return ConfigError(f"bad configuration value {key}{where}: {message}{shown}.{more}",
-                       key=key)
+    more = (
+        f" ({len(error.errors()) - 1} more problem(s) after this one)"
+        if len(error.errors()) > 1
+        else ""
+    )
+    return ConfigError(f"bad configuration value {key}{where}: {message}{shown}.{more}", key=key)
 
 
-def load_config(project_root: str | Path = ".",
-                env: Mapping[str, str] | None = None) -> LiveforgeConfig:
+def load_config(
+    project_root: str | Path = ".", env: Mapping[str, str] | None = None
+) -> LiveforgeConfig:
     """Read and validate the configuration of the project at `project_root`."""
     env = os.environ if env is None else env
     root = Path(project_root)

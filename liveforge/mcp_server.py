@@ -32,13 +32,16 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING_MCP", "build_server", "require_mcp", "serve_stdio"]
 
-MISSING_MCP = ('`liveforge mcp` needs the MCP SDK, which is an optional extra: install it with '
-               'pip install "liveforge[mcp]"')
+MISSING_MCP = (
+    "`liveforge mcp` needs the MCP SDK, which is an optional extra: install it with "
+    'pip install "liveforge[mcp]"'
+)
 INSTRUCTIONS = (
     "liveforge: a live Python runtime. Address code by dotted path (pkg.mod.Class.method). "
     "inspect_module and view_source read the in-memory program; patch changes it in memory "
     "(later calls see the change); verify and run_tests check it in a sandbox; persist writes "
-    "verified changes to files; rollback undoes.")
+    "verified changes to files; rollback undoes."
+)
 
 
 def require_mcp() -> None:
@@ -58,8 +61,9 @@ def build_server(rt: Runtime) -> Server[Any, Any]:
 
     toolbox = open_toolbox(rt)
     secrets = secret_values(known_secrets(None))
-    server: Server[Any, Any] = Server("liveforge", version=liveforge.__version__,
-                                      instructions=INSTRUCTIONS)
+    server: Server[Any, Any] = Server(
+        "liveforge", version=liveforge.__version__, instructions=INSTRUCTIONS
+    )
     one_at_a_time = threading.Lock()
     known: list[set[str]] = [set()]
 
@@ -67,8 +71,10 @@ def build_server(rt: Runtime) -> Server[Any, Any]:
     async def list_tools() -> list[types.Tool]:
         specs = await anyio.to_thread.run_sync(toolbox.specs)
         known[0] = {spec.name for spec in specs}
-        return [types.Tool(name=spec.name, description=spec.description,
-                           inputSchema=spec.input_schema) for spec in specs]
+        return [
+            types.Tool(name=spec.name, description=spec.description, inputSchema=spec.input_schema)
+            for spec in specs
+        ]
 
     @server.call_tool(validate_input=False)
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -78,14 +84,16 @@ def build_server(rt: Runtime) -> Server[Any, Any]:
             known[0] = names
             await server.request_context.session.send_tool_list_changed()
         text = scrub_text(result[0], secrets)  # key values never leave for another agent
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    isError=result[1])
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], isError=result[1]
+        )
 
     return server
 
 
-def _call(toolbox: Toolbox, lock: threading.Lock, name: str,
-          arguments: dict[str, Any]) -> tuple[str, bool]:
+def _call(
+    toolbox: Toolbox, lock: threading.Lock, name: str, arguments: dict[str, Any]
+) -> tuple[str, bool]:
     with lock:
         result = toolbox.call(name, arguments)
     return result.text, result.is_error
@@ -103,8 +111,11 @@ def serve_stdio(rt: Runtime) -> None:
 
     async def _main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options(
-                notification_options=_notifications()))
+            await server.run(
+                read,
+                write,
+                server.create_initialization_options(notification_options=_notifications()),
+            )
 
     anyio.run(_main)
 

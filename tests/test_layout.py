@@ -10,8 +10,13 @@ from pathlib import Path
 import liveforge
 
 ROOT = Path(__file__).resolve().parent.parent
-MAPPED = {"kernel": "liveforge.kernel", "declarations": "liveforge.declarations",
-          "impls": "liveforge.impls", "tools": "liveforge.tools", "liveforge": "liveforge"}
+MAPPED = {
+    "kernel": "liveforge.kernel",
+    "declarations": "liveforge.declarations",
+    "impls": "liveforge.impls",
+    "tools": "liveforge.tools",
+    "liveforge": "liveforge",
+}
 
 
 def _declared_packages() -> set[str]:
@@ -40,6 +45,7 @@ def test_mapped_folders_import_as_liveforge_subpackages():
 
 def test_version_from_console_entry_point():
     """`python -m liveforge --version` prints the package version."""
-    out = subprocess.run([sys.executable, "-m", "liveforge", "--version"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "liveforge", "--version"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == f"liveforge {liveforge.__version__}"

@@ -5,11 +5,28 @@ from __future__ import annotations
 import liveforge
 
 PUBLIC = {
-    "Change", "ChangeError", "ChangeStatus", "ConfigError", "ExecutionResult",
-    "ExecutionTimeout", "ImplSignatureError", "LiveforgeError", "PatchError",
-    "PatchExecutionError", "PatchSyntaxError", "PersistConflict", "PersistError",
-    "ProtectedTarget", "Runtime", "SandboxError", "TargetNotFound", "UnpersistedChanges",
-    "UnsafePath", "UnsupportedChange", "UnverifiedChange", "__version__",
+    "Change",
+    "ChangeError",
+    "ChangeStatus",
+    "ConfigError",
+    "ExecutionResult",
+    "ExecutionTimeout",
+    "ImplSignatureError",
+    "LiveforgeError",
+    "PatchError",
+    "PatchExecutionError",
+    "PatchSyntaxError",
+    "PersistConflict",
+    "PersistError",
+    "ProtectedTarget",
+    "Runtime",
+    "SandboxError",
+    "TargetNotFound",
+    "UnpersistedChanges",
+    "UnsafePath",
+    "UnsupportedChange",
+    "UnverifiedChange",
+    "__version__",
 }
 
 
@@ -24,14 +41,20 @@ def test_public_names_without_underscore_are_all_listed():
     """Every public (non-module) attribute of the package is in `__all__`."""
     import types
 
-    names = {n for n, v in vars(liveforge).items()
-             if not n.startswith("_") and not isinstance(v, types.ModuleType)}
+    names = {
+        n
+        for n, v in vars(liveforge).items()
+        if not n.startswith("_") and not isinstance(v, types.ModuleType)
+    }
     assert names <= PUBLIC
 
 
 def test_every_error_is_a_liveforge_error():
     """All exported exceptions share the LiveforgeError base."""
-    errors = [getattr(liveforge, n) for n in liveforge.__all__
-              if isinstance(getattr(liveforge, n), type)
-              and issubclass(getattr(liveforge, n), BaseException)]
+    errors = [
+        getattr(liveforge, n)
+        for n in liveforge.__all__
+        if isinstance(getattr(liveforge, n), type)
+        and issubclass(getattr(liveforge, n), BaseException)
+    ]
     assert errors and all(issubclass(e, liveforge.LiveforgeError) for e in errors)

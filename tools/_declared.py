@@ -10,8 +10,12 @@ from forwardpy import core
 
 __all__ = ["active_impl", "declared_names", "impl_location", "is_active_impl", "live_attr"]
 
-_SETS = (core._DECLARED_METHODS, core._DECLARED_CLASSMETHODS, core._DECLARED_STATICMETHODS,
-         core._DECLARED_PROPERTIES)
+_SETS = (
+    core._DECLARED_METHODS,
+    core._DECLARED_CLASSMETHODS,
+    core._DECLARED_STATICMETHODS,
+    core._DECLARED_PROPERTIES,
+)
 
 
 def declared_names(cls: Any) -> set[str]:

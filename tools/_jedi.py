@@ -53,8 +53,10 @@ class ModuleNames:
             filename = getattr(module, "__file__", None)
             if isinstance(filename, str) and filename.endswith(".py"):
                 self.by_file[Path(filename).resolve()] = name
-        self.roots = sorted(((Path(d).resolve(), pkg) for pkg, d in editable_mapping().items()),
-                            key=lambda item: -len(item[0].parts))
+        self.roots = sorted(
+            ((Path(d).resolve(), pkg) for pkg, d in editable_mapping().items()),
+            key=lambda item: -len(item[0].parts),
+        )
         root = Path(getattr(rt, "project_root", ".")).resolve()
         self.roots += [(root / "src", ""), (root, "")]
 
@@ -77,7 +79,7 @@ class ModuleNames:
         """The import path of a jedi Name (``module`` overrides the module it lives in)."""
         full = name.full_name or name.name
         jedi_module = name.module_name or ""
-        qual = full[len(jedi_module) + 1:] if full.startswith(jedi_module + ".") else name.name
+        qual = full[len(jedi_module) + 1 :] if full.startswith(jedi_module + ".") else name.name
         owner = module or self.of_path(name.module_path) or jedi_module
         if name.type == "module":
             return owner

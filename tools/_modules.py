@@ -73,14 +73,23 @@ def module_view(name: str, rt: Any = None) -> ModuleView | None:
     module = sys.modules.get(name)
     search = tuple(getattr(module, "__path__", ()) or ())
     if record is not None:
-        return ModuleView(name, record.source, record.disk_source, record.filename,
-                          record.is_package, module is not None, record.virtual, search)
+        return ModuleView(
+            name,
+            record.source,
+            record.disk_source,
+            record.filename,
+            record.is_package,
+            module is not None,
+            record.virtual,
+            search,
+        )
     if module is not None:
         filename = getattr(module, "__file__", None) or ""
         disk = _read(filename) if filename.endswith(".py") else None
         source = _loaded_source(filename) if filename.endswith(".py") else None
-        return ModuleView(name, source, disk, filename, hasattr(module, "__path__"), True,
-                          False, search)
+        return ModuleView(
+            name, source, disk, filename, hasattr(module, "__path__"), True, False, search
+        )
     return _unimported_view(name)
 
 
@@ -107,8 +116,11 @@ def submodules(view: ModuleView, rt: Any = None) -> list[str]:
     names.update(_mapped(prefix))
     registry = getattr(rt, "registry", None)
     in_memory = [r.name for r in registry.records()] if registry is not None else []
-    names.update(n for n in [*in_memory, *list(sys.modules)]
-                 if n.startswith(prefix) and "." not in n[len(prefix):])
+    names.update(
+        n
+        for n in [*in_memory, *list(sys.modules)]
+        if n.startswith(prefix) and "." not in n[len(prefix) :]
+    )
     return sorted(names)
 
 
@@ -124,8 +136,11 @@ def editable_mapping() -> dict[str, str]:
 
 
 def _mapped(prefix: str) -> list[str]:
-    return [name for name in editable_mapping()
-            if name.startswith(prefix) and "." not in name[len(prefix):]]
+    return [
+        name
+        for name in editable_mapping()
+        if name.startswith(prefix) and "." not in name[len(prefix) :]
+    ]
 
 
 def top_level(rt: Any) -> list[str]:
@@ -163,6 +178,9 @@ def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
     if found is not None:
         return found
     candidates = [*sys.modules, *top_level(rt)]
-    raise TargetNotFound(path, candidates,
-                         "Give a dotted path that starts with a module (inspect_module() "
-                         "lists the project's packages).")
+    raise TargetNotFound(
+        path,
+        candidates,
+        "Give a dotted path that starts with a module (inspect_module() "
+        "lists the project's packages).",
+    )

@@ -74,8 +74,7 @@ def _texts(entries: list[Entry]) -> dict[str, str]:
     return texts
 
 
-def _entries(body: list[ast.stmt], lines: list[str], prefix: str,
-             in_class: bool) -> list[Entry]:
+def _entries(body: list[ast.stmt], lines: list[str], prefix: str, in_class: bool) -> list[Entry]:
     entries: list[Entry] = []
     for node in body:
         entry = _entry(node, lines, prefix, in_class)
@@ -84,7 +83,7 @@ def _entries(body: list[ast.stmt], lines: list[str], prefix: str,
         if entries and _extends_property(entries[-1], entry):
             # A property's setter or deleter is part of the member its getter began.
             whole = entries[-1]
-            whole.end, whole.text = entry.end, "\n".join(lines[whole.start - 1:entry.end])
+            whole.end, whole.text = entry.end, "\n".join(lines[whole.start - 1 : entry.end])
             continue
         entries.append(entry)
     return entries
@@ -92,8 +91,11 @@ def _entries(body: list[ast.stmt], lines: list[str], prefix: str,
 
 def _extends_property(previous: Entry, entry: Entry) -> bool:
     parts = {f"{entry.name}.{role}" for role in ("getter", "setter", "deleter")}
-    return previous.name == entry.name and previous.kind in ("def", "async def") \
+    return (
+        previous.name == entry.name
+        and previous.kind in ("def", "async def")
         and any(d in parts for d in entry.decorators)
+    )
 
 
 def _entry(node: ast.stmt, lines: list[str], prefix: str, in_class: bool) -> Entry | None:
@@ -110,21 +112,30 @@ def _span(node: ast.stmt, lines: list[str]) -> tuple[int, int, str]:
     decorators = getattr(node, "decorator_list", [])
     start = min([node.lineno] + [d.lineno for d in decorators])
     end = node.end_lineno or node.lineno
-    return start, end, "\n".join(lines[start - 1:end])
+    return start, end, "\n".join(lines[start - 1 : end])
 
 
 def _class(node: ast.ClassDef, lines: list[str], prefix: str) -> Entry:
     start, end, text = _span(node, lines)
     bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
     qualname = prefix + node.name
-    return Entry("class", node.name, qualname, start, end,
-                 f"({', '.join(bases)})" if bases else "", _doc(node),
-                 [ast.unparse(d) for d in node.decorator_list],
-                 _entries(node.body, lines, qualname + ".", in_class=True), text)
+    return Entry(
+        "class",
+        node.name,
+        qualname,
+        start,
+        end,
+        f"({', '.join(bases)})" if bases else "",
+        _doc(node),
+        [ast.unparse(d) for d in node.decorator_list],
+        _entries(node.body, lines, qualname + ".", in_class=True),
+        text,
+    )
 
 
-def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], prefix: str,
-              in_class: bool) -> Entry:
+def _function(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], prefix: str, in_class: bool
+) -> Entry:
     start, end, text = _span(node, lines)
     decorators = [ast.unparse(d) for d in node.decorator_list]
     args = node.args
@@ -134,15 +145,21 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], pr
     if node.returns is not None:
         signature += f" -> {ast.unparse(node.returns)}"
     kind = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
-    return Entry(kind, node.name, prefix + node.name, start, end, signature, _doc(node),
-                 decorators, [], text)
+    return Entry(
+        kind, node.name, prefix + node.name, start, end, signature, _doc(node), decorators, [], text
+    )
 
 
 def _without_first(args: ast.arguments) -> ast.arguments:
-    copy = ast.arguments(posonlyargs=list(args.posonlyargs), args=list(args.args),
-                         vararg=args.vararg, kwonlyargs=args.kwonlyargs,
-                         kw_defaults=args.kw_defaults, kwarg=args.kwarg,
-                         defaults=list(args.defaults))
+    copy = ast.arguments(
+        posonlyargs=list(args.posonlyargs),
+        args=list(args.args),
+        vararg=args.vararg,
+        kwonlyargs=args.kwonlyargs,
+        kw_defaults=args.kw_defaults,
+        kwarg=args.kwarg,
+        defaults=list(args.defaults),
+    )
     positional = copy.posonlyargs + copy.args
     if len(copy.defaults) == len(positional):  # the first parameter had a default
         copy.defaults = copy.defaults[1:]
@@ -176,7 +193,7 @@ def first_sentence(doc: str, limit: int = 100) -> str:
     """The docstring's first sentence (its first paragraph cut at ". "), at most ``limit``."""
     paragraph = " ".join(doc.strip().split("\n\n")[0].split())
     sentence = paragraph.split(". ")[0]
-    return sentence if len(sentence) <= limit else sentence[:limit - 1] + "…"
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
 
 
 def module_doc(source: str, limit: int = 100) -> str | None:

@@ -15,8 +15,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["DEFAULT_LIMIT", "clip", "clip_middle", "limited_to", "number_lines",
-           "output_limit", "plain"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "clip",
+    "clip_middle",
+    "limited_to",
+    "number_lines",
+    "output_limit",
+    "plain",
+]
 
 DEFAULT_LIMIT = 8000
 """Characters a tool result may take before it is cut, unless the caller sets another."""
@@ -38,6 +45,7 @@ def limited_to(limit: int) -> Iterator[None]:
     finally:
         _limit.reset(token)
 
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 
@@ -47,8 +55,7 @@ def plain(text: str) -> str:
     return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
-def clip(text: str, limit: int | None = None,
-         more: Callable[[int], str] | None = None) -> str:
+def clip(text: str, limit: int | None = None, more: Callable[[int], str] | None = None) -> str:
     """``text`` cut to at most ``limit`` characters at a line boundary, marker included.
 
     ``more`` receives the 1-based number of the first line left out and returns how to see
@@ -87,15 +94,18 @@ def clip_middle(text: str, limit: int | None = None, where: str = "") -> str:
         return text
     lines = text.splitlines(keepends=True)
     see = f"; full text: {where}" if where else ""
-    budget = max(limit - len(f"[... {len(lines)} lines ({len(text)} chars) omitted{see} ...]\n"),
-                 2) // 2
+    budget = (
+        max(limit - len(f"[... {len(lines)} lines ({len(text)} chars) omitted{see} ...]\n"), 2) // 2
+    )
     head = _take(lines, budget)
-    tail = _take(list(reversed(lines[len(head):])), budget)[::-1]
-    omitted = lines[len(head):len(lines) - len(tail)]
+    tail = _take(list(reversed(lines[len(head) :])), budget)[::-1]
+    omitted = lines[len(head) : len(lines) - len(tail)]
     count = sum(len(line) for line in omitted)
     if not head and not tail:  # a few huge lines: cut by characters
-        return f"{text[:budget]}\n[... {len(text) - 2 * budget} chars omitted{see} ...]\n" \
+        return (
+            f"{text[:budget]}\n[... {len(text) - 2 * budget} chars omitted{see} ...]\n"
             f"{text[-budget:]}"
+        )
     marker = f"[... {len(omitted)} lines ({count} chars) omitted{see} ...]\n"
     body = "".join(head)
     if body and not body.endswith("\n"):

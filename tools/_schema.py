@@ -30,8 +30,10 @@ from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ArgumentError", "ToolDefinitionError", "ToolSchema", "parse_docstring"]
 
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Example|"
-                      r"Examples|Note|Notes)\s*:\s*$")
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Example|"
+    r"Examples|Note|Notes)\s*:\s*$"
+)
 _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
@@ -114,12 +116,16 @@ class ToolSchema:
         try:
             model = pydantic.create_model(f"{tool}_arguments", __config__=config, **fields)
             raw = model.model_json_schema()
-        except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError,
-                TypeError) as exc:
+        except (
+            pydantic.PydanticSchemaGenerationError,
+            pydantic.PydanticUserError,
+            TypeError,
+        ) as exc:
             raise ToolDefinitionError(
                 f"tool {tool!r}: its parameters cannot be described in JSON schema ({exc}). "
                 "Use str, int, float, bool, Literal, Enum, list/dict of those, or Optional.",
-                tool=tool) from exc
+                tool=tool,
+            ) from exc
         schema = _compact(raw)
         return cls(tool, description, schema, model, _render_signature(tool, schema))
 
@@ -131,7 +137,10 @@ class ToolSchema:
         if not isinstance(arguments, dict):
             raise ArgumentError(
                 f"{self.name}: arguments must be a JSON object, got {_given(arguments)}. "
-                f"Call it as {self.signature}.", tool=self.name, problems=["<root>"])
+                f"Call it as {self.signature}.",
+                tool=self.name,
+                problems=["<root>"],
+            )
         try:
             parsed = self.model.model_validate(arguments)
         except pydantic.ValidationError as exc:
@@ -139,28 +148,34 @@ class ToolSchema:
             text = "\n".join(f"- {p}" for p in problems)
             raise ArgumentError(
                 f"bad arguments for {self.name}:\n{text}\nexpected: {self.signature}",
-                tool=self.name, problems=problems) from None
+                tool=self.name,
+                problems=problems,
+            ) from None
         return {key: getattr(parsed, key) for key in type(parsed).model_fields}
 
 
-def _fields(func: Callable[..., Any], tool: str,
-            arg_docs: dict[str, str]) -> dict[str, Any]:
+def _fields(func: Callable[..., Any], tool: str, arg_docs: dict[str, str]) -> dict[str, Any]:
     """pydantic field definitions for each parameter of ``func``."""
     try:
         hints = typing.get_type_hints(func)
     except Exception as exc:  # unresolvable forward references surface as several types
-        raise ToolDefinitionError(f"tool {tool!r}: its annotations cannot be resolved ({exc}).",
-                                  tool=tool) from exc
+        raise ToolDefinitionError(
+            f"tool {tool!r}: its annotations cannot be resolved ({exc}).", tool=tool
+        ) from exc
     fields: dict[str, Any] = {}
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolDefinitionError(
                 f"tool {tool!r}: *{param.name} cannot be described; list each parameter.",
-                tool=tool, parameter=param.name)
+                tool=tool,
+                parameter=param.name,
+            )
         if param.name not in hints:
             raise ToolDefinitionError(
                 f"tool {tool!r}: parameter {param.name!r} has no type annotation; add one.",
-                tool=tool, parameter=param.name)
+                tool=tool,
+                parameter=param.name,
+            )
         default = ... if param.default is param.empty else param.default
         field = pydantic.Field(default, description=arg_docs.get(param.name) or None)
         fields[param.name] = (hints[param.name], field)

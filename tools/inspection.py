@@ -28,8 +28,11 @@ __all__ = ["inspect_module", "view_source"]
 _LEGEND = "marks: * changed, unpersisted | + memory only | ~ not imported | :N line"
 _MAX_NAMES = 8
 _MODULE_DOC = 72
-_STYLES = {"full": "", "brief": "names of collapsed modules left out",
-           "bare": "submodules of packages listed by name only"}
+_STYLES = {
+    "full": "",
+    "brief": "names of collapsed modules left out",
+    "bare": "submodules of packages listed by name only",
+}
 """How collapsed modules are shown, most detailed first; a tree over the limit steps down."""
 
 
@@ -56,8 +59,9 @@ def inspect_module(path: str = "", depth: int = 2) -> str:
 
 def _tree(rt: Any, view: ModuleView | None, names: list[str], depth: int, style: str) -> str:
     if view is None:
-        lines = [line for name in top_level(rt)
-                 for line in _module_lines(name, depth, 0, rt, style)]
+        lines = [
+            line for name in top_level(rt) for line in _module_lines(name, depth, 0, rt, style)
+        ]
     elif names:
         lines = _member_lines(view, names, depth, rt)
     else:
@@ -75,8 +79,7 @@ def _reduced(depth: int, level: int, style: str) -> str:
     return f"[shortened to fit: {', '.join(what)}; inspect a sub-path for more]\n"
 
 
-def _module_lines(name: str, depth: int, indent: int, rt: Any, style: str = "full"
-                  ) -> list[str]:
+def _module_lines(name: str, depth: int, indent: int, rt: Any, style: str = "full") -> list[str]:
     view = module_view(name, rt)
     if view is None:
         return [f"{'  ' * indent}{name} (not found)"]
@@ -144,8 +147,14 @@ def _names(submodules: list[str], members: list[str]) -> str:
     return f" [{', '.join(names)}{more}]" if names else ""
 
 
-def _entry_lines(entry: Entry, depth: int, indent: int, ctx: _Context,
-                 declared: set[str] | None = None, owner: Any = None) -> list[str]:
+def _entry_lines(
+    entry: Entry,
+    depth: int,
+    indent: int,
+    ctx: _Context,
+    declared: set[str] | None = None,
+    owner: Any = None,
+) -> list[str]:
     pad = "  " * indent
     text = pad + _describe(entry, ctx, declared or set(), owner)
     if entry.kind != "class":
@@ -155,8 +164,11 @@ def _entry_lines(entry: Entry, depth: int, indent: int, ctx: _Context,
     names = declared_names(cls)
     if depth <= 0:
         return [text + _names([], [_leaf_member(m.name, names, cls) for m in members])]
-    return [text] + [line for child in members
-                     for line in _entry_lines(child, depth - 1, indent + 1, ctx, names, cls)]
+    return [text] + [
+        line
+        for child in members
+        for line in _entry_lines(child, depth - 1, indent + 1, ctx, names, cls)
+    ]
 
 
 def _leaf_member(name: str, declared: set[str], cls: Any) -> str:
@@ -243,10 +255,9 @@ def view_source(path: str, start: int | None = None, end: int | None = None) -> 
         return f"{path}: lines {first}-{last}; nothing to show for {asked}."
     where = f"{view.filename if not view.virtual else 'memory only'}"
     header = f"# {view.name}:{lo}-{hi} of {len(lines)} ({where}){_marks(view)}"
-    body = number_lines(lines[lo - 1:hi], lo)
+    body = number_lines(lines[lo - 1 : hi], lo)
     text = f"{header}\n{body}" + _impl_body(view, names, entry)
-    return clip(text, None,
-                lambda n: f"view_source({path!r}, start={lo + n - 2})")
+    return clip(text, None, lambda n: f"view_source({path!r}, start={lo + n - 2})")
 
 
 def _impl_body(view: ModuleView, names: list[str], entry: Entry | None) -> str:
@@ -266,5 +277,5 @@ def _impl_body(view: ModuleView, names: list[str], entry: Entry | None) -> str:
         impl_entry = next((e for e in outline(impl_view.source) if e.start == line), None)
     if impl_view is None or impl_view.source is None or impl_entry is None:
         return f"# active @impl: {module}:{line} (source unavailable)\n"
-    body = impl_view.source.splitlines()[impl_entry.start - 1:impl_entry.end]
+    body = impl_view.source.splitlines()[impl_entry.start - 1 : impl_entry.end]
     return f"# active @impl: {module}:{line}{_marks(impl_view)}\n" + number_lines(body, line)

@@ -27,8 +27,12 @@ from liveforge.tools._schema import ArgumentError
 __all__ = ["complete", "find", "references"]
 
 Kind = Literal["class", "function", "module", "variable"]
-_KINDS = {"class": {"class"}, "function": {"function", "property"}, "module": {"module"},
-          "variable": {"statement", "instance"}}
+_KINDS = {
+    "class": {"class"},
+    "function": {"function", "property"},
+    "module": {"module"},
+    "variable": {"statement", "instance"},
+}
 _MAX_RESULTS = 60
 
 
@@ -52,16 +56,14 @@ def find(query: str, kind: Kind | None = None) -> str:
             hits.append(_hit(name, names, None, kind))
     for module, source, filename in memory:
         script = jedi.Script(source, path=filename, project=jedi_project)
-        hits += [_hit(name, names, module, kind) for name in script.search(query,
-                                                                           all_scopes=True)]
+        hits += [_hit(name, names, module, kind) for name in script.search(query, all_scopes=True)]
     lines = sorted({text for key, text in hits if key})
     if not lines:
         return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
     return _bounded(lines, "narrow the query (dotted tail) or pass kind")
 
 
-def _hit(name: Any, names: ModuleNames, module: str | None, kind: Kind | None
-         ) -> tuple[str, str]:
+def _hit(name: Any, names: ModuleNames, module: str | None, kind: Kind | None) -> tuple[str, str]:
     """``(key, line)``; an empty key drops the hit (parameters, other kinds)."""
     if name.type == "param" or (kind is not None and name.type not in _KINDS[kind]):
         return "", ""
@@ -83,7 +85,7 @@ def _signature(name: Any) -> str:
     if not signatures:
         return ""
     text = signatures[0].to_string()
-    return text[text.index("("):] if "(" in text else ""
+    return text[text.index("(") :] if "(" in text else ""
 
 
 def references(path: str) -> str:
@@ -102,8 +104,9 @@ def references(path: str) -> str:
     names = ModuleNames(rt)
     memory = memory_sources(rt)
     stale = {Path(f).resolve() for m, _, f in memory if f and m != view.name}
-    script = jedi.Script(view.source, path=None if view.virtual else view.filename,
-                         project=project(rt))
+    script = jedi.Script(
+        view.source, path=None if view.virtual else view.filename, project=project(rt)
+    )
     found = set()
     for ref in script.get_references(line, column, scope="project"):
         ref_path = Path(ref.module_path).resolve() if ref.module_path else None
@@ -127,8 +130,15 @@ def _name_position(source: str, start: int, name: str) -> tuple[int, int]:
     return start, 0
 
 
-def _memory_refs(rt: Any, names: ModuleNames, module: str, source: str,
-                 filename: str | None, target: str, short: str) -> set[tuple[str, int, int]]:
+def _memory_refs(
+    rt: Any,
+    names: ModuleNames,
+    module: str,
+    source: str,
+    filename: str | None,
+    target: str,
+    short: str,
+) -> set[tuple[str, int, int]]:
     """References in one in-memory source: names resolving to ``target``, or bound by
     importing it from its module (jedi cannot follow imports of virtual modules)."""
     if not re.search(rf"\b{re.escape(short)}\b", source):
@@ -150,9 +160,12 @@ def _imports_from(source: str, module: str, short: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    return any(isinstance(node, ast.ImportFrom) and node.module == module
-               and any(alias.name == short for alias in node.names)
-               for node in ast.walk(tree))
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == module
+        and any(alias.name == short for alias in node.names)
+        for node in ast.walk(tree)
+    )
 
 
 def _render_refs(rt: Any, target: str, found: set[tuple[str, int, int]]) -> str:
@@ -182,13 +195,19 @@ def complete(code: str, line: int | None = None, column: int | None = None) -> s
     lines = code.splitlines() or [""]
     line = len(lines) if line is None else line
     if not 1 <= line <= len(lines):
-        raise ArgumentError(f"line {line} is outside the code, which has lines "
-                            f"1-{len(lines)}", tool="complete", problems=["line"])
+        raise ArgumentError(
+            f"line {line} is outside the code, which has lines 1-{len(lines)}",
+            tool="complete",
+            problems=["line"],
+        )
     end = len(lines[line - 1])
     column = end if column is None else column
     if not 0 <= column <= end:
-        raise ArgumentError(f"column {column} is outside line {line}, which has columns "
-                            f"0-{end}", tool="complete", problems=["column"])
+        raise ArgumentError(
+            f"column {column} is outside line {line}, which has columns 0-{end}",
+            tool="complete",
+            problems=["column"],
+        )
     namespaces = [getattr(rt, "namespace", {}), _live_packages()]
     completions = jedi.Interpreter(code, namespaces).complete(line, column)
     if not completions:
@@ -200,8 +219,11 @@ def complete(code: str, line: int | None = None, column: int | None = None) -> s
 
 def _live_packages() -> dict[str, Any]:
     """Top-level imported modules by name, so ``pkg.virtual_mod.`` completes from memory."""
-    return {name: module for name, module in list(sys.modules.items())
-            if "." not in name and module is not None and not name.startswith("_")}
+    return {
+        name: module
+        for name, module in list(sys.modules.items())
+        if "." not in name and module is not None and not name.startswith("_")
+    }
 
 
 def _bounded(lines: list[str], how: str) -> str:

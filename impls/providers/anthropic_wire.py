@@ -39,8 +39,12 @@ from liveforge.impls.providers.sse import decode_json
 API_VERSION = "2023-06-01"
 
 _STOP: dict[str, StopReason] = {
-    "end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
-    "stop_sequence": "stop_sequence", "pause_turn": "pause_turn", "refusal": "refusal",
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "pause_turn": "pause_turn",
+    "refusal": "refusal",
     "model_context_window_exceeded": "context_window_exceeded",
 }
 
@@ -62,8 +66,12 @@ def _block_to_wire(block: ContentBlock) -> dict[str, Any] | None:
         return {"type": "redacted_thinking", "data": block.data}
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content,
-            "is_error": block.is_error}
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+        "is_error": block.is_error,
+    }
 
 
 def _messages_to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
@@ -86,16 +94,22 @@ def _tool_choice(choice: str) -> dict[str, Any]:
 
 
 @forwardpy.impl(AnthropicWire.build_request)
-def build_request(self: AnthropicWire, request: ModelRequest, route: Route,
-                  api_key: str | None, *, stream: bool) -> HttpCall:
+def build_request(
+    self: AnthropicWire, request: ModelRequest, route: Route, api_key: str | None, *, stream: bool
+) -> HttpCall:
     system, messages = _messages_to_wire(request.messages)
-    body: dict[str, Any] = {"model": request.model or route.model,
-                            "max_tokens": request.max_tokens, "messages": messages}
+    body: dict[str, Any] = {
+        "model": request.model or route.model,
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+    }
     if system:
         body["system"] = system
     if request.tools:
-        body["tools"] = [{"name": t.name, "description": t.description,
-                          "input_schema": t.input_schema} for t in request.tools]
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
         body["tool_choice"] = _tool_choice(request.tool_choice)
     if request.temperature is not None:
         body["temperature"] = request.temperature
@@ -105,9 +119,12 @@ def build_request(self: AnthropicWire, request: ModelRequest, route: Route,
         body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
     if stream:
         body["stream"] = True
-    headers = {"anthropic-version": API_VERSION, "content-type": "application/json",
-               "accept": "text/event-stream" if stream else "application/json",
-               **route.extra_headers}
+    headers = {
+        "anthropic-version": API_VERSION,
+        "content-type": "application/json",
+        "accept": "text/event-stream" if stream else "application/json",
+        **route.extra_headers,
+    }
     if api_key:
         headers["x-api-key"] = api_key
     return HttpCall(url=messages_url(route.base_url), headers=headers, body=body)
@@ -142,8 +159,9 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = body.decode("utf-8", "replace")
-        raise MalformedResponse(f"expected JSON, got {text[:200]!r}",
-                                provider="anthropic") from None
+        raise MalformedResponse(
+            f"expected JSON, got {text[:200]!r}", provider="anthropic"
+        ) from None
 
 
 @forwardpy.impl(AnthropicWire.parse_response)
@@ -152,18 +170,25 @@ def parse_response(self: AnthropicWire, body: bytes, route: Route) -> ModelRespo
     try:
         blocks = [b for b in map(_block_from_wire, raw["content"]) if b is not None]
         stop = raw.get("stop_reason") or "end_turn"
-        return ModelResponse(content=blocks, stop_reason=_STOP.get(stop, "other"),
-                             raw_stop_reason=stop, usage=_usage(raw.get("usage") or {}),
-                             model=raw.get("model", route.model), provider="anthropic",
-                             id=raw.get("id", ""))
+        return ModelResponse(
+            content=blocks,
+            stop_reason=_STOP.get(stop, "other"),
+            raw_stop_reason=stop,
+            usage=_usage(raw.get("usage") or {}),
+            model=raw.get("model", route.model),
+            provider="anthropic",
+            id=raw.get("id", ""),
+        )
     except (KeyError, TypeError, ValueError) as exc:
-        raise MalformedResponse(f"not a Messages API response ({exc!r})",
-                                provider="anthropic", model=route.model) from None
+        raise MalformedResponse(
+            f"not a Messages API response ({exc!r})", provider="anthropic", model=route.model
+        ) from None
 
 
 @forwardpy.impl(AnthropicWire.classify_error)
-def classify_error(self: AnthropicWire, status: int, headers: Mapping[str, str], body: bytes,
-                   route: Route) -> ProviderError:
+def classify_error(
+    self: AnthropicWire, status: int, headers: Mapping[str, str], body: bytes, route: Route
+) -> ProviderError:
     try:
         raw = json.loads(body)
         error = raw["error"]
@@ -172,8 +197,14 @@ def classify_error(self: AnthropicWire, status: int, headers: Mapping[str, str],
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
         error_type, request_id = None, None
         message = body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
-    return make_error(route, status=status, error_type=error_type, message=message,
-                      request_id=request_id or headers.get("request-id"), headers=headers)
+    return make_error(
+        route,
+        status=status,
+        error_type=error_type,
+        message=message,
+        request_id=request_id or headers.get("request-id"),
+        headers=headers,
+    )
 
 
 class AnthropicStreamDecoder:
@@ -195,8 +226,9 @@ class AnthropicStreamDecoder:
         try:
             raw = decode_json(data)
         except json.JSONDecodeError:
-            raise MalformedResponse(f"expected JSON, got {data[:200]!r}",
-                                    provider="anthropic") from None
+            raise MalformedResponse(
+                f"expected JSON, got {data[:200]!r}", provider="anthropic"
+            ) from None
         kind = event
         try:
             kind = kind or raw.get("type")
@@ -206,8 +238,11 @@ class AnthropicStreamDecoder:
             # Unknown events are skipped, as the API's versioning policy asks of clients.
             return handler(raw) if handler is not None else []
         except (KeyError, TypeError, AttributeError, ValidationError) as exc:
-            raise MalformedResponse(f"malformed {kind} event ({malformed_reason(exc)})",
-                                    provider="anthropic", model=self.route.model) from None
+            raise MalformedResponse(
+                f"malformed {kind} event ({malformed_reason(exc)})",
+                provider="anthropic",
+                model=self.route.model,
+            ) from None
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[StreamEvent]:
         kind = delta.get("type")
@@ -262,14 +297,19 @@ class AnthropicStreamDecoder:
 
     def _on_error(self, raw: Mapping[str, Any]) -> list[StreamEvent]:
         error = raw.get("error") or {}
-        raise make_error(self.route, status=None, error_type=error.get("type"),
-                         message=str(error.get("message", "")),
-                         request_id=raw.get("request_id"))
+        raise make_error(
+            self.route,
+            status=None,
+            error_type=error.get("type"),
+            message=str(error.get("message", "")),
+            request_id=raw.get("request_id"),
+        )
 
     def finish(self, *, incomplete: bool = False) -> ModelResponse:
         stop = self.stop_reason or "end_turn"
-        return self.builder.finish(stop_reason=_STOP.get(stop, "other"), raw_stop_reason=stop,
-                                   incomplete=incomplete)
+        return self.builder.finish(
+            stop_reason=_STOP.get(stop, "other"), raw_stop_reason=stop, incomplete=incomplete
+        )
 
 
 @forwardpy.impl(AnthropicWire.stream_decoder)

@@ -116,8 +116,7 @@ class ResponseBuilder:
     def tool_json(self, key: Hashable, fragment: str) -> ToolCallDelta:
         """Append a fragment of tool call `key`'s JSON arguments."""
         block = self._blocks[key]
-        event: ToolCallDelta = _tool_call_delta({"index": block.position,
-                                                 "partial_json": fragment})
+        event: ToolCallDelta = _tool_call_delta({"index": block.position, "partial_json": fragment})
         block.parts.append(fragment)
         return event
 
@@ -137,18 +136,25 @@ class ResponseBuilder:
         ends = [self.close(key) for key in list(self._blocks)]
         return [end for end in ends if end is not None]
 
-    def finish(self, *, stop_reason: StopReason, raw_stop_reason: str | None,
-               incomplete: bool = False) -> ModelResponse:
+    def finish(
+        self, *, stop_reason: StopReason, raw_stop_reason: str | None, incomplete: bool = False
+    ) -> ModelResponse:
         """The assembled response. Unfinished tool calls are dropped when `incomplete`."""
         content: list[ContentBlock] = []
         for block in self._blocks.values():
             item = self._render(block, incomplete)
             if item is not None:
                 content.append(item)
-        return ModelResponse(content=content, stop_reason="cancelled" if incomplete
-                             else stop_reason, raw_stop_reason=raw_stop_reason,
-                             usage=self.usage, model=self.model, provider=self.provider,
-                             id=self.id, incomplete=incomplete)
+        return ModelResponse(
+            content=content,
+            stop_reason="cancelled" if incomplete else stop_reason,
+            raw_stop_reason=raw_stop_reason,
+            usage=self.usage,
+            model=self.model,
+            provider=self.provider,
+            id=self.id,
+            incomplete=incomplete,
+        )
 
     @staticmethod
     def _render(block: _Open, incomplete: bool) -> ContentBlock | None:
@@ -176,4 +182,3 @@ def _parse_input(block: _Open) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedResponse(f"tool call {block.name!r} arguments are not a JSON object")
     return value
-

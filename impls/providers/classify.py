@@ -93,17 +93,29 @@ def _classify(status: int | None, error_type: str | None, message: str) -> type[
     return ServerError if status >= 500 else BadRequestError
 
 
-def make_error(route: Route, *, status: int | None, error_type: str | None, message: str,
-               request_id: str | None = None,
-               headers: Mapping[str, str] | None = None) -> ProviderError:
+def make_error(
+    route: Route,
+    *,
+    status: int | None,
+    error_type: str | None,
+    message: str,
+    request_id: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> ProviderError:
     """Build the classified error for `route` (status None: an error event inside a stream)."""
     cls = _classify(status, error_type, message)
     if cls is ServerError and "overloaded" in message.lower():
         cls = OverloadedError
     provider = route.name.partition(":")[0]
-    return cls(message or "no error message", provider=provider, model=route.model,
-               status=status, request_id=request_id, error_type=error_type,
-               retry_after=parse_retry_after(headers or {}))
+    return cls(
+        message or "no error message",
+        provider=provider,
+        model=route.model,
+        status=status,
+        request_id=request_id,
+        error_type=error_type,
+        retry_after=parse_retry_after(headers or {}),
+    )
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

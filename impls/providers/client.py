@@ -72,8 +72,9 @@ class _RouteFailed(Exception):
         self.error = error
 
 
-def backoff_delay(policy: RetryPolicy, attempt_number: int, retry_after: float | None,
-                  rand: float | None = None) -> float:
+def backoff_delay(
+    policy: RetryPolicy, attempt_number: int, retry_after: float | None, rand: float | None = None
+) -> float:
     """Seconds before retry `attempt_number` (1-based): retry-after, else jittered backoff."""
     if retry_after is not None:
         return retry_after
@@ -100,8 +101,13 @@ def _http(provider: Provider) -> httpx.AsyncClient:
     return client
 
 
-async def _route_calls(provider: Provider, state: RouteState, request: ModelRequest,
-                       scope: CancelScope, streaming: bool) -> AsyncGenerator[Batch, None]:
+async def _route_calls(
+    provider: Provider,
+    state: RouteState,
+    request: ModelRequest,
+    scope: CancelScope,
+    streaming: bool,
+) -> AsyncGenerator[Batch, None]:
     """Attempts on one route until success; raises _RouteFailed to move on."""
     policy, wire = provider.retry, WIRES[state.route.protocol]
     waited, number = 0.0, 0
@@ -111,12 +117,15 @@ async def _route_calls(provider: Provider, state: RouteState, request: ModelRequ
         if index is None:
             raise _RouteFailed(_keys_cooling(state))
         secret = None if index == keys.NO_KEY else state.route.credentials[index].key
-        call = wire.build_request(request, state.route,
-                                  secret.get_secret_value() if secret else None,
-                                  stream=streaming)
+        call = wire.build_request(
+            request, state.route, secret.get_secret_value() if secret else None, stream=streaming
+        )
         try:
-            async with aclosing(attempt(_http(provider), wire, state.route, call, policy,
-                                        scope, streaming=streaming)) as batches:
+            async with aclosing(
+                attempt(
+                    _http(provider), wire, state.route, call, policy, scope, streaming=streaming
+                )
+            ) as batches:
                 async for batch in batches:
                     yield batch
             keys.credential_ok(state, index)
@@ -131,13 +140,24 @@ async def _route_calls(provider: Provider, state: RouteState, request: ModelRequ
         try:
             await sleep(delay, scope)
         except CallCancelled:
-            yield [Done(response=ModelResponse(stop_reason="cancelled", incomplete=True,
-                                               model=state.route.model))]
+            yield [
+                Done(
+                    response=ModelResponse(
+                        stop_reason="cancelled", incomplete=True, model=state.route.model
+                    )
+                )
+            ]
             return
 
 
-def _react(provider: Provider, state: RouteState, index: int, error: ProviderError,
-           number: int, waited: float) -> float | None:
+def _react(
+    provider: Provider,
+    state: RouteState,
+    index: int,
+    error: ProviderError,
+    number: int,
+    waited: float,
+) -> float | None:
     """Decide after a failed attempt: None = retry now, float = retry after that delay.
 
     `waited` is the backoff time already spent on this route; with the next delay it must
@@ -153,8 +173,9 @@ def _react(provider: Provider, state: RouteState, index: int, error: ProviderErr
         if keys.pick_credential(state, now) is None or index == keys.NO_KEY:
             raise _RouteFailed(error)
         return None
-    if isinstance(error, RateLimitError) and keys.pick_credential(state, now, exclude=index) \
-            not in (None, index):
+    if isinstance(error, RateLimitError) and keys.pick_credential(
+        state, now, exclude=index
+    ) not in (None, index):
         keys.cool_credential(state, index, error, policy, now)
         return None
     if isinstance(error, ModelNotFound):
@@ -174,13 +195,17 @@ def _keys_cooling(state: RouteState) -> ProviderError:
     soonest = min(c.cooldown_until for c in state.credentials) - now
     reasons = "; ".join(f"{c.name}: {c.last_error}" for c in state.credentials)
     cls = AuthenticationError if "AuthenticationError" in reasons else RateLimitError
-    return cls(f"every API key is cooling down (next ready in {soonest:.1f}s; {reasons})",
-               provider=state.route.name.partition(":")[0], model=state.route.model,
-               retry_after=max(0.0, soonest))
+    return cls(
+        f"every API key is cooling down (next ready in {soonest:.1f}s; {reasons})",
+        provider=state.route.name.partition(":")[0],
+        model=state.route.model,
+        retry_after=max(0.0, soonest),
+    )
 
 
-async def _events(provider: Provider, request: ModelRequest, cancel: CancelToken | None,
-                  streaming: bool) -> AsyncGenerator[Batch, None]:
+async def _events(
+    provider: Provider, request: ModelRequest, cancel: CancelToken | None, streaming: bool
+) -> AsyncGenerator[Batch, None]:
     """The whole call: failover over routes; yields event batches ending in Done."""
     scope = CancelScope(cancel)
     history: list[str] = []
@@ -190,12 +215,14 @@ async def _events(provider: Provider, request: ModelRequest, cancel: CancelToken
             state = provider.states[index]
             if last is not None:
                 previous = provider.states[provider.active_route].route.name
-                yield [FailedOver(from_model=previous, to_model=state.route.name,
-                                  reason=last.detail)]
+                yield [
+                    FailedOver(from_model=previous, to_model=state.route.name, reason=last.detail)
+                ]
             provider.active_route = index
             try:
-                async with aclosing(_route_calls(provider, state, request, scope,
-                                                 streaming)) as batches:
+                async with aclosing(
+                    _route_calls(provider, state, request, scope, streaming)
+                ) as batches:
                     async for batch in batches:
                         yield batch
                 return
@@ -211,8 +238,9 @@ async def _events(provider: Provider, request: ModelRequest, cancel: CancelToken
 
 
 @forwardpy.impl(Provider.stream)
-async def stream(self: Provider, request: ModelRequest, *,
-                 cancel: CancelToken | None = None) -> AsyncIterator[StreamEvent]:
+async def stream(
+    self: Provider, request: ModelRequest, *, cancel: CancelToken | None = None
+) -> AsyncIterator[StreamEvent]:
     # aclosing: a consumer that stops early closes the connection at once, not at GC.
     async with aclosing(_events(self, request, cancel, True)) as batches:
         async for batch in batches:
@@ -221,8 +249,9 @@ async def stream(self: Provider, request: ModelRequest, *,
 
 
 @forwardpy.impl(Provider.complete)
-async def complete(self: Provider, request: ModelRequest, *,
-                   cancel: CancelToken | None = None) -> ModelResponse:
+async def complete(
+    self: Provider, request: ModelRequest, *, cancel: CancelToken | None = None
+) -> ModelResponse:
     response: ModelResponse | None = None
     async with aclosing(_events(self, request, cancel, False)) as batches:
         async for batch in batches:

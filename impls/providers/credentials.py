@@ -14,8 +14,15 @@ import time
 from liveforge.declarations.provider import Provider, RetryPolicy, RouteState
 from liveforge.declarations.provider_errors import ProviderError
 
-__all__ = ["cool_credential", "cool_route", "cooldown_for", "credential_ok", "describe_state",
-           "pick_credential", "route_order"]
+__all__ = [
+    "cool_credential",
+    "cool_route",
+    "cooldown_for",
+    "credential_ok",
+    "describe_state",
+    "pick_credential",
+    "route_order",
+]
 
 NO_KEY = -1
 """Credential index of a route without keys (local servers)."""
@@ -39,15 +46,15 @@ def pick_credential(state: RouteState, now: float, *, exclude: int | None = None
     return None
 
 
-def cool_credential(state: RouteState, index: int, error: ProviderError,
-                    policy: RetryPolicy, now: float) -> None:
+def cool_credential(
+    state: RouteState, index: int, error: ProviderError, policy: RetryPolicy, now: float
+) -> None:
     """Put key `index` in cooldown and make the next key active."""
     if index == NO_KEY:
         return
     credential = state.credentials[index]
     credential.failures += 1
-    credential.cooldown_until = now + cooldown_for(policy, credential.failures,
-                                                   error.retry_after)
+    credential.cooldown_until = now + cooldown_for(policy, credential.failures, error.retry_after)
     credential.last_error = f"{type(error).__name__}: {error.detail}"
     state.active_credential = (index + 1) % len(state.credentials)
 
@@ -61,8 +68,7 @@ def credential_ok(state: RouteState, index: int) -> None:
         state.credentials[index].failures = 0
 
 
-def cool_route(state: RouteState, error: ProviderError, policy: RetryPolicy,
-               now: float) -> None:
+def cool_route(state: RouteState, error: ProviderError, policy: RetryPolicy, now: float) -> None:
     """The route's model is unavailable for now: cool it down (growing on repeat)."""
     state.failures += 1
     state.unavailable_until = now + cooldown_for(policy, state.failures, error.retry_after)
@@ -72,8 +78,10 @@ def cool_route(state: RouteState, error: ProviderError, policy: RetryPolicy,
 def route_order(states: list[RouteState], now: float) -> list[int]:
     """Ready routes in chain order, then cooling ones by earliest recovery."""
     ready = [i for i, s in enumerate(states) if s.unavailable_until <= now]
-    cooling = sorted((i for i, s in enumerate(states) if s.unavailable_until > now),
-                     key=lambda i: states[i].unavailable_until)
+    cooling = sorted(
+        (i for i, s in enumerate(states) if s.unavailable_until > now),
+        key=lambda i: states[i].unavailable_until,
+    )
     return ready + cooling
 
 

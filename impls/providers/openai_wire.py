@@ -40,8 +40,11 @@ from liveforge.impls.providers.classify import make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 _STOP: dict[str, StopReason] = {
-    "stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
-    "function_call": "tool_use", "content_filter": "refusal",
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
 }
 
 
@@ -51,9 +54,14 @@ def _provider(route: Route) -> str:
 
 def _assistant_to_wire(message: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-    calls = [{"id": c.id, "type": "function",
-              "function": {"name": c.name, "arguments": json.dumps(c.input)}}
-             for c in message.tool_calls]
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": json.dumps(c.input)},
+        }
+        for c in message.tool_calls
+    ]
     if calls:
         out["tool_calls"] = calls
     return out
@@ -90,16 +98,27 @@ def _tool_choice(choice: str) -> Any:
 
 
 @forwardpy.impl(OpenAIWire.build_request)
-def build_request(self: OpenAIWire, request: ModelRequest, route: Route, api_key: str | None,
-                  *, stream: bool) -> HttpCall:
-    body: dict[str, Any] = {"model": request.model or route.model,
-                            "messages": _messages_to_wire(request.messages)}
+def build_request(
+    self: OpenAIWire, request: ModelRequest, route: Route, api_key: str | None, *, stream: bool
+) -> HttpCall:
+    body: dict[str, Any] = {
+        "model": request.model or route.model,
+        "messages": _messages_to_wire(request.messages),
+    }
     limit_key = "max_completion_tokens" if _provider(route) == "openai" else "max_tokens"
     body[limit_key] = request.max_tokens
     if request.tools:
-        body["tools"] = [{"type": "function", "function": {
-            "name": t.name, "description": t.description, "parameters": t.input_schema}}
-            for t in request.tools]
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in request.tools
+        ]
         body["tool_choice"] = _tool_choice(request.tool_choice)
     if request.temperature is not None:
         body["temperature"] = request.temperature
@@ -108,9 +127,11 @@ def build_request(self: OpenAIWire, request: ModelRequest, route: Route, api_key
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-    headers = {"content-type": "application/json",
-               "accept": "text/event-stream" if stream else "application/json",
-               **route.extra_headers}
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream" if stream else "application/json",
+        **route.extra_headers,
+    }
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
     url = route.base_url.rstrip("/") + "/chat/completions"
@@ -121,8 +142,11 @@ def _usage(raw: Mapping[str, Any] | None) -> Usage:
     if not raw:
         return Usage()
     cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    return Usage(input_tokens=max(0, (raw.get("prompt_tokens") or 0) - cached),
-                 output_tokens=raw.get("completion_tokens") or 0, cache_read_tokens=cached)
+    return Usage(
+        input_tokens=max(0, (raw.get("prompt_tokens") or 0) - cached),
+        output_tokens=raw.get("completion_tokens") or 0,
+        cache_read_tokens=cached,
+    )
 
 
 def _arguments(name: str, arguments: Any) -> dict[str, Any]:
@@ -131,8 +155,9 @@ def _arguments(name: str, arguments: Any) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")
     except (json.JSONDecodeError, TypeError):
-        raise MalformedResponse(f"tool call {name!r} arguments are not valid JSON: "
-                                f"{str(arguments)[:200]!r}") from None
+        raise MalformedResponse(
+            f"tool call {name!r} arguments are not valid JSON: {str(arguments)[:200]!r}"
+        ) from None
     if not isinstance(value, dict):
         raise MalformedResponse(f"tool call {name!r} arguments are not a JSON object")
     return value
@@ -154,9 +179,13 @@ def _message_blocks(message: Mapping[str, Any]) -> list[ContentBlock]:
         blocks.append(TextBlock(text=message["content"]))
     for call in message.get("tool_calls") or []:
         function = call["function"]
-        blocks.append(ToolUseBlock(id=call.get("id") or f"call_{len(blocks)}",
-                                   name=function["name"],
-                                   input=_arguments(function["name"], function.get("arguments"))))
+        blocks.append(
+            ToolUseBlock(
+                id=call.get("id") or f"call_{len(blocks)}",
+                name=function["name"],
+                input=_arguments(function["name"], function.get("arguments")),
+            )
+        )
     return blocks
 
 
@@ -167,14 +196,22 @@ def parse_response(self: OpenAIWire, body: bytes, route: Route) -> ModelResponse
         choice = raw["choices"][0]
         blocks = _message_blocks(choice["message"])
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
-        raise MalformedResponse(f"not a chat completion ({exc!r}): {body[:200]!r}",
-                                provider=_provider(route), model=route.model) from None
+        raise MalformedResponse(
+            f"not a chat completion ({exc!r}): {body[:200]!r}",
+            provider=_provider(route),
+            model=route.model,
+        ) from None
     finish = choice.get("finish_reason")
     has_tools = any(isinstance(b, ToolUseBlock) for b in blocks)
-    return ModelResponse(content=blocks, stop_reason=_stop(finish, has_tools),
-                         raw_stop_reason=finish, usage=_usage(raw.get("usage")),
-                         model=raw.get("model") or route.model, provider=_provider(route),
-                         id=raw.get("id") or "")
+    return ModelResponse(
+        content=blocks,
+        stop_reason=_stop(finish, has_tools),
+        raw_stop_reason=finish,
+        usage=_usage(raw.get("usage")),
+        model=raw.get("model") or route.model,
+        provider=_provider(route),
+        id=raw.get("id") or "",
+    )
 
 
 def error_fields(raw: Any) -> tuple[str | None, str, int | None]:
@@ -191,14 +228,21 @@ def error_fields(raw: Any) -> tuple[str | None, str, int | None]:
 
 
 @forwardpy.impl(OpenAIWire.classify_error)
-def classify_error(self: OpenAIWire, status: int, headers: Mapping[str, str], body: bytes,
-                   route: Route) -> ProviderError:
+def classify_error(
+    self: OpenAIWire, status: int, headers: Mapping[str, str], body: bytes, route: Route
+) -> ProviderError:
     try:
         kind, message, _ = error_fields(json.loads(body))
     except (json.JSONDecodeError, UnicodeDecodeError):
         kind, message = None, body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
-    return make_error(route, status=status, error_type=kind, message=message,
-                      request_id=headers.get("x-request-id"), headers=headers)
+    return make_error(
+        route,
+        status=status,
+        error_type=kind,
+        message=message,
+        request_id=headers.get("x-request-id"),
+        headers=headers,
+    )
 
 
 class OpenAIStreamDecoder:
@@ -230,12 +274,19 @@ class OpenAIStreamDecoder:
             if "error" in raw:
                 self._raise(raw)
             return self._chunk(raw)
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError,
-                ValidationError) as exc:
-            raise MalformedResponse(f"malformed stream chunk ({malformed_reason(exc)}): "
-                                    f"{data[:200]!r}",
-                                    provider=self.builder.provider,
-                                    model=self.route.model) from None
+        except (
+            json.JSONDecodeError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            IndexError,
+            ValidationError,
+        ) as exc:
+            raise MalformedResponse(
+                f"malformed stream chunk ({malformed_reason(exc)}): {data[:200]!r}",
+                provider=self.builder.provider,
+                model=self.route.model,
+            ) from None
 
     def _raise(self, raw: Any) -> None:
         kind, message, code = error_fields(raw)
@@ -277,8 +328,9 @@ class OpenAIStreamDecoder:
             self._calls += 1
             known = (self._calls, call_id or f"call_{self._calls}")
             self._tools[index] = known
-            events.append(self.builder.tool_start(("tool", known[0]), known[1],
-                                                  function.get("name") or ""))
+            events.append(
+                self.builder.tool_start(("tool", known[0]), known[1], function.get("name") or "")
+            )
         arguments = function.get("arguments")
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments)
@@ -288,8 +340,11 @@ class OpenAIStreamDecoder:
 
     def finish(self, *, incomplete: bool = False) -> ModelResponse:
         has_tools = self._calls > 0
-        return self.builder.finish(stop_reason=_stop(self.finish_reason, has_tools),
-                                   raw_stop_reason=self.finish_reason, incomplete=incomplete)
+        return self.builder.finish(
+            stop_reason=_stop(self.finish_reason, has_tools),
+            raw_stop_reason=self.finish_reason,
+            incomplete=incomplete,
+        )
 
 
 @forwardpy.impl(OpenAIWire.stream_decoder)

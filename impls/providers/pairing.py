@@ -66,15 +66,17 @@ def _repair_user(message: Message, expected: list[str], note: str) -> Message:
     for block in message.content:
         if isinstance(block, ToolResultBlock):
             if block.tool_use_id not in expected:
-                rest.append(TextBlock(text=f"[result of tool call {block.tool_use_id}]\n"
-                                           f"{block.content}"))
+                rest.append(
+                    TextBlock(text=f"[result of tool call {block.tool_use_id}]\n{block.content}")
+                )
         else:
             rest.append(block)
     return Message(role="user", content=ordered + rest)
 
 
-def repair_pairing(messages: list[Message], *, note: str = CANCELLED_RESULT,
-                   close_last: bool = False) -> list[Message]:
+def repair_pairing(
+    messages: list[Message], *, note: str = CANCELLED_RESULT, close_last: bool = False
+) -> list[Message]:
     """A copy of `messages` that satisfies the pairing rule (see the module docstring).
 
     A final assistant message with tool calls is left open (the caller is about to run

@@ -21,6 +21,7 @@ from pydantic_core import from_json
 
 __all__ = ["SSEParser", "decode_json"]
 
+
 def decode_json(data: str) -> Any:
     """Parse one event's JSON data; raises json.JSONDecodeError for invalid JSON.
 
@@ -50,7 +51,7 @@ class SSEParser:
         if end < 0:
             self._buffer = buffer
             return []
-        self._buffer = buffer[end + 2:]
+        self._buffer = buffer[end + 2 :]
         # One decode for all complete events: a blank line never falls inside a UTF-8
         # character, so the prefix before it decodes exactly as its blocks would one by one.
         text = buffer[:end].decode("utf-8", "replace")

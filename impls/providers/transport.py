@@ -43,9 +43,16 @@ Batch = list[StreamEvent]
 def _cancelled(route: Route, decoder: StreamDecoder | None) -> Batch:
     if decoder is not None:
         return [Done(response=decoder.finish(incomplete=True))]
-    return [Done(response=ModelResponse(stop_reason="cancelled", incomplete=True,
-                                        model=route.model,
-                                        provider=route.name.partition(":")[0]))]
+    return [
+        Done(
+            response=ModelResponse(
+                stop_reason="cancelled",
+                incomplete=True,
+                model=route.model,
+                provider=route.name.partition(":")[0],
+            )
+        )
+    ]
 
 
 def _transport_error(exc: httpx.HTTPError, route: Route) -> ProviderError:
@@ -56,14 +63,22 @@ def _transport_error(exc: httpx.HTTPError, route: Route) -> ProviderError:
     return ProviderConnectionError(detail, provider=provider, model=route.model)
 
 
-async def attempt(client: httpx.AsyncClient, wire: WireFormat, route: Route,
-                  call: HttpCall, policy: RetryPolicy, scope: CancelScope,
-                  *, streaming: bool) -> AsyncGenerator[Batch, None]:
+async def attempt(
+    client: httpx.AsyncClient,
+    wire: WireFormat,
+    route: Route,
+    call: HttpCall,
+    policy: RetryPolicy,
+    scope: CancelScope,
+    *,
+    streaming: bool,
+) -> AsyncGenerator[Batch, None]:
     """Run one HTTP call; see the module docstring for what comes out."""
     decoder: StreamDecoder | None = None
     timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
-    request = client.build_request("POST", call.url, headers=call.headers, json=call.body,
-                                   timeout=timeout)
+    request = client.build_request(
+        "POST", call.url, headers=call.headers, json=call.body, timeout=timeout
+    )
     try:
         response = await scope.wait(client.send(request, stream=True))
     except CallCancelled:
@@ -99,8 +114,9 @@ def _body(response: httpx.Response) -> AsyncIterator[bytes]:
     return response.aiter_raw()
 
 
-async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: CancelScope,
-                  route: Route) -> AsyncGenerator[Batch, None]:
+async def _decode(
+    response: httpx.Response, decoder: StreamDecoder, scope: CancelScope, route: Route
+) -> AsyncGenerator[Batch, None]:
     """One batch per network chunk that completed events; the last batch ends in Done."""
     parser = SSEParser()
     feed, decode = parser.feed, decoder.feed
@@ -117,9 +133,11 @@ async def _decode(response: httpx.Response, decoder: StreamDecoder, scope: Cance
                 scope.arm()
     tail = [event for name, data in parser.flush() for event in decode(name, data)]
     if not decoder.finished:
-        raise ProviderConnectionError("the stream ended before the end-of-message event",
-                                      provider=route.name.partition(":")[0],
-                                      model=route.model)
+        raise ProviderConnectionError(
+            "the stream ended before the end-of-message event",
+            provider=route.name.partition(":")[0],
+            model=route.model,
+        )
     yield [*tail, Done(response=decoder.finish())]
 
 
@@ -131,7 +149,12 @@ def _reraise(error: ProviderError, decoder: StreamDecoder | None) -> NoReturn:
     if decoder is None or not decoder.has_content or isinstance(error, StreamInterrupted):
         raise error from None
     partial = decoder.finish(incomplete=True)
-    raise StreamInterrupted(f"the stream broke after content arrived ({error.detail})",
-                             partial=partial, provider=error.provider, model=error.model,
-                             status=error.status, request_id=error.request_id,
-                             error_type=error.error_type) from error
+    raise StreamInterrupted(
+        f"the stream broke after content arrived ({error.detail})",
+        partial=partial,
+        provider=error.provider,
+        model=error.model,
+        status=error.status,
+        request_id=error.request_id,
+        error_type=error.error_type,
+    ) from error

@@ -23,15 +23,22 @@ if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent, TurnEnded
     from liveforge.declarations.provider import Provider
 
-__all__ = ["NO_PROVIDER_HINT", "PersistApproval", "configured_provider", "drive_turn",
-           "make_agent", "model_name"]
+__all__ = [
+    "NO_PROVIDER_HINT",
+    "PersistApproval",
+    "configured_provider",
+    "drive_turn",
+    "make_agent",
+    "model_name",
+]
 
 T = TypeVar("T")
 NO_PROVIDER_HINT = (
     "Set the key of the default model's provider, or pick another model with LIVEFORGE_MODEL "
     "(or --model): anthropic:claude-sonnet-4-5 needs ANTHROPIC_API_KEY, openai:gpt-4o needs "
     "OPENAI_API_KEY, ollama:llama3.1 needs a running Ollama and no key. To see liveforge "
-    "work without any key or network, run `liveforge demo`.")
+    "work without any key or network, run `liveforge demo`."
+)
 
 
 class PersistApproval:
@@ -53,7 +60,8 @@ class PersistApproval:
         if not self.approver(modules):
             raise PersistError(
                 f"the user declined to write {', '.join(modules)} to files; the changes stay "
-                "in memory only. Ask what they want instead of retrying.")
+                "in memory only. Ask what they want instead of retrying."
+            )
 
     @contextlib.contextmanager
     def granted(self) -> Iterator[None]:
@@ -105,8 +113,13 @@ def _checked(build: Callable[[], T]) -> T:
         raise CommandError(f"--model: {exc}") from None
 
 
-def make_agent(project: Path, *, provider: Provider | None = None, model: str | None = None,
-               resume: str | None = None) -> tuple[Agent, PersistApproval]:
+def make_agent(
+    project: Path,
+    *,
+    provider: Provider | None = None,
+    model: str | None = None,
+    resume: str | None = None,
+) -> tuple[Agent, PersistApproval]:
     """An agent on `project`, and the approval every persist of its runtime asks first.
 
     Without `provider`, the project's configuration gives the models and the `[agent]` and
@@ -119,8 +132,9 @@ def make_agent(project: Path, *, provider: Provider | None = None, model: str | 
         config = _config(project, model)
         provider = _checked(lambda: build_provider(config))
         settings, context = config.agent_settings(), config.context
-    agent = build_agent(project, provider=provider, resume=resume, settings=settings,
-                        context=context)
+    agent = build_agent(
+        project, provider=provider, resume=resume, settings=settings, context=context
+    )
     approval = PersistApproval()
     agent.runtime.add_persist_guard(approval)
     return agent, approval

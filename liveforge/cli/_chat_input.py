@@ -38,8 +38,11 @@ def _children(prefix: str) -> Iterable[str]:
     if obj is None:
         return []
     names = {n for n in dir(obj) if not n.startswith("__")}
-    names.update(name.rsplit(".", 1)[1] for name in list(sys.modules)
-                 if name.startswith(prefix + ".") and name.count(".") == prefix.count(".") + 1)
+    names.update(
+        name.rsplit(".", 1)[1]
+        for name in list(sys.modules)
+        if name.startswith(prefix + ".") and name.count(".") == prefix.count(".") + 1
+    )
     if hasattr(obj, "__path__"):
         names.update(info.name for info in pkgutil.iter_modules(obj.__path__))
     return names
@@ -63,8 +66,9 @@ def dotted_candidates(word: str, project_root: Path) -> list[str]:
             except Exception:
                 return []
         pool = _children(head)
-    found = sorted(n for n in pool
-                   if n.startswith(tail) and (tail.startswith("_") or not n.startswith("_")))
+    found = sorted(
+        n for n in pool if n.startswith(tail) and (tail.startswith("_") or not n.startswith("_"))
+    )
     return [f"{head}.{n}" if dot else n for n in found]
 
 
@@ -75,8 +79,9 @@ class ChatCompleter(Completer):
         self.commands = sorted(commands)
         self.project_root = project_root
 
-    def get_completions(self, document: Document, complete_event: CompleteEvent
-                        ) -> Iterator[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
         before = document.text_before_cursor
         if before.startswith("/") and " " not in before:
             for name in self.commands:
@@ -114,8 +119,11 @@ def make_prompt_session(project_root: Path, commands: Iterable[str]) -> PromptSe
     """A prompt with history in `<project>/.liveforge/chat_history` and completion."""
     folder = project_root / ".liveforge"
     folder.mkdir(parents=True, exist_ok=True)
-    return PromptSession(history=FileHistory(str(folder / "chat_history")),
-                         completer=ChatCompleter(commands, project_root),
-                         complete_while_typing=False, multiline=True,
-                         key_bindings=_bindings(),
-                         prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ")
+    return PromptSession(
+        history=FileHistory(str(folder / "chat_history")),
+        completer=ChatCompleter(commands, project_root),
+        complete_while_typing=False,
+        multiline=True,
+        key_bindings=_bindings(),
+        prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+    )

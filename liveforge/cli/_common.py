@@ -17,8 +17,17 @@ if TYPE_CHECKING:
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
-__all__ = ["CommandError", "ExitCode", "add_common", "emit", "emit_error", "open_runtime",
-           "open_toolbox", "project_dir", "run_tool"]
+__all__ = [
+    "CommandError",
+    "ExitCode",
+    "add_common",
+    "emit",
+    "emit_error",
+    "open_runtime",
+    "open_toolbox",
+    "project_dir",
+    "run_tool",
+]
 
 
 class ExitCode(IntEnum):
@@ -41,19 +50,28 @@ class CommandError(LiveforgeError):
 
 def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
     """Add `--project DIR` (default: the current directory) and, optionally, `--json`."""
-    parser.add_argument("--project", metavar="DIR", default=".",
-                        help="the project to work on (default: the current directory)")
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        default=".",
+        help="the project to work on (default: the current directory)",
+    )
     if json_flag:
-        parser.add_argument("--json", action="store_true",
-                            help="print one JSON object with stable keys instead of text")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON object with stable keys instead of text",
+        )
 
 
 def project_dir(args: argparse.Namespace) -> Path:
     """The `--project` directory, resolved; a usage error when it is not a directory."""
     root = Path(getattr(args, "project", ".") or ".").expanduser().resolve()
     if not root.is_dir():
-        raise CommandError(f"--project {root} is not a directory; pass the folder that holds "
-                           "your package (or run the command from inside it).")
+        raise CommandError(
+            f"--project {root} is not a directory; pass the folder that holds "
+            "your package (or run the command from inside it)."
+        )
     return root
 
 
@@ -79,8 +97,9 @@ def open_toolbox(rt: Runtime) -> Toolbox:
     return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
 
 
-def emit(args: argparse.Namespace, payload: dict[str, Any], text: str,
-         out: IO[str] | None = None) -> None:
+def emit(
+    args: argparse.Namespace, payload: dict[str, Any], text: str, out: IO[str] | None = None
+) -> None:
     """Print `payload` as JSON under `--json`, else `text`, on `out` (default sys.stdout)."""
     out = out or sys.stdout
     if getattr(args, "json", False):
@@ -94,25 +113,36 @@ def emit(args: argparse.Namespace, payload: dict[str, Any], text: str,
 def emit_error(args: argparse.Namespace | None, error: BaseException, code: ExitCode) -> None:
     """Report `error`: a JSON object on stdout under `--json`, always a line on stderr."""
     if args is not None and getattr(args, "json", False):
-        payload = {"ok": False, "command": getattr(args, "command", None),
-                   "error": {"type": type(error).__name__, "message": str(error),
-                             "exit_code": int(code)}}
+        payload = {
+            "ok": False,
+            "command": getattr(args, "command", None),
+            "error": {"type": type(error).__name__, "message": str(error), "exit_code": int(code)},
+        }
         json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         sys.stdout.flush()
     sys.stderr.write(f"liveforge: error: {error}\n")
 
 
-def run_tool(args: argparse.Namespace, name: str, arguments: dict[str, Any],
-             extra: dict[str, Any]) -> int:
+def run_tool(
+    args: argparse.Namespace, name: str, arguments: dict[str, Any], extra: dict[str, Any]
+) -> int:
     """Call one catalogue tool on a fresh runtime and print its result; the exit code."""
     with open_runtime(args) as rt:
         result = open_toolbox(rt).call(name, arguments)
-    payload = {"ok": not result.is_error, "command": args.command,
-               "project": str(rt.project_root), **extra, "output": result.text}
+    payload = {
+        "ok": not result.is_error,
+        "command": args.command,
+        "project": str(rt.project_root),
+        **extra,
+        "output": result.text,
+    }
     if result.is_error:
-        payload["error"] = {"type": "ToolError", "message": result.text,
-                            "exit_code": int(ExitCode.FAILED)}
+        payload["error"] = {
+            "type": "ToolError",
+            "message": result.text,
+            "exit_code": int(ExitCode.FAILED),
+        }
     if result.is_error and not getattr(args, "json", False):
         sys.stderr.write(f"liveforge {args.command}: {result.text}\n")
         return ExitCode.FAILED

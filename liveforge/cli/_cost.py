@@ -31,16 +31,21 @@ def cost(model: str, usage: Usage) -> float | None:
     for prefix in sorted(PRICES, key=len, reverse=True):
         if name.startswith(prefix):
             price_in, price_out, price_read, price_write = PRICES[prefix]
-            return (usage.input_tokens * price_in + usage.output_tokens * price_out
-                    + usage.cache_read_tokens * price_read
-                    + usage.cache_write_tokens * price_write) / 1_000_000
+            return (
+                usage.input_tokens * price_in
+                + usage.output_tokens * price_out
+                + usage.cache_read_tokens * price_read
+                + usage.cache_write_tokens * price_write
+            ) / 1_000_000
     return None
 
 
 def describe_usage(model: str, turn: Usage, total: Usage, context_tokens: int) -> str:
     """One line: this turn's tokens, the session's, the context size and the cost."""
-    line = (f"tokens: {turn.total_input_tokens:,} in / {turn.output_tokens:,} out this turn"
-            f" · session {total.total_input_tokens:,} in / {total.output_tokens:,} out"
-            f" · context ~{context_tokens:,}")
+    line = (
+        f"tokens: {turn.total_input_tokens:,} in / {turn.output_tokens:,} out this turn"
+        f" · session {total.total_input_tokens:,} in / {total.output_tokens:,} out"
+        f" · context ~{context_tokens:,}"
+    )
     dollars = cost(model, total)
     return line + (f" · ~${dollars:.4f}" if dollars is not None else "")

@@ -38,7 +38,7 @@ def short_arguments(arguments: dict[str, Any]) -> str:
         else:
             shown = repr(value)
             if len(shown) > _ARG_WIDTH:
-                shown = shown[:_ARG_WIDTH - 1] + "…"
+                shown = shown[: _ARG_WIDTH - 1] + "…"
         parts.append(f"{key}={shown}")
     return ", ".join(parts)
 
@@ -94,8 +94,12 @@ class Renderer:
         if self._live is None and not self._text:
             self.close()
             if self.console.is_terminal:
-                self._live = Live(Markdown(""), console=self.console, refresh_per_second=12,
-                                  vertical_overflow="visible")
+                self._live = Live(
+                    Markdown(""),
+                    console=self.console,
+                    refresh_per_second=12,
+                    vertical_overflow="visible",
+                )
                 self._live.start()
         self._text += event.text
         self._streamed = True
@@ -130,11 +134,17 @@ class Renderer:
     def _on_patch_applied(self, event: ev.PatchApplied) -> None:
         self.close()
         who = " (agent's own code, applies at the next step)" if event.self_patch else ""
-        self.console.print(Text(f"  patch {event.change_id} {event.kind} {event.target}{who}",
-                                style="bold magenta"))
+        self.console.print(
+            Text(
+                f"  patch {event.change_id} {event.kind} {event.target}{who}", style="bold magenta"
+            )
+        )
         if event.diff.strip():
-            self.console.print(Syntax(event.diff.rstrip("\n"), "diff", theme="ansi_dark",
-                                      background_color="default"))
+            self.console.print(
+                Syntax(
+                    event.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"
+                )
+            )
 
     def _on_verification(self, event: ev.VerificationResult) -> None:
         self.close()
@@ -142,16 +152,22 @@ class Renderer:
         self.console.print(Text(f"  {'✓' if event.ok else '✗'} {event.headline}", style=style))
 
     def _on_self_patches_applied(self, event: ev.SelfPatchesApplied) -> None:
-        self._line(f"self-patches {', '.join(event.change_ids)}: {event.message}",
-                   "magenta" if event.ok else "red")
+        self._line(
+            f"self-patches {', '.join(event.change_ids)}: {event.message}",
+            "magenta" if event.ok else "red",
+        )
 
     def _on_self_patches_rolled_back(self, event: ev.SelfPatchesRolledBack) -> None:
-        self._line(f"self-patches {', '.join(event.change_ids)} rolled back: {event.reason}",
-                   "yellow")
+        self._line(
+            f"self-patches {', '.join(event.change_ids)} rolled back: {event.reason}", "yellow"
+        )
 
     def _on_compacted(self, event: ev.Compacted) -> None:
-        self._line(f"compacted {event.messages_summarised} messages: "
-                   f"~{event.tokens_before:,} → ~{event.tokens_after:,} tokens", "dim")
+        self._line(
+            f"compacted {event.messages_summarised} messages: "
+            f"~{event.tokens_before:,} → ~{event.tokens_after:,} tokens",
+            "dim",
+        )
 
     def _on_notice(self, event: ev.Notice) -> None:
         self._line(f"· {event.text}", "dim yellow")
@@ -168,8 +184,10 @@ class Renderer:
         self._line(f"stopped: the turn used its {event.steps} steps", "yellow")
 
     def _on_runaway(self, event: ev.Runaway) -> None:
-        self._line(f"stopped: {event.name} was called {event.repeats} times with the same "
-                   "arguments", "yellow")
+        self._line(
+            f"stopped: {event.name} was called {event.repeats} times with the same arguments",
+            "yellow",
+        )
 
     def _on_cancelled(self, event: ev.Cancelled) -> None:
         self._line("turn cancelled; the session continues", "yellow")
@@ -178,8 +196,12 @@ class Renderer:
         self.close()
         self.last_turn = event.usage
         self.total = self.total + event.usage
-        self.console.print(Text(describe_usage(self.model, event.usage, self.total,
-                                               event.context_tokens), style="dim"))
+        self.console.print(
+            Text(
+                describe_usage(self.model, event.usage, self.total, event.context_tokens),
+                style="dim",
+            )
+        )
 
     def _line(self, text: str, style: str) -> None:
         self.close()

@@ -61,8 +61,11 @@ async def _help(state: ChatState, args: list[str]) -> bool:
     for name, (_, text) in COMMANDS.items():
         table.add_row(Text(name, style="bold cyan"), text)
     state.console.print(table)
-    state.say("Enter sends; Alt-Enter or a trailing \\ adds a line; Tab completes commands "
-              "and dotted paths; Ctrl-C cancels a running turn; Ctrl-D exits.", "dim")
+    state.say(
+        "Enter sends; Alt-Enter or a trailing \\ adds a line; Tab completes commands "
+        "and dotted paths; Ctrl-C cancels a running turn; Ctrl-D exits.",
+        "dim",
+    )
     return True
 
 
@@ -74,8 +77,7 @@ async def _in_thread(state: ChatState, label: str, func: Callable[[], Any]) -> A
         state.renderer.close()
 
 
-async def _tool_command(state: ChatState, label: str, name: str,
-                        arguments: dict[str, Any]) -> None:
+async def _tool_command(state: ChatState, label: str, name: str, arguments: dict[str, Any]) -> None:
     text, is_error = await _in_thread(state, label, lambda: state.tool(name, arguments))
     state.say(text, "red" if is_error else "")
     state.agent.session.track(state.agent.runtime)
@@ -87,8 +89,9 @@ async def _undo(state: ChatState, args: list[str]) -> bool:
         # the last thing done was writing files: put the files back first (the change stays
         # in memory, unpersisted again); the next /undo rolls the change back
         done = await _in_thread(state, "restoring the files…", rt.unpersist)
-        state.say(done.summary() + "\n(the change is in memory again; /undo once more to "
-                  "roll it back)")
+        state.say(
+            done.summary() + "\n(the change is in memory again; /undo once more to roll it back)"
+        )
         state.agent.session.track(rt)
         return True
     arguments = {"change_id": args[0]} if args else {}
@@ -107,8 +110,9 @@ def _show_diff(state: ChatState, diff: str) -> None:
     if not diff.strip():
         state.say("no unpersisted changes: memory matches the files", "dim")
         return
-    state.console.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark",
-                               background_color="default"))
+    state.console.print(
+        Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
+    )
 
 
 async def _diff(state: ChatState, args: list[str]) -> bool:
@@ -144,8 +148,9 @@ async def _runs(state: ChatState, args: list[str]) -> bool:
 
 
 async def _tests(state: ChatState, args: list[str]) -> bool:
-    await _tool_command(state, "running the tests in the sandbox…", "run_tests",
-                        {"args": args} if args else {})
+    await _tool_command(
+        state, "running the tests in the sandbox…", "run_tests", {"args": args} if args else {}
+    )
     return True
 
 
@@ -183,8 +188,11 @@ async def _clear(state: ChatState, args: list[str]) -> bool:
     close_transcript(old)
     agent.session = new
     state.console.clear()
-    state.say(f"new session {state.agent.session.id} (the old one is kept: "
-              f"/sessions, --resume {old.id}); in-memory changes are kept", "dim")
+    state.say(
+        f"new session {state.agent.session.id} (the old one is kept: "
+        f"/sessions, --resume {old.id}); in-memory changes are kept",
+        "dim",
+    )
     return True
 
 
@@ -194,8 +202,10 @@ async def _sessions(state: ChatState, args: list[str]) -> bool:
     current = state.agent.session.id
     for info in Session.list_sessions(state.project)[:20]:
         mark = "*" if info.id == current else " "
-        state.say(f"{mark} {info.id}  {info.turns} turns  {info.unpersisted} unpersisted  "
-                  f"{info.title[:50]}")
+        state.say(
+            f"{mark} {info.id}  {info.turns} turns  {info.unpersisted} unpersisted  "
+            f"{info.title[:50]}"
+        )
     state.say("resume one with: liveforge chat --resume ID", "dim")
     return True
 
@@ -206,8 +216,11 @@ async def _quit(state: ChatState, args: list[str]) -> bool:
 
 COMMANDS: dict[str, tuple[Handler, str]] = {
     "/help": (_help, "this list"),
-    "/undo": (_undo, "undo the last step: a persist (files back) or a change in memory; "
-                     "/undo ID rolls back that change and later ones of its module"),
+    "/undo": (
+        _undo,
+        "undo the last step: a persist (files back) or a change in memory; "
+        "/undo ID rolls back that change and later ones of its module",
+    ),
     "/diff": (_diff, "unpersisted changes as a diff (memory vs files)"),
     "/persist": (_persist, "write the verified changes to files (asks first)"),
     "/runs": (_runs, "recent sandbox runs (/runs ID shows one)"),
@@ -231,12 +244,15 @@ async def dispatch(state: ChatState, line: str) -> bool:
     entry = COMMANDS.get(name)
     if entry is None:
         close = [c for c in COMMANDS if c.startswith(name[:3])]
-        state.say(f"unknown command {name}; " + (f"did you mean {', '.join(close)}? "
-                                                 if close else "") + "see /help", "red")
+        state.say(
+            f"unknown command {name}; "
+            + (f"did you mean {', '.join(close)}? " if close else "")
+            + "see /help",
+            "red",
+        )
         return True
     try:
         return await entry[0](state, args)
     except Exception as exc:  # a command failing must never end the chat
         state.say(f"{name} failed: {type(exc).__name__}: {exc}", "red")
         return True
-

@@ -39,16 +39,27 @@ __all__ = ["ChatApp", "register"]
 def register(commands: Any) -> None:
     """Add `chat` to the `liveforge` sub-command set."""
     parser = commands.add_parser(
-        "chat", help="interactive session: talk to the agent about the live program",
+        "chat",
+        help="interactive session: talk to the agent about the live program",
         description="An interactive session with the agent on --project. /help lists the "
-                    "commands; Ctrl-C cancels a turn, Ctrl-D exits.")
-    parser.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5, "
-                                        "openai:gpt-4o, ollama:llama3.1 (default: configured)")
-    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
-                        help="continue a session: its conversation and unpersisted changes "
-                             "(the latest when no ID is given)")
-    parser.add_argument("--yes", action="store_true",
-                        help="do not ask before tools write files (persist)")
+        "commands; Ctrl-C cancels a turn, Ctrl-D exits.",
+    )
+    parser.add_argument(
+        "--model",
+        help="provider:model, e.g. anthropic:claude-sonnet-4-5, "
+        "openai:gpt-4o, ollama:llama3.1 (default: configured)",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="ID",
+        help="continue a session: its conversation and unpersisted changes "
+        "(the latest when no ID is given)",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask before tools write files (persist)"
+    )
     add_common(parser, json_flag=False)
     parser.set_defaults(handler=_chat)
 
@@ -62,9 +73,15 @@ def _chat(args: argparse.Namespace) -> int:
 class ChatApp:
     """The read–run–render loop of one chat."""
 
-    def __init__(self, agent: Any, project: Path, *, yes: bool = False,
-                 console: Console | None = None, approval: PersistApproval | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        project: Path,
+        *,
+        yes: bool = False,
+        console: Console | None = None,
+        approval: PersistApproval | None = None,
+    ) -> None:
         from liveforge.cli._chat_input import make_prompt_session
 
         self.agent = agent
@@ -73,10 +90,16 @@ class ChatApp:
         self.console = console or Console(highlight=False)
         self.renderer = Renderer(self.console, model=model_name(agent.provider))
         self.prompt = make_prompt_session(project, COMMANDS)
-        self.state = ChatState(agent=agent, console=self.console, renderer=self.renderer,
-                               project=project, model=self.renderer.model,
-                               confirm=self.confirm, switch_model=self.switch_model,
-                               approval=approval)
+        self.state = ChatState(
+            agent=agent,
+            console=self.console,
+            renderer=self.renderer,
+            project=project,
+            model=self.renderer.model,
+            confirm=self.confirm,
+            switch_model=self.switch_model,
+            approval=approval,
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         if approval is not None:
             approval.approver = self._approve_from_worker
@@ -91,8 +114,9 @@ class ChatApp:
         finally:
             await self.agent.aclose()
             self.agent.runtime.close()
-        self.console.print(Text(f"transcript saved: {self.agent.session.path}", style="dim"),
-                           soft_wrap=True)
+        self.console.print(
+            Text(f"transcript saved: {self.agent.session.path}", style="dim"), soft_wrap=True
+        )
         return ExitCode.OK
 
     async def _once(self) -> bool:
@@ -112,9 +136,13 @@ class ChatApp:
             self.console.print(Text(f"{type(exc).__name__}: {exc}", style="bold red"))
         except Exception:  # a fault in liveforge: show it, keep the session
             self.console.print_exception(max_frames=8)
-            self.console.print(Text("the turn failed inside liveforge (above); the session "
-                                    "continues: /undo, /diff and /quit still work",
-                                    style="bold red"))
+            self.console.print(
+                Text(
+                    "the turn failed inside liveforge (above); the session "
+                    "continues: /undo, /diff and /quit still work",
+                    style="bold red",
+                )
+            )
         return True
 
     async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:
@@ -128,21 +156,35 @@ class ChatApp:
             if not task.cancelled():
                 raise
             self.renderer.close()
-            self.console.print(Text("command cancelled (a sandbox run it started finishes in "
-                                    "the background)", style="yellow"))
+            self.console.print(
+                Text(
+                    "command cancelled (a sandbox run it started finishes in the background)",
+                    style="yellow",
+                )
+            )
             return True
         finally:
             loop.remove_signal_handler(signal.SIGINT)
 
     def _header(self) -> None:
         session = self.agent.session
-        self.console.print(Text.assemble(
-            ("liveforge chat", "bold"), f" · {self.project} · model {self.renderer.model} · "
-            f"session {session.id}", style="dim"), soft_wrap=True)
+        self.console.print(
+            Text.assemble(
+                ("liveforge chat", "bold"),
+                f" · {self.project} · model {self.renderer.model} · session {session.id}",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
         for line in session.extra.get("restored", []):
             self.console.print(Text(f"· resumed: {line}", style="dim yellow"))
-        self.console.print(Text("/help for commands · Enter sends, Alt-Enter adds a line · "
-                                "Ctrl-C cancels a turn · Ctrl-D exits", style="dim"))
+        self.console.print(
+            Text(
+                "/help for commands · Enter sends, Alt-Enter adds a line · "
+                "Ctrl-C cancels a turn · Ctrl-D exits",
+                style="dim",
+            )
+        )
 
     # -- approvals ---------------------------------------------------------------------------
 
@@ -152,8 +194,9 @@ class ChatApp:
             return True
         self.renderer.close()
         try:
-            answer = await self.prompt.prompt_async(f"{question} [y/N] ", completer=None,
-                                                    multiline=False)
+            answer = await self.prompt.prompt_async(
+                f"{question} [y/N] ", completer=None, multiline=False
+            )
         except (KeyboardInterrupt, EOFError):
             return False
         return answer.strip().lower() in ("y", "yes")
@@ -169,8 +212,9 @@ class ChatApp:
         self.renderer.close()
         diff = self.agent.runtime.diff()
         if diff.strip():
-            self.console.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark",
-                                      background_color="default"))
+            self.console.print(
+                Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
+            )
         return await self.confirm(f"The agent wants to {name} these changes to files. Allow?")
 
     # -- model -------------------------------------------------------------------------------

@@ -24,27 +24,38 @@ from liveforge.cli._render import Renderer
 
 __all__ = ["TASK", "register"]
 
-TASK = ("Customers say a line of exactly ten units does not get the bulk discount. Find the "
-        "bug in the pricing package, fix it, check the fix and save it.")
+TASK = (
+    "Customers say a line of exactly ten units does not get the bulk discount. Find the "
+    "bug in the pricing package, fix it, check the fix and save it."
+)
 
 
 def register(commands: Any) -> None:
     """Add `demo` to the `liveforge` sub-command set."""
     parser = commands.add_parser(
-        "demo", help="watch the agent fix a bug in a sample project (replay, offline)",
+        "demo",
+        help="watch the agent fix a bug in a sample project (replay, offline)",
         description="Copy a sample project to DIR (default: a new temporary folder) and watch "
-                    "a scripted replay model fix its bug through the real agent: inspect, "
-                    "patch in memory, verify, test, persist. No key, no network.")
-    parser.add_argument("dir", nargs="?", metavar="DIR",
-                        help="where to put the sample project (new or empty folder)")
+        "a scripted replay model fix its bug through the real agent: inspect, "
+        "patch in memory, verify, test, persist. No key, no network.",
+    )
+    parser.add_argument(
+        "dir",
+        nargs="?",
+        metavar="DIR",
+        help="where to put the sample project (new or empty folder)",
+    )
     parser.set_defaults(handler=_demo)
 
 
 def _target(args: argparse.Namespace) -> Path:
     from liveforge.demo import copy_sample
 
-    folder = (Path(args.dir).expanduser() if args.dir
-              else Path(tempfile.mkdtemp(prefix="liveforge-demo-")))
+    folder = (
+        Path(args.dir).expanduser()
+        if args.dir
+        else Path(tempfile.mkdtemp(prefix="liveforge-demo-"))
+    )
     try:
         return copy_sample(folder.resolve())
     except FileExistsError as exc:
@@ -52,14 +63,19 @@ def _target(args: argparse.Namespace) -> Path:
 
 
 def _banner(console: Console, target: Path) -> None:
-    console.print(Panel(Text.assemble(
-        ("REPLAY", "bold black on yellow"),
-        "  The model's side of this session is a recorded script played by a local fake "
-        "model server (no key, no network). Everything else is real: the agent loop, the "
-        "tools, in-memory patching, the sandbox, the tests and the file write."),
-        title="liveforge demo", border_style="yellow"))
-    console.print(Text.assemble(("sample project copied to ", "bold"), str(target)),
-                  soft_wrap=True)
+    console.print(
+        Panel(
+            Text.assemble(
+                ("REPLAY", "bold black on yellow"),
+                "  The model's side of this session is a recorded script played by a local fake "
+                "model server (no key, no network). Everything else is real: the agent loop, the "
+                "tools, in-memory patching, the sandbox, the tests and the file write.",
+            ),
+            title="liveforge demo",
+            border_style="yellow",
+        )
+    )
+    console.print(Text.assemble(("sample project copied to ", "bold"), str(target)), soft_wrap=True)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -84,9 +100,13 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _auto_approve(console: Console) -> Any:
     def approve(modules: list[str]) -> bool:
-        console.print(Text("  (demo: persist approved automatically; `liveforge chat` asks "
-                           "first)", style="dim"))
+        console.print(
+            Text(
+                "  (demo: persist approved automatically; `liveforge chat` asks first)", style="dim"
+            )
+        )
         return True
+
     return approve
 
 
@@ -103,11 +123,15 @@ def _report(console: Console, target: Path) -> int:
     cart = target / "pricing" / "cart.py"
     fixed = FIXED_SUBTOTAL.splitlines()[3].strip() in cart.read_text(encoding="utf-8")
     if not fixed:
-        console.print(Text(f"The fix did not reach {cart}; see the messages above.",
-                           style="bold red"))
+        console.print(
+            Text(f"The fix did not reach {cart}; see the messages above.", style="bold red")
+        )
         return ExitCode.CHECK_FAILED
     console.print(Text.assemble(("✓ fixed on disk: ", "bold green"), str(cart)), soft_wrap=True)
-    console.print(f"Look around yourself:\n  cd {target}\n  liveforge test -- -q\n"
-                  "  liveforge view pricing.cart.Line.subtotal\n  liveforge runs\n"
-                  "  liveforge chat        (needs a model; see the README)", soft_wrap=True)
+    console.print(
+        f"Look around yourself:\n  cd {target}\n  liveforge test -- -q\n"
+        "  liveforge view pricing.cart.Line.subtotal\n  liveforge runs\n"
+        "  liveforge chat        (needs a model; see the README)",
+        soft_wrap=True,
+    )
     return ExitCode.OK

@@ -13,12 +13,17 @@ __all__ = ["register"]
 def register(commands: Any) -> None:
     """Add `mcp` to the `liveforge` sub-command set."""
     parser = commands.add_parser(
-        "mcp", help="serve the tool catalogue as an MCP server over stdio",
+        "mcp",
+        help="serve the tool catalogue as an MCP server over stdio",
         description="An MCP server over stdio: one live runtime over --project for the whole "
-                    "session, so a patch made in one call is seen by the next. Needs "
-                    'pip install "liveforge[mcp]".')
-    parser.add_argument("--allow-kernel-patches", action="store_true",
-                        help="let clients patch liveforge.kernel itself (off by default)")
+        "session, so a patch made in one call is seen by the next. Needs "
+        'pip install "liveforge[mcp]".',
+    )
+    parser.add_argument(
+        "--allow-kernel-patches",
+        action="store_true",
+        help="let clients patch liveforge.kernel itself (off by default)",
+    )
     add_common(parser, json_flag=False)
     parser.set_defaults(handler=_serve)
 

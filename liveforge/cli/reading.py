@@ -17,16 +17,20 @@ __all__ = ["register"]
 def register(commands: Any) -> None:
     """Add the reading commands to the `liveforge` sub-command set."""
     inspect = commands.add_parser(
-        "inspect", help="tree of packages, modules, classes and functions",
-        description="Show the tree under a dotted path (the project's packages when omitted).")
+        "inspect",
+        help="tree of packages, modules, classes and functions",
+        description="Show the tree under a dotted path (the project's packages when omitted).",
+    )
     inspect.add_argument("path", nargs="?", default="", help="dotted path, e.g. pkg.mod")
     inspect.add_argument("--depth", type=int, default=2, help="levels to expand (default 2)")
     add_common(inspect)
     inspect.set_defaults(handler=_inspect)
 
     view = commands.add_parser(
-        "view", help="in-memory source of a module, class or function",
-        description="Show the source of a dotted path with line numbers.")
+        "view",
+        help="in-memory source of a module, class or function",
+        description="Show the source of a dotted path with line numbers.",
+    )
     view.add_argument("path", help="dotted path, e.g. pkg.mod.Class.method")
     view.add_argument("--start", type=int, help="first line to show")
     view.add_argument("--end", type=int, help="last line to show")
@@ -34,24 +38,37 @@ def register(commands: Any) -> None:
     view.set_defaults(handler=_view)
 
     find = commands.add_parser(
-        "find", help="find definitions by name",
-        description="Find definitions by name or dotted tail across the project.")
+        "find",
+        help="find definitions by name",
+        description="Find definitions by name or dotted tail across the project.",
+    )
     find.add_argument("query", help="a name or dotted tail, e.g. area or Square.area")
-    find.add_argument("--kind", choices=["class", "function", "module", "variable"],
-                      help="only this kind of definition")
+    find.add_argument(
+        "--kind",
+        choices=["class", "function", "module", "variable"],
+        help="only this kind of definition",
+    )
     add_common(find)
     find.set_defaults(handler=_find)
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    return run_tool(args, "inspect_module", {"path": args.path, "depth": args.depth},
-                    {"path": args.path, "depth": args.depth})
+    return run_tool(
+        args,
+        "inspect_module",
+        {"path": args.path, "depth": args.depth},
+        {"path": args.path, "depth": args.depth},
+    )
 
 
 def _view(args: argparse.Namespace) -> int:
     arguments = {"path": args.path, "start": args.start, "end": args.end}
-    return run_tool(args, "view_source", {k: v for k, v in arguments.items() if v is not None},
-                    {"path": args.path})
+    return run_tool(
+        args,
+        "view_source",
+        {k: v for k, v in arguments.items() if v is not None},
+        {"path": args.path},
+    )
 
 
 def _find(args: argparse.Namespace) -> int:

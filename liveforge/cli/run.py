@@ -27,15 +27,22 @@ __all__ = ["register"]
 def register(commands: Any) -> None:
     """Add `run` to the `liveforge` sub-command set."""
     parser = commands.add_parser(
-        "run", help="run one agent task non-interactively",
-        description="Give the agent one task and let it work until it answers.")
-    parser.add_argument("-p", "--prompt", required=True,
-                        help="the task; '-' reads it from stdin")
+        "run",
+        help="run one agent task non-interactively",
+        description="Give the agent one task and let it work until it answers.",
+    )
+    parser.add_argument("-p", "--prompt", required=True, help="the task; '-' reads it from stdin")
     parser.add_argument("--model", help="provider:model for this run (default: configured)")
-    parser.add_argument("--resume", nargs="?", const="latest", metavar="ID",
-                        help="continue a session (the latest when no ID is given)")
-    parser.add_argument("--yes", action="store_true",
-                        help="allow tools that write files (persist) without asking")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="ID",
+        help="continue a session (the latest when no ID is given)",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="allow tools that write files (persist) without asking"
+    )
     add_common(parser)
     parser.set_defaults(handler=_run)
 
@@ -53,11 +60,18 @@ class _Collector:
         if event.type == "final_answer":
             self.answer = event.text
         elif event.type == "patch_applied":
-            self.patches.append({"change_id": event.change_id, "target": event.target,
-                                 "kind": event.kind})
+            self.patches.append(
+                {"change_id": event.change_id, "target": event.target, "kind": event.kind}
+            )
         elif event.type == "verification":
-            self.runs.append({"run_id": event.run_id, "kind": event.kind, "ok": event.ok,
-                              "headline": event.headline})
+            self.runs.append(
+                {
+                    "run_id": event.run_id,
+                    "kind": event.kind,
+                    "ok": event.ok,
+                    "headline": event.headline,
+                }
+            )
         elif event.type == "error":
             self.errors.append(f"{event.error_type}: {event.message}")
 
@@ -75,8 +89,9 @@ class _Tee(Renderer):
 def _run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
-        raise CommandError("-p needs a task: give it as text, or `-p -` to read it from "
-                           "standard input.")
+        raise CommandError(
+            "-p needs a task: give it as text, or `-p -` to read it from standard input."
+        )
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
@@ -90,12 +105,19 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         agent.runtime.close()
     ok = ended is not None and ended.reason == "answer"
-    payload = {"ok": ok, "command": "run", "project": str(agent.runtime.project_root),
-               "reason": ended.reason if ended else "error", "answer": collector.answer,
-               "patches": collector.patches, "runs": collector.runs,
-               "errors": collector.errors, "session_id": agent.session.id,
-               "transcript": str(agent.session.path),
-               "usage": ended.usage.model_dump() if ended else None}
+    payload = {
+        "ok": ok,
+        "command": "run",
+        "project": str(agent.runtime.project_root),
+        "reason": ended.reason if ended else "error",
+        "answer": collector.answer,
+        "patches": collector.patches,
+        "runs": collector.runs,
+        "errors": collector.errors,
+        "session_id": agent.session.id,
+        "transcript": str(agent.session.path),
+        "usage": ended.usage.model_dump() if ended else None,
+    }
     if args.json:
         emit(args, payload, json.dumps(payload), out=stdout)
     if ended is not None and ended.reason == "cancelled":
@@ -109,7 +131,9 @@ async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:
     finally:
         if agent_state(agent).tool_running():
             # the process cannot exit before the call's thread ends: say why it waits
-            renderer.console.print("a cancelled tool call is still running; liveforge exits "
-                                   "when it ends (Ctrl-C again to stop it now)",
-                                   style="yellow")
+            renderer.console.print(
+                "a cancelled tool call is still running; liveforge exits "
+                "when it ends (Ctrl-C again to stop it now)",
+                style="yellow",
+            )
         await agent.aclose()

@@ -20,7 +20,10 @@ def copy_sample(destination: Path) -> Path:
     """Copy the sample project into `destination` (created; must be empty if it exists)."""
     if destination.exists() and any(destination.iterdir()):
         raise FileExistsError(f"{destination} is not empty; pick a new or empty folder.")
-    shutil.copytree(SAMPLE_DIR, destination, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".liveforge",
-                                                  "sandbox_runs"))
+    shutil.copytree(
+        SAMPLE_DIR,
+        destination,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".liveforge", "sandbox_runs"),
+    )
     return destination

@@ -42,24 +42,34 @@ def replay_script() -> list[Reply]:
     """The replies, in the order the agent will request them."""
     return [
         _step("Let me look at the project first.\n\n").tool_call(
-            "inspect_module", {"path": "pricing", "depth": 2}),
-        _step("A small pricing package with tests. I'll run them to see where it stands.\n\n"
-              ).tool_call("run_tests", {"args": ["-q"]}),
-        _step("Two tests fail, both about the bulk discount at exactly ten units. "
-              "Here is the method that applies it:\n\n").tool_call(
-            "view_source", {"path": TARGET}),
-        _step("The docstring says the discount starts *at* `BULK_QUANTITY` units, but the "
-              "code tests `quantity > BULK_QUANTITY`, so a line of exactly ten units pays "
-              "full price. I'll patch the method in memory with `>=`:\n\n").tool_call(
-            "patch", {"path": TARGET, "source": FIXED_SUBTOTAL}),
-        _step("Patched in memory only; the file is untouched. Now a sandboxed check of "
-              "the boundary:\n\n").tool_call("verify", {"code": CHECK}),
-        _step("The boundary behaves. Running the whole test suite against the patched "
-              "program:\n\n").tool_call("run_tests", {"args": ["-q"]}),
-        _step("All tests pass with the change, so it is safe to write it to the file.\n\n"
-              ).tool_call("persist", {}),
-        _step("Done. **The bug:** `Line.subtotal` used `>` where the documented rule needs "
-              "`>=`, so ten-unit lines missed the bulk discount.\n\n**The fix** was patched "
-              "into the running program, verified in the sandbox, checked by the full test "
-              "suite, and only then persisted to `pricing/cart.py`.\n"),
+            "inspect_module", {"path": "pricing", "depth": 2}
+        ),
+        _step(
+            "A small pricing package with tests. I'll run them to see where it stands.\n\n"
+        ).tool_call("run_tests", {"args": ["-q"]}),
+        _step(
+            "Two tests fail, both about the bulk discount at exactly ten units. "
+            "Here is the method that applies it:\n\n"
+        ).tool_call("view_source", {"path": TARGET}),
+        _step(
+            "The docstring says the discount starts *at* `BULK_QUANTITY` units, but the "
+            "code tests `quantity > BULK_QUANTITY`, so a line of exactly ten units pays "
+            "full price. I'll patch the method in memory with `>=`:\n\n"
+        ).tool_call("patch", {"path": TARGET, "source": FIXED_SUBTOTAL}),
+        _step(
+            "Patched in memory only; the file is untouched. Now a sandboxed check of "
+            "the boundary:\n\n"
+        ).tool_call("verify", {"code": CHECK}),
+        _step(
+            "The boundary behaves. Running the whole test suite against the patched program:\n\n"
+        ).tool_call("run_tests", {"args": ["-q"]}),
+        _step(
+            "All tests pass with the change, so it is safe to write it to the file.\n\n"
+        ).tool_call("persist", {}),
+        _step(
+            "Done. **The bug:** `Line.subtotal` used `>` where the documented rule needs "
+            "`>=`, so ten-unit lines missed the bulk discount.\n\n**The fix** was patched "
+            "into the running program, verified in the sandbox, checked by the full test "
+            "suite, and only then persisted to `pricing/cart.py`.\n"
+        ),
     ]

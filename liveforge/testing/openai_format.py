@@ -18,41 +18,69 @@ __all__ = ["chunk_stream", "completion_body", "error_body", "error_chunk"]
 
 # neutral kind -> (HTTP status, error type, code, default message)
 ERRORS: dict[str, tuple[int, str, str | None, str]] = {
-    "rate_limit": (429, "requests", "rate_limit_exceeded",
-                   "Rate limit reached for requests. Please try again later."),
-    "overloaded": (503, "server_error", None,
-                   "The engine is currently overloaded, please try again later"),
+    "rate_limit": (
+        429,
+        "requests",
+        "rate_limit_exceeded",
+        "Rate limit reached for requests. Please try again later.",
+    ),
+    "overloaded": (
+        503,
+        "server_error",
+        None,
+        "The engine is currently overloaded, please try again later",
+    ),
     "auth": (401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
     "permission": (403, "invalid_request_error", None, "You are not allowed to do this."),
-    "quota": (429, "insufficient_quota", "insufficient_quota",
-              "You exceeded your current quota, please check your plan and billing details."),
-    "not_found": (404, "invalid_request_error", "model_not_found",
-                  "The model `no-such-model` does not exist or you do not have access to it."),
-    "context_overflow": (400, "invalid_request_error", "context_length_exceeded",
-                         "This model's maximum context length is 128000 tokens. However, your "
-                         "messages resulted in 250000 tokens. Please reduce the length."),
+    "quota": (
+        429,
+        "insufficient_quota",
+        "insufficient_quota",
+        "You exceeded your current quota, please check your plan and billing details.",
+    ),
+    "not_found": (
+        404,
+        "invalid_request_error",
+        "model_not_found",
+        "The model `no-such-model` does not exist or you do not have access to it.",
+    ),
+    "context_overflow": (
+        400,
+        "invalid_request_error",
+        "context_length_exceeded",
+        "This model's maximum context length is 128000 tokens. However, your "
+        "messages resulted in 250000 tokens. Please reduce the length.",
+    ),
     "bad_request": (400, "invalid_request_error", None, "invalid request"),
-    "server_error": (500, "server_error", None, "The server had an error processing your "
-                                                "request."),
+    "server_error": (500, "server_error", None, "The server had an error processing your request."),
 }
 
-_FINISH = {"end_turn": "stop", "max_tokens": "length", "tool_use": "tool_calls",
-           "refusal": "content_filter", "stop_sequence": "stop"}
+_FINISH = {
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    "stop_sequence": "stop",
+}
 
 
 def _usage(counts: dict[str, int]) -> dict[str, Any]:
     prompt = counts["input"] + counts["cache_read"]
-    return {"prompt_tokens": prompt, "completion_tokens": counts["output"],
-            "total_tokens": prompt + counts["output"],
-            "prompt_tokens_details": {"cached_tokens": counts["cache_read"]}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": counts["output"],
+        "total_tokens": prompt + counts["output"],
+        "prompt_tokens_details": {"cached_tokens": counts["cache_read"]},
+    }
 
 
 def _reasoning_key(dialect: str) -> str:
     return "reasoning" if dialect == "ollama" else "reasoning_content"
 
 
-def completion_body(reply: Reply, model: str, request_bytes: int, dialect: str,
-                    msg_id: str) -> dict[str, Any]:
+def completion_body(
+    reply: Reply, model: str, request_bytes: int, dialect: str, msg_id: str
+) -> dict[str, Any]:
     """A non-streaming `chat.completion` object."""
     text = "".join(p.text for p in reply.parts if isinstance(p, TextPart))
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
@@ -61,22 +89,43 @@ def completion_body(reply: Reply, model: str, request_bytes: int, dialect: str,
         message[_reasoning_key(dialect)] = thinking
     calls = [p for p in reply.parts if isinstance(p, ToolCallPart)]
     if calls:
-        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-            "name": c.name, "arguments": json.dumps(c.input)}} for c in calls]
-    return {"id": msg_id, "object": "chat.completion", "created": int(time.time()),
-            "model": reply.model or model, "system_fingerprint": "fp_fake",
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": _FINISH.get(reply.resolved_stop(), "stop")}],
-            "usage": _usage(reply.token_counts(request_bytes))}
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.input)},
+            }
+            for c in calls
+        ]
+    return {
+        "id": msg_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": reply.model or model,
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": _FINISH.get(reply.resolved_stop(), "stop"),
+            }
+        ],
+        "usage": _usage(reply.token_counts(request_bytes)),
+    }
 
 
 class _Chunks:
     """Builds `data:` lines sharing id, created and model."""
 
     def __init__(self, msg_id: str, model: str) -> None:
-        self.base = {"id": msg_id, "object": "chat.completion.chunk",
-                     "created": int(time.time()), "model": model,
-                     "system_fingerprint": "fp_fake"}
+        self.base = {
+            "id": msg_id,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": "fp_fake",
+        }
 
     def delta(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -90,22 +139,30 @@ def _data(obj: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
-def _tool_chunks(chunks: _Chunks, position: int, call: ToolCallPart, size: int,
-                 dialect: str) -> list[bytes]:
+def _tool_chunks(
+    chunks: _Chunks, position: int, call: ToolCallPart, size: int, dialect: str
+) -> list[bytes]:
     arguments = json.dumps(call.input)
     head = {"index": position, "id": call.id, "type": "function"}
     if dialect == "ollama":
-        return [chunks.delta({"tool_calls": [
-            {**head, "function": {"name": call.name, "arguments": arguments}}]})]
-    out = [chunks.delta({"tool_calls": [{**head, "function": {"name": call.name,
-                                                              "arguments": ""}}]})]
-    out += [chunks.delta({"tool_calls": [{"index": position, "function": {"arguments": p}}]})
-            for p in pieces(arguments, size)]
+        return [
+            chunks.delta(
+                {"tool_calls": [{**head, "function": {"name": call.name, "arguments": arguments}}]}
+            )
+        ]
+    out = [
+        chunks.delta({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
+    ]
+    out += [
+        chunks.delta({"tool_calls": [{"index": position, "function": {"arguments": p}}]})
+        for p in pieces(arguments, size)
+    ]
     return out
 
 
-def chunk_stream(reply: Reply, model: str, request_bytes: int, dialect: str, msg_id: str,
-                 include_usage: bool) -> list[bytes]:
+def chunk_stream(
+    reply: Reply, model: str, request_bytes: int, dialect: str, msg_id: str, include_usage: bool
+) -> list[bytes]:
     """The full `data:` sequence up to and including `[DONE]`."""
     chunks = _Chunks(msg_id, reply.model or model)
     out = [chunks.delta({"role": "assistant", "content": ""})]
@@ -128,8 +185,12 @@ def chunk_stream(reply: Reply, model: str, request_bytes: int, dialect: str, msg
 
 def _error_object(kind: str, message: str, dialect: str) -> dict[str, Any]:
     status, error_type, code, default = ERRORS.get(kind, ERRORS["bad_request"])
-    return {"message": message or default, "type": error_type, "param": None,
-            "code": status if dialect == "vllm" else code}
+    return {
+        "message": message or default,
+        "type": error_type,
+        "param": None,
+        "code": status if dialect == "vllm" else code,
+    }
 
 
 def error_chunk(kind: str, message: str, dialect: str) -> bytes:
@@ -142,5 +203,4 @@ def error_body(item: Fault, dialect: str) -> tuple[int, bytes]:
     status = item.status or ERRORS.get(item.kind, ERRORS["bad_request"])[0]
     if item.bare_string:
         return status, json.dumps({"error": item.message}).encode()
-    return status, json.dumps({"error": _error_object(item.kind, item.message,
-                                                      dialect)}).encode()
+    return status, json.dumps({"error": _error_object(item.kind, item.message, dialect)}).encode()

@@ -29,8 +29,18 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-__all__ = ["Fault", "Part", "RedactedThinkingPart", "Reply", "StreamFault", "TextPart",
-           "ThinkingPart", "ToolCallPart", "fault", "reply"]
+__all__ = [
+    "Fault",
+    "Part",
+    "RedactedThinkingPart",
+    "Reply",
+    "StreamFault",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCallPart",
+    "fault",
+    "reply",
+]
 
 _ids = itertools.count(1)
 
@@ -99,11 +109,20 @@ class Reply:
 
     def token_counts(self, request_bytes: int) -> dict[str, int]:
         """Reported usage: as set, else input ~ request size / 4, output ~ answer size / 4."""
-        size = sum(len(str(p.input)) + 10 if isinstance(p, ToolCallPart)
-                   else len(p.data) if isinstance(p, RedactedThinkingPart) else len(p.text)
-                   for p in self.parts)
-        counts = {"input": max(1, request_bytes // 4), "output": max(1, size // 4),
-                  "cache_read": 0, "cache_write": 0}
+        size = sum(
+            len(str(p.input)) + 10
+            if isinstance(p, ToolCallPart)
+            else len(p.data)
+            if isinstance(p, RedactedThinkingPart)
+            else len(p.text)
+            for p in self.parts
+        )
+        counts = {
+            "input": max(1, request_bytes // 4),
+            "output": max(1, size // 4),
+            "cache_read": 0,
+            "cache_write": 0,
+        }
         counts.update(self.usage)
         return counts
 
@@ -120,8 +139,9 @@ class Reply:
         """Append an encrypted (redacted) thinking block."""
         return replace(self, parts=(*self.parts, RedactedThinkingPart(data)))
 
-    def tool_call(self, name: str, input: dict[str, Any] | None = None, *,
-                  id: str | None = None) -> Reply:
+    def tool_call(
+        self, name: str, input: dict[str, Any] | None = None, *, id: str | None = None
+    ) -> Reply:
         """Append a tool call; several in one reply are parallel calls."""
         call_id = id or f"call_{next(_ids):04d}"
         return replace(self, parts=(*self.parts, ToolCallPart(name, dict(input or {}), call_id)))
@@ -130,13 +150,24 @@ class Reply:
         """Override the neutral stop reason (end_turn, tool_use, max_tokens, refusal, ...)."""
         return replace(self, stop=reason)
 
-    def with_usage(self, *, input: int | None = None, output: int | None = None,
-                   cache_read: int | None = None, cache_write: int | None = None) -> Reply:
+    def with_usage(
+        self,
+        *,
+        input: int | None = None,
+        output: int | None = None,
+        cache_read: int | None = None,
+        cache_write: int | None = None,
+    ) -> Reply:
         """Fix reported token counts (by default derived from request and answer sizes)."""
-        given = {"input": input, "output": output, "cache_read": cache_read,
-                 "cache_write": cache_write}
-        return replace(self, usage={**self.usage, **{k: v for k, v in given.items()
-                                                     if v is not None}})
+        given = {
+            "input": input,
+            "output": output,
+            "cache_read": cache_read,
+            "cache_write": cache_write,
+        }
+        return replace(
+            self, usage={**self.usage, **{k: v for k, v in given.items() if v is not None}}
+        )
 
     def chunked(self, size: int) -> Reply:
         """Split text, thinking and tool arguments into deltas of `size` characters."""
@@ -169,7 +200,7 @@ class Reply:
 
 def pieces(text: str, size: int) -> list[str]:
     """`text` cut into `size`-character pieces (at least one piece, possibly empty)."""
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 @dataclass(frozen=True)
@@ -189,19 +220,28 @@ class Fault:
 class _FaultBuilders:
     """Constructors of Faults; `kind` is a neutral error kind mapped per protocol."""
 
-    def error(self, kind: str, *, status: int | None = None, message: str = "",
-              retry_after: float | None = None, retry_after_ms: float | None = None) -> Fault:
+    def error(
+        self,
+        kind: str,
+        *,
+        status: int | None = None,
+        message: str = "",
+        retry_after: float | None = None,
+        retry_after_ms: float | None = None,
+    ) -> Fault:
         """An error response of `kind`: rate_limit, overloaded, auth, permission, quota,
         not_found, context_overflow, bad_request, server_error."""
         return Fault(kind, status, message, retry_after, retry_after_ms)
 
-    def rate_limit(self, *, retry_after: float | None = None,
-                   retry_after_ms: float | None = None) -> Fault:
+    def rate_limit(
+        self, *, retry_after: float | None = None, retry_after_ms: float | None = None
+    ) -> Fault:
         """429 rate limited, optionally with retry-after / retry-after-ms headers."""
         return self.error("rate_limit", retry_after=retry_after, retry_after_ms=retry_after_ms)
 
-    def overloaded(self, *, retry_after: float | None = None,
-                   retry_after_ms: float | None = None) -> Fault:
+    def overloaded(
+        self, *, retry_after: float | None = None, retry_after_ms: float | None = None
+    ) -> Fault:
         """529 overloaded_error (Anthropic) / 503 (OpenAI)."""
         return self.error("overloaded", retry_after=retry_after, retry_after_ms=retry_after_ms)
 

@@ -138,8 +138,14 @@ class FakeProvider:
     model    model name reported when the request names none.
     """
 
-    def __init__(self, script: Iterable[Reply | Fault] = (), *, dialect: str = "openai",
-                 keys: Iterable[str] | None = None, model: str = "test-model") -> None:
+    def __init__(
+        self,
+        script: Iterable[Reply | Fault] = (),
+        *,
+        dialect: str = "openai",
+        keys: Iterable[str] | None = None,
+        model: str = "test-model",
+    ) -> None:
         self.script: list[Reply | Fault] = list(script)
         self.dialect = dialect
         self.keys = set(keys) if keys is not None else None
@@ -157,9 +163,12 @@ class FakeProvider:
         """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.01}, daemon=True,
-                                        name="liveforge-fake-provider")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            daemon=True,
+            name="liveforge-fake-provider",
+        )
         self._thread.start()
         return self
 
@@ -190,15 +199,25 @@ class FakeProvider:
         """`http://127.0.0.1:PORT/v1`: the OpenAI-compatible base URL."""
         return self.base_url + "/v1"
 
-    def route(self, protocol: Literal["anthropic", "openai"] = "anthropic", *,
-              model: str | None = None, keys: Iterable[str] = ("test-key",),
-              name: str | None = None) -> Route:
+    def route(
+        self,
+        protocol: Literal["anthropic", "openai"] = "anthropic",
+        *,
+        model: str | None = None,
+        keys: Iterable[str] = ("test-key",),
+        name: str | None = None,
+    ) -> Route:
         """A liveforge Route to this server (keys become credentials key1, key2, ...)."""
         model = model or self.model
         url = self.base_url if protocol == "anthropic" else self.openai_base_url
         creds = [Credential(name=f"key{i}", key=SecretStr(k)) for i, k in enumerate(keys, 1)]
-        return Route(name=name or f"{protocol}:{model}", protocol=protocol, model=model,
-                     base_url=url, credentials=creds)
+        return Route(
+            name=name or f"{protocol}:{model}",
+            protocol=protocol,
+            model=model,
+            base_url=url,
+            credentials=creds,
+        )
 
     # -- script ----------------------------------------------------------------------------
 
@@ -226,9 +245,15 @@ class FakeProvider:
 
     # -- responding ------------------------------------------------------------------------
 
-    def respond(self, handler: _Handler, protocol: Literal["anthropic", "openai"],
-                body: dict[str, Any], size: int, key: str | None,
-                record: RecordedRequest) -> None:
+    def respond(
+        self,
+        handler: _Handler,
+        protocol: Literal["anthropic", "openai"],
+        body: dict[str, Any],
+        size: int,
+        key: str | None,
+        record: RecordedRequest,
+    ) -> None:
         """Answer one request from the script; note the outcome on `record`."""
         request_id = f"req_fake_{next(self._ids):06d}"
         record.outcome = "complete"
@@ -238,8 +263,11 @@ class FakeProvider:
             return
         item = self._next()
         if item is None:
-            item = Fault("bad_request", message=f"fake provider script exhausted after "
-                                                f"{self._served} responses; add more items")
+            item = Fault(
+                "bad_request",
+                message=f"fake provider script exhausted after "
+                f"{self._served} responses; add more items",
+            )
         if isinstance(item, Fault):
             record.outcome = "fault"
             self._error(handler, protocol, item, request_id)
@@ -261,8 +289,16 @@ class FakeProvider:
     def _id_header(protocol: str, request_id: str) -> dict[str, str]:
         return {"request-id" if protocol == "anthropic" else "x-request-id": request_id}
 
-    def _whole(self, handler: _Handler, protocol: str, item: Reply, model: str, size: int,
-               msg_id: str, request_id: str) -> None:
+    def _whole(
+        self,
+        handler: _Handler,
+        protocol: str,
+        item: Reply,
+        model: str,
+        size: int,
+        msg_id: str,
+        request_id: str,
+    ) -> None:
         if protocol == "anthropic":
             data = anthropic_format.message_body(item, model, size, msg_id)
         else:
@@ -286,8 +322,9 @@ class FakeProvider:
             headers["retry-after-ms"] = f"{item.retry_after_ms:g}"
         handler._send(status, data, headers)
 
-    def _stream(self, handler: _Handler, protocol: str, item: Reply, events: list[bytes],
-                request_id: str) -> bool:
+    def _stream(
+        self, handler: _Handler, protocol: str, item: Reply, events: list[bytes], request_id: str
+    ) -> bool:
         """Send the events; False if the client closed the connection first."""
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -313,22 +350,26 @@ class FakeProvider:
             handler.close_connection = True
             return False
 
-    def _inject(self, handler: _Handler, protocol: str, stream_fault: Any,
-                request_id: str) -> None:
+    def _inject(self, handler: _Handler, protocol: str, stream_fault: Any, request_id: str) -> None:
         if stream_fault.kind == "disconnect":
             handler._drop()
             return
         if stream_fault.kind == "truncate":
             event = b""
         elif stream_fault.kind == "malformed":
-            event = b"event: content_block_delta\ndata: {not json\n\n" \
-                if protocol == "anthropic" else b"data: {not json\n\n"
+            event = (
+                b"event: content_block_delta\ndata: {not json\n\n"
+                if protocol == "anthropic"
+                else b"data: {not json\n\n"
+            )
         elif protocol == "anthropic":
-            event = anthropic_format.error_event(stream_fault.error_kind, stream_fault.message,
-                                                 request_id)
+            event = anthropic_format.error_event(
+                stream_fault.error_kind, stream_fault.message, request_id
+            )
         else:
-            event = openai_format.error_chunk(stream_fault.error_kind, stream_fault.message,
-                                              self.dialect)
+            event = openai_format.error_chunk(
+                stream_fault.error_kind, stream_fault.message, self.dialect
+            )
         if event:
             _write_chunk(handler, event)
         handler.wfile.write(b"0\r\n\r\n")

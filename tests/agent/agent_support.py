@@ -32,13 +32,13 @@ def perimeter(radius: float) -> float:
     return 6 * radius
 '''
 
-TESTS = '''\
+TESTS = """\
 from {pkg}.geometry import area
 
 
 def test_area_of_unit_circle_is_close_to_pi():
     assert abs(area(1.0) - 3.14159) < 0.001
-'''
+"""
 
 FAST_RETRY = RetryPolicy(max_attempts=1, base_delay=0.0, total_budget=1.0, read_timeout=20.0)
 
@@ -62,15 +62,28 @@ def fixture_project(root: Path) -> Iterator[tuple[Path, str]]:
             del sys.modules[name]
 
 
-def make_agent(root: Path, fake: FakeProvider, *, protocol: str = "anthropic",
-               resume: str | None = None, runtime: Runtime | None = None,
-               settings: AgentSettings | None = None,
-               context: ContextSettings | None = None) -> Agent:
+def make_agent(
+    root: Path,
+    fake: FakeProvider,
+    *,
+    protocol: str = "anthropic",
+    resume: str | None = None,
+    runtime: Runtime | None = None,
+    settings: AgentSettings | None = None,
+    context: ContextSettings | None = None,
+) -> Agent:
     """An agent on `root` talking to `fake` over loopback HTTP."""
     route = fake.route(protocol, keys=["sk-test-secret-key-0123456789"])  # type: ignore[arg-type]
     provider = Provider([route], retry=FAST_RETRY)
-    return build_agent(root, resume=resume, provider=provider, runtime=runtime,
-                       settings=settings or AgentSettings(), context=context, env={})
+    return build_agent(
+        root,
+        resume=resume,
+        provider=provider,
+        runtime=runtime,
+        settings=settings or AgentSettings(),
+        context=context,
+        env={},
+    )
 
 
 async def collect(agent: Agent, text: str) -> list[AgentEvent]:

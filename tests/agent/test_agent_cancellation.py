@@ -13,8 +13,12 @@ SLOW = {"code": "import time\ntime.sleep(1.5)\n'done'", "timeout": 10}
 
 
 def _results_in(body: dict) -> list[dict]:
-    return [b for m in body["messages"] for b in m["content"]
-            if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [
+        b
+        for m in body["messages"]
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
 
 
 async def _cancel_at(agent, text: str, kind: str) -> list:
@@ -48,8 +52,9 @@ def test_cancel_mid_tool_call_closes_the_call_and_the_next_turn_is_valid(project
 def test_cancel_while_the_model_streams_keeps_the_partial_text(project, fake):
     """Cancel during streaming: the partial answer is kept, marked interrupted."""
     root, _ = project
-    fake.add(reply.text("a long answer that streams slowly").chunked(2).slow(0.02),
-             reply.text("next"))
+    fake.add(
+        reply.text("a long answer that streams slowly").chunked(2).slow(0.02), reply.text("next")
+    )
     agent = make_agent(root, fake)
     events = asyncio.run(_cancel_at(agent, "talk", "text_delta"))
     assert events[-1].reason == "cancelled"

@@ -13,8 +13,9 @@ from liveforge.declarations.messages import Message
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import fault, reply
 
-SMALL = ContextSettings(window=8000, reserve=0, threshold=0.75, keep_fraction=0.25,
-                        summary_tokens=300)
+SMALL = ContextSettings(
+    window=8000, reserve=0, threshold=0.75, keep_fraction=0.25, summary_tokens=300
+)
 INSTRUCTION = "Always use math.pi, never literals."
 
 
@@ -64,8 +65,9 @@ def test_overflow_during_compaction_retries_a_smaller_summary_request(project, f
     root, _ = project
     agent = make_agent(root, fake, context=SMALL)
     _two_turns(agent, fake)
-    fake.add(_big("b"), fault.context_overflow(), reply.text("SUMMARY after retry"),
-             reply.text("Done."))
+    fake.add(
+        _big("b"), fault.context_overflow(), reply.text("SUMMARY after retry"), reply.text("Done.")
+    )
     events = run_turn(agent, "another big one")
     first, second = _summary_requests(fake)
     assert _size(second) < _size(first)

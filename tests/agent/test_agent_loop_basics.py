@@ -28,17 +28,21 @@ def test_text_answer_streams_deltas_and_ends_with_final_answer(project, fake):
 def _tool_results(fake, index: int = -1) -> list[dict]:
     """The tool_result blocks of the newest user message of a recorded Anthropic request."""
     messages = fake.requests[index].body["messages"]
-    return [b for b in messages[-1]["content"] if isinstance(b, dict)
-            and b.get("type") == "tool_result"]
+    return [
+        b for b in messages[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
 
 
 def test_tool_calls_run_and_their_results_go_back_to_the_model(project, fake):
     """inspect_module and view_source run through the toolbox; the next request carries
     their results, paired with the calls."""
     root, pkg = project
-    fake.add(reply.tool_call("inspect_module", {"path": pkg, "depth": 2})
-             .tool_call("view_source", {"path": f"{pkg}.geometry.area"}),
-             reply.text("area() uses 3 as pi."))
+    fake.add(
+        reply.tool_call("inspect_module", {"path": pkg, "depth": 2}).tool_call(
+            "view_source", {"path": f"{pkg}.geometry.area"}
+        ),
+        reply.text("area() uses 3 as pi."),
+    )
     agent = make_agent(root, fake)
     events = run_turn(agent, "look at area")
     finished = of_type(events, "tool_finished")
@@ -54,8 +58,10 @@ def test_the_loop_speaks_the_openai_protocol_too(project, fake):
     """Over chat completions the calls arrive as tool_calls and the results go back as
     role=tool messages answering them by id."""
     root, pkg = project
-    fake.add(reply.tool_call("view_source", {"path": f"{pkg}.geometry.area"}, id="call_1"),
-             reply.text("seen"))
+    fake.add(
+        reply.tool_call("view_source", {"path": f"{pkg}.geometry.area"}, id="call_1"),
+        reply.text("seen"),
+    )
     agent = make_agent(root, fake, protocol="openai")
     events = run_turn(agent, "look")
     assert events[-1].reason == "answer"
@@ -68,8 +74,10 @@ def test_the_loop_speaks_the_openai_protocol_too(project, fake):
 def test_unknown_tool_and_bad_arguments_go_back_as_tool_errors(project, fake):
     """The model's mistakes are tool errors it can read; the turn goes on to an answer."""
     root, _ = project
-    fake.add(reply.tool_call("no_such_tool", {}).tool_call("view_source", {"paht": "x"}),
-             reply.text("sorry"))
+    fake.add(
+        reply.tool_call("no_such_tool", {}).tool_call("view_source", {"paht": "x"}),
+        reply.text("sorry"),
+    )
     agent = make_agent(root, fake)
     events = run_turn(agent, "do it")
     errors = [f for f in of_type(events, "tool_finished") if f.is_error]
@@ -101,16 +109,21 @@ def test_runaway_repeat_is_stopped_and_the_model_is_told(project, fake):
     why in that call's result on the next request."""
     root, pkg = project
     same = {"path": f"{pkg}.geometry.area"}
-    fake.add(*[reply.tool_call("view_source", same) for _ in range(3)],
-             reply.text("ok, I will stop."))
+    fake.add(
+        *[reply.tool_call("view_source", same) for _ in range(3)], reply.text("ok, I will stop.")
+    )
     agent = make_agent(root, fake)
     events = run_turn(agent, "read it")
     assert of_type(events, "runaway")[0].repeats == 3
     assert events[-1].reason == "runaway"
     assert len(of_type(events, "tool_finished")) == 2
     run_turn(agent, "why did you stop?")
-    results = [b for m in fake.requests[-1].body["messages"] for b in m["content"]
-               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    results = [
+        b
+        for m in fake.requests[-1].body["messages"]
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
     assert "Stopped: this is call number 3" in results[-1]["content"]
 
 
@@ -118,19 +131,24 @@ def test_a_change_between_identical_calls_is_not_a_runaway(project, fake):
     """Re-reading after a patch is legitimate: repeat counts reset when the program changes."""
     root, pkg = project
     same = {"path": f"{pkg}.geometry.area"}
-    patch = {"path": f"{pkg}.geometry.area",
-             "source": "def area(radius: float) -> float:\n    return 3.1 * radius * radius\n"}
-    fake.add(reply.tool_call("view_source", same), reply.tool_call("view_source", same),
-             reply.tool_call("patch", patch), reply.tool_call("view_source", same),
-             reply.text("done"))
+    patch = {
+        "path": f"{pkg}.geometry.area",
+        "source": "def area(radius: float) -> float:\n    return 3.1 * radius * radius\n",
+    }
+    fake.add(
+        reply.tool_call("view_source", same),
+        reply.tool_call("view_source", same),
+        reply.tool_call("patch", patch),
+        reply.tool_call("view_source", same),
+        reply.text("done"),
+    )
     agent = make_agent(root, fake)
     events = run_turn(agent, "go")
     assert events[-1].reason == "answer"
     assert [p.target for p in of_type(events, "patch_applied")] == [f"{pkg}.geometry.area"]
 
 
-def test_provider_failure_ends_the_turn_with_an_error_and_roles_stay_alternating(project,
-                                                                                fake):
+def test_provider_failure_ends_the_turn_with_an_error_and_roles_stay_alternating(project, fake):
     """A provider error is an ErrorEvent, not an exception; the next input joins the
     unanswered one so the next request still alternates user and assistant."""
     root, _ = project

@@ -11,10 +11,10 @@ from agent_support import dedent, make_agent, of_type, run_turn
 from liveforge.impls.agent_turn import agent_state
 from liveforge.testing import reply
 
-BROKEN_BUILD_REQUEST = dedent('''
+BROKEN_BUILD_REQUEST = dedent("""
     def build_request(agent, *, last_step=False):
         raise RuntimeError("broken on purpose by a self-patch")
-    ''')
+    """)
 
 
 @pytest.fixture
@@ -27,8 +27,7 @@ def _undo_all(agent) -> None:
     agent.runtime.rollback_to(None)
 
 
-def test_new_tool_written_by_the_model_is_used_in_the_same_session(project, fake,
-                                                                   tool_module):
+def test_new_tool_written_by_the_model_is_used_in_the_same_session(project, fake, tool_module):
     """A tool module created with patch(module=True) is queued, applied at the step
     boundary, offered in the next request and callable there."""
     root, _ = project
@@ -46,9 +45,11 @@ def test_new_tool_written_by_the_model_is_used_in_the_same_session(project, fake
             """
             return text.upper() + "!"
         ''')
-    fake.add(reply.tool_call("patch", {"path": tool_module, "source": source, "module": True}),
-             reply.tool_call("shout", {"text": "it works"}),
-             reply.text("The new tool works."))
+    fake.add(
+        reply.tool_call("patch", {"path": tool_module, "source": source, "module": True}),
+        reply.tool_call("shout", {"text": "it works"}),
+        reply.text("The new tool works."),
+    )
     agent = make_agent(root, fake)
     try:
         events = run_turn(agent, "write a shout tool and use it")
@@ -58,10 +59,14 @@ def test_new_tool_written_by_the_model_is_used_in_the_same_session(project, fake
         assert applied.ok and len(applied.change_ids) == 1
         assert of_type(events, "patch_applied")[0].self_patch
         names = [t["name"] for t in fake.requests[1].body["tools"]]
-        assert "shout" in names and "shout" not in [t["name"] for t in
-                                                    fake.requests[0].body["tools"]]
-        results = [b for b in fake.requests[2].body["messages"][-1]["content"]
-                   if b.get("type") == "tool_result"]
+        assert "shout" in names and "shout" not in [
+            t["name"] for t in fake.requests[0].body["tools"]
+        ]
+        results = [
+            b
+            for b in fake.requests[2].body["messages"][-1]["content"]
+            if b.get("type") == "tool_result"
+        ]
         assert results[0]["content"] == "IT WORKS!" and not results[0]["is_error"]
         assert "self-patch" in str(fake.requests[1].body["messages"][-1]["content"])
     finally:
@@ -79,8 +84,11 @@ def test_self_patch_batch_is_all_or_nothing(project, fake, tool_module):
         events = run_turn(agent, "two self-patches")
         applied = of_type(events, "self_patches_applied")[0]
         assert not applied.ok and applied.change_ids == []
-        results = [b for b in fake.requests[1].body["messages"][-1]["content"]
-                   if b.get("type") == "tool_result"]
+        results = [
+            b
+            for b in fake.requests[1].body["messages"][-1]["content"]
+            if b.get("type") == "tool_result"
+        ]
         assert all(r["is_error"] for r in results)
         assert "all or nothing" in results[0]["content"]
         assert tool_module not in __import__("sys").modules
@@ -89,14 +97,15 @@ def test_self_patch_batch_is_all_or_nothing(project, fake, tool_module):
         _undo_all(agent)
 
 
-def test_self_patch_that_breaks_the_loop_is_rolled_back_and_the_session_continues(project,
-                                                                                  fake):
+def test_self_patch_that_breaks_the_loop_is_rolled_back_and_the_session_continues(project, fake):
     """A self-patch that makes the next request fail is undone, recorded in the transcript,
     the model is told, and the turn goes on to an answer."""
     root, _ = project
     target = "liveforge.impls.agent_model.build_request"
-    fake.add(reply.tool_call("patch", {"path": target, "source": BROKEN_BUILD_REQUEST}),
-             reply.text("Understood, my patch was rolled back."))
+    fake.add(
+        reply.tool_call("patch", {"path": target, "source": BROKEN_BUILD_REQUEST}),
+        reply.text("Understood, my patch was rolled back."),
+    )
     agent = make_agent(root, fake)
     try:
         events = run_turn(agent, "patch your request builder")
@@ -135,9 +144,16 @@ def test_a_loop_fault_without_self_patches_propagates(project, fake):
 def test_the_kernel_stays_protected_from_the_agent(project, fake):
     """A patch of liveforge.kernel is refused (not queued) and comes back as a tool error."""
     root, _ = project
-    fake.add(reply.tool_call("patch", {"path": "liveforge.kernel.errors.LiveforgeError",
-                                       "source": "class LiveforgeError(Exception):\n    pass\n"}),
-             reply.text("cannot"))
+    fake.add(
+        reply.tool_call(
+            "patch",
+            {
+                "path": "liveforge.kernel.errors.LiveforgeError",
+                "source": "class LiveforgeError(Exception):\n    pass\n",
+            },
+        ),
+        reply.text("cannot"),
+    )
     agent = make_agent(root, fake)
     events = run_turn(agent, "patch the kernel")
     finished = of_type(events, "tool_finished")[0]
@@ -154,8 +170,10 @@ def test_resumed_self_patches_are_on_probation_again(project, fake):
             """Patched, same behaviour for short text."""
             return text if len(text) <= limit else text[:limit] + " [cut]"
         ''')
-    fake.add(reply.tool_call("patch", {"path": "liveforge.impls.compaction.cut_text",
-                                       "source": kept}), reply.text("done"))
+    fake.add(
+        reply.tool_call("patch", {"path": "liveforge.impls.compaction.cut_text", "source": kept}),
+        reply.text("done"),
+    )
     first = make_agent(root, fake)
     run_turn(first, "patch your truncation")
     assert agent_state(first).unconfirmed == []
@@ -171,7 +189,8 @@ def test_resumed_self_patches_are_on_probation_again(project, fake):
 
 
 def test_a_self_patch_made_through_execute_is_also_rolled_back_when_it_breaks_the_loop(
-        project, fake):
+    project, fake
+):
     """Self-changes that bypass the queue (rt.patch inside execute) take effect at once but
     are on probation too: the loop fault that follows undoes them."""
     root, _ = project

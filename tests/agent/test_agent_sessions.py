@@ -20,7 +20,7 @@ from liveforge.testing import reply
 
 KEY = "sk-test-secret-key-0123456789"
 
-CHILD = textwrap.dedent('''
+CHILD = textwrap.dedent("""
     import asyncio, sys
     from pydantic import SecretStr
     from liveforge.agent_setup import build_agent
@@ -38,9 +38,9 @@ CHILD = textwrap.dedent('''
             print(event.type, flush=True)
 
     asyncio.run(main())
-    ''').format(key=KEY)
+    """).format(key=KEY)
 
-HOLD_LOCK = textwrap.dedent('''
+HOLD_LOCK = textwrap.dedent("""
     import sys, time
     import liveforge.impls
     from liveforge.declarations.session import Session
@@ -48,14 +48,18 @@ HOLD_LOCK = textwrap.dedent('''
     with session.turn_lock():
         print(session.id, flush=True)
         time.sleep(60)
-    ''')
+    """)
 
 EXACT = "def area(radius: float) -> float:\n    return 3.141592653589793 * radius * radius\n"
 
 
 def _child(script: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def _wait_for(path: Path, text: str, timeout: float = 30.0) -> None:
@@ -105,8 +109,11 @@ def test_secrets_never_reach_the_transcript(project, fake):
 def test_sessions_are_listed_newest_first_with_title_and_state(project, fake):
     """list_sessions shows each session's title, turn count, state and unpersisted count."""
     root, pkg = project
-    fake.add(reply.text("a"), reply.tool_call("patch", {"path": f"{pkg}.geometry.area",
-                                                        "source": EXACT}), reply.text("b"))
+    fake.add(
+        reply.text("a"),
+        reply.tool_call("patch", {"path": f"{pkg}.geometry.area", "source": EXACT}),
+        reply.text("b"),
+    )
     first = make_agent(root, fake)
     run_turn(first, "first session")
     second = make_agent(root, fake, runtime=first.runtime)
@@ -142,10 +149,13 @@ def test_killed_process_resumes_with_conversation_and_unpersisted_patches(projec
     """SIGKILL mid-turn, then resume: the whole conversation is back, the open tool call is
     closed, the unpersisted patch is re-applied, and the next turn's request is valid."""
     root, pkg = project
-    fake.add(reply.tool_call("patch", {"path": f"{pkg}.geometry.area", "source": EXACT}),
-             reply.tool_call("execute", {"code": "import time\ntime.sleep(60)", "timeout": 90},
-                             id="toolu_hang"),
-             reply.text("Resumed fine."))
+    fake.add(
+        reply.tool_call("patch", {"path": f"{pkg}.geometry.area", "source": EXACT}),
+        reply.tool_call(
+            "execute", {"code": "import time\ntime.sleep(60)", "timeout": 90}, id="toolu_hang"
+        ),
+        reply.text("Resumed fine."),
+    )
     child = _child(CHILD, str(root), fake.base_url)
     try:
         assert child.stdout is not None
@@ -159,8 +169,7 @@ def test_killed_process_resumes_with_conversation_and_unpersisted_patches(projec
         if child.poll() is None:
             child.kill()
             child.wait()
-    assert next(r for r in Session.list_sessions(root) if r.id == session_id).state \
-        == "interrupted"
+    assert next(r for r in Session.list_sessions(root) if r.id == session_id).state == "interrupted"
     agent = make_agent(root, fake, resume=session_id)
     assert agent.session.messages[0].text == "make area exact"
     assert [c.name for m in agent.session.messages for c in m.tool_calls] == ["patch", "execute"]
@@ -183,8 +192,10 @@ def test_resume_reports_a_change_that_no_longer_applies(project, fake):
     """When the module changed on disk since the patch, a whole-module change is reported as
     no longer applying instead of overwriting the new file."""
     root, pkg = project
-    fake.add(reply.tool_call("patch", {"path": f"{pkg}.geometry", "module": True,
-                                       "source": "X = 1\n"}), reply.text("done"))
+    fake.add(
+        reply.tool_call("patch", {"path": f"{pkg}.geometry", "module": True, "source": "X = 1\n"}),
+        reply.text("done"),
+    )
     first = make_agent(root, fake)
     run_turn(first, "replace the module")
     first.runtime.rollback_to(None)

@@ -30,7 +30,13 @@ def test_agent_from_configuration_reaches_the_configured_model(project, fake):
 
 def test_known_secrets_cover_route_keys_and_key_like_variables():
     """Values of *_API_KEY(S) and *_TOKEN variables are secrets; other variables are not."""
-    env = {"OPENAI_API_KEYS": "sk-one-aaaaaaaa, sk-two-bbbbbbbb", "GH_TOKEN": "ghp_cccccccc",
-           "HOME": "/home/someone"}
-    assert sorted(known_secrets(None, env)) == ["ghp_cccccccc", "sk-one-aaaaaaaa",
-                                                "sk-two-bbbbbbbb"]
+    env = {
+        "OPENAI_API_KEYS": "sk-one-aaaaaaaa, sk-two-bbbbbbbb",
+        "GH_TOKEN": "ghp_cccccccc",
+        "HOME": "/home/someone",
+    }
+    assert sorted(known_secrets(None, env)) == [
+        "ghp_cccccccc",
+        "sk-one-aaaaaaaa",
+        "sk-two-bbbbbbbb",
+    ]

@@ -22,8 +22,13 @@ def test_parts_in_order_with_method_tools_project_and_instructions(project):
     parts = {p.name: p for p in prompt.parts()}
     assert list(parts) == ["identity", "tools", "project", "instructions"]
     method = parts["identity"].text
-    assert method.index("Inspect") < method.index("Patch") < method.index("Verify") \
-        < method.index("Test") < method.index("Persist")
+    assert (
+        method.index("Inspect")
+        < method.index("Patch")
+        < method.index("Verify")
+        < method.index("Test")
+        < method.index("Persist")
+    )
     assert "- view_source: " in parts["tools"].text and "- persist: " in parts["tools"].text
     assert f"{pkg}/" in parts["project"].text and "area(radius: float)" in parts["project"].text
     assert "Prefer math.pi" in parts["instructions"].text
@@ -46,6 +51,7 @@ def test_project_part_follows_changes_to_the_program(project, fake):
     root, pkg = project
     agent = make_agent(root, fake)
     assert "diameter" not in agent.system_prompt()
-    agent.runtime.patch(f"{pkg}.geometry.diameter",
-                        "def diameter(radius: float) -> float:\n    return 2 * radius\n")
+    agent.runtime.patch(
+        f"{pkg}.geometry.diameter", "def diameter(radius: float) -> float:\n    return 2 * radius\n"
+    )
     assert "diameter(radius: float)" in agent.system_prompt()

@@ -20,8 +20,10 @@ def test_a_stream_broken_after_text_keeps_the_partial_answer_in_the_session(proj
     """StreamInterrupted says "the partial answer was kept": the session really keeps it,
     and the next turn's request shows the model what it had said."""
     root, _ = project
-    fake.add(reply.text("the first half of an answer").chunked(4).error_after(6),
-             reply.text("second try"))
+    fake.add(
+        reply.text("the first half of an answer").chunked(4).error_after(6),
+        reply.text("second try"),
+    )
     agent = make_agent(root, fake)
     events = run_turn(agent, "explain")
     assert of_type(events, "error")[0].error_type == "StreamInterrupted"
@@ -43,8 +45,11 @@ def test_compaction_cancelled_before_the_summary_is_complete_changes_nothing(pro
     run_turn(agent, "second instruction")
     token = CancelToken()
     token.cancel()
-    result = asyncio.run(agent.compactor.compact(list(agent.session.messages), agent.provider,
-                                                 pinned=[], cancel=token, force=True))
+    result = asyncio.run(
+        agent.compactor.compact(
+            list(agent.session.messages), agent.provider, pinned=[], cancel=token, force=True
+        )
+    )
     assert result is None
 
 
@@ -62,8 +67,7 @@ def test_opening_a_session_while_its_turn_runs_elsewhere_is_refused(tmp_path):
     assert Session.open(tmp_path, running.id).turns == 1
 
 
-def test_the_project_overview_forgets_a_definition_once_its_patch_is_rolled_back(project,
-                                                                                  fake):
+def test_the_project_overview_forgets_a_definition_once_its_patch_is_rolled_back(project, fake):
     """The system prompt's overview follows rollbacks, not only new changes."""
     root, pkg = project
     agent = make_agent(root, fake)
@@ -80,8 +84,10 @@ def test_a_change_finished_by_a_cancelled_call_is_reported_to_the_model(project,
     request tells the model the change is in effect (the call's result only said
     "cancelled")."""
     root, pkg = project
-    code = (f"import time\ntime.sleep(1)\nrt.patch('{pkg}.geometry.perimeter', "
-            "'def perimeter(radius: float) -> float:\\n    return 6.28 * radius\\n')")
+    code = (
+        f"import time\ntime.sleep(1)\nrt.patch('{pkg}.geometry.perimeter', "
+        "'def perimeter(radius: float) -> float:\\n    return 6.28 * radius\\n')"
+    )
     fake.add(reply.tool_call("execute", {"code": code, "timeout": 10}), reply.text("ok"))
     agent = make_agent(root, fake)
 
@@ -104,12 +110,19 @@ def test_compaction_keeps_the_users_instructions_not_liveforges_notes(project, f
     agent = make_agent(root, fake)
     fake.add(reply.text("SUMMARY"))
     note = "[liveforge] The previous turn stopped at its limit of 40 steps."
-    messages = [Message.user("Always use math.pi."), Message.assistant("ok"),
-                Message(role="user", content=[TextBlock(text=note)]),
-                Message.assistant("noted"), Message.user("latest question"),
-                Message.assistant("answer")]
-    compactor = Compactor(settings=ContextSettings(window=4000, reserve=0, summary_tokens=300,
-                                                   keep_fraction=0.001, keep_instructions=2))
+    messages = [
+        Message.user("Always use math.pi."),
+        Message.assistant("ok"),
+        Message(role="user", content=[TextBlock(text=note)]),
+        Message.assistant("noted"),
+        Message.user("latest question"),
+        Message.assistant("answer"),
+    ]
+    compactor = Compactor(
+        settings=ContextSettings(
+            window=4000, reserve=0, summary_tokens=300, keep_fraction=0.001, keep_instructions=2
+        )
+    )
     result = asyncio.run(compactor.compact(messages, agent.provider, pinned=[], force=True))
     assert result is not None
     head = result.messages[0].text

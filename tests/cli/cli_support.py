@@ -19,15 +19,25 @@ FIX = '''def subtotal(self) -> int:
 
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment for a `liveforge` child: no model keys, no config from outside."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.endswith(("_API_KEY", "_API_KEYS", "_BASE_URL"))
-           and not k.startswith("LIVEFORGE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_API_KEYS", "_BASE_URL")) and not k.startswith("LIVEFORGE_")
+    }
     env.update(extra)
     return env
 
 
-def run_cli(*args: str, cwd: Path, input: str | None = None,
-            timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path, input: str | None = None, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m liveforge ARGS` in `cwd` and capture its output."""
-    return subprocess.run([sys.executable, "-m", "liveforge", *args], cwd=cwd, input=input,
-                          capture_output=True, text=True, timeout=timeout, env=cli_env(**env))
+    return subprocess.run(
+        [sys.executable, "-m", "liveforge", *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(**env),
+    )

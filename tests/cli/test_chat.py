@@ -22,13 +22,22 @@ def _shown(child: pexpect.spawn, text: str) -> None:
 
 
 def _spawn(project: Path, fake: FakeProvider, *args: str) -> pexpect.spawn:
-    env = cli_env(ANTHROPIC_BASE_URL=fake.base_url, ANTHROPIC_API_KEY="test-key",
-                  LIVEFORGE_MODEL="anthropic:test-model", TERM="xterm-256color",
-                  PROMPT_TOOLKIT_NO_CPR="1")
-    child = pexpect.spawn(sys.executable, ["-m", "liveforge", "chat", "--project",
-                                           str(project), *args],
-                          cwd=str(project), env=env, encoding="utf-8", timeout=60,
-                          dimensions=(50, 160))
+    env = cli_env(
+        ANTHROPIC_BASE_URL=fake.base_url,
+        ANTHROPIC_API_KEY="test-key",
+        LIVEFORGE_MODEL="anthropic:test-model",
+        TERM="xterm-256color",
+        PROMPT_TOOLKIT_NO_CPR="1",
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "liveforge", "chat", "--project", str(project), *args],
+        cwd=str(project),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 160),
+    )
     _shown(child, "/help for commands")
     child.expect_exact(PROMPT)
     return child
@@ -48,7 +57,8 @@ def test_chat_streams_patches_undoes_cancels_and_saves(sample: Path):
     """Prompt -> streamed text and a coloured patch diff; /undo; Ctrl-C mid-turn; Ctrl-D."""
     script = [
         reply.text("Looking at the cart now.").tool_call(
-            "patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+            "patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}
+        ),
         reply.text("Patched `subtotal` in memory."),
         reply.text("word " * 400).chunked(4).slow(0.02),
         reply.text("Yes, still here."),
@@ -135,8 +145,14 @@ def test_slash_help_and_unknown_command(sample: Path):
 
 def test_chat_without_a_provider_names_what_to_set(sample: Path):
     """No key configured: exit 2 with the variable to set and a pointer to the demo."""
-    child = pexpect.spawn(sys.executable, ["-m", "liveforge", "chat"], cwd=str(sample),
-                          env=cli_env(TERM="xterm"), encoding="utf-8", timeout=60)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "liveforge", "chat"],
+        cwd=str(sample),
+        env=cli_env(TERM="xterm"),
+        encoding="utf-8",
+        timeout=60,
+    )
     _shown(child, "ANTHROPIC_API_KEY")
     _shown(child, "liveforge demo")
     child.expect(pexpect.EOF)
@@ -199,8 +215,10 @@ def test_tab_completes_dotted_paths_and_commands(sample: Path):
 def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path):
     """--resume continues the latest session: earlier messages are sent again and the
     unpersisted patch is re-applied to the new process."""
-    first = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
-             reply.text("Patched in memory.")]
+    first = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Patched in memory."),
+    ]
     with FakeProvider(script=first) as fake:
         child = _spawn(sample, fake)
         _say(child, "remember the word avocado and fix the discount")
@@ -267,10 +285,12 @@ def test_undo_after_persist_restores_the_file_then_the_memory(sample: Path):
     """With --yes the agent persists a verified fix; /undo puts the file back, a second /undo
     rolls the change back in memory."""
     check = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
-    script = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
-              reply.tool_call("verify", {"code": check}),
-              reply.tool_call("persist", {}),
-              reply.text("Saved.")]
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("verify", {"code": check}),
+        reply.tool_call("persist", {}),
+        reply.text("Saved."),
+    ]
     cart = sample / "pricing" / "cart.py"
     with FakeProvider(script=script) as fake:
         child = _spawn(sample, fake, "--yes")

@@ -24,8 +24,13 @@ def test_demo_fixes_the_sample_on_disk_and_says_where(tmp_path: Path):
     assert "+        if self.quantity >= BULK_QUANTITY:" in out
     cart = (project / "pricing" / "cart.py").read_text()
     assert "if self.quantity >= BULK_QUANTITY:" in cart and "quantity > BULK" not in cart
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=project,
-                           capture_output=True, text=True, timeout=120)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert tests.returncode == 0, tests.stdout
     assert list((project / ".liveforge" / "sessions").glob("*.jsonl"))
 
@@ -34,8 +39,14 @@ def test_sample_copies_whole_into_a_given_folder(tmp_path: Path):
     """copy_sample puts the package, its tests and pyproject into DIR, without caches."""
     target = copy_sample(tmp_path / "shop")
     names = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
-    assert names == ["README.md", "pricing/__init__.py", "pricing/cart.py",
-                     "pricing/coupons.py", "pyproject.toml", "tests/test_cart.py"]
+    assert names == [
+        "README.md",
+        "pricing/__init__.py",
+        "pricing/cart.py",
+        "pricing/coupons.py",
+        "pyproject.toml",
+        "tests/test_cart.py",
+    ]
 
 
 def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path):

@@ -20,17 +20,22 @@ from liveforge.cli._common import open_toolbox
 def _session(project: Path, calls: Any, received: list[Any] | None = None) -> Any:
     """Run `calls(session)` against a `liveforge mcp` child serving `project`; messages the
     server sends on its own (notifications) go to `received`."""
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "liveforge", "mcp", "--project", str(project)],
-                                   cwd=str(project), env=cli_env())
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "liveforge", "mcp", "--project", str(project)],
+        cwd=str(project),
+        env=cli_env(),
+    )
 
     async def keep(message: Any) -> None:
         if received is not None:
             received.append(message)
 
     async def go() -> Any:
-        async with stdio_client(params) as (read, write), \
-                ClientSession(read, write, message_handler=keep) as s:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, message_handler=keep) as s,
+        ):
             await s.initialize()
             return await calls(s)
 
@@ -64,8 +69,10 @@ def test_a_patch_is_seen_by_later_calls_and_verified(sample: Path):
             await s.call_tool("inspect_module", {"path": "pricing"}),
             await s.call_tool("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
             await s.call_tool("view_source", {"path": "pricing.cart.Line.subtotal"}),
-            await s.call_tool("verify", {"code": "from pricing import Line\n"
-                                                 "assert Line('pen', 100, 10).subtotal() == 900"}),
+            await s.call_tool(
+                "verify",
+                {"code": "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"},
+            ),
             await s.call_tool("diff", {}),
         ]
 
@@ -82,9 +89,11 @@ def test_model_mistakes_come_back_as_error_results(sample: Path):
     """An unknown target and bad arguments are isError results; the server keeps serving."""
 
     async def calls(s: ClientSession) -> list[Any]:
-        return [await s.call_tool("view_source", {"path": "pricing.nothing_here"}),
-                await s.call_tool("patch", {"path": "pricing.cart.Line.subtotal"}),
-                await s.call_tool("view_source", {"path": "pricing.coupons.parse_coupon"})]
+        return [
+            await s.call_tool("view_source", {"path": "pricing.nothing_here"}),
+            await s.call_tool("patch", {"path": "pricing.cart.Line.subtotal"}),
+            await s.call_tool("view_source", {"path": "pricing.coupons.parse_coupon"}),
+        ]
 
     missing, bad_args, fine = _session(sample, calls)
     assert missing.isError and "nothing_here" in _text(missing)
@@ -94,10 +103,18 @@ def test_model_mistakes_come_back_as_error_results(sample: Path):
 
 def test_without_the_sdk_the_command_names_the_extra(sample: Path):
     """With `mcp` not importable, `liveforge mcp` exits 2 naming pip install "liveforge[mcp]"."""
-    code = ("import sys; sys.modules['mcp'] = None; from liveforge.__main__ import main; "
-            "sys.exit(main(['mcp']))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=sample, capture_output=True,
-                            text=True, timeout=60, env=cli_env())
+    code = (
+        "import sys; sys.modules['mcp'] = None; from liveforge.__main__ import main; "
+        "sys.exit(main(['mcp']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=sample,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cli_env(),
+    )
     assert result.returncode == 2
     assert 'pip install "liveforge[mcp]"' in result.stderr
 
@@ -105,15 +122,18 @@ def test_without_the_sdk_the_command_names_the_extra(sample: Path):
 def test_a_tool_module_made_in_memory_is_listed_and_callable(sample: Path):
     """A tool module patched into liveforge.tools over MCP appears in the next tools/list,
     and the client is told the list changed."""
-    source = ('"""Counting tools."""\n\nfrom liveforge.tools import runtime\n\n'
-              '__all__ = ["count_changes"]\n\n\ndef count_changes() -> str:\n'
-              '    """How many changes this session made."""\n'
-              '    return f"{len(runtime().history())} changes"\n')
+    source = (
+        '"""Counting tools."""\n\nfrom liveforge.tools import runtime\n\n'
+        '__all__ = ["count_changes"]\n\n\ndef count_changes() -> str:\n'
+        '    """How many changes this session made."""\n'
+        '    return f"{len(runtime().history())} changes"\n'
+    )
 
     async def calls(s: ClientSession) -> list[Any]:
         before = await s.list_tools()
-        made = await s.call_tool("patch", {"path": "liveforge.tools.counting", "source": source,
-                                           "module": True})
+        made = await s.call_tool(
+            "patch", {"path": "liveforge.tools.counting", "source": source, "module": True}
+        )
         after = await s.list_tools()
         return [before, made, after, await s.call_tool("count_changes", {})]
 

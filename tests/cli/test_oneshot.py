@@ -40,8 +40,9 @@ def test_view_of_unknown_target_fails_with_exit_3_and_json_error(sample: Path):
 
 def test_find_json_locates_a_definition(sample: Path):
     """`find --json` finds the coupon parser by name."""
-    data = _json(run_cli("find", "parse_coupon", "--json", "--project", str(sample),
-                         cwd=sample.parent))
+    data = _json(
+        run_cli("find", "parse_coupon", "--json", "--project", str(sample), cwd=sample.parent)
+    )
     assert data["ok"] is True and data["query"] == "parse_coupon"
     assert "pricing.coupons" in data["output"]
 
@@ -50,8 +51,15 @@ def test_verify_json_with_patch_passes_and_exit_0(sample: Path):
     """`verify --patch T=FILE -c CODE` checks the patched code in the sandbox."""
     (sample.parent / "fix.py").write_text(FIX)
     code = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
-    result = run_cli("verify", "--patch", f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
-                     "-c", code, "--json", cwd=sample)
+    result = run_cli(
+        "verify",
+        "--patch",
+        f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
+        "-c",
+        code,
+        "--json",
+        cwd=sample,
+    )
     data = _json(result)
     assert result.returncode == 0, data
     assert data["run"]["status"] == "passed" and data["patches"][0]["change_id"]
@@ -73,8 +81,15 @@ def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
     assert failing.returncode == 1
     assert _json(failing)["run"]["tests"]["failed"] == 2
     (sample.parent / "fix.py").write_text(FIX)
-    passing = run_cli("test", "--patch", f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
-                      "--json", "--", "-q", cwd=sample)
+    passing = run_cli(
+        "test",
+        "--patch",
+        f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
+        "--json",
+        "--",
+        "-q",
+        cwd=sample,
+    )
     data = _json(passing)
     assert passing.returncode == 0 and data["run"]["tests"]["passed"] == 5
 
@@ -91,8 +106,9 @@ def test_runs_json_lists_and_shows_records(sample: Path):
 
 def test_bad_patch_spec_is_a_usage_error(sample: Path):
     """A --patch without TARGET=FILE exits 2 and says the expected form."""
-    result = run_cli("verify", "--patch", "pricing.cart.Line.subtotal", "-c", "1",
-                     "--json", cwd=sample)
+    result = run_cli(
+        "verify", "--patch", "pricing.cart.Line.subtotal", "-c", "1", "--json", cwd=sample
+    )
     assert result.returncode == 2
     assert "TARGET=FILE" in _json(result)["error"]["message"]
 
@@ -105,8 +121,12 @@ def test_missing_project_dir_is_a_usage_error(tmp_path: Path):
 
 def test_verify_reads_code_from_stdin(sample: Path):
     """Without -c and without patches, verify runs the code piped on stdin."""
-    result = run_cli("verify", "--json", cwd=sample, input="from pricing import Line\n"
-                     "Line('pen', 150, 3).subtotal()\n")
+    result = run_cli(
+        "verify",
+        "--json",
+        cwd=sample,
+        input="from pricing import Line\nLine('pen', 150, 3).subtotal()\n",
+    )
     data = _json(result)
     assert result.returncode == 0 and data["run"]["value_repr"] == "450"
 

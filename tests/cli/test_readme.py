@@ -31,8 +31,14 @@ def test_first_two_lines_install_and_run_the_demo_then_the_tests():
 def test_python_api_example_runs_as_written(tmp_path: Path):
     """The README's Runtime example runs in an empty folder and persists the patched area."""
     (example,) = _blocks("python")
-    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120, env=cli_env())
+    result = subprocess.run(
+        [sys.executable, "-c", example],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+    )
     assert result.returncode == 0, result.stderr
     assert "3.141592653589793" in result.stdout and "True snippet passed" in result.stdout
     assert "math.pi" in (tmp_path / "geometry.py").read_text()

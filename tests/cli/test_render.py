@@ -25,17 +25,27 @@ def _renderer(model: str = "anthropic:claude-sonnet-4-5") -> tuple[Renderer, io.
 def test_a_turn_renders_text_tool_line_diff_and_usage():
     """Streamed text is printed whole, tools as one line, patches as diffs, then usage+cost."""
     renderer, out = _renderer()
-    events = [ev.TurnStarted(session_id="s", turn=1, user_input="hi"),
-              ev.TextDelta(text="Fixing "), ev.TextDelta(text="**it**."),
-              ev.ToolStarted(call_id="1", name="patch",
-                             arguments={"path": "m.f", "source": "def f():\n    pass\n"}),
-              ev.ToolFinished(call_id="1", name="patch", is_error=False, summary="applied c1",
-                              duration=0.01, chars=10),
-              ev.PatchApplied(change_id="c1", target="m.f", kind="function",
-                              diff="--- a/m.py\n+++ b/m.py\n-x\n+y\n"),
-              ev.FinalAnswer(text="Fixing it."),
-              ev.TurnEnded(reason="answer", steps=2, context_tokens=1200,
-                           usage=Usage(input_tokens=1000, output_tokens=100))]
+    events = [
+        ev.TurnStarted(session_id="s", turn=1, user_input="hi"),
+        ev.TextDelta(text="Fixing "),
+        ev.TextDelta(text="**it**."),
+        ev.ToolStarted(
+            call_id="1", name="patch", arguments={"path": "m.f", "source": "def f():\n    pass\n"}
+        ),
+        ev.ToolFinished(
+            call_id="1", name="patch", is_error=False, summary="applied c1", duration=0.01, chars=10
+        ),
+        ev.PatchApplied(
+            change_id="c1", target="m.f", kind="function", diff="--- a/m.py\n+++ b/m.py\n-x\n+y\n"
+        ),
+        ev.FinalAnswer(text="Fixing it."),
+        ev.TurnEnded(
+            reason="answer",
+            steps=2,
+            context_tokens=1200,
+            usage=Usage(input_tokens=1000, output_tokens=100),
+        ),
+    ]
     for event in events:
         renderer.event(event)
     text = out.getvalue()

@@ -16,8 +16,11 @@ from liveforge.testing import FakeProvider, reply
 
 
 def _env(fake: FakeProvider) -> dict[str, str]:
-    return {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "test-key",
-            "LIVEFORGE_MODEL": "anthropic:test-model"}
+    return {
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "LIVEFORGE_MODEL": "anthropic:test-model",
+    }
 
 
 def test_run_honours_the_configured_agent_step_limit(sample: Path):
@@ -57,15 +60,19 @@ def test_top_level_max_tokens_applies_when_the_agent_table_leaves_it_out(tmp_pat
 def test_mcp_results_redact_key_values_like_transcripts_do(sample: Path):
     """A tool result holding a key-like variable's value reaches the MCP client redacted."""
     secret = "sk-review-secret-0123456789"
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "liveforge", "mcp", "--project", str(sample)],
-                                   cwd=str(sample), env=cli_env(REVIEW_API_KEY=secret))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "liveforge", "mcp", "--project", str(sample)],
+        cwd=str(sample),
+        env=cli_env(REVIEW_API_KEY=secret),
+    )
 
     async def go() -> str:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            result = await s.call_tool("execute", {"code": "import os\n"
-                                                           "os.environ['REVIEW_API_KEY']"})
+            result = await s.call_tool(
+                "execute", {"code": "import os\nos.environ['REVIEW_API_KEY']"}
+            )
             return str(result.content[0].text)
 
     text = asyncio.run(asyncio.wait_for(go(), timeout=120))
@@ -94,9 +101,15 @@ def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
             async def no(question: str) -> bool:
                 return False
 
-            state = ChatState(agent=agent, console=console, renderer=Renderer(console),
-                              project=sample, model="m", confirm=no,
-                              switch_model=lambda name: name)
+            state = ChatState(
+                agent=agent,
+                console=console,
+                renderer=Renderer(console),
+                project=sample,
+                model="m",
+                confirm=no,
+                switch_model=lambda name: name,
+            )
             asyncio.run(dispatch(state, "/clear"))
             new_id = agent.session.id
         finally:
@@ -123,9 +136,14 @@ def test_ctrl_c_during_execute_still_prints_the_json_report(sample: Path, tmp_pa
     code = f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(3)"
     script = [reply.tool_call("execute", {"code": code, "timeout": 30}), reply.text("late")]
     with FakeProvider(script=script) as fake:
-        child = subprocess.Popen([sys.executable, "-m", "liveforge", "run", "-p", "slow",
-                                  "--json"], cwd=sample, env=cli_env(**_env(fake)),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "liveforge", "run", "-p", "slow", "--json"],
+            cwd=sample,
+            env=cli_env(**_env(fake)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         while not marker.exists() and child.poll() is None:
             time.sleep(0.05)
         child.send_signal(signal.SIGINT)

@@ -11,17 +11,21 @@ from liveforge.testing import FakeProvider, fault, reply
 
 
 def _env(fake: FakeProvider) -> dict[str, str]:
-    return {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "test-key",
-            "LIVEFORGE_MODEL": "anthropic:test-model"}
+    return {
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "LIVEFORGE_MODEL": "anthropic:test-model",
+    }
 
 
 def test_run_answers_with_patch_and_exit_0(sample: Path):
     """A task that patches and answers exits 0; --json lists the answer and the change."""
-    script = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
-              reply.text("Fixed the boundary in memory.")]
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Fixed the boundary in memory."),
+    ]
     with FakeProvider(script=script) as fake:
-        result = run_cli("run", "-p", "fix the bulk discount", "--json", cwd=sample,
-                         **_env(fake))
+        result = run_cli("run", "-p", "fix the bulk discount", "--json", cwd=sample, **_env(fake))
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["reason"] == "answer"
@@ -33,8 +37,11 @@ def test_run_answers_with_patch_and_exit_0(sample: Path):
 
 def test_persist_without_yes_is_declined_and_the_file_kept(sample: Path):
     """Without --yes the persist call is declined; the model is told and the file is unchanged."""
-    script = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
-              reply.tool_call("persist", {}), reply.text("I could not save it.")]
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("persist", {}),
+        reply.text("I could not save it."),
+    ]
     with FakeProvider(script=script) as fake:
         result = run_cli("run", "-p", "fix and save", "--json", cwd=sample, **_env(fake))
         declined = fake.requests[2].body["messages"][-1]["content"][0]
@@ -46,8 +53,11 @@ def test_persist_without_yes_is_declined_and_the_file_kept(sample: Path):
 def test_persist_through_execute_without_yes_is_declined_too(sample: Path):
     """`rt.persist()` inside execute asks for approval like the persist tool does."""
     code = "rt.persist(force=True)"
-    script = [reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
-              reply.tool_call("execute", {"code": code}), reply.text("Not saved.")]
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("execute", {"code": code}),
+        reply.text("Not saved."),
+    ]
     with FakeProvider(script=script) as fake:
         result = run_cli("run", "-p", "fix and save", "--json", cwd=sample, **_env(fake))
         answered = fake.requests[2].body["messages"][-1]["content"][0]

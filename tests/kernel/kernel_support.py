@@ -43,7 +43,6 @@ class Project:
         return f"{self.prefix}{suffix or 'n'}{next(_counter)}"
 
 
-
 def src(text: str) -> str:
     """Dedent a source literal."""
     return textwrap.dedent(text).lstrip("\n")

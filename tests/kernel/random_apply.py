@@ -52,8 +52,7 @@ def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> 
         seq.undo.append(before)
 
 
-def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]
-                  ) -> None:
+def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
     """Changed definitions plus a statement that raises (or does not compile), applied live:
     the patch must fail and leave the module exactly as it was (the model is not touched)."""
     rng = seq.rng
@@ -88,8 +87,7 @@ def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], N
 def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
     rng, items = seq.rng, seq.items
     present = named(items)
-    kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member",
-             "future"]
+    kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member", "future"]
     kind = rng.choice(kinds)
     editable = [n for n in present if n != "SCALE"]
     if kind == "change" and editable:
@@ -144,8 +142,9 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
             _member_edit(seq, rt, mod, write, rng.choice(classes))
 
 
-def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
-                 cls: Cls) -> None:
+def _member_edit(
+    seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None], cls: Cls
+) -> None:
     rng = seq.rng
     path = cls.name
     inner = [m for m in cls.members if isinstance(m, Cls)]
@@ -158,12 +157,18 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
     if choice == "change":
         name = rng.choice(list(present))
         old = present[name]
-        new: Any = Assign(name, old.value + 1) if isinstance(old, Assign) \
-            else changed(rng, old) if isinstance(old, Cls) else method_def(rng, name)
+        new: Any = (
+            Assign(name, old.value + 1)
+            if isinstance(old, Assign)
+            else changed(rng, old)
+            if isinstance(old, Cls)
+            else method_def(rng, name)
+        )
         cls.members[cls.members.index(old)] = new
         # A property with a setter is two statements: only class and module patches fit.
-        if rng.random() < 0.6 and not (getattr(old, "setter", False) or
-                                       getattr(new, "setter", False)):
+        if rng.random() < 0.6 and not (
+            getattr(old, "setter", False) or getattr(new, "setter", False)
+        ):
             _log_patch(seq, rt, f"{target}.{name}", new.text(), f"change {path}.{name}")
             return
     elif choice == "add":
@@ -195,8 +200,9 @@ def _member_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], No
         _whole(seq, rt, mod, write, f"{choice} member of {path}")
 
 
-def _apply_definition(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
-                      name: str, new: Item) -> None:
+def _apply_definition(
+    seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None], name: str, new: Item
+) -> None:
     if seq.rng.random() < 0.6:
         _log_patch(seq, rt, f"{mod}.{name}", new.text(), f"change {name}")
     else:
@@ -208,8 +214,7 @@ def _log_patch(seq: Sequence, rt: Runtime, target: str, text: str, what: str) ->
     rt.patch(target, text)
 
 
-def _whole(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None],
-           what: str) -> None:
+def _whole(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None], what: str) -> None:
     source = render(seq.items)
     if seq.rng.random() < 0.25:
         seq.log.append(f"{what}: write file + rt.reload(force=True)")

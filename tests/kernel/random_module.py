@@ -18,7 +18,7 @@ ENUMS = ["Color", "Shape"]
 ENUM_MEMBERS = ["RED", "GREEN", "BLUE", "PINK"]
 FIELDS = ["a", "b", "c"]
 
-HEADER = '''import dataclasses
+HEADER = """import dataclasses
 import enum
 import functools
 
@@ -38,10 +38,11 @@ class Root:
 
     def hook(self, x):
         return x + self.v
-'''
+"""
 
 
 # -- the module model -----------------------------------------------------------------------
+
 
 @dataclass
 class Def:
@@ -65,8 +66,12 @@ class Def:
             lines += ["    if x == 13:", f"        raise ValueError('{self.name} refuses 13')"]
         lines.append(f"    return {self.expr}")
         if self.setter:
-            lines += ["", f"@{self.name}.setter", f"def {self.name}(self, value):",
-                      "    self.v = value * 2"]
+            lines += [
+                "",
+                f"@{self.name}.setter",
+                f"def {self.name}(self, value):",
+                "    self.v = value * 2",
+            ]
         return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
@@ -90,8 +95,10 @@ class Filler:
     name = ""
 
     def text(self, indent: str = "") -> str:
-        return "".join(f"{indent}{line}" if line.strip() else line
-                       for line in self.raw.splitlines(keepends=True))
+        return "".join(
+            f"{indent}{line}" if line.strip() else line
+            for line in self.raw.splitlines(keepends=True)
+        )
 
 
 @dataclass
@@ -121,8 +128,9 @@ class Cls:
     members: list[Any]
 
     def text(self, indent: str = "") -> str:
-        return f"{indent}class {self.name}(Root):\n" + \
-            "".join(m.text(indent + "    ") for m in self.members)
+        return f"{indent}class {self.name}(Root):\n" + "".join(
+            m.text(indent + "    ") for m in self.members
+        )
 
 
 @dataclass
@@ -136,8 +144,11 @@ class Data:
     def text(self, indent: str = "") -> str:
         lines = ["@dataclasses.dataclass", f"class {self.name}:"]
         lines += [f"    {f}: int = {v}" for f, v in self.fields.items()] or ["    pass"]
-        lines += ["", "    def total(self, x):",
-                  f"        return x * {self.factor} + self.a + self.b"]
+        lines += [
+            "",
+            "    def total(self, x):",
+            f"        return x * {self.factor} + self.a + self.b",
+        ]
         return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
@@ -152,8 +163,11 @@ class EnumDef:
     def text(self, indent: str = "") -> str:
         lines = [f"class {self.name}(enum.Enum):"]
         lines += [f"    {m} = {v}" for m, v in self.members.items()]
-        lines += ["", "    def describe(self):",
-                  f"        return (self.name, self.value * {self.factor})"]
+        lines += [
+            "",
+            "    def describe(self):",
+            f"        return (self.name, self.value * {self.factor})",
+        ]
         return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
@@ -175,18 +189,31 @@ def named(items: list[Any]) -> dict[str, Any]:
 
 # Terms with code objects of their own (generator, lambda, comprehension): their line numbers
 # must move with the function, and the lambda fails for x == 13 inside its own frame.
-NESTED = ["sum(i for i in range(x))", "(lambda v: 100 // (v - 13))(x)",
-          "[v * 2 for v in (x, 1)][0]"]
+NESTED = [
+    "sum(i for i in range(x))",
+    "(lambda v: 100 // (v - 13))(x)",
+    "[v * 2 for v in (x, 1)][0]",
+]
 
 
 # -- random definitions ---------------------------------------------------------------------
 
+
 def function_def(rng: random.Random, name: str) -> Def:
-    params = rng.choice(["(x)", "(x, y=2)", "(x, y=SCALE)", "(x, *, y=3)", "(x, y=1, *rest)",
-                         "(x: int, y: Root | None = None) -> int"])
+    params = rng.choice(
+        [
+            "(x)",
+            "(x, y=2)",
+            "(x, y=SCALE)",
+            "(x, *, y=3)",
+            "(x, y=1, *rest)",
+            "(x: int, y: Root | None = None) -> int",
+        ]
+    )
     deco = rng.choice(["", "", "deco", "functools.lru_cache(maxsize=None)"])
-    return Def(name, deco, params, function_expr(rng, name, params), rng.random() < 0.4,
-               rng.random() < 0.3)
+    return Def(
+        name, deco, params, function_expr(rng, name, params), rng.random() < 0.4, rng.random() < 0.3
+    )
 
 
 def function_expr(rng: random.Random, name: str, params: str) -> str:
@@ -195,7 +222,7 @@ def function_expr(rng: random.Random, name: str, params: str) -> str:
         terms.append("y")
     if "rest" in params:
         terms.append("len(rest)")
-    lower = FUNCS[:FUNCS.index(name)] if name in FUNCS else []
+    lower = FUNCS[: FUNCS.index(name)] if name in FUNCS else []
     extras = ["SCALE", rng.choice(CONSTS), str(rng.randint(0, 50)), rng.choice(NESTED)]
     extras += [f"{f}(x)" if rng.random() < 0.5 else f"{f}(1)[-1]" for f in lower[-2:]]
     terms += rng.sample(extras, k=min(len(extras), rng.randint(0, 2)))
@@ -211,9 +238,12 @@ def method_def(rng: random.Random, name: str) -> Def:
     else:
         params = "(" + first + rng.choice(["x", "x, y=BASE", "x, *, y=4"]) + ")"
         terms = [f"x * {rng.randint(1, 9)}"] + (["y"] if "y" in params else [])
-        terms += {"": ["self.v", "super().hook(x)", "self.BASE", "type(self).CK0"],
-                  "deco": ["self.v", "self.BASE"], "classmethod": ["cls.BASE", "cls.CK1"],
-                  "staticmethod": ["SCALE"]}[kind]
+        terms += {
+            "": ["self.v", "super().hook(x)", "self.BASE", "type(self).CK0"],
+            "deco": ["self.v", "self.BASE"],
+            "classmethod": ["cls.BASE", "cls.CK1"],
+            "staticmethod": ["SCALE"],
+        }[kind]
     terms.append(rng.choice(["K1", f"{rng.choice(FUNCS)}(2)", "1", *NESTED]))
     if kind == "property":
         terms = [t.replace("(x)", "(self.v)") for t in terms]
@@ -241,6 +271,7 @@ def filler(rng: random.Random) -> Filler:
 
 # -- the sequence ---------------------------------------------------------------------------
 
+
 @dataclass
 class Sequence:
     """One random run: the model, how each edit was applied, and what continuity broke."""
@@ -255,8 +286,13 @@ class Sequence:
     @classmethod
     def start(cls, rng: random.Random) -> Sequence:
         items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3)]
-        pool = [*rng.sample(CONSTS, 2), *rng.sample(FUNCS, 3), *rng.sample(CLASSES, 2),
-                *rng.sample(DATA, 1), *rng.sample(ENUMS, 1)]
+        pool = [
+            *rng.sample(CONSTS, 2),
+            *rng.sample(FUNCS, 3),
+            *rng.sample(CLASSES, 2),
+            *rng.sample(DATA, 1),
+            *rng.sample(ENUMS, 1),
+        ]
         for name in pool:
             items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
             items.append(make(rng, name))
@@ -310,12 +346,14 @@ def changed(rng: random.Random, old: Item) -> Item:
     assert isinstance(old, Def)
     fresh = function_def(rng, old.name)
     aspect = rng.choice(["expr", "params", "deco", "extras", "all"])
-    return Def(old.name,
-               fresh.deco if aspect in ("deco", "all") else old.deco,
-               fresh.params if aspect in ("params", "all") else old.params,
-               fresh.expr if aspect in ("expr", "params", "all") else old.expr,
-               fresh.guard if aspect in ("extras", "all") else old.guard,
-               fresh.note if aspect in ("extras", "all") else old.note)
+    return Def(
+        old.name,
+        fresh.deco if aspect in ("deco", "all") else old.deco,
+        fresh.params if aspect in ("params", "all") else old.params,
+        fresh.expr if aspect in ("expr", "params", "all") else old.expr,
+        fresh.guard if aspect in ("extras", "all") else old.guard,
+        fresh.note if aspect in ("extras", "all") else old.note,
+    )
 
 
 def identities(items: list[Item]) -> dict[str, str]:

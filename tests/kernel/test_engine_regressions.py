@@ -9,7 +9,7 @@ from kernel_support import Project, src
 
 from liveforge import Runtime
 
-DECO = src('''
+DECO = src("""
     import functools
 
 
@@ -18,7 +18,7 @@ DECO = src('''
         def wrapper(*args, **kwargs):
             return ("deco", fn(*args, **kwargs))
         return wrapper
-    ''')
+    """)
 
 
 def _raised_line(call: object) -> int:
@@ -30,11 +30,12 @@ def _raised_line(call: object) -> int:
 
 
 def test_moving_decorated_function_shifts_its_own_code_not_the_decorators(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """Lines removed above a decorated function move its code, while the decorator's wrapper
     code (defined elsewhere in the module) keeps its line numbers."""
     filler = "".join(f"C{i} = {i}\n" for i in range(20))
-    tail = src('''
+    tail = src("""
 
 
         @deco
@@ -42,7 +43,7 @@ def test_moving_decorated_function_shifts_its_own_code_not_the_decorators(
             if x:
                 raise ValueError(x)
             return x
-        ''')
+        """)
     module = project.module(DECO + "\n\n" + filler + tail)
     wrapper_line = module.f.__code__.co_firstlineno
     rt.patch_module(module.__name__, DECO + "\n\n" + tail)
@@ -53,9 +54,10 @@ def test_moving_decorated_function_shifts_its_own_code_not_the_decorators(
 
 
 def test_moving_class_shifts_decorated_methods_inner_function(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """A class that moves keeps exact line numbers for methods behind a decorator."""
-    body = src('''
+    body = src("""
 
 
         class A:
@@ -64,7 +66,7 @@ def test_moving_class_shifts_decorated_methods_inner_function(
                 if x:
                     raise ValueError(x)
                 return x
-        ''')
+        """)
     module = project.module(DECO + "\nX = 1\nY = 2\nZ = 3\n" + body)
     rt.patch_module(module.__name__, DECO + body)
     assert inspect.getsource(module.A.m).startswith("    @deco\n    def m(self, x):")
@@ -74,9 +76,11 @@ def test_moving_class_shifts_decorated_methods_inner_function(
 
 
 def test_method_added_to_live_class_can_use_zero_argument_super(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """A method newly added to an existing class calls super() against the live class."""
-    module = project.module(src('''
+    module = project.module(
+        src("""
         class Base:
             def hook(self):
                 return 1
@@ -84,11 +88,13 @@ def test_method_added_to_live_class_can_use_zero_argument_super(
 
         class A(Base):
             pass
-        '''))
+        """)
+    )
     old = module.A()
     rt.patch(f"{module.__name__}.A.extra", "def extra(self):\n    return super().hook() + 1\n")
-    rt.patch(f"{module.__name__}.A.prop",
-             "@property\ndef prop(self):\n    return super().hook() + 2\n")
+    rt.patch(
+        f"{module.__name__}.A.prop", "@property\ndef prop(self):\n    return super().hook() + 2\n"
+    )
     assert (old.extra(), old.prop) == (2, 3)
 
 
@@ -97,19 +103,20 @@ def test_adding_lru_cache_keeps_earlier_references_live(project: Project, rt: Ru
     reference captured before runs the new code."""
     module = project.module(DECO + "\n\ndef f(x):\n    return x\n")
     captured = module.f
-    change = rt.patch(f"{module.__name__}.f",
-                      "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x * 10\n")
+    change = rt.patch(
+        f"{module.__name__}.f", "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x * 10\n"
+    )
     assert (captured(2), module.f(2)) == (20, 20)
     assert module.f.cache_info().hits == 1
     assert any("forwards every call" in note for note in change.notes)
 
 
-def test_removing_lru_cache_keeps_earlier_references_live(project: Project,
-                                                         rt: Runtime) -> None:
+def test_removing_lru_cache_keeps_earlier_references_live(project: Project, rt: Runtime) -> None:
     """A function that loses `functools.lru_cache` is a plain function in the module, and the
     cached wrapper captured before (cache cleared) runs the new code."""
-    module = project.module(DECO + "\n\n@functools.lru_cache(maxsize=None)\n"
-                                   "def f(x):\n    return x\n")
+    module = project.module(
+        DECO + "\n\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n"
+    )
     captured = module.f
     assert captured(2) == 2
     rt.patch(f"{module.__name__}.f", "def f(x):\n    return x * 10\n")
@@ -118,21 +125,22 @@ def test_removing_lru_cache_keeps_earlier_references_live(project: Project,
     assert inspect.getsource(captured) == "def f(x):\n    return x * 10\n"
 
 
-def test_rolling_back_a_decorator_change_restores_behaviour(project: Project,
-                                                            rt: Runtime) -> None:
+def test_rolling_back_a_decorator_change_restores_behaviour(project: Project, rt: Runtime) -> None:
     """Rolling back a change that added `lru_cache` brings back the plain function's
     behaviour, for the module and for references captured before the change."""
     module = project.module(DECO + "\n\ndef f(x):\n    return x\n")
     captured = module.f
-    rt.patch(f"{module.__name__}.f",
-             "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x * 10\n")
+    rt.patch(
+        f"{module.__name__}.f", "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x * 10\n"
+    )
     rt.rollback()
     assert not hasattr(module.f, "cache_info")
     assert (module.f(3), captured(3)) == (3, 3)
 
 
-def test_forwarder_frame_points_at_the_definitions_first_line(project: Project,
-                                                             rt: Runtime) -> None:
+def test_forwarder_frame_points_at_the_definitions_first_line(
+    project: Project, rt: Runtime
+) -> None:
     """When a closure change turns a function into a forwarder, a traceback through it shows
     the first line of the definition, not a line inside its body."""
     module = project.module(DECO + "\n\ndef f(x):\n    # note\n    return x\n")
@@ -147,8 +155,7 @@ def test_forwarder_frame_points_at_the_definitions_first_line(project: Project,
     assert shown == ["@deco", 'return ("deco", fn(*args, **kwargs))', "return 1 // x"]
 
 
-def test_reload_of_a_file_equal_to_memory_keeps_changes_live(project: Project,
-                                                            rt: Runtime) -> None:
+def test_reload_of_a_file_equal_to_memory_keeps_changes_live(project: Project, rt: Runtime) -> None:
     """A forced reload that finds the file equal to memory changes nothing, so the earlier
     changes stay live and can still be rolled back."""
     module = project.module("def f():\n    return 1\n")
@@ -160,12 +167,14 @@ def test_reload_of_a_file_equal_to_memory_keeps_changes_live(project: Project,
     assert module.f() == 1
 
 
-def test_captured_cache_is_cleared_when_the_code_behind_it_changes(project: Project,
-                                                                  rt: Runtime) -> None:
+def test_captured_cache_is_cleared_when_the_code_behind_it_changes(
+    project: Project, rt: Runtime
+) -> None:
     """An `lru_cache` wrapper captured before its decorator was removed never answers from a
     cache filled by code that a later patch replaced."""
-    module = project.module(DECO + "\n\n@functools.lru_cache(maxsize=None)\n"
-                                   "def f(x):\n    return x\n")
+    module = project.module(
+        DECO + "\n\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n"
+    )
     captured = module.f
     rt.patch(f"{module.__name__}.f", "def f(x):\n    return x * 10\n")
     assert captured(2) == 20
@@ -180,8 +189,9 @@ def test_captured_cache_is_cleared_when_the_code_behind_it_changes(project: Proj
 def test_patching_a_method_of_a_tab_indented_class(project: Project, rt: Runtime) -> None:
     """A method patched (or added) in a class indented with tabs is re-indented with tabs,
     so the module still compiles."""
-    module = project.module("class C:\n\tdef m(self):\n\t\treturn 1\n\n\tdef n(self):\n"
-                            "\t\treturn 2\n")
+    module = project.module(
+        "class C:\n\tdef m(self):\n\t\treturn 1\n\n\tdef n(self):\n\t\treturn 2\n"
+    )
     rt.patch(f"{module.__name__}.C.m", "def m(self):\n    return 10\n")
     rt.patch(f"{module.__name__}.C.k", "def k(self):\n    return 30\n")
     obj = module.C()
@@ -196,21 +206,26 @@ def test_enum_alias_added_by_a_patch_is_an_alias(project: Project, rt: Runtime) 
     """A member with the value of another becomes an alias, as in a fresh class."""
     module = project.module(ENUM.format(members="    RED = 1\n    GREEN = 2"))
     red = module.Color.RED
-    rt.patch(f"{module.__name__}.Color", ENUM.format(
-        members="    RED = 1\n    GREEN = 2\n    CRIMSON = 1").split("\n\n\n")[1])
+    rt.patch(
+        f"{module.__name__}.Color",
+        ENUM.format(members="    RED = 1\n    GREEN = 2\n    CRIMSON = 1").split("\n\n\n")[1],
+    )
     assert module.Color.CRIMSON is red is module.Color.RED
     assert list(module.Color.__members__) == ["RED", "GREEN", "CRIMSON"]
     assert list(module.Color) == [red, module.Color.GREEN]
 
 
 def test_enum_alias_that_gets_its_own_value_becomes_a_real_member(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """A name that was an alias and now has its own value is a new member; the member it
     aliased keeps its name and identity."""
     module = project.module(ENUM.format(members="    RED = 1\n    CRIMSON = 1"))
     red = module.Color.RED
-    rt.patch(f"{module.__name__}.Color", ENUM.format(
-        members="    RED = 1\n    CRIMSON = 3").split("\n\n\n")[1])
+    rt.patch(
+        f"{module.__name__}.Color",
+        ENUM.format(members="    RED = 1\n    CRIMSON = 3").split("\n\n\n")[1],
+    )
     assert module.Color.RED is red and red.name == "RED"
     assert module.Color.CRIMSON is not red
     assert [m.name for m in module.Color] == ["RED", "CRIMSON"]
@@ -218,11 +233,14 @@ def test_enum_alias_that_gets_its_own_value_becomes_a_real_member(
 
 
 def test_turning_on_future_annotations_recompiles_every_definition(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """Adding `from __future__ import annotations` at the top makes every function's
     annotations strings, as a fresh import would, not only the definitions near the edit."""
-    body = "import functools\n\n\ndef f(x: int) -> int:\n    return x\n\n\nclass C:\n" \
-           "    def m(self, x: int) -> int:\n        return x\n"
+    body = (
+        "import functools\n\n\ndef f(x: int) -> int:\n    return x\n\n\nclass C:\n"
+        "    def m(self, x: int) -> int:\n        return x\n"
+    )
     module = project.module(body)
     rt.patch_module(module.__name__, "from __future__ import annotations\n" + body)
     assert module.f.__annotations__ == {"x": "int", "return": "int"}
@@ -230,27 +248,31 @@ def test_turning_on_future_annotations_recompiles_every_definition(
 
 
 def test_many_decorated_functions_changed_at_once_keep_their_own_code(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """When one patch re-creates many decorated functions, each live function ends up with
     its own new code (new objects are not confused with one another)."""
+
     def source(offset: int) -> str:
-        return DECO + "".join(f"\n\n@deco\ndef f{i}(x):\n    return x + {i * 1000 + offset}\n"
-                              for i in range(40))
+        return DECO + "".join(
+            f"\n\n@deco\ndef f{i}(x):\n    return x + {i * 1000 + offset}\n" for i in range(40)
+        )
 
     module = project.module(source(0))
     rt.patch_module(module.__name__, source(1))
-    assert [module.__dict__[f"f{i}"](0) for i in range(40)] == \
-        [("deco", i * 1000 + 1) for i in range(40)]
+    assert [module.__dict__[f"f{i}"](0) for i in range(40)] == [
+        ("deco", i * 1000 + 1) for i in range(40)
+    ]
 
 
 def test_closures_made_by_a_moved_decorator_follow_it(project: Project, rt: Runtime) -> None:
     """Wrappers a decorator made before lines were inserted above it report the decorator's
     new lines in tracebacks."""
-    tail = src('''
+    tail = src("""
         @deco
         def f(x):
             return 1 // x
-        ''')
+        """)
     module = project.module(DECO + "\n\n" + tail)
     rt.patch_module(module.__name__, "X = 1\nY = 2\n" + DECO + "\n\n" + tail)
     try:
@@ -260,7 +282,8 @@ def test_closures_made_by_a_moved_decorator_follow_it(project: Project, rt: Runt
     source = rt.source(module.__name__).splitlines()
     assert [(source[n - 1].strip(), line) for n, line in lines if n] == [
         ('return ("deco", fn(*args, **kwargs))', 'return ("deco", fn(*args, **kwargs))'),
-        ("return 1 // x", "return 1 // x")]
+        ("return 1 // x", "return 1 // x"),
+    ]
 
 
 def test_function_defined_in_an_if_block_moves_with_it(project: Project, rt: Runtime) -> None:

@@ -40,8 +40,9 @@ def test_blocking_sleep_is_interrupted_in_main_thread(rt):
 def test_runaway_loop_in_worker_thread_is_interrupted(rt):
     """Outside the main thread the timeout is injected into the running thread."""
     results = []
-    thread = threading.Thread(target=lambda: results.append(
-        rt.execute("while True:\n    pass", timeout=0.2)))
+    thread = threading.Thread(
+        target=lambda: results.append(rt.execute("while True:\n    pass", timeout=0.2))
+    )
     thread.start()
     thread.join(20)
     assert results and results[0].timed_out

@@ -36,7 +36,11 @@ def test_read_source_remembers_bom_crlf_and_mode(tmp_path: Path) -> None:
     path.chmod(0o755)
     loaded = read_source(path)
     assert (loaded.text, loaded.encoding, loaded.newline, loaded.mode) == (
-        "x = 1\ny = 2\n", "utf-8-sig", "\r\n", 0o755)
+        "x = 1\ny = 2\n",
+        "utf-8-sig",
+        "\r\n",
+        0o755,
+    )
 
 
 def test_latin1_cookie_file_is_written_back_in_latin1(tmp_path: Path) -> None:
@@ -155,8 +159,7 @@ def test_module_path_for_refuses_bad_names(tmp_path: Path, name: str) -> None:
         module_path_for(tmp_path, name, False)
 
 
-def test_new_module_in_new_packages_creates_init_files_and_undo_removes_all(
-        tmp_path: Path) -> None:
+def test_new_module_in_new_packages_creates_init_files_and_undo_removes_all(tmp_path: Path) -> None:
     dest = module_path_for(tmp_path, "fresh.inner.mod", False)
     record = persist_files(tmp_path, [PlannedWrite(dest, "X = 1\n", module="fresh.inner.mod")])
     assert dest.read_text() == "X = 1\n"
@@ -191,8 +194,13 @@ def test_batch_with_a_conflict_writes_nothing(tmp_path: Path) -> None:
     loaded_a, loaded_b = read_source(first), read_source(second)
     second.write_text("b = 'edited elsewhere'\n")
     with pytest.raises(PersistConflict):
-        persist_files(tmp_path, [PlannedWrite(first, "a = 2\n", loaded=loaded_a),
-                                 PlannedWrite(second, "b = 2\n", loaded=loaded_b)])
+        persist_files(
+            tmp_path,
+            [
+                PlannedWrite(first, "a = 2\n", loaded=loaded_a),
+                PlannedWrite(second, "b = 2\n", loaded=loaded_b),
+            ],
+        )
     assert first.read_text() == "a = 1\n"
 
 

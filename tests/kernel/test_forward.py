@@ -25,7 +25,7 @@ DECL = src('''
 
 
 def impl_source(decl: str, body: str = "return 'hi ' + self.name + punct") -> str:
-    return src(f'''
+    return src(f"""
         import forwardpy
         from {decl} import Greeter
 
@@ -36,7 +36,7 @@ def impl_source(decl: str, body: str = "return 'hi ' + self.name + punct") -> st
         @forwardpy.impl(Greeter.wave)
         def wave(self) -> str:
             return "wave"
-    ''')
+    """)
 
 
 @pytest.fixture
@@ -69,8 +69,10 @@ def test_patching_declared_method_patches_its_impl_body(rt, pair):
     """rt.patch('decl.Greeter.greet') replaces the active @impl body, keeping its decorator."""
     decl, impl = pair
     obj, greet = decl.Greeter(name="bo"), impl.greet
-    change = rt.patch(f"{decl.__name__}.Greeter.greet",
-                      "def greet(self, punct: str) -> str:\n    return 'yo ' + self.name + punct\n")
+    change = rt.patch(
+        f"{decl.__name__}.Greeter.greet",
+        "def greet(self, punct: str) -> str:\n    return 'yo ' + self.name + punct\n",
+    )
     assert obj.greet("!") == "yo bo!" and change.kind == "impl"
     assert change.module == impl.__name__ and impl.greet is greet
     assert "@forwardpy.impl(Greeter.greet)" in rt.source(impl.__name__)
@@ -89,8 +91,11 @@ def test_impl_module_patch_removing_an_impl_restores_the_stub(rt, pair):
 def test_impl_body_patch_keeps_registration_identity(rt, pair):
     """After patching an impl function the class attribute is still that same function."""
     decl, impl = pair
-    rt.patch(f"{impl.__name__}.greet", "@forwardpy.impl(Greeter.greet)\n"
-             "def greet(self, punct: str) -> str:\n    return 'direct'\n")
+    rt.patch(
+        f"{impl.__name__}.greet",
+        "@forwardpy.impl(Greeter.greet)\n"
+        "def greet(self, punct: str) -> str:\n    return 'direct'\n",
+    )
     assert decl.Greeter.greet is impl.greet and decl.Greeter(name="z").greet("") == "direct"
 
 
@@ -98,9 +103,13 @@ def test_redefining_declaration_updates_class_in_place(rt, pair):
     """A changed declaration class is the same object, impls kept, new stubs added."""
     decl, _ = pair
     cls, obj = decl.Greeter, decl.Greeter(name="k")
-    rt.patch(f"{decl.__name__}.Greeter", DECL.split("\n\n", 1)[1].replace(
-        "    def wave(self) -> str:\n        ...\n",
-        "    def wave(self) -> str:\n        ...\n\n    def bow(self) -> str:\n        ...\n"))
+    rt.patch(
+        f"{decl.__name__}.Greeter",
+        DECL.split("\n\n", 1)[1].replace(
+            "    def wave(self) -> str:\n        ...\n",
+            "    def wave(self) -> str:\n        ...\n\n    def bow(self) -> str:\n        ...\n",
+        ),
+    )
     assert decl.Greeter is cls and obj.greet("!") == "hi k!" and obj.wave() == "wave"
     assert "bow" in cls.__forwardpy_declared_methods__
     with pytest.raises(NotImplementedError):
@@ -111,8 +120,10 @@ def test_impl_with_wrong_signature_is_reported_naming_both(rt, pair):
     """An @impl whose parameters differ from the declaration raises, naming both."""
     decl, impl = pair
     with pytest.raises(PatchExecutionError) as info:
-        rt.patch(f"{impl.__name__}.wave",
-                 "@forwardpy.impl(Greeter.wave)\ndef wave(self, extra) -> str:\n    return ''\n")
+        rt.patch(
+            f"{impl.__name__}.wave",
+            "@forwardpy.impl(Greeter.wave)\ndef wave(self, extra) -> str:\n    return ''\n",
+        )
     cause = info.value.__cause__
     assert isinstance(cause, ImplSignatureError)
     assert "Greeter.wave" in str(cause) and "(self, extra)" in str(cause)
@@ -123,6 +134,7 @@ def test_signature_check_applies_to_plain_imports(project):
     """The signature check also guards impl modules imported the normal way."""
     decl = project.module(DECL)
     with pytest.raises(ImplSignatureError):
+
         @forwardpy.impl(decl.Greeter.wave)
         def wave(self, nope):  # pragma: no cover - never registered
             return ""
@@ -130,7 +142,8 @@ def test_signature_check_applies_to_plain_imports(project):
 
 def test_classmethod_and_staticmethod_impls_pass_the_signature_check(project):
     """Declared class/static methods accept impls with the declared parameters."""
-    decl = project.module(src('''
+    decl = project.module(
+        src("""
         import forwardpy
 
         class Store(forwardpy.Object):
@@ -141,8 +154,10 @@ def test_classmethod_and_staticmethod_impls_pass_the_signature_check(project):
             @staticmethod
             def version(major: int) -> str:
                 ...
-    '''))
-    project.module(src(f'''
+    """)
+    )
+    project.module(
+        src(f"""
         import forwardpy
         from {decl.__name__} import Store
 
@@ -153,5 +168,6 @@ def test_classmethod_and_staticmethod_impls_pass_the_signature_check(project):
         @forwardpy.impl(Store.version)
         def version(major: int) -> str:
             return f"v{{major}}"
-    '''))
+    """)
+    )
     assert decl.Store.create("r") == (decl.Store, "r") and decl.Store.version(2) == "v2"

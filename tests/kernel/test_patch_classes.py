@@ -122,8 +122,9 @@ def test_newly_added_super_call_works_for_earlier_references(rt, mod):
     """A patch that newly adds super() works, also through a bound method taken before."""
     obj = mod.C()
     bound = obj.hello
-    change = rt.patch(f"{mod.__name__}.C.hello",
-                      "def hello(self):\n    return 'c+' + super().hello()\n")
+    change = rt.patch(
+        f"{mod.__name__}.C.hello", "def hello(self):\n    return 'c+' + super().hello()\n"
+    )
     assert obj.hello() == "c+base" and bound() == "c+base"
     assert any("free variables changed" in n for n in change.notes)
 
@@ -185,8 +186,10 @@ def test_whole_class_patch_keeps_identity(rt, mod):
 def test_dataclass_field_added_regenerates_init(rt, mod):
     """Adding a dataclass field regenerates __init__/__repr__ on the same class."""
     cls, old = mod.Point, mod.Point(1, 2)
-    rt.patch(f"{mod.__name__}.Point",
-             "@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int = 0\n    z: int = 5\n")
+    rt.patch(
+        f"{mod.__name__}.Point",
+        "@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int = 0\n    z: int = 5\n",
+    )
     assert mod.Point is cls and repr(cls(1)) == "Point(x=1, y=0, z=5)"
     assert isinstance(old, cls)
 
@@ -200,8 +203,10 @@ def test_enum_member_identity_kept_and_value_changes(rt, mod):
 
 def test_enum_added_member_is_a_real_member(rt, mod):
     """A new enum member is an instance of the live enum, iterable and found by value."""
-    rt.patch(f"{mod.__name__}.Color",
-             "class Color(enum.Enum):\n    RED = 1\n    GREEN = 2\n    BLUE = 3\n")
+    rt.patch(
+        f"{mod.__name__}.Color",
+        "class Color(enum.Enum):\n    RED = 1\n    GREEN = 2\n    BLUE = 3\n",
+    )
     blue = mod.Color.BLUE
     assert isinstance(blue, mod.Color) and mod.Color(3) is blue
     assert [m.name for m in mod.Color] == ["RED", "GREEN", "BLUE"]
@@ -233,16 +238,22 @@ def test_metaclass_change_is_refused(rt, mod):
 def test_failed_class_patch_restores_every_method(rt, mod):
     """When executing the class body fails midway nothing of the class changes."""
     with pytest.raises(Exception, match="NameError"):
-        rt.patch(f"{mod.__name__}.C", rt.source(f"{mod.__name__}.C").replace(
-            "    LABEL = \"old\"", "    LABEL = undefined_name"))
+        rt.patch(
+            f"{mod.__name__}.C",
+            rt.source(f"{mod.__name__}.C").replace(
+                '    LABEL = "old"', "    LABEL = undefined_name"
+            ),
+        )
     assert mod.C().hello() == "c" and mod.C.LABEL == "old"
 
 
 def test_bases_change_applies_when_layout_allows(rt, mod):
     """Changing a class's bases to a compatible one updates __bases__ in place."""
     sub = mod.Sub
-    rt.patch(f"{mod.__name__}.Sub",
-             "class Sub(Base):\n    def hello(self):\n        return 'sub+' + super().hello()\n")
+    rt.patch(
+        f"{mod.__name__}.Sub",
+        "class Sub(Base):\n    def hello(self):\n        return 'sub+' + super().hello()\n",
+    )
     assert mod.Sub is sub and sub.__bases__ == (mod.Base,) and sub().hello() == "sub+base"
 
 
@@ -251,7 +262,9 @@ def test_change_names_the_members_a_class_patch_touched(rt, mod):
     changed = rt.patch(f"{mod.__name__}.C.m", "def m(self, y=N):\n    return -y\n")
     added = rt.patch(f"{mod.__name__}.C.extra", "def extra(self):\n    return 1\n")
     body = rt.source(f"{mod.__name__}.C")
-    removed = rt.patch(f"{mod.__name__}.C", body.replace(
-        '    @staticmethod\n    def util():\n        return "sm-old"\n', ""))
+    removed = rt.patch(
+        f"{mod.__name__}.C",
+        body.replace('    @staticmethod\n    def util():\n        return "sm-old"\n', ""),
+    )
     assert changed.updated == ["C.m"] and added.added == ["C.extra"]
     assert removed.removed == ["C.util"] and removed.updated == []

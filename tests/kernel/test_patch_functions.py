@@ -81,8 +81,10 @@ def test_keyword_only_defaults_are_updated(rt, mod):
 
 def test_docstring_and_annotations_are_updated(rt, mod):
     """__doc__ and __annotations__ follow the new source."""
-    rt.patch(f"{mod.__name__}.f", 'def f(x: int, y=1, *, z=2) -> str:\n    "new doc"\n'
-             "    return str(x)\n")
+    rt.patch(
+        f"{mod.__name__}.f",
+        'def f(x: int, y=1, *, z=2) -> str:\n    "new doc"\n    return str(x)\n',
+    )
     assert mod.f.__doc__ == "new doc"
     assert mod.f.__annotations__ == {"x": int, "return": str}
 
@@ -91,19 +93,25 @@ def test_closure_free_variable_change_forwards_and_says_so(rt, mod):
     """A changed set of free variables makes the old object forward to the new function."""
     add = mod.make_adder(2)
     f = mod.f
-    change = rt.patch(f"{mod.__name__}.f", src("""
+    change = rt.patch(
+        f"{mod.__name__}.f",
+        src("""
         def f(x, y=1, *, z=2):
             def inner():
                 return x * 2
             return inner()
-    """))
+    """),
+    )
     assert f(4) == 8 and add(1) == 3
-    rt.patch(f"{mod.__name__}.make_adder", src("""
+    rt.patch(
+        f"{mod.__name__}.make_adder",
+        src("""
         def make_adder(n):
             def add(x):
                 return x + n + 100
             return add
-    """))
+    """),
+    )
     assert mod.make_adder(1)(1) == 102 and add(1) == 3
     assert change.notes == []
 
@@ -127,8 +135,10 @@ def test_lru_cache_is_updated_and_cleared(rt, mod):
     """An lru_cache front keeps its identity, runs the new body and drops stale results."""
     cached = mod.cached
     assert cached(1) == 2
-    rt.patch(f"{mod.__name__}.cached",
-             "@functools.lru_cache(maxsize=None)\ndef cached(x):\n    return x + 100\n")
+    rt.patch(
+        f"{mod.__name__}.cached",
+        "@functools.lru_cache(maxsize=None)\ndef cached(x):\n    return x + 100\n",
+    )
     assert cached(1) == 101 and mod.cached is cached
 
 
@@ -141,15 +151,20 @@ def test_getsource_shows_in_memory_source(rt, mod):
 
 def test_tracebacks_point_at_shifted_lines(rt, mod):
     """After a patch adds lines above it, a later function's traceback shows the right line."""
-    rt.patch(f"{mod.__name__}.f", "def f(x, y=1, *, z=2):\n    a = 1\n    b = 2\n"
-             "    c = 3\n    return a\n")
+    rt.patch(
+        f"{mod.__name__}.f",
+        "def f(x, y=1, *, z=2):\n    a = 1\n    b = 2\n    c = 3\n    return a\n",
+    )
     with pytest.raises(ZeroDivisionError) as info:
         mod.after()
     frame = traceback.extract_tb(info.value.__traceback__)[-1]
     assert frame.line == "return 1 / 0"
-    assert rt.source(f"{mod.__name__}.after").splitlines()[frame.lineno
-                                                          - mod.after.__code__.co_firstlineno] \
-        .strip() == "return 1 / 0"
+    assert (
+        rt.source(f"{mod.__name__}.after")
+        .splitlines()[frame.lineno - mod.after.__code__.co_firstlineno]
+        .strip()
+        == "return 1 / 0"
+    )
 
 
 def test_syntax_error_leaves_function_intact(rt, mod):

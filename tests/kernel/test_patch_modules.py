@@ -71,16 +71,18 @@ def test_unchanged_functions_keep_identity_in_module_patch(rt, mod):
 
 def test_names_removed_from_source_are_removed(rt, mod):
     """A function and a constant deleted from the source disappear from the module."""
-    change = rt.patch_module(mod.__name__, BASE.replace('def g():\n    return "g1"\n', "")
-                             .replace("LIMIT = 3\n", ""))
+    change = rt.patch_module(
+        mod.__name__, BASE.replace('def g():\n    return "g1"\n', "").replace("LIMIT = 3\n", "")
+    )
     assert not hasattr(mod, "g") and not hasattr(mod, "LIMIT")
     assert sorted(change.removed) == ["LIMIT", "g"]
 
 
 def test_future_annotations_are_respected(rt, project):
     """With `from __future__ import annotations`, patched annotations stay strings."""
-    m = project.module("from __future__ import annotations\n\ndef f(x: int) -> Foo:\n"
-                       "    return x\n")
+    m = project.module(
+        "from __future__ import annotations\n\ndef f(x: int) -> Foo:\n    return x\n"
+    )
     rt.patch(f"{m.__name__}.f", "def f(x: Bar) -> Baz:\n    return x\n")
     assert m.f.__annotations__ == {"x": "Bar", "return": "Baz"}
 
@@ -228,8 +230,10 @@ def test_kernel_patch_allowed_with_opt_in(project):
     """With allow_kernel_patches=True the kernel can be patched (and rolled back)."""
     rt = Runtime(project.root, allow_kernel_patches=True)
     original = rt.source("liveforge.kernel._engine._failing_line")
-    rt.patch("liveforge.kernel._engine._failing_line",
-             "def _failing_line(exc, filename):\n    return -1\n")
+    rt.patch(
+        "liveforge.kernel._engine._failing_line",
+        "def _failing_line(exc, filename):\n    return -1\n",
+    )
     try:
         assert liveforge.kernel._engine._failing_line(None, "") == -1
     finally:

@@ -43,10 +43,15 @@ from liveforge import Runtime
 SEEDS = range(100)
 EDITS_PER_SEQUENCE = 20
 SAMPLE_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
-    ((5,), {}), ((13,), {}), ((2,), {"y": 1}), ((4, 6), {})]
+    ((5,), {}),
+    ((13,), {}),
+    ((2,), {"y": 1}),
+    ((4, 6), {}),
+]
 
 
 # -- observing behaviour --------------------------------------------------------------------
+
 
 def outcome(call: Callable[[], Any], filename: str) -> str:
     """What a call returns, or the exception and the lines of `filename` its traceback passed
@@ -54,10 +59,16 @@ def outcome(call: Callable[[], Any], filename: str) -> str:
     try:
         return re.sub(r" at 0x[0-9a-f]+", "", repr(call()))
     except Exception as exc:
-        frames = [(f.f_code.co_filename, n) for f, n in traceback.walk_tb(exc.__traceback__)
-                  if "__liveforge_target__" not in f.f_code.co_varnames]
-        where = "".join(f" @ {n}: {linecache.getline(filename, n).strip()}"
-                        for fname, n in frames if fname == filename)
+        frames = [
+            (f.f_code.co_filename, n)
+            for f, n in traceback.walk_tb(exc.__traceback__)
+            if "__liveforge_target__" not in f.f_code.co_varnames
+        ]
+        where = "".join(
+            f" @ {n}: {linecache.getline(filename, n).strip()}"
+            for fname, n in frames
+            if fname == filename
+        )
         return f"{type(exc).__name__}: {exc}{where}"
 
 
@@ -91,8 +102,7 @@ def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[
     return seen
 
 
-def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str, Any]
-                   ) -> None:
+def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str, Any]) -> None:
     """Members, their results on `obj` and their source; nested classes likewise."""
     seen[path] = members(cls)
     seen[f"{path} source"] = inspect.getsource(cls)
@@ -105,11 +115,13 @@ def _observe_class(path: str, cls: type, obj: Any, filename: str, seen: dict[str
             continue
         if member == "REG":  # class state: compared with the captured list instead
             continue
-        seen[key] = outcome(functools.partial(getattr, obj, member), filename) \
-            if isinstance(value, property) else probe(getattr(obj, member), filename)
+        seen[key] = (
+            outcome(functools.partial(getattr, obj, member), filename)
+            if isinstance(value, property)
+            else probe(getattr(obj, member), filename)
+        )
         if isinstance(value, property) and value.fset is not None:
-            seen[f"{key} set"] = outcome(functools.partial(_set_and_read, obj, member),
-                                         filename)
+            seen[f"{key} set"] = outcome(functools.partial(_set_and_read, obj, member), filename)
         seen[f"{key} source"] = _source(value)
 
 
@@ -147,11 +159,15 @@ def fresh_import(name: str, source: str, folder: Path) -> types.ModuleType:
 
 
 def _diff(live: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
-    return [f"  {key}:\n    live : {live.get(key)!r}\n    fresh: {fresh.get(key)!r}"
-            for key in sorted(set(live) | set(fresh)) if live.get(key) != fresh.get(key)]
+    return [
+        f"  {key}:\n    live : {live.get(key)!r}\n    fresh: {fresh.get(key)!r}"
+        for key in sorted(set(live) | set(fresh))
+        if live.get(key) != fresh.get(key)
+    ]
 
 
 # -- the test -------------------------------------------------------------------------------
+
 
 @dataclass
 class Captured:
@@ -165,34 +181,61 @@ class Captured:
     @classmethod
     def take(cls, module: types.ModuleType) -> Captured:
         instances = {n: getattr(module, n)() for n in CLASSES if hasattr(module, n)}
-        bound = {f"{c}.{m}": getattr(obj, m) for c, obj in instances.items()
-                 for m in members(type(obj))
-                 if isinstance(vars(type(obj))[m], types.FunctionType)}
+        bound = {
+            f"{c}.{m}": getattr(obj, m)
+            for c, obj in instances.items()
+            for m in members(type(obj))
+            if isinstance(vars(type(obj))[m], types.FunctionType)
+        }
         for obj in instances.values():
             type(obj).REG.append("start")  # class-level state that edits must not reset
-        instances.update({f"{n}.{m}": member for n in ENUMS if hasattr(module, n)
-                          for m, member in getattr(module, n).__members__.items()
-                          if member.name == m})  # aliases name another member
+        instances.update(
+            {
+                f"{n}.{m}": member
+                for n in ENUMS
+                if hasattr(module, n)
+                for m, member in getattr(module, n).__members__.items()
+                if member.name == m
+            }
+        )  # aliases name another member
         module.STATE["calls"] = 42
-        return cls(functions={n: v for n, v in vars(module).items() if n in FUNCS},
-                   instances=instances, bound=bound, state=module.STATE)
+        return cls(
+            functions={n: v for n, v in vars(module).items() if n in FUNCS},
+            instances=instances,
+            bound=bound,
+            state=module.STATE,
+        )
 
-    def differences(self, module: types.ModuleType, fresh: types.ModuleType,
-                    fresh_seen: dict[str, Any], broken: set[str]) -> list[str]:
+    def differences(
+        self,
+        module: types.ModuleType,
+        fresh: types.ModuleType,
+        fresh_seen: dict[str, Any],
+        broken: set[str],
+    ) -> list[str]:
         """Where the captured references do not run the final code."""
-        found = [f"(instance made at the start) {d}" for d in _diff(behaviour(
-            module, lambda n: self.instances[n] if n in self.instances and n not in broken
-            else getattr(module, n)()), fresh_seen)]
+        found = [
+            f"(instance made at the start) {d}"
+            for d in _diff(
+                behaviour(
+                    module,
+                    lambda n: (
+                        self.instances[n]
+                        if n in self.instances and n not in broken
+                        else getattr(module, n)()
+                    ),
+                ),
+                fresh_seen,
+            )
+        ]
         filename = module.__file__ or ""
         for name, func in self.functions.items():
             if name not in broken and hasattr(fresh, name):
-                found += _compare(f"from-import of {name}", probe(func, filename),
-                                  fresh_seen[name])
+                found += _compare(f"from-import of {name}", probe(func, filename), fresh_seen[name])
         for key, method in self.bound.items():
             cls, meth = key.split(".")
             if not {cls, key} & broken and meth in vars(getattr(fresh, cls, object)):
-                found += _compare(f"bound method {key}", probe(method, filename),
-                                  fresh_seen[key])
+                found += _compare(f"bound method {key}", probe(method, filename), fresh_seen[key])
         found += self._enum_differences(module, fresh, broken)
         for name, obj in self.instances.items():
             if "." in name or name in broken:
@@ -204,19 +247,25 @@ class Captured:
             found.append(f"  module state was reset: {module.STATE!r}")
         return found
 
-
-    def _enum_differences(self, module: types.ModuleType, fresh: types.ModuleType,
-                          broken: set[str]) -> list[str]:
+    def _enum_differences(
+        self, module: types.ModuleType, fresh: types.ModuleType, broken: set[str]
+    ) -> list[str]:
         found = []
         for key, member in self.instances.items():
             name, _, attr = key.partition(".")
-            if not attr or {name, key} & broken or \
-                    attr not in getattr(getattr(fresh, name, None), "__members__", {}):
+            if (
+                not attr
+                or {name, key} & broken
+                or attr not in getattr(getattr(fresh, name, None), "__members__", {})
+            ):
                 continue
             if getattr(getattr(module, name), attr) is not member:
                 found.append(f"  enum member {key} lost its identity")
-            found += _compare(f"enum member {key}", outcome(member.describe, ""),
-                              outcome(getattr(getattr(fresh, name), attr).describe, ""))
+            found += _compare(
+                f"enum member {key}",
+                outcome(member.describe, ""),
+                outcome(getattr(getattr(fresh, name), attr).describe, ""),
+            )
         return found
 
 
@@ -227,8 +276,9 @@ def _compare(what: str, got: Any, want: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed_{s}-")
-def test_random_edit_sequence_matches_fresh_import(project: Project, tmp_path: Path,
-                                                   seed: int) -> None:
+def test_random_edit_sequence_matches_fresh_import(
+    project: Project, tmp_path: Path, seed: int
+) -> None:
     """A random sequence of live edits leaves the module behaving like a fresh import of the
     final source, and references captured at the start run the final code."""
     seq = Sequence.start(random.Random(seed))
@@ -244,8 +294,9 @@ def test_random_edit_sequence_matches_fresh_import(project: Project, tmp_path: P
         try:
             edit(seq, rt, mod, path.write_text)
         except Exception as exc:
-            raise AssertionError(f"edit failed ({type(exc).__name__}: {exc}); {context}"
-                                 + "\n  ".join(seq.log)) from exc
+            raise AssertionError(
+                f"edit failed ({type(exc).__name__}: {exc}); {context}" + "\n  ".join(seq.log)
+            ) from exc
         after = identities(seq.items)
         seq.broken |= {n for n, kind in before.items() if after.get(n) != kind}
     context += "\n  ".join(seq.log)
@@ -256,5 +307,6 @@ def test_random_edit_sequence_matches_fresh_import(project: Project, tmp_path: P
     differences = _diff(behaviour(module, lambda n: getattr(module, n)()), fresh_seen)
     differences += captured.differences(module, fresh, fresh_seen, seq.broken)
     sys.modules.pop(mod, None)
-    assert not differences, "live module differs from a fresh import:\n" + \
-        "\n".join(differences) + f"\n{context}"
+    assert not differences, (
+        "live module differs from a fresh import:\n" + "\n".join(differences) + f"\n{context}"
+    )

@@ -9,7 +9,7 @@ from kernel_support import Project, src
 from liveforge import Runtime
 from liveforge.kernel.errors import PatchSyntaxError
 
-PROPERTY = src('''
+PROPERTY = src("""
     class C:
         def __init__(self):
             self._x = 1
@@ -24,7 +24,7 @@ PROPERTY = src('''
 
         def other(self):
             return "other"
-    ''')
+    """)
 
 
 def test_patching_a_property_getter_keeps_its_setter(project: Project, rt: Runtime) -> None:
@@ -46,11 +46,14 @@ def test_property_source_shows_getter_and_setter(project: Project, rt: Runtime) 
 
 
 def test_patching_a_property_with_getter_and_setter_replaces_both(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """A property patched with its whole chain (getter + setter) replaces both parts."""
     mod = project.module(PROPERTY)
     obj = mod.C()
-    rt.patch(f"{mod.__name__}.C.x", src('''
+    rt.patch(
+        f"{mod.__name__}.C.x",
+        src("""
         @property
         def x(self):
             return self._x + 100
@@ -58,7 +61,8 @@ def test_patching_a_property_with_getter_and_setter_replaces_both(
         @x.setter
         def x(self, value):
             self._x = value * 2
-        '''))
+        """),
+    )
     obj.x = 3
     assert obj.x == 106
     assert rt.source(f"{mod.__name__}.C").count("def x(") == 2
@@ -79,7 +83,9 @@ def test_class_patch_does_not_report_untouched_property(project: Project, rt: Ru
     mod = project.module(PROPERTY)
     change = rt.patch(f"{mod.__name__}.C.other", "def other(self):\n    return 'new'\n")
     assert change.updated == ["C.other"]
-    change = rt.patch(f"{mod.__name__}.C.x", src('''
+    change = rt.patch(
+        f"{mod.__name__}.C.x",
+        src("""
         @property
         def x(self):
             return 1
@@ -87,7 +93,8 @@ def test_class_patch_does_not_report_untouched_property(project: Project, rt: Ru
         @x.setter
         def x(self, value):
             pass
-        '''))
+        """),
+    )
     assert change.updated == ["C.x"]
 
 
@@ -96,8 +103,14 @@ def test_common_credential_variables_count_as_secrets() -> None:
     API keys and tokens; ordinary settings are not."""
     from liveforge.kernel._secrets import without_secrets
 
-    env = {"AWS_SECRET_ACCESS_KEY": "a", "DB_PASSWORD": "b", "CLIENT_SECRET": "c",
-           "DJANGO_SECRET_KEY": "d", "GITHUB_TOKEN": "e", "HOME": "/home/x"}
+    env = {
+        "AWS_SECRET_ACCESS_KEY": "a",
+        "DB_PASSWORD": "b",
+        "CLIENT_SECRET": "c",
+        "DJANGO_SECRET_KEY": "d",
+        "GITHUB_TOKEN": "e",
+        "HOME": "/home/x",
+    }
     assert without_secrets(env) == {"HOME": "/home/x"}
 
 
@@ -116,19 +129,20 @@ def test_names_of_a_removed_star_import_are_removed(project: Project, rt: Runtim
 
 
 def test_a_star_import_kept_in_the_new_source_keeps_its_names(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """When one of two star imports goes, names the remaining one also provides stay."""
     pkg = project.name("pkg")
     project.write(f"{pkg}.one", "from os.path import join\n\n\ndef only_one():\n    pass\n")
     project.write(f"{pkg}.two", "from os.path import join\n")
-    user = project.module(f"from {pkg}.one import *\nfrom {pkg}.two import *\n",
-                          name=f"{pkg}.user")
+    user = project.module(f"from {pkg}.one import *\nfrom {pkg}.two import *\n", name=f"{pkg}.user")
     rt.patch_module(user.__name__, f"from {pkg}.two import *\n")
     assert hasattr(user, "join") and not hasattr(user, "only_one")
 
 
 def test_module_whose_file_broke_before_tracking_is_not_poisoned(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """A module imported before the runtime whose file no longer compiles is refused with a
     clear error, and works again once the file is fixed (the broken text is not kept)."""
     import importlib
@@ -158,8 +172,10 @@ def test_patch_of_code_the_runtime_uses_is_still_recorded(rt: Runtime) -> None:
 
     code = posixpath.realpath.__code__
     try:
-        change = rt.patch("posixpath.realpath",
-                          "def realpath(filename, *, strict=False):\n    raise OSError('x')\n")
+        change = rt.patch(
+            "posixpath.realpath",
+            "def realpath(filename, *, strict=False):\n    raise OSError('x')\n",
+        )
         assert rt.history()[-1] is change
         rt.rollback(change.id)
         assert posixpath.realpath.__code__ is code or posixpath.realpath("/") == "/"
@@ -168,7 +184,8 @@ def test_patch_of_code_the_runtime_uses_is_still_recorded(rt: Runtime) -> None:
 
 
 def test_adding_a_method_to_a_one_line_class_says_to_patch_the_class(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """`class A: pass` cannot take a new method by dotted path; the error says so instead
     of blaming the syntax of the given source, and patching the class works."""
     from liveforge.kernel.errors import PatchError
@@ -186,8 +203,7 @@ def test_change_kind_is_that_of_the_new_definition(project: Project, rt: Runtime
     turned staticmethod is a staticmethod), not what stood there before."""
     mod = project.module("class Q:\n    def m(self):\n        return 1\n")
     name = mod.__name__
-    assert rt.patch(f"{name}.Q.m", "@staticmethod\ndef m():\n    return 6\n").kind == \
-        "staticmethod"
+    assert rt.patch(f"{name}.Q.m", "@staticmethod\ndef m():\n    return 6\n").kind == "staticmethod"
     assert rt.patch(f"{name}.Fresh", "class Fresh:\n    pass\n").kind == "class"
     assert rt.patch(f"{name}.Q.n", "def n(self):\n    return 2\n").kind == "method"
 
@@ -206,8 +222,7 @@ def test_libraries_of_a_virtualenv_inside_the_project_are_preloaded() -> None:
     assert "pydantic" in preload_names(around)
 
 
-def test_outer_transaction_lists_only_changes_that_survived(
-        project: Project, rt: Runtime) -> None:
+def test_outer_transaction_lists_only_changes_that_survived(project: Project, rt: Runtime) -> None:
     """When an inner transaction fails and is rolled back, its changes do not appear in the
     enclosing transaction's list of changes."""
     mod = project.module("A = 1\nB = 1\n")
@@ -220,13 +235,15 @@ def test_outer_transaction_lists_only_changes_that_survived(
 
 
 def test_removing_a_definition_uncovers_the_star_imported_name(
-        project: Project, rt: Runtime) -> None:
+    project: Project, rt: Runtime
+) -> None:
     """A definition that shadowed a star-imported name, once removed, leaves the imported
     value bound, as a fresh import of the new source would."""
     pkg = project.name("pkg")
     project.write(f"{pkg}.base", "def helper():\n    return 'base'\n")
-    user = project.module("from .base import *\n\n\ndef helper():\n    return 'own'\n",
-                          name=f"{pkg}.user")
+    user = project.module(
+        "from .base import *\n\n\ndef helper():\n    return 'own'\n", name=f"{pkg}.user"
+    )
     assert user.helper() == "own"
     rt.patch_module(user.__name__, "from .base import *\n")
     assert user.helper() == "base"

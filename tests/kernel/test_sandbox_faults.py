@@ -34,7 +34,8 @@ def parent_stays_healthy(sandbox: Sandbox) -> Iterator[None]:
 
 
 def test_infinite_loop_is_killed_at_timeout_with_its_grandchildren(
-        sandbox: Sandbox, tmp_path: Path) -> None:
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     pid_file = tmp_path / "grandchild.pid"
     code = textwrap.dedent(f"""
         import subprocess, pathlib
@@ -88,8 +89,10 @@ def test_replacing_stdout_does_not_break_the_result(sandbox: Sandbox) -> None:
 
 
 def test_huge_output_is_truncated_with_marker_and_not_held_by_parent(sandbox: Sandbox) -> None:
-    code = ("import sys\nline = 'x' * 999 + '\\n'\n"
-            "for _ in range(100_000):\n    sys.stdout.write(line)\nprint('END')")
+    code = (
+        "import sys\nline = 'x' * 999 + '\\n'\n"
+        "for _ in range(100_000):\n    sys.stdout.write(line)\nprint('END')"
+    )
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = sandbox.verify(code, timeout=60)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
@@ -102,12 +105,15 @@ def test_huge_output_is_truncated_with_marker_and_not_held_by_parent(sandbox: Sa
 
 
 def test_snippet_patching_and_deleting_modules_leaves_parent_untouched(
-        sandbox: Sandbox, tmp_path: Path) -> None:
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     with temp_package(tmp_path, {"mod.py": "def f(x):\n    return x + 1\n"}) as name:
         module = __import__(f"{name}.mod", fromlist=["f"])
         overlay = [OverlayModule(f"{name}.mod", "def f(x):\n    return -x\n", module.__file__)]
-        code = (f"import json, sys\nimport {name}.mod as m\nm.f = None\njson.dumps = None\n"
-                f"del sys.modules['json']\ndel sys.modules[{name + '.mod'!r}]")
+        code = (
+            f"import json, sys\nimport {name}.mod as m\nm.f = None\njson.dumps = None\n"
+            f"del sys.modules['json']\ndel sys.modules[{name + '.mod'!r}]"
+        )
         result = sandbox.verify(code, overlay)
         assert result.status == "passed"
         assert module.f(1) == 2 and sys.modules[f"{name}.mod"] is module
@@ -115,7 +121,8 @@ def test_snippet_patching_and_deleting_modules_leaves_parent_untouched(
 
 
 def test_interrupting_the_parent_while_it_waits_kills_the_run(
-        sandbox: Sandbox, tmp_path: Path) -> None:
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     pid_file = tmp_path / "child.pid"
     code = f"import os, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
     code += "while True:\n    pass"

@@ -59,7 +59,8 @@ def test_suite_passes_without_overlay(project: tuple[Path, Sandbox]) -> None:
 
 
 def test_bug_in_overlay_is_detected_with_failing_node_ids(
-        project: tuple[Path, Sandbox], bug: OverlayModule) -> None:
+    project: tuple[Path, Sandbox], bug: OverlayModule
+) -> None:
     result = project[1].run_tests(["-q"], [bug], change_ids=["c7"])
     assert result.status == "failed" and result.tests is not None
     assert (result.tests.passed, result.tests.failed) == (2, 4)
@@ -77,7 +78,8 @@ def test_run_uses_the_project_conftest(project: tuple[Path, Sandbox]) -> None:
 
 
 def test_overlay_reaches_every_xdist_worker(
-        project: tuple[Path, Sandbox], bug: OverlayModule) -> None:
+    project: tuple[Path, Sandbox], bug: OverlayModule
+) -> None:
     result = project[1].run_tests(["-n", "2"], [bug])
     assert result.status == "failed" and result.tests is not None
     assert (result.tests.passed, result.tests.failed) == (2, 4)
@@ -88,7 +90,8 @@ def test_junit_xml_and_arguments_are_recorded(project: tuple[Path, Sandbox]) -> 
     result = project[1].run_tests(["-q", "-k", "client"])
     record = Path(result.record_path)
     assert '<testcase classname="tests.test_mod" name="test_client_base_url"' in (
-        (record / "junit.xml").read_text())
+        (record / "junit.xml").read_text()
+    )
     assert (record / "args.json").read_text() == '["-q", "-k", "client"]'
 
 
@@ -107,7 +110,8 @@ def test_collection_error_is_counted_and_reported(project: tuple[Path, Sandbox])
 
 
 def test_broken_conftest_import_is_an_error_showing_the_overlay_line(
-        project: tuple[Path, Sandbox]) -> None:
+    project: tuple[Path, Sandbox],
+) -> None:
     broken = file_overlay(project[0], "fixture_pkg.mod", "def f(:\n")
     result = project[1].run_tests(["-q"], [broken])
     assert result.status == "error"
@@ -116,7 +120,8 @@ def test_broken_conftest_import_is_an_error_showing_the_overlay_line(
 
 
 def test_hanging_test_is_killed_at_the_timeout(project: tuple[Path, Sandbox]) -> None:
-    slow = file_overlay(project[0], "fixture_pkg.mod",
-                        BUGGY_F.replace("return x + 2", "while True:\n        pass"))
+    slow = file_overlay(
+        project[0], "fixture_pkg.mod", BUGGY_F.replace("return x + 2", "while True:\n        pass")
+    )
     result = project[1].run_tests(["-q", "-k", "successor"], [slow], timeout=3)
     assert result.status == "timed_out"

@@ -15,9 +15,12 @@ from liveforge.kernel.errors import SandboxError
 def test_record_holds_code_overlay_outputs_and_result(tmp_path: Path) -> None:
     overlay = [OverlayModule.new_virtual("virt_recorded", "X = 1\n")]
     with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box:
-        result = box.verify("import sys, virt_recorded\nprint('out')\n"
-                            "print('err', file=sys.stderr)\nvirt_recorded.X",
-                            overlay, change_ids=["c1", "c2"])
+        result = box.verify(
+            "import sys, virt_recorded\nprint('out')\n"
+            "print('err', file=sys.stderr)\nvirt_recorded.X",
+            overlay,
+            change_ids=["c1", "c2"],
+        )
     record = Path(result.record_path)
     assert record.parent == tmp_path / "runs" and record.name == result.run_id
     assert (record / "code.py").read_text().startswith("import sys, virt_recorded")
@@ -68,8 +71,10 @@ def test_retention_leaves_other_files_alone(tmp_path: Path) -> None:
 
 
 def test_unknown_run_id_is_refused_with_a_hint(tmp_path: Path) -> None:
-    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box, \
-            pytest.raises(SandboxError, match=r"runs\(\)"):
+    with (
+        Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box,
+        pytest.raises(SandboxError, match=r"runs\(\)"),
+    ):
         box.run("../../etc")
 
 

@@ -19,11 +19,21 @@ from liveforge.declarations.provider import CancelToken, Provider, RetryPolicy, 
 
 T = TypeVar("T")
 
-FAST = RetryPolicy(base_delay=0.001, max_delay=0.005, jitter=0.0, total_budget=5.0,
-                   cooldown_base=30.0, read_timeout=5.0, connect_timeout=2.0)
+FAST = RetryPolicy(
+    base_delay=0.001,
+    max_delay=0.005,
+    jitter=0.0,
+    total_budget=5.0,
+    cooldown_base=30.0,
+    read_timeout=5.0,
+    connect_timeout=2.0,
+)
 
-VIEW = ToolSpec(name="view_source", description="Show source",
-                input_schema={"type": "object", "properties": {"path": {"type": "string"}}})
+VIEW = ToolSpec(
+    name="view_source",
+    description="Show source",
+    input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -41,16 +51,18 @@ def provider(*routes: Route, retry: RetryPolicy = FAST) -> Provider:
     return Provider(list(routes), retry=retry)
 
 
-async def collect(prov: Provider, req: ModelRequest,
-                  cancel: CancelToken | None = None) -> list[StreamEvent]:
+async def collect(
+    prov: Provider, req: ModelRequest, cancel: CancelToken | None = None
+) -> list[StreamEvent]:
     """All stream events of one call, Done last."""
     events = [event async for event in prov.stream(req, cancel=cancel)]
     await prov.aclose()
     return events
 
 
-async def complete(prov: Provider, req: ModelRequest,
-                   cancel: CancelToken | None = None) -> ModelResponse:
+async def complete(
+    prov: Provider, req: ModelRequest, cancel: CancelToken | None = None
+) -> ModelResponse:
     """One non-streaming call."""
     try:
         return await prov.complete(req, cancel=cancel)

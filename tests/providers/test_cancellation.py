@@ -30,7 +30,8 @@ async def _cancel_after_first_delta(prov: Provider, token: CancelToken) -> Model
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
 def test_cancel_mid_stream_returns_partial_response_marked_incomplete(
-        fake: FakeProvider, protocol: str) -> None:
+    fake: FakeProvider, protocol: str
+) -> None:
     """Cancel after the first delta: Done arrives with the text so far, incomplete."""
     fake.add(reply.text(SLOW_TEXT).chunked(1).slow(0.05))
     started = time.monotonic()
@@ -50,8 +51,7 @@ def _wait_for(condition: Callable[[], bool], limit: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def test_consumer_stopping_early_with_aclosing_closes_the_connection(
-        fake: FakeProvider) -> None:
+def test_consumer_stopping_early_with_aclosing_closes_the_connection(fake: FakeProvider) -> None:
     """Leaving `async with aclosing(provider.stream(...))` early drops the connection."""
     fake.add(reply.text(SLOW_TEXT).chunked(1).slow(0.05))
     prov = provider(fake.route("openai"))
@@ -90,10 +90,15 @@ def test_cancel_from_another_thread_interrupts_a_silent_wait(fake: FakeProvider)
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
 def test_cancel_keeps_closed_tool_calls_and_drops_unfinished_ones(
-        fake: FakeProvider, protocol: str) -> None:
+    fake: FakeProvider, protocol: str
+) -> None:
     """A tool call completed before cancelling is kept; one still streaming is dropped."""
-    fake.add(reply.tool_call("a", {"x": 1}, id="done1")
-             .tool_call("b", {"long": "y" * 200}, id="open2").chunked(4).slow(0.02))
+    fake.add(
+        reply.tool_call("a", {"x": 1}, id="done1")
+        .tool_call("b", {"long": "y" * 200}, id="open2")
+        .chunked(4)
+        .slow(0.02)
+    )
     token = CancelToken()
     prov = provider(fake.route(protocol))
 
@@ -128,8 +133,9 @@ def test_cancel_during_retry_wait_returns_at_once(fake: FakeProvider) -> None:
     token = CancelToken()
     threading.Timer(0.2, token.cancel).start()
     policy = FAST.model_copy(update={"total_budget": 10.0})
-    response = run(complete(provider(fake.route("anthropic"), retry=policy), request(),
-                            cancel=token))
+    response = run(
+        complete(provider(fake.route("anthropic"), retry=policy), request(), cancel=token)
+    )
     assert response.incomplete and response.content == []
     assert len(fake.requests) == 1
 
@@ -178,8 +184,7 @@ def test_plain_task_cancellation_propagates(fake: FakeProvider) -> None:
     run(call())
 
 
-def test_cancel_reaches_a_stream_read_from_a_new_task_for_each_event(
-        fake: FakeProvider) -> None:
+def test_cancel_reaches_a_stream_read_from_a_new_task_for_each_event(fake: FakeProvider) -> None:
     """Reading each event through asyncio.wait_for (a task per read), a cancel fired during
     a network wait interrupts that wait: nothing after the last delivered delta arrives."""
     fake.add(reply.text("abc").chunked(1).slow(0.3))

@@ -29,14 +29,19 @@ def test_defaults_without_any_configuration(tmp_path: Path) -> None:
 
 def test_pyproject_table_builds_the_failover_chain(tmp_path: Path) -> None:
     """model + fallback_models become routes with the right protocol, URL and keys."""
-    root = _project(tmp_path, '[tool.liveforge]\nmodel = "openai:gpt-4o"\n'
-                              'fallback_models = ["anthropic:claude-x", "ollama:llama3.1"]\n'
-                              "[tool.liveforge.retry]\nmax_attempts = 2\n")
+    root = _project(
+        tmp_path,
+        '[tool.liveforge]\nmodel = "openai:gpt-4o"\n'
+        'fallback_models = ["anthropic:claude-x", "ollama:llama3.1"]\n'
+        "[tool.liveforge.retry]\nmax_attempts = 2\n",
+    )
     config = load_config(root, env=KEYS)
     routes = config.routes(KEYS)
     assert [(r.name, r.protocol, r.model) for r in routes] == [
-        ("openai:gpt-4o", "openai", "gpt-4o"), ("anthropic:claude-x", "anthropic", "claude-x"),
-        ("ollama:llama3.1", "openai", "llama3.1")]
+        ("openai:gpt-4o", "openai", "gpt-4o"),
+        ("anthropic:claude-x", "anthropic", "claude-x"),
+        ("ollama:llama3.1", "openai", "llama3.1"),
+    ]
     assert routes[0].base_url == "https://api.openai.com/v1"
     assert routes[2].base_url == "http://localhost:11434/v1" and routes[2].credentials == []
     assert routes[1].credentials[0].key == SecretStr("sk-ant-secret-aaaa")
@@ -46,40 +51,63 @@ def test_pyproject_table_builds_the_failover_chain(tmp_path: Path) -> None:
 def test_environment_overrides_files(tmp_path: Path) -> None:
     """LIVEFORGE_MODEL and *_BASE_URL win over the file; extra keys come from *_API_KEYS."""
     root = _project(tmp_path, '[tool.liveforge]\nmodel = "anthropic:a"\n')
-    env = {**KEYS, "LIVEFORGE_MODEL": "openai:gpt-4o-mini",
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEYS": "k2, k3"}
+    env = {
+        **KEYS,
+        "LIVEFORGE_MODEL": "openai:gpt-4o-mini",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAI_API_KEYS": "k2, k3",
+    }
     routes = load_config(root, env=env).routes(env)
     assert routes[0].name == "openai:gpt-4o-mini"
     assert routes[0].base_url == "http://127.0.0.1:9/v1"
-    assert [c.name for c in routes[0].credentials] == ["OPENAI_API_KEY", "OPENAI_API_KEYS[0]",
-                                                       "OPENAI_API_KEYS[1]"]
+    assert [c.name for c in routes[0].credentials] == [
+        "OPENAI_API_KEY",
+        "OPENAI_API_KEYS[0]",
+        "OPENAI_API_KEYS[1]",
+    ]
 
 
 def test_liveforge_toml_overrides_pyproject_and_defines_providers(tmp_path: Path) -> None:
     """liveforge.toml keys win; a custom provider section defines a new model prefix."""
-    root = _project(tmp_path, '[tool.liveforge]\nmodel = "anthropic:a"\nmax_tokens = 10\n',
-                    'model = "gpu:qwen"\n[providers.gpu]\nprotocol = "openai"\n'
-                    'base_url = "http://gpu:8000/v1"\napi_key_env = ["GPU_KEY"]\n')
+    root = _project(
+        tmp_path,
+        '[tool.liveforge]\nmodel = "anthropic:a"\nmax_tokens = 10\n',
+        'model = "gpu:qwen"\n[providers.gpu]\nprotocol = "openai"\n'
+        'base_url = "http://gpu:8000/v1"\napi_key_env = ["GPU_KEY"]\n',
+    )
     env = {"GPU_KEY": "sk-gpu"}
     config = load_config(root, env=env)
     assert config.max_tokens == 10
     route = config.routes(env)[0]
     assert (route.protocol, route.base_url, route.credentials[0].name) == (
-        "openai", "http://gpu:8000/v1", "GPU_KEY")
+        "openai",
+        "http://gpu:8000/v1",
+        "GPU_KEY",
+    )
 
 
-@pytest.mark.parametrize(("text", "key", "fragment"), [
-    ('model = "gpt-4o"', "tool.liveforge.model", "provider:model"),
-    ("max_tokens = -5", "tool.liveforge.max_tokens", "greater than 0"),
-    ('[retry]\nmax_attempts = "many"', "tool.liveforge.retry.max_attempts", "integer"),
-    ("temprature = 0.5", "tool.liveforge.temprature", "unknown key"),
-    ('[providers.x]\nprotocol = "grpc"\nbase_url = "http://h"',
-     "tool.liveforge.providers.x.protocol", "'anthropic' or 'openai'"),
-    ('[providers.x]\nprotocol = "openai"\nbase_url = "h:80"',
-     "tool.liveforge.providers.x.base_url", "http:// or https://"),
-])
-def test_bad_values_name_the_key_and_the_expected_form(tmp_path: Path, text: str, key: str,
-                                                       fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        ('model = "gpt-4o"', "tool.liveforge.model", "provider:model"),
+        ("max_tokens = -5", "tool.liveforge.max_tokens", "greater than 0"),
+        ('[retry]\nmax_attempts = "many"', "tool.liveforge.retry.max_attempts", "integer"),
+        ("temprature = 0.5", "tool.liveforge.temprature", "unknown key"),
+        (
+            '[providers.x]\nprotocol = "grpc"\nbase_url = "http://h"',
+            "tool.liveforge.providers.x.protocol",
+            "'anthropic' or 'openai'",
+        ),
+        (
+            '[providers.x]\nprotocol = "openai"\nbase_url = "h:80"',
+            "tool.liveforge.providers.x.base_url",
+            "http:// or https://",
+        ),
+    ],
+)
+def test_bad_values_name_the_key_and_the_expected_form(
+    tmp_path: Path, text: str, key: str, fragment: str
+) -> None:
     """Each invalid value raises ConfigError (a ValueError) naming key and expected form."""
     root = _project(tmp_path, liveforge_toml=text)
     with pytest.raises(ConfigError) as info:
@@ -122,8 +150,15 @@ def test_keys_never_appear_in_reprs_or_errors(tmp_path: Path) -> None:
     """Config, routes and provider reprs and describe() never contain a key value."""
     config = load_config(tmp_path, env=KEYS)
     provider = build_provider(config, env=KEYS)
-    shown = " ".join([repr(config), repr(config.routes(KEYS)), repr(provider),
-                      provider.describe(), str(provider.states)])
+    shown = " ".join(
+        [
+            repr(config),
+            repr(config.routes(KEYS)),
+            repr(provider),
+            provider.describe(),
+            str(provider.states),
+        ]
+    )
     assert "secret" not in shown
     assert "ANTHROPIC_API_KEY" in provider.describe()
 
@@ -137,8 +172,10 @@ def test_parse_model_splits_on_the_first_colon() -> None:
 
 def test_agent_and_context_tables_are_validated(tmp_path: Path) -> None:
     """[tool.liveforge.agent] and [tool.liveforge.context] configure the loop and window."""
-    root = _project(tmp_path, "[tool.liveforge.agent]\nmax_steps = 7\n"
-                              "[tool.liveforge.context]\nwindow = 32000\n")
+    root = _project(
+        tmp_path,
+        "[tool.liveforge.agent]\nmax_steps = 7\n[tool.liveforge.context]\nwindow = 32000\n",
+    )
     config = load_config(root, env={})
     assert config.agent is not None and config.agent.max_steps == 7
     assert config.context is not None and config.context.window == 32000

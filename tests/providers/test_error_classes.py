@@ -41,15 +41,21 @@ CASES = [
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
-@pytest.mark.parametrize(("item", "expected"), CASES, ids=[c[1].__name__ + "-" + c[0].kind
-                                                           for c in CASES])
-def test_http_error_bodies_map_to_their_class(fake: FakeProvider, protocol: str,
-                                              item: object, expected: type) -> None:
+@pytest.mark.parametrize(
+    ("item", "expected"), CASES, ids=[c[1].__name__ + "-" + c[0].kind for c in CASES]
+)
+def test_http_error_bodies_map_to_their_class(
+    fake: FakeProvider, protocol: str, item: object, expected: type
+) -> None:
     """Each provider's error status and body raise the matching ProviderError subclass."""
     fake.add(item)
     with pytest.raises(ProviderError) as info:
-        run(collect(provider(fake.route(protocol, keys=["sk-secret-value-1234"]),
-                             retry=ONE_TRY), request()))
+        run(
+            collect(
+                provider(fake.route(protocol, keys=["sk-secret-value-1234"]), retry=ONE_TRY),
+                request(),
+            )
+        )
     error = info.value
     assert type(error) is expected
     assert error.status is not None and error.status >= 400
@@ -70,13 +76,19 @@ def test_anthropic_error_carries_request_id_and_message(fake: FakeProvider) -> N
 
 def test_lmstudio_bare_string_error_body_is_understood() -> None:
     """{"error": "<string>"} becomes a classified error with that message."""
-    with FakeProvider([fault.bare_string("Model is unloaded.", status=404),
-                       fault.bare_string("Trying to keep the first 9000 tokens when context "
-                                         "the overflows. However, the model is loaded with "
-                                         "context length of only 4096 tokens, which is not "
-                                         "enough. Try to load the model with a larger "
-                                         "context size")],
-                      dialect="lmstudio") as fake:
+    with FakeProvider(
+        [
+            fault.bare_string("Model is unloaded.", status=404),
+            fault.bare_string(
+                "Trying to keep the first 9000 tokens when context "
+                "the overflows. However, the model is loaded with "
+                "context length of only 4096 tokens, which is not "
+                "enough. Try to load the model with a larger "
+                "context size"
+            ),
+        ],
+        dialect="lmstudio",
+    ) as fake:
         prov = provider(fake.route("openai"), retry=ONE_TRY)
         with pytest.raises(ModelNotFound, match="Model is unloaded"):
             run(collect(prov, request()))
@@ -92,8 +104,7 @@ def test_vllm_integer_code_in_stream_error_is_classified() -> None:
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
-def test_sse_error_after_200_before_content_is_retried(fake: FakeProvider,
-                                                       protocol: str) -> None:
+def test_sse_error_after_200_before_content_is_retried(fake: FakeProvider, protocol: str) -> None:
     """An overloaded error event before any content is retried like HTTP 529."""
     fake.add(reply.text("first").error_after(1), reply.text("second"))
     response = final(run(collect(provider(fake.route(protocol)), request())))
@@ -103,7 +114,8 @@ def test_sse_error_after_200_before_content_is_retried(fake: FakeProvider,
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
 def test_sse_error_after_content_raises_stream_interrupted_with_partial(
-        fake: FakeProvider, protocol: str) -> None:
+    fake: FakeProvider, protocol: str
+) -> None:
     """An error event after text arrived is not replayed: StreamInterrupted keeps the text."""
     fake.add(reply.text("abcdefghijklmnop").chunked(4).error_after(5), reply.text("never"))
     with pytest.raises(StreamInterrupted) as info:
@@ -116,7 +128,8 @@ def test_sse_error_after_content_raises_stream_interrupted_with_partial(
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
 def test_disconnect_mid_stream_after_content_is_stream_interrupted(
-        fake: FakeProvider, protocol: str) -> None:
+    fake: FakeProvider, protocol: str
+) -> None:
     """A connection cut after content raises StreamInterrupted caused by a connection error."""
     fake.add(reply.text("abcdefghijkl").chunked(2).disconnect_after(5))
     with pytest.raises(StreamInterrupted) as info:
@@ -154,8 +167,12 @@ def test_connection_refused_is_provider_connection_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    route = Route(name="ollama:llama3.1", protocol="openai", model="llama3.1",
-                  base_url=f"http://127.0.0.1:{port}/v1")
+    route = Route(
+        name="ollama:llama3.1",
+        protocol="openai",
+        model="llama3.1",
+        base_url=f"http://127.0.0.1:{port}/v1",
+    )
     with pytest.raises(ProviderConnectionError, match="base URL") as info:
         run(collect(provider(route, retry=ONE_TRY), request()))
     assert isinstance(info.value, ConnectionError)

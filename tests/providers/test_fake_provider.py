@@ -8,8 +8,9 @@ import pytest
 from liveforge.testing import FakeProvider, fault, reply
 
 
-def _post(url: str, body: dict[str, object], headers: dict[str, str] | None = None
-          ) -> httpx.Response:
+def _post(
+    url: str, body: dict[str, object], headers: dict[str, str] | None = None
+) -> httpx.Response:
     return httpx.post(url, json=body, headers=headers or {}, timeout=5)
 
 
@@ -29,23 +30,38 @@ def test_script_items_are_served_in_order_then_exhaustion_is_a_clear_400() -> No
 def test_requests_are_recorded_with_keys_redacted() -> None:
     """Headers that carry keys read <redacted>; the body and key suffix are kept."""
     with FakeProvider([reply.text("a"), reply.text("b")]) as fake:
-        _post(fake.base_url + "/v1/messages", {"model": "m", "stream": False},
-              {"x-api-key": "sk-ant-abcd1234"})
-        _post(fake.openai_base_url + "/chat/completions", {"model": "g"},
-              {"authorization": "Bearer sk-oa-wxyz9876"})
+        _post(
+            fake.base_url + "/v1/messages",
+            {"model": "m", "stream": False},
+            {"x-api-key": "sk-ant-abcd1234"},
+        )
+        _post(
+            fake.openai_base_url + "/chat/completions",
+            {"model": "g"},
+            {"authorization": "Bearer sk-oa-wxyz9876"},
+        )
     first, second = fake.requests
     assert (first.protocol, first.headers["x-api-key"], first.key_suffix) == (
-        "anthropic", "<redacted>", "1234")
+        "anthropic",
+        "<redacted>",
+        "1234",
+    )
     assert (second.protocol, second.headers["authorization"], second.key_suffix) == (
-        "openai", "<redacted>", "9876")
+        "openai",
+        "<redacted>",
+        "9876",
+    )
     assert second.body == {"model": "g"} and "sk-oa" not in repr(fake.requests)
 
 
 def test_key_check_answers_401_without_using_the_script() -> None:
     """With keys= set, a wrong key gets the protocol's 401 body and the item stays queued."""
     with FakeProvider([reply.text("ok")], keys={"right"}) as fake:
-        denied = _post(fake.openai_base_url + "/chat/completions", {"model": "m"},
-                       {"authorization": "Bearer wrong"})
+        denied = _post(
+            fake.openai_base_url + "/chat/completions",
+            {"model": "m"},
+            {"authorization": "Bearer wrong"},
+        )
         assert denied.status_code == 401
         assert denied.json()["error"]["code"] == "invalid_api_key"
         assert fake.remaining == 1
@@ -55,8 +71,7 @@ def test_streams_use_sse_headers_and_chunked_encoding() -> None:
     """A streamed reply is text/event-stream, chunked, with the protocol's request-id."""
     with FakeProvider([reply.text("hi"), reply.text("hi")]) as fake:
         anthropic = _post(fake.base_url + "/v1/messages", {"model": "m", "stream": True})
-        openai = _post(fake.openai_base_url + "/chat/completions", {"model": "m",
-                                                                    "stream": True})
+        openai = _post(fake.openai_base_url + "/chat/completions", {"model": "m", "stream": True})
     for response in (anthropic, openai):
         assert response.headers["content-type"].startswith("text/event-stream")
         assert response.headers["transfer-encoding"] == "chunked"

@@ -69,13 +69,16 @@ def test_repeated_rate_limits_on_the_same_key_lengthen_its_cooldown(fake: FakePr
 def test_all_keys_failing_auth_fails_over_to_the_next_model(fake: FakeProvider) -> None:
     """Both keys rejected: the chain moves to the next route and says so."""
     fake.add(fault.auth(), fault.auth(), reply.text("from fallback"))
-    prov = provider(fake.route("anthropic", keys=["key-one", "key-two"]),
-                    fake.route("openai", model="backup", keys=["key-three"]))
+    prov = provider(
+        fake.route("anthropic", keys=["key-one", "key-two"]),
+        fake.route("openai", model="backup", keys=["key-three"]),
+    )
     events = run(collect(prov, request()))
     assert final(events).text == "from fallback"
     notices = [e for e in events if isinstance(e, FailedOver)]
-    assert [(n.from_model, n.to_model) for n in notices] == [("anthropic:test-model",
-                                                              "openai:backup")]
+    assert [(n.from_model, n.to_model) for n in notices] == [
+        ("anthropic:test-model", "openai:backup")
+    ]
     assert prov.active_route == 1
     assert fake.requests[-1].protocol == "openai" and fake.requests[-1].body["model"] == "backup"
     assert prov.states[0].unavailable_until > time.monotonic()
@@ -93,8 +96,11 @@ def test_overload_past_the_retry_budget_fails_over(fake: FakeProvider) -> None:
     """Overloaded on every attempt of the primary: the fallback answers."""
     fake.add(fault.overloaded(), fault.overloaded(), reply.text("fallback"))
     policy = FAST.model_copy(update={"max_attempts": 2})
-    prov = provider(fake.route("anthropic", model="primary"),
-                    fake.route("anthropic", model="fallback"), retry=policy)
+    prov = provider(
+        fake.route("anthropic", model="primary"),
+        fake.route("anthropic", model="fallback"),
+        retry=policy,
+    )
     assert run(complete(prov, request())).text == "fallback"
     assert [r.body["model"] for r in fake.requests] == ["primary", "primary", "fallback"]
 
@@ -116,8 +122,9 @@ def test_every_route_failing_raises_the_last_error_with_history(fake: FakeProvid
     """When the whole chain fails, the last error is raised and lists the earlier ones."""
     fake.add(fault.auth(), *[fault.overloaded()] * 2)
     policy = FAST.model_copy(update={"max_attempts": 2})
-    prov = provider(fake.route("anthropic", model="a"), fake.route("openai", model="b"),
-                    retry=policy)
+    prov = provider(
+        fake.route("anthropic", model="a"), fake.route("openai", model="b"), retry=policy
+    )
     with pytest.raises(OverloadedError) as info:
         run(complete(prov, request()))
     assert len(info.value.failover_history) == 1
@@ -128,8 +135,11 @@ def test_rate_limited_keys_all_cooling_fail_over(fake: FakeProvider) -> None:
     """Two keys both rate limited past the budget: the fallback model takes the call."""
     fake.add(fault.rate_limit(), fault.rate_limit(), reply.text("ok"))
     policy = FAST.model_copy(update={"max_attempts": 2})
-    prov = provider(fake.route("anthropic", keys=["key-one", "key-two"]),
-                    fake.route("openai", model="spare"), retry=policy)
+    prov = provider(
+        fake.route("anthropic", keys=["key-one", "key-two"]),
+        fake.route("openai", model="spare"),
+        retry=policy,
+    )
     assert run(complete(prov, request())).text == "ok"
     assert [c.failures for c in prov.states[0].credentials] == [1, 1]
     assert [r.key_suffix for r in fake.requests] == ["-one", "-two", "-key"]
@@ -161,14 +171,15 @@ def test_bad_requests_do_not_fail_over(fake: FakeProvider) -> None:
 def test_state_description_names_keys_but_never_shows_them(fake: FakeProvider) -> None:
     """describe() shows routes, key names and cooldowns, never a key value."""
     fake.add(fault.rate_limit(retry_after=5), reply.text("ok"))
-    prov = provider(fake.route("anthropic", keys=["sk-ant-secret-1", "sk-ant-secret-2"]),
-                    fake.route("openai", model="b", keys=["sk-oa-secret-3"]))
+    prov = provider(
+        fake.route("anthropic", keys=["sk-ant-secret-1", "sk-ant-secret-2"]),
+        fake.route("openai", model="b", keys=["sk-oa-secret-3"]),
+    )
     run(complete(prov, request()))
     text = prov.describe()
     assert "* anthropic:test-model" in text and "openai:b" in text
     assert "key key1: cooling" in text and "* key key2: ready" in text
-    assert "secret" not in text and "secret" not in repr(prov) and "secret" not in repr(
-        prov.states)
+    assert "secret" not in text and "secret" not in repr(prov) and "secret" not in repr(prov.states)
 
 
 def test_auth_errors_on_a_single_route_raise_authentication_error(fake: FakeProvider) -> None:

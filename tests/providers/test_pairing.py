@@ -20,8 +20,10 @@ from liveforge.testing import FakeProvider, reply
 
 
 def _calls(*ids: str) -> Message:
-    return Message(role="assistant", content=[TextBlock(text="calling")] + [
-        ToolUseBlock(id=i, name="t", input={}) for i in ids])
+    return Message(
+        role="assistant",
+        content=[TextBlock(text="calling")] + [ToolUseBlock(id=i, name="t", input={}) for i in ids],
+    )
 
 
 def _results(*ids: str) -> Message:
@@ -39,8 +41,14 @@ def test_valid_conversation_has_no_problems_and_is_unchanged() -> None:
 
 def test_unanswered_call_gets_a_cancelled_error_result() -> None:
     """An interrupted call is answered with is_error=True 'cancelled' in the next message."""
-    messages = [Message.user("go"), _calls("a", "b"), Message(role="user", content=[
-        ToolResultBlock(tool_use_id="a", content="ra"), TextBlock(text="stop")])]
+    messages = [
+        Message.user("go"),
+        _calls("a", "b"),
+        Message(
+            role="user",
+            content=[ToolResultBlock(tool_use_id="a", content="ra"), TextBlock(text="stop")],
+        ),
+    ]
     assert pairing_problems(messages) == ["message 2: tool call b has no result"]
     repaired = repair_pairing(messages)
     assert pairing_problems(repaired) == []
@@ -69,8 +77,7 @@ def test_open_last_turn_is_kept_unless_closing_is_asked() -> None:
     """A final assistant turn with calls stays open by default, closed with close_last."""
     messages = [Message.user("go"), _calls("a")]
     assert repair_pairing(messages) == messages
-    assert pairing_problems(messages, allow_open_last=False) == [
-        "end: tool call a has no result"]
+    assert pairing_problems(messages, allow_open_last=False) == ["end: tool call a has no result"]
     closed = repair_pairing(messages, close_last=True)
     assert pairing_problems(closed, allow_open_last=False) == []
 

@@ -11,12 +11,17 @@ from liveforge.declarations.provider import AnthropicWire, OpenAIWire, Route, Wi
 from liveforge.impls.providers.sse import SSEParser
 from liveforge.testing import anthropic_format, openai_format, reply
 
-ANSWER = (reply.thinking("weigh options", signature="sig==").text("Héllo wörld ✓ " * 4)
-          .tool_call("view_source", {"path": "a.b", "n": [1, {"k": "v"}]}, id="c1")
-          .tool_call("run", {}, id="c2").chunked(3))
-ROUTE = {"anthropic": Route(name="anthropic:m", protocol="anthropic", model="m",
-                            base_url="http://x"),
-         "openai": Route(name="openai:m", protocol="openai", model="m", base_url="http://x")}
+ANSWER = (
+    reply.thinking("weigh options", signature="sig==")
+    .text("Héllo wörld ✓ " * 4)
+    .tool_call("view_source", {"path": "a.b", "n": [1, {"k": "v"}]}, id="c1")
+    .tool_call("run", {}, id="c2")
+    .chunked(3)
+)
+ROUTE = {
+    "anthropic": Route(name="anthropic:m", protocol="anthropic", model="m", base_url="http://x"),
+    "openai": Route(name="openai:m", protocol="openai", model="m", base_url="http://x"),
+}
 STREAMS = {
     "anthropic": b"".join(anthropic_format.stream_events(ANSWER, "m", 100, "msg_1")),
     "openai": b"".join(openai_format.chunk_stream(ANSWER, "m", 100, "openai", "c_1", True)),
@@ -39,8 +44,10 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(protocol=st.sampled_from(["anthropic", "openai"]),
-       cuts=st.lists(st.integers(min_value=0, max_value=10**6), max_size=40))
+@given(
+    protocol=st.sampled_from(["anthropic", "openai"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=10**6), max_size=40),
+)
 def test_any_chunking_decodes_to_the_same_response(protocol: str, cuts: list[int]) -> None:
     """Random byte splits (inside UTF-8 characters too) never change the response."""
     whole = _decode(protocol, [STREAMS[protocol]])

@@ -55,9 +55,11 @@ def test_retry_after_beyond_the_budget_gives_up_without_waiting(fake: FakeProvid
     assert len(fake.requests) == 1
 
 
-@pytest.mark.parametrize("item", [fault.auth(), fault.quota(), fault.bad_request(),
-                                  fault.context_overflow()],
-                         ids=["auth", "quota", "bad_request", "context_overflow"])
+@pytest.mark.parametrize(
+    "item",
+    [fault.auth(), fault.quota(), fault.bad_request(), fault.context_overflow()],
+    ids=["auth", "quota", "bad_request", "context_overflow"],
+)
 def test_auth_quota_and_bad_requests_are_never_retried(fake: FakeProvider, item: object) -> None:
     """Authentication, billing and bad-request errors are raised after one request."""
     fake.add(item, reply.text("never"))
@@ -68,8 +70,13 @@ def test_auth_quota_and_bad_requests_are_never_retried(fake: FakeProvider, item:
 
 def test_transient_errors_are_retried_up_to_max_attempts(fake: FakeProvider) -> None:
     """Overloaded, 500 and disconnects are retried; max_attempts bounds the attempts."""
-    fake.add(fault.overloaded(), fault.server_error(), fault.disconnect(), fault.overloaded(),
-             reply.text("too late"))
+    fake.add(
+        fault.overloaded(),
+        fault.server_error(),
+        fault.disconnect(),
+        fault.overloaded(),
+        reply.text("too late"),
+    )
     policy = FAST.model_copy(update={"max_attempts": 4})
     with pytest.raises(OverloadedError):
         run(collect(provider(fake.route("anthropic"), retry=policy), request()))
@@ -87,8 +94,9 @@ def test_total_retry_time_is_bounded_by_the_budget(fake: FakeProvider) -> None:
 
 def test_rate_limit_with_a_single_key_backs_off_on_that_key(fake: FakeProvider) -> None:
     """With one key a 429 is retried on the same key after its retry-after."""
-    fake.add(fault.rate_limit(retry_after=0.05), fault.rate_limit(retry_after=0.05),
-             reply.text("ok"))
+    fake.add(
+        fault.rate_limit(retry_after=0.05), fault.rate_limit(retry_after=0.05), reply.text("ok")
+    )
     prov = provider(fake.route("anthropic", keys=["only-key"]))
     assert run(complete(prov, request())).text == "ok"
     assert [r.key_suffix for r in fake.requests] == ["-key"] * 3
@@ -99,7 +107,12 @@ def test_backoff_grows_exponentially_with_cap_and_jitter() -> None:
     """base * 2**(n-1), capped at max_delay, reduced by at most `jitter` of itself."""
     policy = RetryPolicy(base_delay=0.5, max_delay=8.0, jitter=0.25)
     assert [backoff_delay(policy, n, None, rand=0.0) for n in (1, 2, 3, 5, 9)] == [
-        0.5, 1.0, 2.0, 8.0, 8.0]
+        0.5,
+        1.0,
+        2.0,
+        8.0,
+        8.0,
+    ]
     assert backoff_delay(policy, 3, None, rand=1.0) == 1.5
     assert backoff_delay(policy, 3, 0.7, rand=1.0) == 0.7
 

@@ -18,8 +18,12 @@ def test_connection_error_names_the_base_url_variable_of_its_provider() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    route = Route(name="anthropic:claude-x", protocol="anthropic", model="claude-x",
-                  base_url=f"http://127.0.0.1:{port}")
+    route = Route(
+        name="anthropic:claude-x",
+        protocol="anthropic",
+        model="claude-x",
+        base_url=f"http://127.0.0.1:{port}",
+    )
     with pytest.raises(ProviderConnectionError) as info:
         run(collect(provider(route, retry=ONE_TRY), request()))
     assert "ANTHROPIC_BASE_URL" in str(info.value)

@@ -13,10 +13,10 @@ from liveforge.impls.providers.sse import SSEParser, decode_json
 
 def test_events_split_across_arbitrary_chunks_are_reassembled() -> None:
     """Feeding a stream byte by byte yields the same events as feeding it whole."""
-    stream = b"event: a\ndata: {\"x\": 1}\n\nevent: b\ndata: 2\n\ndata: [DONE]\n\n"
+    stream = b'event: a\ndata: {"x": 1}\n\nevent: b\ndata: 2\n\ndata: [DONE]\n\n'
     whole = SSEParser().feed(stream)
     parser = SSEParser()
-    pieces = [e for i in range(len(stream)) for e in parser.feed(stream[i:i + 1])]
+    pieces = [e for i in range(len(stream)) for e in parser.feed(stream[i : i + 1])]
     assert whole == pieces == [("a", '{"x": 1}'), ("b", "2"), (None, "[DONE]")]
 
 
@@ -74,14 +74,20 @@ def test_invalid_utf8_is_replaced_alike_in_one_chunk_or_split() -> None:
     stream = b"data: a\xff\n\ndata: \xe2\x9c\n\ndata: ok \xe2\x9c\x93\n\n"
     whole = SSEParser().feed(stream)
     parser = SSEParser()
-    pieces = [e for i in range(len(stream)) for e in parser.feed(stream[i:i + 1])]
+    pieces = [e for i in range(len(stream)) for e in parser.feed(stream[i : i + 1])]
     assert whole == pieces == [(None, "a\ufffd"), (None, "\ufffd"), (None, "ok ✓")]
 
 
 def test_decode_json_accepts_what_json_loads_accepts() -> None:
     """Lone surrogate escapes and surrounding whitespace parse as with json.loads."""
-    for text in ['"\\ud800"', ' {"a": [1, 2.5, null]} ', '{"a": 1, "a": 2}', "NaN",
-                 '"\\ud83d\\ude00"', "12345678901234567890123"]:
+    for text in [
+        '"\\ud800"',
+        ' {"a": [1, 2.5, null]} ',
+        '{"a": 1, "a": 2}',
+        "NaN",
+        '"\\ud83d\\ude00"',
+        "12345678901234567890123",
+    ]:
         value, expected = decode_json(text), json.loads(text)
         assert value == expected or (value != value and expected != expected)  # NaN
 
@@ -96,13 +102,13 @@ def test_decode_json_rejects_invalid_json_with_the_standard_error() -> None:
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(value=JSON, ascii_only=st.booleans())
-def test_decode_json_equals_json_loads_on_random_documents(value: object,
-                                                           ascii_only: bool) -> None:
+def test_decode_json_equals_json_loads_on_random_documents(value: object, ascii_only: bool) -> None:
     """Any JSON document, escaped or not, decodes to what json.loads returns."""
     text = json.dumps(value, ensure_ascii=ascii_only)
     assert decode_json(text) == json.loads(text)

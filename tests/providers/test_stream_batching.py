@@ -28,9 +28,13 @@ from liveforge.declarations.provider import Route
 from liveforge.declarations.provider_errors import MalformedResponse
 from liveforge.testing import anthropic_format, openai_format, reply
 
-ANSWER = (reply.thinking("weigh it", signature="sig==").text("Héllo ✓ wörld " * 3)
-          .tool_call("view_source", {"path": "a.b"}, id="c1").tool_call("run", {}, id="c2")
-          .chunked(3))
+ANSWER = (
+    reply.thinking("weigh it", signature="sig==")
+    .text("Héllo ✓ wörld " * 3)
+    .tool_call("view_source", {"path": "a.b"}, id="c1")
+    .tool_call("run", {}, id="c2")
+    .chunked(3)
+)
 
 
 def _events(protocol: str) -> list[bytes]:
@@ -79,8 +83,12 @@ class _PieceServer:
         yield compressor.flush()
 
     def route(self, protocol: str) -> Route:
-        return Route(name=f"{protocol}:m", protocol=protocol, model="m",
-                     base_url=f"http://127.0.0.1:{self.server.server_port}")
+        return Route(
+            name=f"{protocol}:m",
+            protocol=protocol,
+            model="m",
+            base_url=f"http://127.0.0.1:{self.server.server_port}",
+        )
 
     def close(self) -> None:
         self.server.shutdown()
@@ -96,17 +104,16 @@ def _stream(pieces: list[bytes], protocol: str, *, gzip: bool = False) -> list[S
 
 
 def _every(data: bytes, size: int) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
-def test_events_sharing_or_splitting_network_chunks_give_the_same_sequence(
-        protocol: str) -> None:
+def test_events_sharing_or_splitting_network_chunks_give_the_same_sequence(protocol: str) -> None:
     """Whole body in one chunk, one event per chunk, or 5-byte chunks: identical events."""
     events = _events(protocol)
     apart = _stream(events, protocol)
     together = _stream([b"".join(events)], protocol)
-    pairs = _stream([b"".join(events[i:i + 2]) for i in range(0, len(events), 2)], protocol)
+    pairs = _stream([b"".join(events[i : i + 2]) for i in range(0, len(events), 2)], protocol)
     split = _stream(_every(b"".join(events), 5), protocol)
     assert together == apart == pairs == split
     assert final(apart).text == "Héllo ✓ wörld " * 3
@@ -134,11 +141,13 @@ def test_events_in_a_tail_without_final_blank_line_are_delivered() -> None:
 def test_a_text_delta_that_is_not_a_string_is_a_malformed_response(protocol: str) -> None:
     """A wrongly typed field in a delta raises MalformedResponse naming the field."""
     good = _events(protocol)
-    bad_delta = (b'event: content_block_delta\ndata: {"type": "content_block_delta", '
-                 b'"index": 1, "delta": {"type": "text_delta", "text": 5}}\n\n'
-                 if protocol == "anthropic" else
-                 b'data: {"id": "c_1", "object": "chat.completion.chunk", "model": "m", '
-                 b'"choices": [{"index": 0, "delta": {"content": 5}}]}\n\n')
+    bad_delta = (
+        b'event: content_block_delta\ndata: {"type": "content_block_delta", '
+        b'"index": 1, "delta": {"type": "text_delta", "text": 5}}\n\n'
+        if protocol == "anthropic"
+        else b'data: {"id": "c_1", "object": "chat.completion.chunk", "model": "m", '
+        b'"choices": [{"index": 0, "delta": {"content": 5}}]}\n\n'
+    )
     server = _PieceServer([*good[:1], bad_delta, *good[1:]])
     once = FAST.model_copy(update={"max_attempts": 1})
     try:
@@ -158,5 +167,4 @@ def test_hot_path_deltas_match_their_constructor_built_twins() -> None:
         twin = type(event)(**{name: getattr(event, name) for name in event.model_fields_set})
         assert event == twin
         assert event.model_fields_set == twin.model_fields_set
-        assert event.model_dump_json(exclude_unset=True) == \
-            twin.model_dump_json(exclude_unset=True)
+        assert event.model_dump_json(exclude_unset=True) == twin.model_dump_json(exclude_unset=True)

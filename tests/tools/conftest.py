@@ -119,17 +119,17 @@ FILES = {
         def not_a_tool() -> str:
             return "hidden"
         ''',
-    "tools/_private.py": '''
+    "tools/_private.py": """
         __all__ = ["secret"]
 
 
         def secret() -> str:
             return "never listed"
-        ''',
+        """,
 }
 
 TESTS = {
-    "tests/test_shapes.py": '''
+    "tests/test_shapes.py": """
         from {pkg}.shapes import area
 
 
@@ -139,7 +139,7 @@ TESTS = {
 
         def test_area_fails_on_purpose():
             assert area(0.0) == 1
-        ''',
+        """,
 }
 
 

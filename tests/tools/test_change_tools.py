@@ -33,7 +33,8 @@ def test_patch_reports_what_changed_and_that_it_is_unpersisted(project, rt):
 def test_patch_of_a_new_module_says_created(project, rt):
     """Patching with module=True creates a module that does not exist, in memory."""
     assert patch(f"{project.pkg}.brand_new", "X = 1\n", module=True).startswith(
-        "created c1 virtual-module")
+        "created c1 virtual-module"
+    )
 
 
 def test_history_and_rollback(project, rt):

@@ -54,10 +54,13 @@ def test_leaf_modules_list_their_public_names(project, rt):
 
 def test_in_memory_changes_are_marked(project, rt):
     """A patched module and the changed definition carry the * mark; virtual ones +."""
-    rt.patch(f"{project.pkg}.shapes.area", "def area(radius: float) -> float:\n"
-                                           "    return 3.0 * radius ** 2\n")
-    rt.patch_module(f"{project.pkg}.fresh", '"""Made in memory."""\n\ndef new() -> int:\n'
-                                           "    return 1\n")
+    rt.patch(
+        f"{project.pkg}.shapes.area",
+        "def area(radius: float) -> float:\n    return 3.0 * radius ** 2\n",
+    )
+    rt.patch_module(
+        f"{project.pkg}.fresh", '"""Made in memory."""\n\ndef new() -> int:\n    return 1\n'
+    )
     text = inspect_module(project.pkg, depth=2)
     assert "  shapes * — Geometry helpers." in text
     assert "    area(radius: float) -> float * :" in text
@@ -73,11 +76,15 @@ def test_unknown_member_suggests_close_matches(project, rt):
 
 def test_view_source_numbers_the_in_memory_source(project, rt):
     """view_source shows in-memory text with the module's own line numbers."""
-    rt.patch(f"{project.pkg}.shapes.Square.area", "def area(self) -> float:\n"
-                                                  "    return self.side * self.side\n")
+    rt.patch(
+        f"{project.pkg}.shapes.Square.area",
+        "def area(self) -> float:\n    return self.side * self.side\n",
+    )
     text = view_source(f"{project.pkg}.shapes.Square.area")
-    assert text.splitlines()[1:] == ["23     def area(self) -> float:",
-                                     "24         return self.side * self.side"]
+    assert text.splitlines()[1:] == [
+        "23     def area(self) -> float:",
+        "24         return self.side * self.side",
+    ]
     assert text.startswith(f"# {project.pkg}.shapes:23-24 of 32") and " *" in text.splitlines()[0]
 
 
@@ -86,7 +93,7 @@ def test_view_source_of_declared_method_shows_active_impl(project, rt):
     text = view_source(f"{project.pkg}.contracts.Greeter.greet")
     assert "11     def greet(self, loud: bool = False) -> str:" in text
     assert f"# active @impl: {project.pkg}.bodies:8" in text
-    assert ' 8 @forwardpy.impl(Greeter.greet)' in text and "return text.upper()" in text
+    assert " 8 @forwardpy.impl(Greeter.greet)" in text and "return text.upper()" in text
     stub = view_source(f"{project.pkg}.contracts.Greeter.part")
     assert "# no @impl registered: the method is a stub" in stub
 
@@ -114,9 +121,11 @@ def test_inspect_liveforge_lists_mapped_subpackages():
 def test_oversized_tree_is_shortened_and_says_so(project, rt):
     """A tree over the limit drops collapsed name lists (then levels) and says what it did."""
     for index in range(12):
-        body = "".join(f"def function_number_{i}(argument: int) -> int:\n"
-                       f"    '''Function {i} of a long module.'''\n    return {i}\n\n"
-                       for i in range(40))
+        body = "".join(
+            f"def function_number_{i}(argument: int) -> int:\n"
+            f"    '''Function {i} of a long module.'''\n    return {i}\n\n"
+            for i in range(40)
+        )
         rt.patch_module(f"{project.pkg}.bulk{index}", f'"""Bulk module {index}."""\n' + body)
     text = inspect_module(project.pkg, depth=2)
     assert len(text) <= 8000
@@ -141,7 +150,8 @@ def _without_marks(text: str) -> list[str]:
 def test_root_lists_the_project_packages(project, rt):
     """An empty path lists the project's top-level packages."""
     assert inspect_module("", depth=0).startswith(
-        f"{project.pkg}/ — A fixture project. [bodies, contracts, later, shapes, tools, user")
+        f"{project.pkg}/ — A fixture project. [bodies, contracts, later, shapes, tools, user"
+    )
 
 
 def test_many_submodules_collapse_to_one_line_of_names(project, rt):
@@ -153,5 +163,7 @@ def test_many_submodules_collapse_to_one_line_of_names(project, rt):
     text = inspect_module(project.pkg, depth=2)
     assert len(text) <= 8000
     assert "  many/ + — Many modules. [m000+, m001+, m002+," in text
-    assert text.endswith("[shortened to fit: submodules of packages listed by name only; "
-                         "inspect a sub-path for more]\n")
+    assert text.endswith(
+        "[shortened to fit: submodules of packages listed by name only; "
+        "inspect a sub-path for more]\n"
+    )

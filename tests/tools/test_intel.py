@@ -10,8 +10,10 @@ from liveforge.kernel import Runtime, TargetNotFound
 from liveforge.tools import using_runtime
 from liveforge.tools.intel import complete, find, references
 
-FRESH = ("from {pkg}.shapes import area\n\n\ndef made(r: float) -> float:\n"
-         "    '''Made in memory.'''\n    return area(r) * 2\n")
+FRESH = (
+    "from {pkg}.shapes import area\n\n\ndef made(r: float) -> float:\n"
+    "    '''Made in memory.'''\n    return area(r) * 2\n"
+)
 USER2 = "from {pkg}.fresh import made\n\n\ndef use() -> float:\n    return made(1.0)\n"
 
 
@@ -29,16 +31,19 @@ def rt(project):
 def test_find_lists_definitions_with_signatures(project, rt):
     """find gives kind, dotted path, signature and line; imports are not definitions."""
     lines = find("area").splitlines()
-    assert f"def {project.pkg}.shapes.area(radius: float, *, precise: bool=False) -> float :8" \
-        in lines
+    assert (
+        f"def {project.pkg}.shapes.area(radius: float, *, precise: bool=False) -> float :8" in lines
+    )
     assert any(line.startswith(f"def {project.pkg}.shapes.Square.area(") for line in lines)
     assert not any(".fresh.area" in line for line in lines)
 
 
 def test_find_sees_in_memory_patches_not_the_stale_file(project, rt):
     """After a patch, find reports the in-memory signature, once."""
-    rt.patch(f"{project.pkg}.shapes.area",
-             "def area(radius: float, scale: int = 1) -> float:\n    return radius * scale\n")
+    rt.patch(
+        f"{project.pkg}.shapes.area",
+        "def area(radius: float, scale: int = 1) -> float:\n    return radius * scale\n",
+    )
     lines = [line for line in find("area").splitlines() if ".shapes.area(" in line]
     assert lines == [f"def {project.pkg}.shapes.area(radius: float, scale: int=1) -> float :8"]
 
@@ -55,8 +60,9 @@ def test_references_across_files_and_memory(project, rt):
     text = references(f"{project.pkg}.shapes.area")
     assert text.splitlines()[0] == f"8 references to {project.pkg}.shapes.area"
     assert "tests.test_shapes:9:11 assert area(0.0) == 1" in text
-    assert f"{project.pkg}.user:7:50 return sum(Square(s).area() for s in sides) + area(1.0)" \
-        in text
+    assert (
+        f"{project.pkg}.user:7:50 return sum(Square(s).area() for s in sides) + area(1.0)" in text
+    )
     assert f"{project.pkg}.fresh:6:11 return area(r) * 2" in text
 
 
@@ -67,7 +73,8 @@ def test_references_to_a_virtual_definition(project, rt):
         f"3 references to {project.pkg}.fresh.made",
         f"{project.pkg}.fresh:4:4 def made(r: float) -> float:",
         f"{project.pkg}.user2:1:{len(project.pkg) + 19} from {project.pkg}.fresh import made",
-        f"{project.pkg}.user2:5:11 return made(1.0)"]
+        f"{project.pkg}.user2:5:11 return made(1.0)",
+    ]
 
 
 def test_references_needs_a_definition(project, rt):
@@ -81,5 +88,7 @@ def test_complete_uses_live_namespaces(project, rt):
     assert complete(f"{project.pkg}.fresh.ma") == "made(r: float) function"
     rt.execute("answer_value = 42")
     assert complete("answer_v").startswith("answer_value instance")
-    assert complete(f"import {project.pkg}.shapes\n{project.pkg}.shapes.Squ", line=2) == \
-        "Square(side: float) class"
+    assert (
+        complete(f"import {project.pkg}.shapes\n{project.pkg}.shapes.Squ", line=2)
+        == "Square(side: float) class"
+    )

@@ -11,7 +11,7 @@ from liveforge.tools import using_runtime
 from liveforge.tools.inspection import inspect_module, view_source
 from liveforge.tools.intel import find, references
 
-TEMP = '''
+TEMP = """
     class Gauge:
         def __init__(self) -> None:
             self._t = 0
@@ -23,7 +23,7 @@ TEMP = '''
         @temp.setter
         def temp(self, value: int) -> None:
             self._t = value
-    '''
+    """
 
 
 @pytest.fixture

@@ -19,11 +19,21 @@ class Opaque:
     """A class JSON schema cannot describe."""
 
 
-def every_kind(text: str, count: int, ratio: float, flag: bool, choice: Literal["a", "b"],
-               mode: Mode, names: list[str], weights: dict[str, float],
-               maybe: Optional[int] = None, newer: str | None = None,  # noqa: UP045
-               levels: list[Literal["x", "y"]] = ["x"], picks: list[Mode] | None = None,  # noqa: B006
-               depth: int = 2) -> str:
+def every_kind(
+    text: str,
+    count: int,
+    ratio: float,
+    flag: bool,
+    choice: Literal["a", "b"],
+    mode: Mode,
+    names: list[str],
+    weights: dict[str, float],
+    maybe: Optional[int] = None,  # noqa: UP045
+    newer: str | None = None,
+    levels: list[Literal["x", "y"]] = ["x"],  # noqa: B006
+    picks: list[Mode] | None = None,
+    depth: int = 2,
+) -> str:
     """Exercise every supported annotation.
 
     A second paragraph of description.
@@ -47,7 +57,11 @@ def test_scalar_types_map_to_json_types():
     """str, int, float and bool become string, integer, number and boolean."""
     props = schema_of(every_kind)["properties"]
     assert [props[k]["type"] for k in ("text", "count", "ratio", "flag")] == [
-        "string", "integer", "number", "boolean"]
+        "string",
+        "integer",
+        "number",
+        "boolean",
+    ]
 
 
 def test_literal_and_enum_become_inline_enums():
@@ -78,7 +92,8 @@ def test_required_nullable_parameter_keeps_null():
 
     schema = ToolSchema.of(f)
     assert schema.input_schema["properties"]["x"] == {
-        "anyOf": [{"type": "integer"}, {"type": "null"}]}
+        "anyOf": [{"type": "integer"}, {"type": "null"}]
+    }
     assert schema.input_schema["required"] == ["x"]
     assert schema.signature == "f(x: integer|null, y: integer = null)"
     assert schema.validate({"x": None}) == {"x": None, "y": None}
@@ -87,14 +102,23 @@ def test_required_nullable_parameter_keeps_null():
 def test_required_lists_parameters_without_defaults():
     """Only parameters without defaults are required."""
     assert schema_of(every_kind)["required"] == [
-        "text", "count", "ratio", "flag", "choice", "mode", "names", "weights"]
+        "text",
+        "count",
+        "ratio",
+        "flag",
+        "choice",
+        "mode",
+        "names",
+        "weights",
+    ]
 
 
 def test_descriptions_come_from_the_docstring():
     """The tool description is the docstring before its sections; Args describe parameters."""
     schema = ToolSchema.of(every_kind)
-    assert schema.description == ("Exercise every supported annotation.\n\n"
-                                  "A second paragraph of description.")
+    assert schema.description == (
+        "Exercise every supported annotation.\n\nA second paragraph of description."
+    )
     props = schema.input_schema["properties"]
     assert props["text"]["description"] == "some text"
     assert props["count"]["description"] == "how many; this description goes on to a second line"
@@ -124,14 +148,24 @@ def test_signature_line_uses_schema_vocabulary():
         return path
 
     assert ToolSchema.of(f).signature == (
-        'f(path: string, depth: integer = 2, mode: "fast"|"slow" = "fast")')
+        'f(path: string, depth: integer = 2, mode: "fast"|"slow" = "fast")'
+    )
 
 
 def test_valid_arguments_are_converted_to_declared_types():
     """Validation fills defaults and converts JSON values (enum strings to members)."""
-    values = ToolSchema.of(every_kind).validate({
-        "text": "t", "count": 3, "ratio": 1, "flag": True, "choice": "a", "mode": "slow",
-        "names": [], "weights": {"w": 2}})
+    values = ToolSchema.of(every_kind).validate(
+        {
+            "text": "t",
+            "count": 3,
+            "ratio": 1,
+            "flag": True,
+            "choice": "a",
+            "mode": "slow",
+            "names": [],
+            "weights": {"w": 2},
+        }
+    )
     assert values["mode"] is Mode.SLOW and values["depth"] == 2 and values["ratio"] == 1.0
 
 

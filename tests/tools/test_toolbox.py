@@ -36,9 +36,12 @@ def test_specs_are_provider_neutral_toolspecs(project):
     assert spec.name == "add" and spec.description == "Add two integers."
     assert spec.input_schema == {
         "type": "object",
-        "properties": {"a": {"description": "first addend", "type": "integer"},
-                       "b": {"default": 1, "description": "second addend", "type": "integer"}},
-        "required": ["a"]}
+        "properties": {
+            "a": {"description": "first addend", "type": "integer"},
+            "b": {"default": 1, "description": "second addend", "type": "integer"},
+        },
+        "required": ["a"],
+    }
 
 
 def test_call_runs_the_tool_with_validated_arguments(project):
@@ -71,14 +74,18 @@ def test_unknown_tool_lists_close_matches(project):
 
 def test_exception_in_a_tool_becomes_an_error_result_with_its_line(project):
     """A tool that raises returns the exception and the innermost frames."""
-    add_tool_module(project, "broken", '''
+    add_tool_module(
+        project,
+        "broken",
+        '''
         __all__ = ["divide"]
 
 
         def divide(a: int) -> str:
             """Divide one by a."""
             return str(1 / a)
-        ''')
+        ''',
+    )
     result = make_box(project).call("divide", {"a": 0})
     assert result.is_error
     assert result.text.startswith("divide raised ZeroDivisionError: division by zero")
@@ -87,7 +94,10 @@ def test_exception_in_a_tool_becomes_an_error_result_with_its_line(project):
 
 def test_a_tool_running_past_its_timeout_is_interrupted(project):
     """A looping tool is stopped at the per-call timeout and reported as an error."""
-    add_tool_module(project, "spin", '''
+    add_tool_module(
+        project,
+        "spin",
+        '''
         __all__ = ["spin"]
 
 
@@ -98,23 +108,30 @@ def test_a_tool_running_past_its_timeout_is_interrupted(project):
                     pass
                 except Exception:
                     pass
-        ''')
+        ''',
+    )
     result = make_box(project).call("spin", {}, timeout=0.3)
     assert result == ToolResult(
         "spin ran past its 0.3 s timeout and was interrupted; ask for less work or pass a "
-        "larger timeout.", is_error=True)
+        "larger timeout.",
+        is_error=True,
+    )
 
 
 def test_results_are_bounded_by_the_toolbox_limit(project):
     """An oversized tool result is cut with a truncation marker."""
-    add_tool_module(project, "loud", '''
+    add_tool_module(
+        project,
+        "loud",
+        '''
         __all__ = ["loud"]
 
 
         def loud(lines: int) -> str:
             """Print many lines."""
             return "".join(f"row {i}\\n" for i in range(lines))
-        ''')
+        ''',
+    )
     result = make_box(project, limit=300).call("loud", {"lines": 500})
     assert len(result.text) <= 300 and "[... " in result.text and "not shown;" in result.text
 
@@ -123,8 +140,14 @@ def test_a_module_that_exists_only_in_memory_is_discovered(project):
     """A tool module present in sys.modules but not on disk is listed."""
     name = f"{project.pkg}.tools.virtual"
     module = types.ModuleType(name)
-    exec(compile('__all__ = ["hello"]\ndef hello() -> str:\n    """Hi."""\n    return "hi"\n',
-                 "<virtual>", "exec"), module.__dict__)
+    exec(
+        compile(
+            '__all__ = ["hello"]\ndef hello() -> str:\n    """Hi."""\n    return "hi"\n',
+            "<virtual>",
+            "exec",
+        ),
+        module.__dict__,
+    )
     box = make_box(project)
     box.tools()  # imports the package
     sys.modules[name] = module
@@ -135,14 +158,18 @@ def test_a_module_that_exists_only_in_memory_is_discovered(project):
 
 def test_unusable_tools_are_reported_as_problems(project):
     """A tool with an unannotated parameter is left out and the reason is listed."""
-    add_tool_module(project, "sloppy", '''
+    add_tool_module(
+        project,
+        "sloppy",
+        """
         __all__ = ["sloppy", "CONSTANT"]
         CONSTANT = 3
 
 
         def sloppy(x) -> str:
             return str(x)
-        ''')
+        """,
+    )
     box = make_box(project)
     assert [t.name for t in box.tools()] == ["add"]
     problems = box.problems()
@@ -194,8 +221,11 @@ def test_tool_module_patched_in_memory_appears_and_removed_tool_disappears(proje
     assert [t.name for t in box.tools()] == ["triple", "changes", "add"]  # module order
     assert box.call("triple", {"x": 4}) == ToolResult("12")
     assert box.call("changes", {}) == ToolResult("1")
-    rt.patch_module(f"{project.pkg}.tools.made", MADE.replace('"triple", ', "").split(
-        "def triple")[0] + "def changes() -> str:\n    return 'gone'\n")
+    rt.patch_module(
+        f"{project.pkg}.tools.made",
+        MADE.replace('"triple", ', "").split("def triple")[0]
+        + "def changes() -> str:\n    return 'gone'\n",
+    )
     assert [t.name for t in box.tools()] == ["changes", "add"]
     assert box.call("triple", {"x": 4}).is_error
 
@@ -216,8 +246,10 @@ def test_patched_tool_docstring_changes_its_spec(project):
     rt = Runtime(project_root=project.root)
     box = make_box(project, runtime=rt)
     box.tools()
-    rt.patch(f"{project.pkg}.tools.mathtools.add",
-             'def add(a: int, b: int = 5) -> str:\n    """Sum."""\n    return str(a + b)\n')
+    rt.patch(
+        f"{project.pkg}.tools.mathtools.add",
+        'def add(a: int, b: int = 5) -> str:\n    """Sum."""\n    return str(a + b)\n',
+    )
     (spec,) = box.specs()
     assert spec.description == "Sum." and spec.input_schema["properties"]["b"]["default"] == 5
     assert box.call("add", {"a": 1}) == ToolResult("6")
@@ -234,8 +266,9 @@ def test_builtin_and_project_tools_are_seen_together(project):
 def test_runtime_errors_from_core_tools_are_error_results(project):
     """A wrong dotted path comes back as TargetNotFound text with close matches."""
     importlib.import_module(f"{project.pkg}.shapes")
-    box = Toolbox(runtime=Runtime(project_root=project.root), packages=["liveforge.tools"],
-                  limit=8000)
+    box = Toolbox(
+        runtime=Runtime(project_root=project.root), packages=["liveforge.tools"], limit=8000
+    )
     result = box.call("view_source", {"path": f"{project.pkg}.shapes.Squar"})
     assert result.is_error
     assert result.text.startswith("view_source failed: TargetNotFound: ")
@@ -245,8 +278,9 @@ def test_runtime_errors_from_core_tools_are_error_results(project):
 def test_toolbox_limit_governs_the_tools_own_truncation(project):
     """A small toolbox limit makes view_source cut itself, keeping its start= hint."""
     importlib.import_module(f"{project.pkg}.shapes")
-    box = Toolbox(runtime=Runtime(project_root=project.root), packages=["liveforge.tools"],
-                  limit=400)
+    box = Toolbox(
+        runtime=Runtime(project_root=project.root), packages=["liveforge.tools"], limit=400
+    )
     text = box.call("view_source", {"path": f"{project.pkg}.shapes"}).text
     assert len(text) <= 400
     assert f"not shown; view_source('{project.pkg}.shapes', start=" in text
