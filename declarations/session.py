@@ -45,13 +45,24 @@ if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
 
 __all__ = [
+    "SESSIONS_DIR",
     "ChangeRecord",
     "Session",
     "SessionBusy",
     "SessionError",
     "SessionInfo",
     "SessionState",
+    "sessions_dir",
 ]
+
+
+SESSIONS_DIR = Path(".liveforge") / "sessions"
+
+
+def sessions_dir(root: str | Path) -> Path:
+    """Where the project's transcripts live."""
+    return Path(root).resolve() / SESSIONS_DIR
+
 
 SessionState = Literal["idle", "running", "interrupted"]
 

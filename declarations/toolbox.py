@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import forwardpy
 
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
-from liveforge.tools._schema import ToolSchema
+from liveforge.declarations.tool_schema import ToolSchema
 
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime

@@ -152,8 +152,8 @@ async def call_model(
         except ContextOverflowError as overflow:
             yield Notice(kind="context", text=f"context window exceeded: {overflow.detail}")
             try:
-                async for event in _make_room(agent, turn, _size(request)):
-                    yield event
+                async for room_event in _make_room(agent, turn, _size(request)):
+                    yield room_event
             except (CompactionError, ProviderError) as exc:
                 raise _failed(agent, exc)  # noqa: B904
 

@@ -17,7 +17,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from liveforge.declarations.agent import (
     AgentEvent,
@@ -57,7 +57,7 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
     """Run `func` in the tool worker; TurnOver(cancelled) if the turn is cancelled first."""
     loop = asyncio.get_running_loop()
     future = loop.run_in_executor(agent_state(agent).tool_worker(), func, *args)
-    agent_state(agent).running = future
+    agent_state(agent).running = cast("asyncio.Future[object]", future)
     future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
     stop: asyncio.Future[None] = loop.create_future()
 

@@ -116,9 +116,7 @@ def roll_back_unconfirmed(agent: Agent) -> list[str]:
 
 def default_self_tests() -> list[str] | None:
     """pytest arguments for liveforge's own suite, when its sources ship their tests."""
-    import liveforge
-
-    tests = Path(liveforge.__file__).resolve().parent.parent / "tests"
+    tests = Path(__file__).resolve().parent.parent / "tests"
     return [str(tests), "-q", "-p", "no:cacheprovider"] if tests.is_dir() else None
 
 

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import forwardpy
 
-from liveforge.declarations.session import Session, SessionBusy, SessionError
-from liveforge.impls.session_store import sessions_dir
+from liveforge.declarations.session import Session, SessionBusy, SessionError, sessions_dir
 
 __all__ = ["holder", "lock_path"]
 

@@ -26,12 +26,13 @@ from liveforge.declarations.session import (
     SessionBusy,
     SessionError,
     SessionInfo,
+    SessionState,
+    sessions_dir,
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
 
 __all__ = [
     "REDACTED",
-    "SESSIONS_DIR",
     "close_transcript",
     "estimate_tokens",
     "scrub_text",
@@ -40,16 +41,11 @@ __all__ = [
     "write_record",
 ]
 
-SESSIONS_DIR = Path(".liveforge") / "sessions"
+
 REDACTED = "[redacted]"
 _MIN_SECRET = 8
 """Shorter values are not scrubbed: they would match ordinary text."""
 _CHARS_PER_TOKEN = 3.5
-
-
-def sessions_dir(root: str | Path) -> Path:
-    """Where the project's transcripts live."""
-    return Path(root).resolve() / SESSIONS_DIR
 
 
 def estimate_tokens(message: Message) -> int:
@@ -147,9 +143,9 @@ def create(
 
 
 def _version() -> str:
-    import liveforge
+    from liveforge.kernel import __version__
 
-    return liveforge.__version__
+    return __version__
 
 
 @forwardpy.impl(Session.open)
@@ -351,7 +347,9 @@ def info(self: Session) -> SessionInfo:
 
     pid, held_session = holder(self.root)
     running = self.extra.get("open_turn") and held_session == self.id
-    state = "running" if running else ("interrupted" if self.extra.get("open_turn") else "idle")
+    state: SessionState = (
+        "running" if running else ("interrupted" if self.extra.get("open_turn") else "idle")
+    )
     updated = self.path.stat().st_mtime if self.path.exists() else self.extra["created"]
     return SessionInfo(
         id=self.id,

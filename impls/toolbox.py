@@ -24,12 +24,12 @@ from typing import Any
 import forwardpy
 
 from liveforge.declarations.messages import ToolSpec
+from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError, ToolSchema
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.kernel._deadline import DeadlineExceeded, deadline
 from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime
 from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
-from liveforge.tools._schema import ArgumentError, ToolDefinitionError, ToolSchema
 
 __all__ = ["BUILTIN_PACKAGE", "DEFAULT_TIMEOUT", "project_tool_packages"]
 

@@ -30,6 +30,9 @@ from liveforge.kernel.errors import (
 
 _forward.install()
 
+#: The distribution's version (pyproject reads it from here).
+__version__ = "0.1.0"
+
 __all__ = [
     "Change",
     "ChangeError",

@@ -20,6 +20,7 @@ linecache exactly as they were, and raises a `PatchError`.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import linecache
 import sys
@@ -137,7 +138,8 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
 def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
     tree = ast.Module(body=[stmt.fresh_node()], type_ignores=[])
     try:
-        return compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+        code: types.CodeType = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+        return code
     except SyntaxError as exc:
         from liveforge.kernel.errors import PatchSyntaxError
 
@@ -321,7 +323,7 @@ def _shift_moved(
                 continue
             seen.add(id(func))
             before = func.__code__
-            ctx.log.add(lambda f=func, c=before: setattr(f, "__code__", c))
+            ctx.log.add(functools.partial(setattr, func, "__code__", before))
             func.__code__ = shift_code(before, delta)
 
 

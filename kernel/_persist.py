@@ -9,6 +9,7 @@ persist overwrote is kept, so `unpersist()` puts it back.
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.machinery
 import linecache
 import sys
@@ -210,6 +211,7 @@ class Persistence:
         if module is None:
             return
         module.__file__ = filename
+        loader: importlib.abc.Loader
         if virtual:
             loader = self.registry.loader
         else:

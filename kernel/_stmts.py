@@ -117,9 +117,10 @@ def _targets(node: ast.AST, names: set[str]) -> None:
         _targets(node.value, names)
 
 
-def _start(node: ast.stmt) -> int:
-    decorators = getattr(node, "decorator_list", None)
-    return min([node.lineno] + [d.lineno for d in decorators or ()])
+def first_line(node: ast.stmt) -> int:
+    """The first line of a statement, its decorators included."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", None) or []
+    return min([node.lineno] + [d.lineno for d in decorators])
 
 
 def _parse(text: str, filename: str, offset: int = 0) -> ast.Module:
@@ -143,7 +144,7 @@ def _parse(text: str, filename: str, offset: int = 0) -> ast.Module:
 def _stmts_from(tree: ast.Module, lines: list[str]) -> list[Stmt]:
     result = []
     for node in tree.body:
-        start, end = _start(node), node.end_lineno or node.lineno
+        start, end = first_line(node), node.end_lineno or node.lineno
         result.append(
             Stmt(start, end, "".join(lines[start - 1 : end]), node, frozenset(bindings([node])))
         )

@@ -13,7 +13,7 @@ import ast
 import textwrap
 from dataclasses import dataclass, field
 
-from liveforge.kernel._stmts import Index
+from liveforge.kernel._stmts import Index, first_line
 from liveforge.kernel.errors import PatchError, PatchSyntaxError, TargetNotFound
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -62,10 +62,6 @@ def kind_of(node: ast.stmt, in_class: bool) -> str:
         if special in names:
             return special
     return "method" if in_class else "function"
-
-
-def _start(node: ast.stmt) -> int:
-    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
 
 
 def _binds_only(node: ast.stmt, name: str) -> bool:
@@ -137,7 +133,7 @@ def locate(index: Index, module: str, path: list[str]) -> Location:
     first = parts[0] if parts else node
     return Location(
         path,
-        _start(first),
+        first_line(first),
         node.end_lineno or node.lineno,
         _indent(index.lines, node),
         True,
@@ -173,7 +169,7 @@ def narrow(location: Location, text: str) -> Location:
         return location
     node = same[0]
     return Location(
-        location.path, _start(node), node.end_lineno or node.lineno, location.indent, True, node
+        location.path, first_line(node), node.end_lineno or node.lineno, location.indent, True, node
     )
 
 
@@ -232,6 +228,6 @@ def keep_decorators(old: ast.stmt, lines: list[str], text: str, new: ast.stmt) -
     """`text` with the decorators of `old` when the new definition has none of its own."""
     if getattr(new, "decorator_list", None) or not getattr(old, "decorator_list", None):
         return text
-    head = lines[_start(old) - 1 : old.lineno - 1]
+    head = lines[first_line(old) - 1 : old.lineno - 1]
     indent = old.col_offset
     return "".join(line[indent:] for line in head) + text

@@ -26,6 +26,7 @@ class VirtualModules:
     def _create_virtual(self, name: str, source: str, is_package: bool) -> Change:
         created = self._virtual_parents(name)
         module, record = self._install_virtual(name, is_package)
+        assert record.index is not None  # _install_virtual indexes the empty source
         try:
             new_index, outcome = _engine.apply(module, record.index, source, record.filename, name)
         except BaseException:

@@ -14,7 +14,6 @@ The public API is the kernel's (`liveforge.kernel`): `Runtime`, `Change` and the
 
 from liveforge import kernel as _kernel
 from liveforge.kernel import *  # noqa: F403  (the kernel's __all__ is the public API)
-
-__version__ = "0.1.0"
+from liveforge.kernel import __version__
 
 __all__ = [*_kernel.__all__, "__version__"]

@@ -2,10 +2,10 @@
 
 Each public module here is a *tool module*; the plain functions named in its ``__all__`` are
 tools. A tool is a typed callable with a docstring: its JSON schema comes from the signature
-and the docstring's ``Args:`` section (``liveforge.tools._schema``), its result is compact,
-bounded text (``liveforge.tools._output``), and it reaches the runtime it works on through
-``runtime()``. The Toolbox (``liveforge.declarations.toolbox``) finds tool modules here and in
-the project's own ``<pkg>.tools`` package, in memory too, at every call.
+and the docstring's ``Args:`` section (``liveforge.declarations.tool_schema``), its result
+is compact, bounded text (``liveforge.tools._output``), and it reaches the runtime it works
+on through ``runtime()``. The Toolbox (``liveforge.declarations.toolbox``) finds tool
+modules here and in the project's own ``<pkg>.tools`` package, in memory too, at every call.
 
 Core tools: inspection (inspect_module, view_source), intel (find, references, complete),
 changes (patch, reload, rollback, history, diff, persist), running (execute, verify,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import jedi
 
+from liveforge.declarations.tool_schema import ArgumentError
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
 from liveforge.tools._jedi import ModuleNames, in_run_records, memory_sources, project
@@ -22,7 +23,6 @@ from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline
 from liveforge.tools._output import clip
-from liveforge.tools._schema import ArgumentError
 
 __all__ = ["complete", "find", "references"]
 

@@ -7,7 +7,12 @@ from typing import Literal, Optional
 
 import pytest
 
-from liveforge.tools._schema import ArgumentError, ToolDefinitionError, ToolSchema, parse_docstring
+from liveforge.declarations.tool_schema import (
+    ArgumentError,
+    ToolDefinitionError,
+    ToolSchema,
+    parse_docstring,
+)
 
 
 class Mode(enum.Enum):
