@@ -1,0 +1,133 @@
+"""The permission policy: one answer, for every front end, to "may this tool call run?".
+
+Every tool declares its *effect* — what it can do to the world — with `effect(...)`; the
+policy maps (mode, effect, per-tool rules) to a `Decision`: run it, ask the person first, or
+refuse. The modes are the ones users of agent CLIs know:
+
+    mode        read  memory  check  write  execute  shell
+    read-only   allow deny    allow  deny   deny     deny
+    ask         allow ask     allow  ask    ask      ask
+    auto-edit   allow allow   allow  ask    ask      ask
+    full-auto   allow allow   allow  allow  allow    allow
+
+`read` looks at the program or files; `memory` changes the running program in memory only
+(patch, reload, rollback: undoable, nothing on disk, but the module's code runs in the live
+process); `check` runs code inside the check boundary (verify, run_tests); `write` changes
+files; `execute` runs code in the live process; `shell` runs a command outside the check
+boundary. Per-tool rules (`Rules`) override the table: ``deny`` always wins, then
+``allow``, then ``ask``.
+
+    policy = Policy(mode="ask", rules=Rules(deny=("execute",)))
+    policy.decide("persist", "write")     # Decision.ASK
+    policy.decide("execute", "execute")   # Decision.DENY
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeVar, get_args
+
+from liveforge.kernel.errors import LiveforgeError
+
+__all__ = [
+    "MODES",
+    "Decision",
+    "Effect",
+    "Mode",
+    "PermissionDenied",
+    "Policy",
+    "Rules",
+    "effect",
+    "effect_of",
+]
+
+Mode = Literal["read-only", "ask", "auto-edit", "full-auto"]
+Effect = Literal["read", "memory", "check", "write", "execute", "shell"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+F = TypeVar("F", bound=Callable[..., object])
+_ATTRIBUTE = "__liveforge_effect__"
+
+
+class Decision(enum.Enum):
+    """What the policy says about one tool call."""
+
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class PermissionDenied(LiveforgeError, PermissionError):
+    """A tool call the permission mode or a rule refuses; the message says how to allow it."""
+
+    def __init__(self, message: str, *, tool: str = "", mode: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.mode = mode
+
+
+_TABLE: dict[Mode, dict[Effect, Decision]] = {
+    "read-only": {"read": Decision.ALLOW, "check": Decision.ALLOW},
+    "ask": {"read": Decision.ALLOW, "check": Decision.ALLOW},
+    "auto-edit": {"read": Decision.ALLOW, "memory": Decision.ALLOW, "check": Decision.ALLOW},
+    "full-auto": {e: Decision.ALLOW for e in get_args(Effect)},
+}
+_UNLISTED: dict[Mode, Decision] = {
+    "read-only": Decision.DENY,
+    "ask": Decision.ASK,
+    "auto-edit": Decision.ASK,
+    "full-auto": Decision.ALLOW,
+}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Per-tool overrides by tool name: ``deny`` wins over ``allow``, ``allow`` over ``ask``."""
+
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A permission mode plus per-tool rules; `decide` is the one place that answers."""
+
+    mode: Mode = "ask"
+    rules: Rules = Rules()
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(
+                f"unknown permission mode {self.mode!r}; choose one of {', '.join(MODES)}"
+            )
+
+    def decide(self, tool: str, effect: Effect) -> Decision:
+        """Allow, ask or deny a call of `tool`, whose effect is `effect`."""
+        if tool in self.rules.deny:
+            return Decision.DENY
+        if tool in self.rules.allow:
+            return Decision.ALLOW
+        if tool in self.rules.ask:
+            return Decision.ASK
+        return _TABLE[self.mode].get(effect, _UNLISTED[self.mode])
+
+
+def effect(kind: Effect) -> Callable[[F], F]:
+    """Mark a tool function with its effect (only marks; the policy decides)."""
+    if kind not in get_args(Effect):
+        raise ValueError(f"unknown tool effect {kind!r}; choose one of {get_args(Effect)}")
+
+    def mark(func: F) -> F:
+        setattr(func, _ATTRIBUTE, kind)
+        return func
+
+    return mark
+
+
+def effect_of(func: Callable[..., object]) -> Effect:
+    """The declared effect of a tool; an unmarked tool counts as ``execute`` (the strictest
+    effect short of a shell), so a new tool is asked about until it says what it does."""
+    kind: Effect = getattr(func, _ATTRIBUTE, "execute")
+    return kind

@@ -1,0 +1,57 @@
+"""The permission table, rules and tool effects (DESIGN §1.9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from liveforge.declarations.permissions import (
+    MODES,
+    Decision,
+    Policy,
+    Rules,
+    effect,
+    effect_of,
+)
+
+EFFECTS = ("read", "memory", "check", "write", "execute", "shell")
+TABLE = {
+    "read-only": "allow deny  allow deny  deny  deny",
+    "ask": "allow ask   allow ask   ask   ask",
+    "auto-edit": "allow allow allow ask   ask   ask",
+    "full-auto": "allow allow allow allow allow allow",
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_mode_decides_each_effect_as_documented(mode):
+    """The table in the module docstring is what decide() answers."""
+    expected = TABLE[mode].split()
+    got = [Policy(mode=mode).decide("some_tool", e).value for e in EFFECTS]
+    assert got == expected
+
+
+def test_rules_override_the_mode_deny_first():
+    """deny beats allow beats ask, whatever the mode says."""
+    rules = Rules(allow=("persist", "execute"), ask=("verify",), deny=("execute",))
+    policy = Policy(mode="read-only", rules=rules)
+    assert policy.decide("persist", "write") is Decision.ALLOW
+    assert policy.decide("execute", "execute") is Decision.DENY
+    assert policy.decide("verify", "check") is Decision.ASK
+
+
+def test_unknown_mode_is_refused_with_the_choices():
+    """A misspelt mode names the valid ones."""
+    with pytest.raises(ValueError, match="read-only, ask, auto-edit, full-auto"):
+        Policy(mode="yolo")  # type: ignore[arg-type]
+
+
+def test_an_unmarked_tool_counts_as_execute():
+    """A tool that never said what it does is asked about in ask mode."""
+
+    def tool() -> str:
+        return ""
+
+    assert effect_of(tool) == "execute"
+    assert effect_of(effect("read")(tool)) == "read"
+    with pytest.raises(ValueError):
+        effect("delete")  # type: ignore[arg-type]
