@@ -49,14 +49,6 @@ Tool results are cut when long; ask for a narrower part rather than repeating a 
 When you have the answer, say it plainly and stop calling tools."""
 
 
-def _cache(prompt: SystemPrompt) -> dict[str, object]:
-    cache: dict[str, object] | None = prompt.__dict__.get("_cache")
-    if cache is None:
-        cache = {}
-        prompt.__dict__["_cache"] = cache
-    return cache
-
-
 def _tools_part(prompt: SystemPrompt) -> PromptPart:
     lines = []
     for tool in prompt.toolbox.tools():
@@ -99,21 +91,20 @@ def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
 
 @forwardpy.impl(SystemPrompt.parts)
 def parts(self: SystemPrompt) -> list[PromptPart]:
-    cache = _cache(self)
+    cache = self.cache
     # statuses too: a rollback changes the program without adding to the history
     changes = tuple((c.id, c.status.value) for c in self.runtime.history())
     key = (tuple(t.name for t in self.toolbox.tools()), changes, _instructions_key(self))
-    if cache.get("key") != key:
+    if cache.key != key:
         built = [
             PromptPart(name="identity", title="", text=IDENTITY),
             _tools_part(self),
             _project_part(self),
             _instructions_part(self),
         ]
-        cache["parts"] = [p for p in built if p is not None and p.text.strip()]
-        cache["key"] = key
-    found: list[PromptPart] = cache["parts"]  # type: ignore[assignment]
-    return list(found)
+        cache.parts = [p for p in built if p is not None and p.text.strip()]
+        cache.key = key
+    return list(cache.parts)
 
 
 @forwardpy.impl(SystemPrompt.render)

@@ -90,13 +90,15 @@ class TargetNotFound(LiveforgeError, LookupError):
 
 
 class ProtectedTarget(LiveforgeError, PermissionError):
-    """The target belongs to liveforge's kernel, which is protected from patches."""
+    """The target belongs to liveforge's kernel (or another protected file), which refuses
+    patches."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, place: str = "liveforge.kernel", hint: str = "") -> None:
         self.target = target
+        self.place = place
         super().__init__(
-            f"{target!r} is part of liveforge.kernel, which refuses patches. Create the runtime "
-            "with Runtime(allow_kernel_patches=True) to allow them."
+            f"{target!r} is part of {place}, which refuses patches. "
+            + (hint or "Create the runtime with Runtime(allow_kernel_patches=True) to allow them.")
         )
 
 
