@@ -74,8 +74,8 @@ class Contract(forwardpy.Object):
         # runs inside type.__new__, before forwardpy turns the defaults into descriptors
         super().__init_subclass__(**kwargs)
         fields: dict[str, Any] = {}
-        for base in reversed(cls.__mro__[1:]):
-            fields.update(base.__dict__.get("_contract_fields", {}))
+        for base in reversed(cls.__bases__):  # each base's fields are complete already
+            fields.update(getattr(base, "_contract_fields", {}))
         for name in inspect.get_annotations(cls):
             if not name.startswith("_"):
                 fields[name] = cls.__dict__.get(name, _REQUIRED)

@@ -4,8 +4,8 @@ Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, run
 provider error), 3 when liveforge itself failed, 130 when interrupted. Tools that write
 files (persist) run only with `--yes`; without it the model is told the call was declined.
 With `--json` one object is printed at the end, however the turn went — a fault of the
-agent machinery included: the answer, the changes, self-patches rolled back, the sandbox
-runs, token usage, the session, and under `fault` what failed.
+agent machinery included: the answer, the changes, self-patches rolled back, what a resume
+re-applied, the sandbox runs, token usage, the session, and under `fault` what failed.
 """
 
 from __future__ import annotations
@@ -123,6 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         "runs": collector.runs,
         "errors": collector.errors,
         "rolled_back": collector.rolled_back,
+        "restored": agent.session.live.restored,
         "fault": fault,
         "session_id": agent.session.id,
         "transcript": str(agent.session.path),
