@@ -111,7 +111,9 @@ class AgentSettings(BaseModel):
     """Sampling temperature; None leaves the provider's default."""
     self_packages: tuple[str, ...] = ("liveforge.",)
     """Module prefixes that make up the agent itself. Patches to them are queued and take
-    effect at the next step boundary; persisting them requires `self_tests` to pass."""
+    effect at the next step boundary, on probation until a turn that began with them ends
+    cleanly (rolled back if the agent machinery fails first); persisting them requires
+    `self_tests` to pass."""
     self_tests: tuple[str, ...] | None = None
     """pytest arguments for liveforge's own suite, run in the sandbox with the overlay before
     a self-patch is persisted. None: the `tests` folder next to the liveforge sources."""
@@ -155,9 +157,9 @@ class Agent(Contract):
         return _guarded_turn(self, user_input)
 
     def safety_net(self) -> SafetyNet:
-        """The kernel's record of this agent's self-patches on probation (created on first
-        use): they are rolled back when the agent machinery fails before a turn has ended
-        cleanly with them."""
+        """The kernel's record of this agent's self-patches (created on first use): each is
+        on probation until a turn that began with it ends cleanly, and is rolled back when
+        the agent machinery fails before that."""
         if self.state.net is None:
             self.state.net = SafetyNet(self.runtime, self.settings.self_packages)
         return self.state.net

@@ -136,10 +136,7 @@ def _changes(agent: Agent, turn: Turn) -> list[AgentEvent]:
 
 def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
     """Events for sandbox runs not reported yet (newest first from the runtime)."""
-    runs = getattr(agent.runtime, "runs", None)
-    if runs is None:
-        return []
-    rows = runs()
+    rows = agent.runtime.runs()
     if turn.seen_runs is None:
         turn.seen_runs = set()
     fresh = [r for r in rows if r.run_id not in turn.seen_runs]

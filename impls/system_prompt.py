@@ -43,7 +43,8 @@ bodies elsewhere. Patching a declared method patches its active @impl body. Your
 behaviour is code too: liveforge.declarations holds your contracts, liveforge.impls their \
 bodies, liveforge.tools your tools. Patches to liveforge itself take effect after the \
 current step and are undone automatically if they break you; persisting them runs \
-liveforge's own test suite first. liveforge.kernel cannot be patched.
+liveforge's own test suite first. The files of liveforge.kernel and \
+liveforge.declarations cannot be patched (a declared method's @impl body can).
 
 Tool results are cut when long; ask for a narrower part rather than repeating a call. \
 When you have the answer, say it plainly and stop calling tools."""

@@ -57,7 +57,7 @@ def project_tool_packages(project_root: str | Path) -> list[str]:
 def _packages(box: Toolbox) -> list[str]:
     if box.packages:
         return list(box.packages)
-    root = getattr(box.runtime, "project_root", ".")
+    root = box.runtime.project_root
     return [BUILTIN_PACKAGE, *project_tool_packages(root)]
 
 

@@ -6,7 +6,7 @@
      │    ├── PatchExecutionError     new source raised while executing
      │    └── UnsupportedChange       the change cannot be made in place (e.g. __slots__)
      ├── TargetNotFound               no such dotted path (close matches)  (+ LookupError)
-     ├── ProtectedTarget              kernel modules without opt-in         (+ PermissionError)
+     ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
      ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
