@@ -7,11 +7,10 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
-from enum import IntEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from liveforge.kernel.errors import LiveforgeError
+from liveforge.errors import CommandError, ExitCode
 
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime
@@ -26,24 +25,6 @@ __all__ = [
     "project_dir",
     "run_tool",
 ]
-
-
-class ExitCode(IntEnum):
-    """Process exit codes of the `liveforge` command (documented in the README)."""
-
-    OK = 0
-    CHECK_FAILED = 1
-    USAGE = 2
-    FAILED = 3
-    INTERRUPTED = 130
-
-
-class CommandError(LiveforgeError):
-    """A command cannot proceed; `exit_code` says why (usage by default)."""
-
-    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.USAGE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
