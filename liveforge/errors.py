@@ -11,8 +11,9 @@ tree below is complete and true.
     * PatchExecutionError — the new code raised while its module statements ran
     * UnsupportedChange — a change the engine cannot make live (it says why)
   * ImplSignatureError [TypeError] — an @impl body does not fit its declaration
+  * ContractFieldError [TypeError] — a declaration built with an unknown or without a field
   * TargetNotFound [LookupError] — no such dotted path
-  * ProtectedTarget [PermissionError] — the kernel refuses patches to itself
+  * ProtectedTarget [PermissionError] — the kernel (or another protected file) refuses patches
   * UnpersistedChanges — a reload would drop in-memory changes
   * ChangeError [LookupError] — no such change, or it cannot be rolled back
   * ExecutionTimeout [TimeoutError] — in-process code ran past its timeout
@@ -44,9 +45,9 @@ tree below is complete and true.
     * StreamInterrupted
   * CommandError — a command-line usage error, with its exit code
 
-Not errors but signals, internal to one concern and never shown to a user: `TurnOver` (how
-a turn ends), `CallCancelled` (a cancelled model call), `DeadlineExceeded` (a
-BaseException the toolbox deadline raises inside a tool call).
+Not errors but signals, internal to one concern and never shown to a user: `CallCancelled`
+(a cancelled model call), `DeadlineExceeded` (a BaseException the toolbox deadline raises
+inside a tool call). How a turn ends is not an exception at all: `impls.agent_turn.ending`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from liveforge.declarations.compaction import CompactionError
+from liveforge.declarations.contract import ContractFieldError
 from liveforge.declarations.permissions import PermissionDenied
 from liveforge.declarations.provider_errors import (
     AuthenticationError,
@@ -103,6 +105,7 @@ __all__ = [
     "CompactionError",
     "ConfigError",
     "ContextOverflowError",
+    "ContractFieldError",
     "ExecutionTimeout",
     "ExitCode",
     "ImplSignatureError",
