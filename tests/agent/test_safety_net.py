@@ -134,3 +134,24 @@ def test_the_watchdog_and_the_contracts_refuse_patches_in_an_agent_runtime(proje
         assert agent.system_prompt() == "x"
     finally:
         rt.rollback_to(None)
+
+
+def test_every_recovery_function_broken_in_one_step_is_rolled_back_together(project, fake):
+    """One step patches the whole recovery path at once: the turn still ends, every patch is
+    undone, and the next turn answers."""
+    root, _ = project
+    targets = [t for t in _SIGNATURES if t != TRIGGER]
+    step = reply.tool_call("patch", {"path": targets[0], "source": broken(targets[0])})
+    for target in targets[1:]:
+        step = step.tool_call("patch", {"path": target, "source": broken(target)})
+    fake.add(step, *[reply.text(f"answer {n}") for n in range(4)])
+    agent = make_agent(root, fake)
+    try:
+        first = run_turn(agent, "break everything")
+        assert of_type(first, "self_patches_applied")[0].ok
+        rolled = of_type(first, "self_patches_rolled_back")
+        assert first[-1].type == "turn_ended" and len(rolled[0].change_ids) == len(targets)
+        assert not _live_targets(agent)
+        assert run_turn(agent, "and now?")[-1].reason == "answer"
+    finally:
+        agent.runtime.rollback_to(None)
