@@ -20,11 +20,13 @@ from pathlib import Path
 import liveforge.impls  # noqa: F401  (registers every @impl body)
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import Compactor, ContextSettings
+from liveforge.declarations.permissions import Approver, Policy
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
+from liveforge.impls.approvals import persist_guard
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name
@@ -56,18 +58,25 @@ def build_agent(
     context: ContextSettings | None = None,
     tool_packages: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    approver: Approver | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
     `provider` defaults to the project's configured models (`liveforge.config`); `resume`
     is a session id or "latest". Resuming re-applies the session's unpersisted changes to
-    the runtime; `agent.session.extra["restored"]` says how each one went.
+    the runtime; `agent.session.extra["restored"]` says how each one went. `policy`
+    (default: `[tool.liveforge.permissions]`, else ``ask``) decides which tool calls run;
+    `approver` answers the ones it asks about — without one they are refused, so an agent
+    driven by a program changes nothing unless its policy allows it.
     """
-    root = Path(project_root).resolve()
-    if provider is None:
-        from liveforge.config import build_provider, load_config
+    from liveforge.config import build_provider, load_config
 
+    root = Path(project_root).resolve()
+    if provider is None or policy is None:
         config = load_config(root, env)
+        policy = policy or config.permissions.policy()
+    if provider is None:
         provider = build_provider(config, env)
         settings = settings or config.agent_settings()
         context = context or config.context
@@ -82,7 +91,11 @@ def build_agent(
     )
     session.extra["restored"] = session.restore(runtime, settings.self_packages) if resume else []
     toolbox = Toolbox(
-        runtime=runtime, packages=list(tool_packages or []), limit=context.tool_result_limit
+        runtime=runtime,
+        packages=list(tool_packages or []),
+        limit=context.tool_result_limit,
+        policy=policy,
+        approver=approver,
     )
     agent = Agent(
         runtime=runtime,
@@ -94,6 +107,7 @@ def build_agent(
         settings=settings,
     )
     runtime.add_persist_guard(functools.partial(self_test_guard, agent))
+    runtime.add_persist_guard(functools.partial(persist_guard, toolbox))
     # Re-applied self-patches have not run the loop yet in this process: on probation.
     epoch = f"{session.extra['epoch']}:"
     agent_state(agent).unconfirmed = [

@@ -7,12 +7,14 @@ memory limits, so a crash or a hang never takes the session down.
 
 from __future__ import annotations
 
+from liveforge.declarations.permissions import effect
 from liveforge.tools._context import runtime
 from liveforge.tools._output import clip_middle, plain
 
 __all__ = ["execute", "run_tests", "verify"]
 
 
+@effect("execute")
 def execute(code: str, timeout: float = 5.0) -> str:
     """Run Python code in the live process; shows output and the last expression's value.
 
@@ -26,6 +28,7 @@ def execute(code: str, timeout: float = 5.0) -> str:
     return clip_middle(plain(result.summary()))
 
 
+@effect("check")
 def verify(code: str, timeout: float = 30.0) -> str:
     """Run a check snippet in a sandboxed child carrying all unpersisted changes.
 
@@ -39,6 +42,7 @@ def verify(code: str, timeout: float = 30.0) -> str:
     return clip_middle(plain(result.summary()), where=result.record_path)
 
 
+@effect("check")
 def run_tests(args: list[str] | None = None, timeout: float = 300.0) -> str:
     """Run pytest in a sandboxed child carrying all unpersisted changes: counts, failures.
 

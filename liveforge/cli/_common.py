@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 from liveforge.kernel.errors import LiveforgeError
 
 if TYPE_CHECKING:
+    from liveforge.declarations.permissions import Approver, Mode, Policy
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
@@ -21,6 +22,8 @@ __all__ = [
     "CommandError",
     "ExitCode",
     "add_common",
+    "add_mode",
+    "chosen_mode",
     "emit",
     "emit_error",
     "open_runtime",
@@ -64,6 +67,36 @@ def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> No
         )
 
 
+def add_mode(parser: argparse.ArgumentParser, *, yes: bool = True) -> None:
+    """Add `--mode MODE` (the permission mode) and, optionally, `--yes` (= full-auto)."""
+    from liveforge.declarations.permissions import MODES
+
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        help="permission mode: read-only (look and check only), ask (ask before anything "
+        "changes the program, files or runs code; the default), auto-edit (patches in "
+        "memory and checks run freely; writing files and running code ask), full-auto "
+        "(nothing asks). Default: [tool.liveforge.permissions] mode, else ask",
+    )
+    if yes:
+        parser.add_argument(
+            "--yes", action="store_true", help="allow every tool without asking (--mode full-auto)"
+        )
+
+
+def chosen_mode(args: argparse.Namespace) -> Mode | None:
+    """The mode `--mode`/`--yes` chose, or None to use the configured one."""
+    mode: Mode | None = getattr(args, "mode", None)
+    if getattr(args, "yes", False):
+        if mode not in (None, "full-auto"):
+            raise CommandError(
+                f"--yes means --mode full-auto, which contradicts --mode {mode}; give one of them."
+            )
+        return "full-auto"
+    return mode
+
+
 def project_dir(args: argparse.Namespace) -> Path:
     """The `--project` directory, resolved; a usage error when it is not a directory."""
     root = Path(getattr(args, "project", ".") or ".").expanduser().resolve()
@@ -87,14 +120,24 @@ def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
         rt.close()
 
 
-def open_toolbox(rt: Runtime) -> Toolbox:
-    """The toolbox over `rt`: liveforge's tools plus the project's own tools package."""
+def open_toolbox(
+    rt: Runtime, *, policy: Policy | None = None, approver: Approver | None = None
+) -> Toolbox:
+    """The toolbox over `rt`: liveforge's tools plus the project's own tools package, under
+    `policy` (default: ask, with nobody to ask — enough for the read and check tools)."""
     import liveforge.impls  # noqa: F401  (registers the Toolbox bodies)
+    from liveforge.declarations.permissions import Policy
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
 
     packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
-    return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
+    return Toolbox(
+        runtime=rt,
+        packages=packages,
+        limit=1_000_000,
+        policy=policy or Policy(),
+        approver=approver,
+    )
 
 
 def emit(

@@ -8,7 +8,6 @@ Commands that change or check the program go through the same tools the model us
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,8 +19,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from liveforge.cli._agent import PersistApproval
 from liveforge.cli._render import Renderer
+from liveforge.declarations.permissions import approved
 
 __all__ = ["COMMANDS", "ChatState", "dispatch"]
 
@@ -39,13 +38,13 @@ class ChatState:
     """Asks the person a yes/no question (answers yes at once under --yes)."""
     switch_model: Callable[[str], str]
     """Points the agent at another model; returns its display name."""
-    approval: PersistApproval | None = None
-    """The runtime's persist approval (a person's /persist has already said yes)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Run one catalogue tool on the agent's runtime."""
-        result = self.agent.toolbox.call(name, arguments, timeout=None)
+        """Run one catalogue tool on the agent's runtime, as the person's own command (the
+        permission policy governs the agent, not the person)."""
+        with approved():
+            result = self.agent.toolbox.call(name, arguments, timeout=None)
         return result.text, result.is_error
 
     def say(self, text: str, style: str = "") -> None:
@@ -129,8 +128,7 @@ async def _persist(state: ChatState, args: list[str]) -> bool:
     if not await state.confirm("Write these changes to the files?"):
         state.say("not persisted; the changes stay in memory", "yellow")
         return True
-    with state.approval.granted() if state.approval else contextlib.nullcontext():
-        await _tool_command(state, "persisting…", "persist", {})
+    await _tool_command(state, "persisting…", "persist", {})
     return True
 
 

@@ -1,9 +1,11 @@
 """`liveforge run -p PROMPT`: one non-interactive agent task; the exit code says how it went.
 
 Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, runaway,
-provider error), 130 when interrupted. Tools that write files (persist) run only with
-`--yes`; without it the model is told the call was declined. With `--json` one object is
-printed at the end: the answer, the changes, the sandbox runs, token usage and the session.
+provider error), 130 when interrupted. Nobody is there to answer a permission question, so
+in `ask` mode (the default) every call that would ask is refused with a message the model
+can act on; `--mode auto-edit`, `--mode full-auto` (or `--yes`) let more run. With `--json`
+one object is printed at the end: the answer, the changes, the sandbox runs, token usage and
+the session.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any
 from rich.console import Console
 
 from liveforge.cli._agent import drive_turn, make_agent, model_name
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    add_mode,
+    chosen_mode,
+    emit,
+    project_dir,
+)
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
 
@@ -40,9 +50,7 @@ def register(commands: Any) -> None:
         metavar="ID",
         help="continue a session (the latest when no ID is given)",
     )
-    parser.add_argument(
-        "--yes", action="store_true", help="allow tools that write files (persist) without asking"
-    )
+    add_mode(parser)
     add_common(parser)
     parser.set_defaults(handler=_run)
 
@@ -95,8 +103,9 @@ def _run(args: argparse.Namespace) -> int:
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
-    agent, approval = make_agent(project_dir(args), model=args.model, resume=args.resume)
-    approval.approver = lambda modules: bool(args.yes)
+    agent = make_agent(
+        project_dir(args), model=args.model, resume=args.resume, mode=chosen_mode(args)
+    )
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))

@@ -11,13 +11,19 @@ import pytest
 
 import liveforge.impls.toolbox  # noqa: F401  (registers the default bodies)
 from liveforge.declarations.messages import ToolSpec
+from liveforge.declarations.permissions import Policy
 from liveforge.declarations.toolbox import Toolbox, ToolResult
 from liveforge.impls.toolbox import project_tool_packages
 from liveforge.kernel import Runtime
 
 
 def make_box(project, runtime=None, limit: int = 8000) -> Toolbox:
-    return Toolbox(runtime=runtime, packages=[f"{project.pkg}.tools"], limit=limit)
+    return Toolbox(
+        runtime=runtime,
+        packages=[f"{project.pkg}.tools"],
+        limit=limit,
+        policy=Policy(mode="full-auto"),
+    )
 
 
 def add_tool_module(project, name: str, source: str) -> None:
