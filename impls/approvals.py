@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import textwrap
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -141,6 +142,7 @@ def _managed(rt: Any) -> set[str]:
 
 
 def _patch_diff(old: str, new: str, path: str) -> str:
+    old, new = textwrap.dedent(old), textwrap.dedent(new)  # a method's source is indented
     new = new if new.endswith("\n") else new + "\n"
     diff = difflib.unified_diff(
         old.splitlines(keepends=True),

@@ -62,6 +62,10 @@ class _Undo:
     record: PersistRecord
     #: module name -> (loaded before, virtual before, filename before, change ids persisted)
     states: dict[str, tuple[SourceFile | None, bool, str, list[str]]] = field(default_factory=dict)
+    #: how many changes history held when the files were written (what came after)
+    after: int = 0
+    #: the files' diff, for writes made by code run in the process (not by persist)
+    diff: str = ""
 
 
 PersistGuard = Callable[[list[str]], None]
@@ -117,10 +121,28 @@ class Persistence:
             for change in self._history.unpersisted(record.name):
                 change.status = ChangeStatus.PERSISTED
             changed.extend(ids)
+        undo.after = len(self._history.all())
         self._persist_stack.append(undo)
         return Persisted(
             modules=[r.name for r in records], paths=[str(w.path) for w in writes], changes=changed
         )
+
+    def record_file_writes(self, record: PersistRecord, diff: str) -> None:
+        """Keep files written outside `persist` (by code run in this process) as an undoable
+        step: the next `unpersist` puts them back."""
+        self._persist_stack.append(_Undo(record, after=len(self._history.all()), diff=diff))
+
+    def files_are_newest(self) -> bool:
+        """True when the newest step still in effect wrote files (a persist, or code run in
+        this process), so undoing means putting files back rather than a rollback."""
+        if not self._persist_stack:
+            return False
+        later = self._history.all()[self._persist_stack[-1].after :]
+        return all(c.status is ChangeStatus.ROLLED_BACK for c in later)
+
+    def file_writes_diff(self) -> str:
+        """What code run in this process wrote to files and can still be undone."""
+        return "".join(undo.diff for undo in self._persist_stack)
 
     def unpersist(self, *, force: bool = False) -> Persisted:
         """Undo the newest persist: files as they were; memory keeps the changes (unpersisted
@@ -143,11 +165,17 @@ class Persistence:
                         ChangeStatus.VERIFIED if change.verified else ChangeStatus.APPLIED
                     )
         return Persisted(
-            modules=list(undo.states),
+            modules=list(undo.states) or [self._label_path(p) for p in undo.record.paths],
             paths=[str(p) for p in undo.record.paths],
             changes=[i for s in undo.states.values() for i in s[3]],
             action="restored",
         )
+
+    def _label_path(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.project_root))
+        except ValueError:
+            return str(path)
 
     def _to_persist(self, modules: Sequence[str] | None) -> list[ModuleRecord]:
         if modules is None:

@@ -37,6 +37,7 @@ from liveforge.kernel._targets import (
     splice,
 )
 from liveforge.kernel._virtual import VirtualModules
+from liveforge.kernel._watch import FileWatch
 from liveforge.kernel.errors import (
     ChangeError,
     PatchError,
@@ -72,6 +73,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         self.keep_runs = keep_runs
         self._sandbox: Sandbox | None = None
         self._init_persistence()
+        self._file_watch = FileWatch(self.project_root)
         self.registry = ModuleRegistry()
         self._history = History()
         self._lock = threading.RLock()
@@ -274,9 +276,26 @@ class Runtime(Checks, Persistence, VirtualModules):
         """Run code in this process (REPL style, output captured); `rt` names this runtime.
 
         Errors in the code come back in the result; a runaway loop is interrupted at the
-        timeout. For risky code use `verify`, which runs in a killable sandbox.
+        timeout. For risky code use `verify`, which runs in a killable sandbox. Project
+        files the code writes are listed in the result (with a diff) and `unpersist()`
+        puts them back.
         """
-        return execute(code, self.namespace, timeout)
+        self._file_watch.start()
+        try:
+            result = execute(code, self.namespace, timeout)
+        finally:
+            written = self._file_watch.changes()
+            if written is not None and written.record.backups:
+                self.record_file_writes(written.record, written.diff)
+        if written is None:
+            return result
+        return result.model_copy(
+            update={
+                "files_changed": written.paths,
+                "files_diff": written.diff,
+                "files_unrestorable": written.unrestorable,
+            }
+        )
 
     # -- internals --------------------------------------------------------------------------
 

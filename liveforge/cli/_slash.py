@@ -84,25 +84,16 @@ async def _tool_command(state: ChatState, label: str, name: str, arguments: dict
 
 async def _undo(state: ChatState, args: list[str]) -> bool:
     rt = state.agent.runtime
-    if not args and _newest_is_persisted(rt):
-        # the last thing done was writing files: put the files back first (the change stays
-        # in memory, unpersisted again); the next /undo rolls the change back
+    if not args and rt.files_are_newest():
+        # the last thing done was writing files (a persist, or code run by execute): put
+        # the files back first; a persisted change stays in memory, unpersisted again
         done = await _in_thread(state, "restoring the files…", rt.unpersist)
-        state.say(
-            done.summary() + "\n(the change is in memory again; /undo once more to roll it back)"
-        )
+        state.say(done.summary() + "\n(files restored; /undo again undoes the step before)")
         state.agent.session.track(rt)
         return True
     arguments = {"change_id": args[0]} if args else {}
     await _tool_command(state, "rolling back…", "rollback", arguments)
     return True
-
-
-def _newest_is_persisted(rt: Any) -> bool:
-    from liveforge.kernel import ChangeStatus
-
-    live = [c for c in rt.history() if c.status is not ChangeStatus.ROLLED_BACK]
-    return bool(live) and live[-1].status is ChangeStatus.PERSISTED
 
 
 def _show_diff(state: ChatState, diff: str) -> None:
@@ -115,7 +106,12 @@ def _show_diff(state: ChatState, diff: str) -> None:
 
 
 async def _diff(state: ChatState, args: list[str]) -> bool:
-    _show_diff(state, state.agent.runtime.diff(args[0] if args else None))
+    rt = state.agent.runtime
+    written = "" if args else rt.file_writes_diff()
+    if written:
+        state.say("files written by code the agent ran (/undo puts them back):", "bold yellow")
+        _show_diff(state, written)
+    _show_diff(state, rt.diff(args[0] if args else None))
     return True
 
 
