@@ -167,7 +167,16 @@ def call(
     writes = approved() if tool.effect == "write" else contextlib.nullcontext()
     with limited_to(limit), in_tool_call(), writes:
         text, is_error = _run(self, tool, values, seconds)
-    return ToolResult(clip(text, limit, _more_hint), is_error=is_error)
+    return ToolResult(_news(self) + clip(text, limit, _more_hint), is_error=is_error)
+
+
+def _news(box: Toolbox) -> str:
+    """A first line telling of files other liveforge processes wrote since the last call."""
+    news = getattr(box.runtime, "foreign_writes", None)
+    lines = [write.describe() for write in news()] if news is not None else []
+    if not lines:
+        return ""
+    return f"[{'; '.join(lines)}. Reload what you change next from its file.]\n"
 
 
 def _parse_arguments(name: str, arguments: dict[str, Any] | str) -> Any:

@@ -31,6 +31,7 @@ from liveforge.kernel._files import (
     read_source,
     restore,
 )
+from liveforge.kernel._journal import ForeignWrite, Journal
 from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, register_source
 from liveforge.kernel._update import refile_code
 from liveforge.kernel.errors import PersistError, TargetNotFound, UnverifiedChange
@@ -80,10 +81,17 @@ class Persistence:
     _history: History
     _persist_stack: list[_Undo]
     _persist_guards: list[PersistGuard]
+    _journal: Journal
 
     def _init_persistence(self) -> None:
         self._persist_stack = []
         self._persist_guards = []
+        self._journal = Journal(self.project_root)
+
+    def foreign_writes(self) -> list[ForeignWrite]:
+        """Files other runtimes (other processes) wrote to this project since the last call:
+        reload those modules before changing them, or their persist will conflict."""
+        return self._journal.news()
 
     def add_persist_guard(self, guard: PersistGuard) -> None:
         """Run `guard(module_names)` before every persist — `force` does not skip it — so a
@@ -112,7 +120,11 @@ class Persistence:
             PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
             for r in records
         ]
-        undo = _Undo(persist_files(self.project_root, writes, force=force))
+        # Under the lock the files are checked against what was loaded, then written: a
+        # second runtime's stale persist is a conflict, never a lost update.
+        with self._journal.locked():
+            undo = _Undo(persist_files(self.project_root, writes, force=force))
+            self._journal.record("persisted", [w.path for w in writes], [r.name for r in records])
         changed: list[str] = []
         for record, write in zip(records, writes, strict=True):
             ids = [c.id for c in self._history.unpersisted(record.name)]
@@ -131,6 +143,8 @@ class Persistence:
         """Keep files written outside `persist` (by code run in this process) as an undoable
         step: the next `unpersist` puts them back."""
         self._persist_stack.append(_Undo(record, after=len(self._history.all()), diff=diff))
+        with self._journal.locked():
+            self._journal.record("ran code that wrote", record.paths, [])
 
     def files_are_newest(self) -> bool:
         """True when the newest step still in effect wrote files (a persist, or code run in
@@ -150,7 +164,9 @@ class Persistence:
         if not self._persist_stack:
             raise PersistError("there is no persist to undo in this runtime.")
         undo = self._persist_stack[-1]
-        restore(undo.record, force=force)
+        with self._journal.locked():
+            restore(undo.record, force=force)
+            self._journal.record("put back", undo.record.paths, list(undo.states))
         self._persist_stack.pop()
         for name, (loaded, virtual, filename, ids) in undo.states.items():
             record = self.registry.get(name)
