@@ -32,7 +32,12 @@ from liveforge.kernel._files import (
     restore,
 )
 from liveforge.kernel._journal import ForeignWrite, Journal
-from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, register_source
+from liveforge.kernel._sources import (
+    ModuleRecord,
+    ModuleRegistry,
+    check_module_name,
+    register_source,
+)
 from liveforge.kernel._update import refile_code
 from liveforge.kernel.errors import PersistError, TargetNotFound, UnverifiedChange
 
@@ -198,7 +203,7 @@ class Persistence:
             return self.registry.dirty()
         chosen: dict[str, ModuleRecord] = {}
         for name in modules:
-            record = self.registry.get(name)
+            record = self.registry.get(check_module_name(name))
             if record is None:
                 raise TargetNotFound(
                     name,

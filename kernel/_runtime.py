@@ -25,6 +25,7 @@ from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
     capture_sources_under,
+    check_module_name,
     importable,
 )
 from liveforge.kernel._stmts import index
@@ -44,6 +45,7 @@ from liveforge.kernel.errors import (
     PatchSyntaxError,
     ProtectedTarget,
     TargetNotFound,
+    UndecodableSource,
     UnpersistedChanges,
 )
 
@@ -111,7 +113,11 @@ class Runtime(Checks, Persistence, VirtualModules):
 
     def diff(self, module: str | None = None) -> str:
         """Unified diff of in-memory source against disk, for one module or all changed."""
-        records = [self._record(module)] if module else self.registry.dirty()
+        records = (
+            [self._record(check_module_name(module))]
+            if module is not None
+            else self.registry.dirty()
+        )
         chunks = []
         for record in records:
             label = self._label(record)
@@ -170,6 +176,7 @@ class Runtime(Checks, Persistence, VirtualModules):
 
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
         """Replace a whole module's source; creates a virtual module when none exists."""
+        check_module_name(name)
         self._check_protected(name, name)
         with self._lock:
             if name not in sys.modules and self.registry.get(name) is None and not importable(name):
@@ -184,6 +191,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         With `dependents`, modules that imported names from it with `from ... import` get
         those names re-bound (functions and classes are live anyway; constants are not).
         """
+        check_module_name(module)
         self._check_protected(module, module)
         with self._lock:
             record = self._record(module)
@@ -240,9 +248,9 @@ class Runtime(Checks, Persistence, VirtualModules):
         same module (newest first). Returns the changes rolled back."""
         with self._lock:
             live = self._history.live()
-            if not live:
+            if change_id is None and not live:
                 raise ChangeError("there is nothing to roll back: no live changes.")
-            change = self._history.get(change_id) if change_id else live[-1]
+            change = self._history.get(change_id) if change_id is not None else live[-1]
             if change.status is ChangeStatus.ROLLED_BACK:
                 raise ChangeError(
                     f"change {change.id} is already rolled back.", change_id=change.id
@@ -260,7 +268,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         with self._lock:
             later = (
                 self._history.after(self._history.get(change_id))
-                if change_id
+                if change_id is not None
                 else self._history.live()
             )
             self._check_undoable(later)
@@ -398,14 +406,7 @@ class Runtime(Checks, Persistence, VirtualModules):
                 )
 
     def _split(self, target: str) -> tuple[str, list[str]]:
-        parts = target.split(".")
-        if not target or not all(p.isidentifier() for p in parts):
-            raise TargetNotFound(
-                target,
-                [],
-                hint="A target is a dotted path such as "
-                "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.",
-            )
+        parts = check_module_name(target, what="dotted path").split(".")
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
             if name in sys.modules or self.registry.get(name) or importable(name):
@@ -418,6 +419,8 @@ class Runtime(Checks, Persistence, VirtualModules):
         if record is None:
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)
+            except UndecodableSource:
+                raise
             except Exception as exc:
                 raise PatchError(
                     f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
