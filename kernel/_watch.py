@@ -8,7 +8,8 @@ changed come back as a `PersistRecord` — the same record a persist leaves — 
 `unpersist` puts them back.
 
 Folders no program's source lives in are skipped: version control, virtualenvs, caches,
-liveforge's own `.liveforge/` and `sandbox_runs/`.
+liveforge's own `.liveforge/` and `sandbox_runs/`; past 20,000 files the rest of the tree
+is not watched.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ _KEEP_LIMIT = 2_000_000
 """Bytes of one file kept for undo; a larger file that changes is reported, not restorable."""
 _DIFF_LIMIT = 200
 """Diff lines shown per file."""
+_FILE_LIMIT = 20_000
+"""Files watched at most (a project root that is really a home folder stays fast)."""
 
 _Key = tuple[int, int, int, int]  # (mtime_ns, size, inode, permission bits)
 
@@ -132,6 +135,8 @@ def _scan(root: Path) -> dict[Path, _Key]:
                     info.st_ino,
                     stat.S_IMODE(info.st_mode),
                 )
+        if len(found) >= _FILE_LIMIT:
+            break
     return found
 
 
