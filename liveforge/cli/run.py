@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from liveforge.cli._agent import drive_turn, make_agent, model_name
+from liveforge.cli._agent import drive_turn, make_agent, model_name, policy_of
 from liveforge.cli._common import (
     CommandError,
     ExitCode,
@@ -119,6 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         "command": "run",
         "project": str(agent.runtime.project_root),
         "reason": ended.reason if ended else "error",
+        "mode": policy_of(agent).mode,
         "answer": collector.answer,
         "patches": collector.patches,
         "runs": collector.runs,

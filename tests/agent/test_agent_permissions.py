@@ -49,7 +49,8 @@ def test_ask_mode_calls_the_approver_with_a_preview_and_honours_its_answers(proj
 
 def test_deny_rule_wins_over_full_auto_and_config_sets_the_default(project, fake):
     """A deny rule refuses the tool even in full-auto; the project's
-    [tool.liveforge.permissions] is the default policy of build_agent."""
+    [tool.liveforge.permissions] is the default policy of build_agent, and the system
+    prompt tells the model the mode and which tools it may not use."""
     root, pkg = project
     fake.add(
         reply.tool_call("patch", {"path": f"{pkg}.geometry.area", "source": FIXED}),
@@ -63,3 +64,8 @@ def test_deny_rule_wins_over_full_auto_and_config_sets_the_default(project, fake
     route = fake.route("anthropic", keys=["sk-test-secret-key-0123456789"])
     configured = build_agent(root, provider=Provider([route]), env={})
     assert configured.toolbox.policy.mode == "read-only"
+    prompt = configured.prompt.render()
+    assert "Permission mode: read-only." in prompt
+    patch_line = next(line for line in prompt.splitlines() if line.startswith("- patch:"))
+    view_line = next(line for line in prompt.splitlines() if line.startswith("- view_source:"))
+    assert patch_line.endswith("[refused in this permission mode]") and "[" not in view_line

@@ -116,7 +116,8 @@ def test_read_only_refuses_the_patch_with_a_message_the_model_can_act_on(sample:
     assert not viewed.get("is_error") and "subtotal" in str(viewed["content"])
     text = str(refused["content"])
     assert refused["is_error"] and "refused by 'read-only' mode" in text and "Do not retry" in text
-    assert json.loads(result.stdout)["patches"] == []
+    report = json.loads(result.stdout)
+    assert report["patches"] == [] and report["mode"] == "read-only"
 
 
 def test_ask_mode_refuses_a_patch_with_nobody_to_ask_and_yes_contradicting_mode_is_usage(
