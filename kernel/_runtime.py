@@ -290,10 +290,13 @@ class Runtime(Checks, Persistence, VirtualModules):
         puts them back.
         """
         self._file_watch.start()
+        stack = len(self._persist_stack)
         try:
             result = execute(code, self.namespace, timeout)
         finally:
-            written = self._file_watch.changes()
+            # what the code persisted through this runtime is undone as that persist
+            persisted = {p for u in self._persist_stack[stack:] for p in u.record.paths}
+            written = self._file_watch.changes(exclude=persisted)
             if written is not None and written.record.backups:
                 self.record_file_writes(written.record, written.diff)
         if written is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import os
 import stat
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,10 +81,15 @@ class FileWatch:
         for path in [p for p in self._cache if p not in self._before]:
             del self._cache[path]
 
-    def changes(self) -> WatchedChanges | None:
-        """The files created, changed or deleted since `start`, or None."""
+    def changes(self, exclude: Collection[Path] = ()) -> WatchedChanges | None:
+        """The files created, changed or deleted since `start` (but `exclude`), or None."""
         after = _scan(self.root)
-        changed = sorted(p for p in {*self._before, *after} if self._before.get(p) != after.get(p))
+        skip = {os.path.realpath(p) for p in exclude}
+        changed = sorted(
+            p
+            for p in {*self._before, *after}
+            if self._before.get(p) != after.get(p) and os.path.realpath(p) not in skip
+        )
         if not changed:
             return None
         record, diffs, unrestorable = PersistRecord(), [], []

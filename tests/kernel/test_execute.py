@@ -104,3 +104,16 @@ def test_code_that_writes_nothing_reports_nothing_and_a_later_patch_is_undone_fi
     assert not rt.files_are_newest()
     rt.rollback(change.id)
     assert rt.files_are_newest()
+
+
+def test_a_persist_made_by_the_code_is_undone_as_that_persist_not_twice(rt, project):
+    """Files the code wrote through rt.persist() are the persist's undo step, not also a
+    watched write: one unpersist puts the file back and leaves nothing behind."""
+    module = project.module("def f():\n    return 1\n")
+    path = project.root / f"{module.__name__}.py"
+    rt.patch(f"{module.__name__}.f", "def f():\n    return 2\n")
+    result = rt.execute("rt.persist(force=True)")
+    assert result.ok and result.files_changed == []
+    assert "return 2" in path.read_text()
+    rt.unpersist()
+    assert path.read_text() == "def f():\n    return 1\n" and not rt.files_are_newest()
