@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import signal
 from collections.abc import Coroutine
 from pathlib import Path
@@ -100,6 +101,7 @@ class ChatApp:
             switch_model=self.switch_model,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._question: concurrent.futures.Future[bool] | None = None
         agent.toolbox.approver = self._approve_from_worker
 
     async def run(self) -> int:
@@ -141,6 +143,8 @@ class ChatApp:
                     style="bold red",
                 )
             )
+        finally:
+            self._close_question()
         return True
 
     async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:
@@ -205,7 +209,17 @@ class ChatApp:
         if request.tool in self.always:
             return True
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(self._ask(request), self._loop).result()
+        self._question = asyncio.run_coroutine_threadsafe(self._ask(request), self._loop)
+        try:
+            return self._question.result()
+        except concurrent.futures.CancelledError:  # the turn ended while the question was open
+            return False
+
+    def _close_question(self) -> None:
+        """Withdraw a permission question still open when its turn ended (cancelled)."""
+        if self._question is not None and not self._question.done():
+            self._question.cancel()
+        self._question = None
 
     async def _ask(self, request: ApprovalRequest) -> bool:
         self.renderer.close()
