@@ -65,7 +65,15 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
             "is here to approve it (a non-interactive run). Do not retry it; finish with "
             f"what you can do without it and tell the user what is left. {HOW_TO_ALLOW}"
         )
-    if approver(ApprovalRequest(name, effect, dict(values), preview(box, name, values))):
+    request = ApprovalRequest(name, effect, dict(values), preview(box, name, values))
+    try:
+        yes = approver(request)
+    except Exception as exc:  # a front end that cannot ask any more (closed, cancelled)
+        return (
+            f"not run: asking the user about {name} failed ({type(exc).__name__}: {exc}). "
+            "Nothing was changed; tell the user what you wanted to do."
+        )
+    if yes:
         return None
     return (
         f"not run: the user declined {name}. Nothing was changed. Do not retry it as "
