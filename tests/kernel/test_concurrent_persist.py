@@ -39,6 +39,8 @@ WORKER = textwrap.dedent(
             print("ok", flush=True)
         except PersistConflict:
             print("conflict", flush=True)
+    persisted = [w for w in rt.foreign_writes() if w.action == "persisted"]
+    print("news", len(persisted), flush=True)
     rt.close()
     """
 )
@@ -66,7 +68,8 @@ def _hear(worker: subprocess.Popen[str]) -> str:
 
 def test_twenty_trials_of_two_runtimes_persisting_one_file_lose_no_update(tmp_path: Path):
     """In every trial both runtimes load the same version, then persist at once: exactly
-    one write lands, the other is refused as a conflict, and the file holds the winner's."""
+    one write lands, the other is refused as a conflict, and the file holds the winner's.
+    Each process is told of every persist the other one made."""
     (tmp_path / "shared.py").write_text("def value():\n    return 'start'\n")
     workers = {name: _worker(tmp_path, name) for name in ("a", "b")}
     outcomes = []
@@ -83,11 +86,14 @@ def test_twenty_trials_of_two_runtimes_persisting_one_file_lose_no_update(tmp_pa
             outcomes.append((trial, answers, winners, on_disk))
         for worker in workers.values():
             _say(worker, "")
+        news = {name: _hear(w) for name, w in workers.items()}
     finally:
         for worker in workers.values():
             worker.communicate(timeout=60)
     lost = [o for o in outcomes if len(o[2]) != 1 or f"{o[2][0]!r} + '{o[0]}'" not in o[3]]
     assert lost == [], lost
+    wins = {name: sum(o[2] == [name] for o in outcomes) for name in workers}
+    assert news == {"a": f"news {wins['b']}", "b": f"news {wins['a']}"}
 
 
 def test_a_runtime_is_told_of_another_runtimes_persist(tmp_path: Path):
