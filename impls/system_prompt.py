@@ -12,6 +12,7 @@ from pathlib import Path
 
 import forwardpy
 
+from liveforge.declarations.permissions import Decision, Policy
 from liveforge.declarations.prompt import PromptPart, SystemPrompt
 from liveforge.tools._context import using_runtime
 from liveforge.tools.inspection import inspect_module
@@ -50,12 +51,21 @@ Tool results are cut when long; ask for a narrower part rather than repeating a 
 When you have the answer, say it plainly and stop calling tools."""
 
 
+_PERMISSION_NOTES = {
+    Decision.ASK: " [asks the user first]",
+    Decision.DENY: " [refused in this permission mode]",
+}
+
+
 def _tools_part(prompt: SystemPrompt) -> PromptPart:
+    policy = getattr(prompt.toolbox, "policy", None) or Policy()
     lines = []
     for tool in prompt.toolbox.tools():
         first = (tool.schema.description or "").strip().splitlines()
-        lines.append(f"- {tool.name}: {first[0] if first else ''}".rstrip(": "))
-    return PromptPart(name="tools", title="Tools", text="\n".join(lines))
+        note = _PERMISSION_NOTES.get(policy.decide(tool.name, tool.effect), "")
+        lines.append(f"- {tool.name}: {first[0] if first else ''}".rstrip(": ") + note)
+    head = f"Permission mode: {policy.mode}.\n"
+    return PromptPart(name="tools", title="Tools", text=head + "\n".join(lines))
 
 
 def _project_part(prompt: SystemPrompt) -> PromptPart:

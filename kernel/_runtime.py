@@ -26,6 +26,7 @@ from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
     capture_sources_under,
+    check_module_name,
     importable,
 )
 from liveforge.kernel._stmts import index
@@ -38,6 +39,7 @@ from liveforge.kernel._targets import (
     splice,
 )
 from liveforge.kernel._virtual import VirtualModules
+from liveforge.kernel._watch import FileWatch
 from liveforge.kernel.defaults import EXECUTE_TIMEOUT, KEEP_RUNS
 from liveforge.kernel.errors import (
     ChangeError,
@@ -45,6 +47,7 @@ from liveforge.kernel.errors import (
     PatchSyntaxError,
     ProtectedTarget,
     TargetNotFound,
+    UndecodableSource,
     UnpersistedChanges,
 )
 
@@ -77,6 +80,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         self.keep_runs = keep_runs
         self._sandbox: Sandbox | None = None
         self._init_persistence()
+        self._file_watch = FileWatch(self.project_root)
         self.registry = ModuleRegistry()
         self._history = History()
         self._lock = threading.RLock()
@@ -114,7 +118,11 @@ class Runtime(Checks, Persistence, VirtualModules):
 
     def diff(self, module: str | None = None) -> str:
         """Unified diff of in-memory source against disk, for one module or all changed."""
-        records = [self._record(module)] if module else self.registry.dirty()
+        records = (
+            [self._record(check_module_name(module))]
+            if module is not None
+            else self.registry.dirty()
+        )
         chunks = []
         for record in records:
             label = self._label(record)
@@ -173,6 +181,7 @@ class Runtime(Checks, Persistence, VirtualModules):
 
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
         """Replace a whole module's source; creates a virtual module when none exists."""
+        check_module_name(name)
         self._check_protected(name, name)
         with self._lock:
             if name not in sys.modules and self.registry.get(name) is None and not importable(name):
@@ -187,6 +196,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         With `dependents`, modules that imported names from it with `from ... import` get
         those names re-bound (functions and classes are live anyway; constants are not).
         """
+        check_module_name(module)
         self._check_protected(module, module)
         with self._lock:
             record = self._record(module)
@@ -243,9 +253,9 @@ class Runtime(Checks, Persistence, VirtualModules):
         same module (newest first). Returns the changes rolled back."""
         with self._lock:
             live = self._history.live()
-            if not live:
+            if change_id is None and not live:
                 raise ChangeError("there is nothing to roll back: no live changes.")
-            change = self._history.get(change_id) if change_id else live[-1]
+            change = self._history.get(change_id) if change_id is not None else live[-1]
             if change.status is ChangeStatus.ROLLED_BACK:
                 raise ChangeError(
                     f"change {change.id} is already rolled back.", change_id=change.id
@@ -263,7 +273,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         with self._lock:
             later = (
                 self._history.after(self._history.get(change_id))
-                if change_id
+                if change_id is not None
                 else self._history.live()
             )
             self._check_undoable(later)
@@ -279,9 +289,29 @@ class Runtime(Checks, Persistence, VirtualModules):
         """Run code in this process (REPL style, output captured); `rt` names this runtime.
 
         Errors in the code come back in the result; a runaway loop is interrupted at the
-        timeout. For risky code use `verify`, which runs in a killable sandbox.
+        timeout. For risky code use `verify`, which runs in a killable sandbox. Project
+        files the code writes are listed in the result (with a diff) and `unpersist()`
+        puts them back.
         """
-        return execute(code, self.namespace, timeout)
+        self._file_watch.start()
+        stack = len(self._persist_stack)
+        try:
+            result = execute(code, self.namespace, timeout)
+        finally:
+            # what the code persisted through this runtime is undone as that persist
+            persisted = {p for u in self._persist_stack[stack:] for p in u.record.paths}
+            written = self._file_watch.changes(exclude=persisted)
+            if written is not None and written.record.backups:
+                self.record_file_writes(written.record, written.diff)
+        if written is None:
+            return result
+        return result.model_copy(
+            update={
+                "files_changed": written.paths,
+                "files_diff": written.diff,
+                "files_unrestorable": written.unrestorable,
+            }
+        )
 
     # -- internals --------------------------------------------------------------------------
 
@@ -384,14 +414,7 @@ class Runtime(Checks, Persistence, VirtualModules):
                 )
 
     def _split(self, target: str) -> tuple[str, list[str]]:
-        parts = target.split(".")
-        if not target or not all(p.isidentifier() for p in parts):
-            raise TargetNotFound(
-                target,
-                [],
-                hint="A target is a dotted path such as "
-                "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.",
-            )
+        parts = check_module_name(target, what="dotted path").split(".")
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
             if name in sys.modules or self.registry.get(name) or importable(name):
@@ -404,6 +427,8 @@ class Runtime(Checks, Persistence, VirtualModules):
         if record is None:
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)
+            except UndecodableSource:
+                raise
             except Exception as exc:
                 raise PatchError(
                     f"importing {name!r} failed ({type(exc).__name__}: {exc}); "

@@ -6,6 +6,9 @@
      │    ├── PatchExecutionError     new source raised while executing
      │    └── UnsupportedChange       the change cannot be made in place (e.g. __slots__)
      ├── TargetNotFound               no such dotted path (close matches)  (+ LookupError)
+     ├── InvalidName                  '', '.', '../x' as a module name or path (+ ValueError)
+     ├── UndecodableSource            a source file that is not text in its encoding
+     │                                                                    (+ UnicodeError)
      ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
@@ -84,6 +87,34 @@ class TargetNotFound(LiveforgeError, LookupError):
             message += "; close matches: " + ", ".join(self.suggestions)
         message += ". " + (hint or "Check the dotted path (inspect the parent to list names).")
         super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class InvalidName(LiveforgeError, ValueError):
+    """A module name or dotted path that cannot name anything (``''``, ``'.'``, ``'../x'``)."""
+
+    def __init__(self, name: str, *, what: str = "module name") -> None:
+        self.name = name
+        super().__init__(
+            f"{name!r} is not a valid {what}: it must be dotted Python identifiers such as "
+            "'pkg.mod' or 'pkg.mod.Class.method' (no slashes, no empty parts, no keywords). "
+            "Nothing was changed."
+        )
+
+
+class UndecodableSource(LiveforgeError, UnicodeError):
+    """A Python source file whose bytes are not text in its declared (or default) encoding."""
+
+    def __init__(self, path: str, encoding: str, detail: str) -> None:
+        self.path = path
+        self.encoding = encoding
+        super().__init__(
+            f"{path} cannot be read as {encoding} text ({detail}), so liveforge cannot load "
+            "it as Python source. Save it as UTF-8, or declare its encoding on the first or "
+            "second line (PEP 263), e.g. '# -*- coding: latin-1 -*-'."
+        )
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -21,10 +21,12 @@ from pathlib import Path
 import liveforge.impls  # noqa: F401  (registers every @impl body)
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import Compactor, ContextSettings
+from liveforge.declarations.permissions import Approver, Policy
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.toolbox import Toolbox
+from liveforge.impls.approvals import persist_guard
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name
@@ -58,6 +60,8 @@ def build_agent(
     context: ContextSettings | None = None,
     tool_packages: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    policy: Policy | None = None,
+    approver: Approver | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
@@ -66,13 +70,18 @@ def build_agent(
     the runtime (self-patches only once a turn ended cleanly with them);
     `agent.session.live.restored` says how each one went. The agent's runtime refuses
     patches to `liveforge.declarations` (by file location): the contracts and the
-    turn-boundary watchdog stay whole whatever the agent patches.
+    turn-boundary watchdog stay whole whatever the agent patches. `policy`
+    (default: `[tool.liveforge.permissions]`, else ``ask``) decides which tool calls run;
+    `approver` answers the ones it asks about — without one they are refused, so an agent
+    driven by a program changes nothing unless its policy allows it.
     """
-    root = Path(project_root).resolve()
-    if provider is None:
-        from liveforge.config import build_provider, load_config
+    from liveforge.config import build_provider, load_config
 
+    root = Path(project_root).resolve()
+    if provider is None or policy is None:
         config = load_config(root, env)
+        policy = policy or config.permissions.policy()
+    if provider is None:
         provider = build_provider(config, env)
         settings = settings or config.agent_settings()
         context = context or config.context
@@ -89,7 +98,11 @@ def build_agent(
         session.restore(runtime, settings.self_packages)
     runtime.protect(_DECLARATIONS)
     toolbox = Toolbox(
-        runtime=runtime, packages=list(tool_packages or []), limit=context.tool_result_limit
+        runtime=runtime,
+        packages=list(tool_packages or []),
+        limit=context.tool_result_limit,
+        policy=policy,
+        approver=approver,
     )
     agent = Agent(
         runtime=runtime,
@@ -101,6 +114,7 @@ def build_agent(
         settings=settings,
     )
     runtime.add_persist_guard(functools.partial(self_test_guard, agent))
+    runtime.add_persist_guard(functools.partial(persist_guard, toolbox))
     # Re-applied self-patches have not run the loop yet in this process: on probation.
     epoch = f"{session.epoch}:"
     agent.safety_net().hold(
@@ -113,9 +127,18 @@ def build_agent(
     return agent
 
 
-def open_toolbox(rt: Runtime) -> Toolbox:
-    """The toolbox over `rt`: liveforge's tools plus the project's own tools package."""
+def open_toolbox(
+    rt: Runtime, *, policy: Policy | None = None, approver: Approver | None = None
+) -> Toolbox:
+    """The toolbox over `rt`: liveforge's tools plus the project's own tools package, under
+    `policy` (default: ask, with nobody to ask — enough for the read and check tools)."""
     from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
 
     packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
-    return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
+    return Toolbox(
+        runtime=rt,
+        packages=packages,
+        limit=1_000_000,
+        policy=policy or Policy(),
+        approver=approver,
+    )

@@ -13,6 +13,8 @@ tree below is complete and true.
   * ImplSignatureError [TypeError] — an @impl body does not fit its declaration
   * ContractFieldError [TypeError] — a declaration built with an unknown or without a field
   * TargetNotFound [LookupError] — no such dotted path
+  * InvalidName [ValueError] — '', '.', '../x' given as a module name or dotted path
+  * UndecodableSource [UnicodeError] — a source file that is not text in its encoding
   * ProtectedTarget [PermissionError] — the kernel (or another protected file) refuses patches
   * UnpersistedChanges — a reload would drop in-memory changes
   * ChangeError [LookupError] — no such change, or it cannot be rolled back
@@ -79,6 +81,7 @@ from liveforge.kernel.errors import (
     ChangeError,
     ConfigError,
     ExecutionTimeout,
+    InvalidName,
     LiveforgeError,
     PatchError,
     PatchExecutionError,
@@ -88,6 +91,7 @@ from liveforge.kernel.errors import (
     ProtectedTarget,
     SandboxError,
     TargetNotFound,
+    UndecodableSource,
     UnpersistedChanges,
     UnsafePath,
     UnsupportedChange,
@@ -109,6 +113,7 @@ __all__ = [
     "ExecutionTimeout",
     "ExitCode",
     "ImplSignatureError",
+    "InvalidName",
     "LiveforgeError",
     "MalformedResponse",
     "ModelNotFound",
@@ -132,6 +137,7 @@ __all__ = [
     "StreamInterrupted",
     "TargetNotFound",
     "ToolDefinitionError",
+    "UndecodableSource",
     "UnpersistedChanges",
     "UnsafePath",
     "UnsupportedChange",

@@ -1,11 +1,13 @@
 """`liveforge run -p PROMPT`: one non-interactive agent task; the exit code says how it went.
 
 Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, runaway,
-provider error), 3 when liveforge itself failed, 130 when interrupted. Tools that write
-files (persist) run only with `--yes`; without it the model is told the call was declined.
-With `--json` one object is printed at the end, however the turn went — a fault of the
-agent machinery included: the answer, the changes, self-patches rolled back, what a resume
-re-applied, the sandbox runs, token usage, the session, and under `fault` what failed.
+provider error), 3 when liveforge itself failed, 130 when interrupted. Nobody is there to
+answer a permission question, so
+in `ask` mode (the default) every call that would ask is refused with a message the model
+can act on; `--mode auto-edit`, `--mode full-auto` (or `--yes`) let more run. With `--json`
+one object is printed at the end, however the turn went — a fault of the agent machinery
+included: the answer, the changes, self-patches rolled back, what a resume re-applied, the
+sandbox runs, token usage, the session, and under `fault` what failed.
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from typing import Any
 
 from rich.console import Console
 
-from liveforge.cli._agent import drive_turn, make_agent, model_name
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
+from liveforge.cli._agent import drive_turn, make_agent, model_name, policy_of
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    add_mode,
+    chosen_mode,
+    emit,
+    project_dir,
+)
 from liveforge.cli._render import Renderer
 
 __all__ = ["register"]
@@ -41,9 +51,7 @@ def register(commands: Any) -> None:
         metavar="ID",
         help="continue a session (the latest when no ID is given)",
     )
-    parser.add_argument(
-        "--yes", action="store_true", help="allow tools that write files (persist) without asking"
-    )
+    add_mode(parser)
     add_common(parser)
     parser.set_defaults(handler=_run)
 
@@ -99,8 +107,9 @@ def _run(args: argparse.Namespace) -> int:
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
-    agent, approval = make_agent(project_dir(args), model=args.model, resume=args.resume)
-    approval.approver = lambda modules: bool(args.yes)
+    agent = make_agent(
+        project_dir(args), model=args.model, resume=args.resume, mode=chosen_mode(args)
+    )
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))
@@ -118,6 +127,7 @@ def _run(args: argparse.Namespace) -> int:
         "command": "run",
         "project": str(agent.runtime.project_root),
         "reason": ended.reason if ended else "error",
+        "mode": policy_of(agent).mode,
         "answer": collector.answer,
         "patches": collector.patches,
         "runs": collector.runs,

@@ -24,13 +24,14 @@ CHILD = textwrap.dedent("""
     import asyncio, sys
     from pydantic import SecretStr
     from liveforge.agent_setup import build_agent
+    from liveforge.declarations.permissions import Policy
     from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 
     root, url = sys.argv[1], sys.argv[2]
     route = Route(name="anthropic:test-model", protocol="anthropic", model="test-model",
                   base_url=url, credentials=[Credential(name="k", key=SecretStr({key!r}))])
     agent = build_agent(root, provider=Provider([route], retry=RetryPolicy(max_attempts=1)),
-                        env={{}})
+                        env={{}}, policy=Policy(mode="full-auto"))
     print(agent.session.id, flush=True)
 
     async def main():
