@@ -83,8 +83,10 @@ class Toolbox(Contract):
     packages: list[str] = fresh(list)
     """Empty: liveforge's own tools, then each `<package>.tools` of the project."""
     limit: int
-    policy: Policy
-    approver: Approver | None
+    policy: Policy = fresh(Policy)
+    """The permission mode and rules; the default is ``ask``."""
+    approver: Approver | None = None
+    """Answers the calls the policy asks about; None: nobody can say yes."""
 
     def tools(self) -> list[Tool]:
         """The tools visible now, in package, module and ``__all__`` order."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import forwardpy
 
-from liveforge.declarations.permissions import Decision, Policy
+from liveforge.declarations.permissions import Decision
 from liveforge.declarations.prompt import PromptPart, SystemPrompt
 from liveforge.tools._context import using_runtime
 from liveforge.tools.inspection import inspect_module
@@ -58,7 +58,7 @@ _PERMISSION_NOTES = {
 
 
 def _tools_part(prompt: SystemPrompt) -> PromptPart:
-    policy = getattr(prompt.toolbox, "policy", None) or Policy()
+    policy = prompt.toolbox.policy
     lines = []
     for tool in prompt.toolbox.tools():
         first = (tool.schema.description or "").strip().splitlines()
