@@ -21,7 +21,8 @@ def _run(sample: Path, fake: FakeProvider, *args: str) -> tuple[int, dict, str]:
         "ANTHROPIC_API_KEY": "test-key",
         "LIVEFORGE_MODEL": "anthropic:test-model",
     }
-    result = run_cli("run", *args, "--json", cwd=sample, **env)
+    # memory patches run without a question in auto-edit; `run` has nobody to ask
+    result = run_cli("run", *args, "--mode", "auto-edit", "--json", cwd=sample, **env)
     data = json.loads(result.stdout) if result.stdout.strip() else {}
     return result.returncode, data, result.stderr
 
