@@ -1,0 +1,81 @@
+"""Running the gateway: bind rules, uvicorn, and a clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from liveforge.kernel.errors import ConfigError
+
+__all__ = ["is_loopback", "serve"]
+
+TOKEN_VARIABLE = "LIVEFORGE_GATEWAY_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str) -> None:
+    """Refuse to listen beyond loopback without a token."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"listening on {host} lets other machines drive this project; set a token in "
+            f"{TOKEN_VARIABLE} (clients send it in connect), or listen on 127.0.0.1",
+            key="serve.host",
+        )
+
+
+def serve(
+    project: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str = "",
+    allowed_origins: tuple[str, ...] = (),
+    announce: TextIO | None = None,
+) -> None:
+    """Serve `project` until interrupted; prints the address once it listens."""
+    check_bind(host, token)
+    asyncio.run(_serve(project, host, port, token, allowed_origins, announce or sys.stdout))
+
+
+async def _serve(
+    project: Path,
+    host: str,
+    port: int,
+    token: str,
+    allowed_origins: tuple[str, ...],
+    announce: TextIO,
+) -> None:
+    import uvicorn
+
+    from liveforge.gateway.app import build_app
+    from liveforge.gateway.core import Gateway
+
+    gateway = Gateway(project)
+    await gateway.start()
+    app = build_app(gateway, token=token, allowed_origins=allowed_origins)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            bound = server.servers[0].sockets[0].getsockname()
+            shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+            announce.write(f"liveforge gateway on http://{shown}:{bound[1]}/ (project {project})\n")
+            announce.flush()
+        await task
+    finally:
+        await gateway.stop()
