@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
+from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel.errors import ConfigError
 
 __all__ = ["LiveforgeConfig", "ProviderConfig", "build_provider", "load_config", "parse_model"]
@@ -129,6 +130,10 @@ class LiveforgeConfig(BaseModel):
     (`[tool.liveforge.agent]`)."""
     context: ContextSettings | None = None
     """Context window and compaction (`[tool.liveforge.context]`)."""
+    gateway: GatewaySettings | None = None
+    """`liveforge serve`: approvals and the Telegram channel (`[tool.liveforge.gateway]`)."""
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    """Scheduled runs of the gateway (`[[tool.liveforge.schedule]]`)."""
 
     @field_validator("model")
     @classmethod

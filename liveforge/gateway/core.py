@@ -78,18 +78,22 @@ class Gateway:
 
     # -- requests --------------------------------------------------------------------------
 
-    async def request(self, client: Client, message: Any) -> dict[str, Any]:
-        """Answer one client request (after `connect`); raises GatewayError to refuse."""
+    async def request(self, client: Client | None, message: Any) -> dict[str, Any]:
+        """Answer one client request (after `connect`); raises GatewayError to refuse.
+        A run requested without a client (a scheduled one) reports to its session's
+        watchers."""
         handler = getattr(self, "_" + message.type.replace(".", "_"))
         result: dict[str, Any] = await handler(client, message)
         return result
 
-    async def _run(self, client: Client, message: Any) -> dict[str, Any]:
+    async def _run(self, client: Client | None, message: Any) -> dict[str, Any]:
         self.store.ensure_session(message.session, message.input)
         run, duplicate = self.store.add_run(message.session, message.input, message.idempotency_key)
-        self.watchers.setdefault(message.session, set()).add(client)
+        if client is not None:
+            self.watchers.setdefault(message.session, set()).add(client)
         if not duplicate:
-            self.owners[run.id] = client
+            if client is not None:
+                self.owners[run.id] = client
             await self._status(run, "queued", position=self._position(run.id))
             self._wake.set()
         return {"run": run.id, "session": run.session, "status": run.status, "duplicate": duplicate}
@@ -158,7 +162,7 @@ class Gateway:
     async def _runs_list(self, client: Client, message: Any) -> dict[str, Any]:
         runs = [r.public() for r in self.store.runs(message.session)]
         checks = self._reply(await self.worker.query("checks")) if self.worker.alive else {}
-        return {"runs": runs, **checks}
+        return {"runs": runs, "missed_schedules": self.store.missed(), **checks}
 
     async def _health(self, client: Client, message: Any) -> dict[str, Any]:
         return {
@@ -170,6 +174,7 @@ class Gateway:
             "running": self.current.id if self.current else None,
             "queued": len(self.store.queued()),
             "interrupted": [r.id for r in self.interrupted],
+            "missed_schedules": self.store.missed(),
         }
 
     @staticmethod

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from liveforge.gateway.core import Gateway
 
 __all__ = ["is_loopback", "serve"]
 
@@ -59,14 +64,21 @@ async def _serve(
 ) -> None:
     import uvicorn
 
+    from liveforge.config import load_config
     from liveforge.gateway.app import build_app
     from liveforge.gateway.core import Gateway
 
-    gateway = Gateway(project)
+    config = load_config(project)
+    settings = config.gateway or GatewaySettings()
+    gateway = Gateway(project, approval_timeout=settings.approval_timeout)
     await gateway.start()
+    extras = _extras(gateway, settings, config.schedule)
+    for extra in extras:
+        await extra.start()
     app = build_app(gateway, token=token, allowed_origins=allowed_origins)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
+    )
     task = asyncio.create_task(server.serve())
     try:
         while not server.started and not task.done():
@@ -78,4 +90,36 @@ async def _serve(
             announce.flush()
         await task
     finally:
+        for extra in extras:
+            await extra.stop()
         await gateway.stop()
+
+
+def _extras(
+    gateway: Gateway, settings: GatewaySettings, schedule: list[ScheduleEntry]
+) -> list[Any]:
+    """The Telegram channel (when configured and its token is set) and the scheduler."""
+    from liveforge.gateway.schedule import Scheduler
+    from liveforge.gateway.telegram import TelegramChannel
+
+    extras: list[Any] = []
+    telegram: TelegramChannel | None = None
+    if settings.telegram is not None:
+        bot_token = os.environ.get(settings.telegram.token_env, "")
+        if not bot_token:
+            raise ConfigError(
+                f"[gateway.telegram] is configured but {settings.telegram.token_env} is not "
+                "set; export the bot token from @BotFather, or remove the table",
+                key="gateway.telegram.token_env",
+            )
+        telegram = TelegramChannel(gateway, settings.telegram, bot_token)
+        extras.append(telegram)
+
+    def deliver(entry: ScheduleEntry, session: str) -> Any:
+        if entry.deliver.startswith("telegram:") and telegram is not None:
+            return telegram.for_chat(int(entry.deliver.split(":", 1)[1]))
+        return None
+
+    if schedule:
+        extras.append(Scheduler(gateway, schedule, deliver))
+    return extras

@@ -38,6 +38,17 @@ CREATE TABLE IF NOT EXISTS runs (
     answer TEXT NOT NULL DEFAULT '',
     error TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS schedules (
+    name TEXT PRIMARY KEY,
+    last REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS missed (
+    name TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    first REAL NOT NULL,
+    last REAL NOT NULL,
+    noted REAL NOT NULL
+);
 CREATE UNIQUE INDEX IF NOT EXISTS runs_idem ON runs(idem) WHERE idem <> '';
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session, created);
 """
@@ -204,3 +215,30 @@ class GatewayStore:
                 error="the gateway stopped during this run; send the input again to go on",
             )
         return [r for r in (self.run(x.id) for x in interrupted) if r], self.queued()
+
+    # -- schedules -----------------------------------------------------------------------
+
+    def schedule_last(self, name: str) -> float | None:
+        """When the schedule `name` was last checked (None: never)."""
+        row = self._db.execute("SELECT last FROM schedules WHERE name = ?", (name,)).fetchone()
+        return float(row["last"]) if row else None
+
+    def set_schedule_last(self, name: str, when: float) -> None:
+        """Remember that `name` was checked up to `when`."""
+        self._db.execute(
+            "INSERT INTO schedules(name, last) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET last = excluded.last",
+            (name, when),
+        )
+
+    def add_missed(self, name: str, count: int, first: float, last: float) -> None:
+        """Record firings of `name` that fell while the gateway was down."""
+        self._db.execute(
+            "INSERT INTO missed(name, count, first, last, noted) VALUES (?, ?, ?, ?, ?)",
+            (name, count, first, last, time.time()),
+        )
+
+    def missed(self) -> list[dict[str, object]]:
+        """Every recorded gap, newest first."""
+        rows = self._db.execute("SELECT * FROM missed ORDER BY noted DESC").fetchall()
+        return [dict(row) for row in rows]
