@@ -55,7 +55,7 @@ def test_the_ui_runs_a_task_with_a_diff_a_check_and_an_approval(sample: Path, tm
             )
             assert answer == "ten units"
             badge = browser.evaluate("document.querySelector('.change .status').textContent")
-            assert badge.startswith("verified")
+            assert badge == "persisted"
             added = browser.evaluate("document.querySelector('.change .add') !== null")
             assert added
             browser.wait_for("document.querySelectorAll('#checks .check.ok').length > 0")
