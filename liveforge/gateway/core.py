@@ -231,7 +231,7 @@ class Gateway:
             seq = self.seq[run.id]
             self.seq[run.id] = seq + 1
             event = {"type": "event", "run": run.id, "session": run.session, "seq": seq}
-            await self._fan_out(run, {**event, "event": message["event"]})
+            await self._fan_out(run, {**event, "at": message["at"], "event": message["event"]})
         elif kind == "ask":
             await self._ask(run, message["request"], message["question"])
         elif kind == "ended":

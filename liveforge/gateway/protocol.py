@@ -137,6 +137,7 @@ class Event(_Message):
     run: str
     session: str
     seq: int = Field(ge=0, description="position of the event in its run, from 0")
+    at: float = Field(description="when the agent produced the event (server clock, Unix s)")
     event: dict[str, Any]
 
 

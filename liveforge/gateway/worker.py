@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -119,7 +120,7 @@ class Worker:
                     self.cancelled = ""
                     agent.cancel()
                 data = event.model_dump(mode="json")
-                self.channel.send("event", run=run, event=data)
+                self.channel.send("event", run=run, event=data, at=time.time())
                 if data["type"] == "final_answer":
                     answer = data["text"]
                 elif data["type"] == "turn_ended":

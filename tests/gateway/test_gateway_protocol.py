@@ -209,3 +209,22 @@ def test_http_health_answers(gateway):
 def test_invalid_status_is_importable():
     """The websockets client's handshake error type is what cross-origin refusals raise."""
     assert issubclass(InvalidStatus, Exception)
+
+
+def test_steer_cancels_the_running_turn_and_runs_next(gateway, fake):
+    """Steering a busy session stops its turn and runs the new input before queued ones."""
+    nap = {"code": "import time\ntime.sleep(3)"}
+    fake.add(reply.tool_call("execute", nap), reply.text("steered answer"), reply.text("queued"))
+    client = Client(gateway.ws_url)
+    first = client.request("run", session="main", input="slow")["result"]["run"]
+    client.until(lambda m: m.get("event", {}).get("type") == "tool_started")
+    later = client.request("run", session="other", input="waits")["result"]["run"]
+    steered = client.request("steer", session="main", input="do this instead")["result"]["run"]
+    statuses = [
+        m
+        for m in client.until(ended(later))
+        if m["type"] == "run_status" and m["status"] != "queued"
+    ]
+    order = [(m["run"], m["status"]) for m in statuses if m["status"] != "running"]
+    assert order == [(first, "aborted"), (steered, "done"), (later, "done")]
+    client.close()
