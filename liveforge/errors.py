@@ -46,6 +46,7 @@ tree below is complete and true.
       * ContextOverflowError
     * StreamInterrupted
   * CommandError — a command-line usage error, with its exit code
+  * GatewayError — the gateway refused a client's request (the message says why)
 
 Not errors but signals, internal to one concern and never shown to a user: `CallCancelled`
 (a cancelled model call), `DeadlineExceeded` (a BaseException the toolbox deadline raises
@@ -76,6 +77,7 @@ from liveforge.declarations.provider_errors import (
 )
 from liveforge.declarations.session import SessionBusy, SessionError
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
+from liveforge.gateway.core import GatewayError
 from liveforge.kernel._forward import ImplSignatureError
 from liveforge.kernel.errors import (
     ChangeError,
@@ -112,6 +114,7 @@ __all__ = [
     "ContractFieldError",
     "ExecutionTimeout",
     "ExitCode",
+    "GatewayError",
     "ImplSignatureError",
     "InvalidName",
     "LiveforgeError",
