@@ -132,7 +132,9 @@ def build_request(
         "accept": "text/event-stream" if stream else "application/json",
         **route.extra_headers,
     }
-    if api_key:
+    if api_key and route.key_header:
+        headers[route.key_header] = api_key
+    elif api_key:
         headers["authorization"] = f"Bearer {api_key}"
     url = route.base_url.rstrip("/") + "/chat/completions"
     return HttpCall(url=url, headers=headers, body=body)
