@@ -68,11 +68,13 @@ class Toolbox(forwardpy.Object):
     """Which tools the model sees now, and dispatching its calls.
 
     ``packages`` are the tool packages scanned, in priority order (a name taken by an
-    earlier package hides later ones); ``limit`` bounds every result's characters.
+    earlier package hides later ones); ``modules`` (optional) are single tool modules scanned
+    after them, e.g. plugins' tools; ``limit`` bounds every result's characters.
     """
 
     runtime: Runtime
     packages: list[str]
+    modules: list[str]
     limit: int
 
     def tools(self) -> list[Tool]:

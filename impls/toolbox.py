@@ -103,6 +103,8 @@ def _discover(box: Toolbox) -> tuple[list[Tool], list[str]]:
             continue
         for module_name in _tool_module_names(package):
             _collect(module_name, tools, problems)
+    for module_name in getattr(box, "modules", None) or ():
+        _collect(module_name, tools, problems)
     return list(tools.values()), problems
 
 

@@ -20,11 +20,13 @@ from pathlib import Path
 import liveforge.impls  # noqa: F401  (registers every @impl body)
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import Compactor, ContextSettings
+from liveforge.declarations.plugins import PluginHost
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
+from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name
@@ -46,6 +48,11 @@ def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = Non
     return found
 
 
+def _plugin_tool_modules(plugins: PluginHost) -> list[str]:
+    found = plugins.call("liveforge_tool_modules")
+    return [m for names in found for m in ([names] if isinstance(names, str) else names)]
+
+
 def build_agent(
     project_root: str | Path = ".",
     *,
@@ -56,12 +63,15 @@ def build_agent(
     context: ContextSettings | None = None,
     tool_packages: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    plugins: PluginHost | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
     `provider` defaults to the project's configured models (`liveforge.config`); `resume`
     is a session id or "latest". Resuming re-applies the session's unpersisted changes to
-    the runtime; `agent.session.extra["restored"]` says how each one went.
+    the runtime; `agent.session.extra["restored"]` says how each one went. `plugins`
+    defaults to the installed and project-local ones (`liveforge.declarations.plugins`);
+    their load problems are in `agent.session.extra["plugin_problems"]`.
     """
     root = Path(project_root).resolve()
     if provider is None:
@@ -81,8 +91,12 @@ def build_agent(
         else Session.create(root, secrets=secrets)
     )
     session.extra["restored"] = session.restore(runtime, settings.self_packages) if resume else []
+    plugins = plugins if plugins is not None else PluginHost().load(root)
     toolbox = Toolbox(
-        runtime=runtime, packages=list(tool_packages or []), limit=context.tool_result_limit
+        runtime=runtime,
+        packages=list(tool_packages or []),
+        modules=_plugin_tool_modules(plugins),
+        limit=context.tool_result_limit,
     )
     agent = Agent(
         runtime=runtime,
@@ -93,6 +107,10 @@ def build_agent(
         prompt=SystemPrompt(runtime=runtime, toolbox=toolbox),
         settings=settings,
     )
+    attach(agent, plugins)
+    session.extra["plugin_problems"] = list(plugins.problems)
+    plugins.call("on_session_start", session=session)
+    plugins.call("before_agent_start", agent=agent)
     runtime.add_persist_guard(functools.partial(self_test_guard, agent))
     # Re-applied self-patches have not run the loop yet in this process: on probation.
     epoch = f"{session.extra['epoch']}:"

@@ -31,6 +31,7 @@ from liveforge.cli._agent import (
 from liveforge.cli._common import ExitCode, add_common, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
+from liveforge.impls.plugins import end_session
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ChatApp", "register"]
@@ -113,6 +114,7 @@ class ChatApp:
                 pass
         finally:
             await self.agent.aclose()
+            end_session(self.agent)
             self.agent.runtime.close()
         self.console.print(
             Text(f"transcript saved: {self.agent.session.path}", style="dim"), soft_wrap=True

@@ -20,6 +20,7 @@ from liveforge.cli._agent import drive_turn, make_agent, model_name
 from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
+from liveforge.impls.plugins import end_session
 
 __all__ = ["register"]
 
@@ -103,6 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         ended = asyncio.run(_one_turn(agent, renderer, prompt))
     finally:
+        end_session(agent)
         agent.runtime.close()
     ok = ended is not None and ended.reason == "answer"
     payload = {
