@@ -71,7 +71,7 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     """The README's [tool.liveforge] example loads without a configuration error."""
     from liveforge.config import load_config
 
-    (example,) = _blocks("toml")
+    (example,) = [block for block in _blocks("toml") if "[tool.liveforge]" in block]
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + example)
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40
