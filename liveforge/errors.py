@@ -29,6 +29,7 @@ tree below is complete and true.
   * SessionError — a session could not be opened or written
     * SessionBusy — another front end is running a turn in this project
   * CompactionError — the conversation could not be summarised
+  * SkillNotFound [LookupError] — no usable skill of that name
   * ProviderError — a model request failed (classified for retry and failover)
     * AuthenticationError
     * BillingError
@@ -71,6 +72,7 @@ from liveforge.declarations.provider_errors import (
     StreamInterrupted,
 )
 from liveforge.declarations.session import SessionBusy, SessionError
+from liveforge.declarations.skills import SkillNotFound
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
 from liveforge.kernel._forward import ImplSignatureError
 from liveforge.kernel.errors import (
@@ -126,6 +128,7 @@ __all__ = [
     "ServerError",
     "SessionBusy",
     "SessionError",
+    "SkillNotFound",
     "StreamInterrupted",
     "TargetNotFound",
     "ToolDefinitionError",
