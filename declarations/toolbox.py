@@ -69,12 +69,16 @@ class Toolbox(forwardpy.Object):
 
     ``packages`` are the tool packages scanned, in priority order (a name taken by an
     earlier package hides later ones); ``modules`` (optional) are single tool modules scanned
-    after them, e.g. plugins' tools; ``limit`` bounds every result's characters.
+    after them, e.g. plugins' tools; ``only`` (optional) keeps just the tools it names;
+    ``services`` (optional) are bound for the tools during a call
+    (``liveforge.tools._context.service``); ``limit`` bounds every result's characters.
     """
 
     runtime: Runtime
     packages: list[str]
     modules: list[str]
+    only: list[str] | None
+    services: dict[str, object]
     limit: int
 
     def tools(self) -> list[Tool]:

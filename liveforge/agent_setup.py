@@ -20,10 +20,12 @@ from pathlib import Path
 import liveforge.impls  # noqa: F401  (registers every @impl body)
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import Compactor, ContextSettings
+from liveforge.declarations.permissions import effect_of
 from liveforge.declarations.plugins import PluginHost
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
+from liveforge.declarations.subagents import ChildSpec, SubAgents
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.plugins import attach
@@ -53,6 +55,70 @@ def _plugin_tool_modules(plugins: PluginHost) -> list[str]:
     return [m for names in found for m in ([names] if isinstance(names, str) else names)]
 
 
+def _link(session: Session, parent: Agent, spec: ChildSpec) -> None:
+    """Mark `session` as a sub-agent's, and say so in both transcripts."""
+    session.extra.update(
+        parent_session=parent.session.id, subagent_id=spec.agent_id, subagent_depth=spec.depth
+    )
+    session.note(
+        "parent",
+        f"sub-agent {spec.agent_id} of session {parent.session.id}",
+        parent_session=parent.session.id,
+        parent_transcript=str(parent.session.path),
+        depth=spec.depth,
+    )
+
+
+def _profile_tools(parent: Agent | None, spec: ChildSpec | None) -> list[str] | None:
+    """The tool names a sub-agent's profile allows (None: all of them)."""
+    if parent is None or spec is None or spec.profile == "full":
+        return None
+    return [t.name for t in parent.toolbox.tools() if effect_of(t.func) in ("read", "check")]
+
+
+def _inherited_limits(parent: Agent | None) -> dict[str, int]:
+    """A sub-agent's own sub-agents keep the limits its parent was given."""
+    above = parent.toolbox.services.get("subagents") if parent is not None else None
+    if not isinstance(above, SubAgents):
+        return {}
+    return {
+        "max_depth": above.max_depth,
+        "max_concurrent": above.max_concurrent,
+        "answer_limit": above.answer_limit,
+    }
+
+
+def _child(
+    parent: Agent,
+    spec: ChildSpec,
+    *,
+    settings: AgentSettings,
+    context: ContextSettings,
+    tools: list[str] | None,
+    plugins: PluginHost,
+) -> Agent:
+    """A sub-agent of `parent`: same runtime and plugins, its own provider and session."""
+    routes = parent.provider.routes
+    if spec.model:
+        routes = [
+            r.model_copy(
+                update={"model": spec.model, "name": f"{r.name.partition(':')[0]}:{spec.model}"}
+            )
+            for r in routes
+        ]
+    return build_agent(
+        parent.runtime.project_root,
+        provider=Provider(routes, retry=parent.provider.retry),
+        runtime=parent.runtime,
+        settings=settings,
+        context=context,
+        tool_packages=tools,
+        plugins=plugins,
+        parent=parent,
+        spec=spec,
+    )
+
+
 def build_agent(
     project_root: str | Path = ".",
     *,
@@ -64,6 +130,8 @@ def build_agent(
     tool_packages: list[str] | None = None,
     env: Mapping[str, str] | None = None,
     plugins: PluginHost | None = None,
+    parent: Agent | None = None,
+    spec: ChildSpec | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
@@ -71,7 +139,9 @@ def build_agent(
     is a session id or "latest". Resuming re-applies the session's unpersisted changes to
     the runtime; `agent.session.extra["restored"]` says how each one went. `plugins`
     defaults to the installed and project-local ones (`liveforge.declarations.plugins`);
-    their load problems are in `agent.session.extra["plugin_problems"]`.
+    their load problems are in `agent.session.extra["plugin_problems"]`. `parent` and
+    `spec` build a sub-agent (`liveforge.declarations.subagents`): its session is linked to
+    the parent's, and it shares the parent's runtime.
     """
     root = Path(project_root).resolve()
     if provider is None:
@@ -91,11 +161,15 @@ def build_agent(
         else Session.create(root, secrets=secrets)
     )
     session.extra["restored"] = session.restore(runtime, settings.self_packages) if resume else []
+    if parent is not None and spec is not None:
+        _link(session, parent, spec)
     plugins = plugins if plugins is not None else PluginHost().load(root)
     toolbox = Toolbox(
         runtime=runtime,
         packages=list(tool_packages or []),
         modules=_plugin_tool_modules(plugins),
+        only=_profile_tools(parent, spec),
+        services={},
         limit=context.tool_result_limit,
     )
     agent = Agent(
@@ -108,6 +182,12 @@ def build_agent(
         settings=settings,
     )
     attach(agent, plugins)
+    build = functools.partial(
+        _child, agent, settings=settings, context=context, tools=tool_packages, plugins=plugins
+    )
+    toolbox.services["subagents"] = SubAgents(
+        agent, build, depth=spec.depth if spec else 0, **_inherited_limits(parent)
+    )
     session.extra["plugin_problems"] = list(plugins.problems)
     plugins.call("on_session_start", session=session)
     plugins.call("before_agent_start", agent=agent)

@@ -32,6 +32,7 @@ from liveforge.cli._common import ExitCode, add_common, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
 from liveforge.impls.plugins import end_session
+from liveforge.impls.subagents import close_subagents
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ChatApp", "register"]
@@ -114,6 +115,7 @@ class ChatApp:
                 pass
         finally:
             await self.agent.aclose()
+            close_subagents(self.agent)
             end_session(self.agent)
             self.agent.runtime.close()
         self.console.print(

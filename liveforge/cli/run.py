@@ -21,6 +21,7 @@ from liveforge.cli._common import CommandError, ExitCode, add_common, emit, proj
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.plugins import end_session
+from liveforge.impls.subagents import close_subagents
 
 __all__ = ["register"]
 
@@ -104,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         ended = asyncio.run(_one_turn(agent, renderer, prompt))
     finally:
+        close_subagents(agent)
         end_session(agent)
         agent.runtime.close()
     ok = ended is not None and ended.reason == "answer"

@@ -153,6 +153,7 @@ class FakeProvider:
         model: str = "test-model",
     ) -> None:
         self.script: list[Reply | Fault] = list(script)
+        self.by_model: dict[str, list[Reply | Fault]] = {}
         self.dialect = dialect
         self.keys = set(keys) if keys is not None else None
         self.model = model
@@ -227,10 +228,11 @@ class FakeProvider:
 
     # -- script ----------------------------------------------------------------------------
 
-    def add(self, *items: Reply | Fault) -> None:
-        """Append items to the script."""
+    def add(self, *items: Reply | Fault, model: str | None = None) -> None:
+        """Append items to the script; with `model`, to a script only requests naming that
+        model take from (so concurrent callers on different models each get their own)."""
         with self._lock:
-            self.script.extend(items)
+            (self.by_model.setdefault(model, []) if model else self.script).extend(items)
 
     @property
     def remaining(self) -> int:
@@ -241,8 +243,10 @@ class FakeProvider:
         with self._lock:
             self.requests.append(request)
 
-    def _next(self) -> Reply | Fault | None:
+    def _next(self, model: str) -> Reply | Fault | None:
         with self._lock:
+            if self.by_model.get(model):
+                return self.by_model[model].pop(0)
             if self._served >= len(self.script):
                 return None
             item = self.script[self._served]
@@ -267,7 +271,8 @@ class FakeProvider:
             record.outcome = "fault"
             self._error(handler, protocol, Fault("auth"), request_id)
             return
-        item = self._next()
+        model = str(body.get("model") or _path_model(record.path) or self.model)
+        item = self._next(model)
         if item is None:
             item = Fault(
                 "bad_request",
@@ -278,7 +283,6 @@ class FakeProvider:
             record.outcome = "fault"
             self._error(handler, protocol, item, request_id)
             return
-        model = str(body.get("model") or _path_model(record.path) or self.model)
         msg_id = f"{_ID_PREFIX[protocol]}_fake{next(self._ids):06d}"
         if not record.stream:
             self._whole(handler, protocol, item, model, size, msg_id, request_id)
