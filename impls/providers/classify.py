@@ -28,7 +28,13 @@ from liveforge.declarations.provider_errors import (
     ServerError,
 )
 
-__all__ = ["is_context_overflow", "make_error", "malformed_reason", "parse_retry_after"]
+__all__ = [
+    "body_message",
+    "is_context_overflow",
+    "make_error",
+    "malformed_reason",
+    "parse_retry_after",
+]
 
 _TYPE_CLASSES: dict[str, type[ProviderError]] = {
     "authentication_error": AuthenticationError,
@@ -126,6 +132,11 @@ def make_error(
         error_type=error_type,
         retry_after=parse_retry_after(headers or {}),
     )
+
+
+def body_message(body: bytes, status: int) -> str:
+    """The message of an error body that is not the protocol's JSON: its text, cut."""
+    return body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

@@ -41,7 +41,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import GeminiWire, HttpCall, Route, StreamDecoder
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
-from liveforge.impls.providers.classify import make_error, malformed_reason
+from liveforge.impls.providers.classify import body_message, make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 __all__ = ["GeminiStreamDecoder", "model_url"]
@@ -244,7 +244,7 @@ def classify_error(
     try:
         kind, message, _, delay = error_fields(json.loads(body))
     except (json.JSONDecodeError, UnicodeDecodeError):
-        kind, message = None, body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
+        kind, message = None, body_message(body, status)
     merged = dict(headers)
     if delay and "retry-after" not in headers:
         merged["retry-after"] = delay

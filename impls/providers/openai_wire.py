@@ -36,7 +36,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import HttpCall, OpenAIWire, Route, StreamDecoder
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
-from liveforge.impls.providers.classify import make_error, malformed_reason
+from liveforge.impls.providers.classify import body_message, make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 _STOP: dict[str, StopReason] = {
@@ -236,7 +236,7 @@ def classify_error(
     try:
         kind, message, _ = error_fields(json.loads(body))
     except (json.JSONDecodeError, UnicodeDecodeError):
-        kind, message = None, body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
+        kind, message = None, body_message(body, status)
     return make_error(
         route,
         status=status,
