@@ -25,17 +25,12 @@ from liveforge.declarations.subagents import (
     SubAgentStatus,
 )
 from liveforge.impls.agent_turn import agent_state
+from liveforge.impls.session_store import close_transcript
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
 
-__all__ = ["close_subagents", "depth_of"]
-
-
-def depth_of(agent: Agent) -> int:
-    """How deep `agent` is among sub-agents (0: not a sub-agent)."""
-    depth: int = agent.session.extra.get("subagent_depth", 0)
-    return depth
+__all__ = ["close_subagents"]
 
 
 class _Child:
@@ -83,8 +78,18 @@ class _Child:
             reason, self.error = "error", f"{type(exc).__name__}: {exc}"
         finally:
             timer.cancel()
-            await self.agent.provider.aclose()
+            await self._release()
         self.status = self._final_status(reason)
+
+    async def _release(self) -> None:
+        """What `Agent.aclose` frees, except the runtime: it is the parent's. A later
+        `send` opens them again."""
+        state = agent_state(self.agent)
+        if state.executor is not None:
+            state.executor.shutdown(wait=False, cancel_futures=True)
+            state.executor = None
+        close_transcript(self.agent.session)
+        await self.agent.provider.aclose()
 
     async def _turn(self, text: str) -> str:
         reason = "answer"
@@ -234,6 +239,6 @@ def cancel_all(self: SubAgents, *, wait: float = 10) -> None:
 
 def close_subagents(agent: Agent) -> None:
     """Cancel the sub-agents `agent` spawned that still run (its front end is closing)."""
-    agents = agent.toolbox.services.get("subagents") if hasattr(agent.toolbox, "services") else None
+    agents = (getattr(agent.toolbox, "services", None) or {}).get("subagents")
     if isinstance(agents, SubAgents):
         agents.cancel_all()
