@@ -18,6 +18,12 @@ read or check (`liveforge.declarations.permissions`). Its result is its final an
 clipped to a bound with a pointer to its transcript, so the parent's context stays small.
 `send(id, text)` steers one: the text becomes its next turn, right after the current one.
 
+A *forked* sub-agent (`fork=True`) runs in a process of its own, on a copy of the parent's
+live state (the parent's unpersisted changes applied to a fresh runtime), without the tools
+that write files or run shells. Its patches stay there: its result lists the modules it
+changed, and they reach the parent only through `accept(id)`, all in one transaction, and
+only if the parent has not changed those modules since the fork.
+
     agents = SubAgents(parent, factory, depth=0)
     first = agents.spawn("Find every caller of pkg.mod.f", profile="read")
     agents.result(first, wait=60).answer
@@ -25,6 +31,7 @@ clipped to a bound with a pointer to its transcript, so the parent's context sta
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -71,6 +78,10 @@ class SubAgentInfo(BaseModel):
     tokens: int = 0
     pending: int = 0
     """Messages sent with `send` that have not started yet."""
+    fork: bool = False
+    proposal: list[str] = []
+    """Modules a forked sub-agent changed, waiting for `accept`."""
+    accepted: bool = False
 
 
 class SubAgentError(LiveforgeError, ValueError):
@@ -113,6 +124,7 @@ class SubAgents(forwardpy.Object):
         profile: Profile = "full",
         model: str | None = None,
         timeout: float = 600,
+        fork: bool = False,
     ) -> str:
         """Start a sub-agent on `task`; its id. SubAgentError past a limit."""
         ...
@@ -127,6 +139,11 @@ class SubAgents(forwardpy.Object):
 
     def result(self, agent_id: str, *, wait: float = 0) -> SubAgentInfo:
         """The sub-agent's state, after waiting up to `wait` seconds for it to finish."""
+        ...
+
+    def accept(self, agent_id: str) -> builtins.list[str]:
+        """Apply a finished forked sub-agent's changes here; the ids of the new changes.
+        SubAgentError when there is nothing to accept or the modules changed here since."""
         ...
 
     def cancel_all(self, *, wait: float = 10) -> None:

@@ -5,17 +5,28 @@ A child is built in the caller's thread (so its session exists, and is linked, b
 queued, until none is left. Cancellation goes through `Agent.cancel` (thread-safe: it fires
 the turn's CancelToken), so a cancelled child ends its turn the normal way, its open tool
 calls answered, its transcript closed. The timeout is a timer that cancels the same way.
+
+A forked child is a process (`python -m liveforge.subagent_process`) fed one JSON payload on
+its standard input; a watcher thread waits for it (killing it at the timeout or on cancel)
+and reads the result file it writes, with the modules it changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import threading
 from collections import deque
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import forwardpy
 
+from liveforge.declarations.provider import Route
 from liveforge.declarations.subagents import (
     ChildSpec,
     Profile,
@@ -30,11 +41,24 @@ from liveforge.impls.session_store import close_transcript
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
 
-__all__ = ["close_subagents"]
+__all__ = ["close_subagents", "routes_for"]
+
+
+def routes_for(routes: list[Route], model: str | None) -> list[Route]:
+    """`routes` with `model` as every route's model (unchanged when None)."""
+    if not model:
+        return list(routes)
+    return [
+        r.model_copy(update={"model": model, "name": f"{r.name.partition(':')[0]}:{model}"})
+        for r in routes
+    ]
 
 
 class _Child:
     """One sub-agent: its agent, its inbox and what its turns produced."""
+
+    fork = False
+    accepted = False
 
     def __init__(self, spec: ChildSpec, task: str, agent: Agent, timeout: float) -> None:
         self.spec, self.task, self.agent, self.timeout = spec, task, agent, timeout
@@ -45,6 +69,7 @@ class _Child:
         self.cancelled = self.timed_out = False
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
+        self.proposal: dict[str, Any] = {}
 
     def start(self) -> None:
         self.status = "running"
@@ -113,36 +138,128 @@ class _Child:
             return "cancelled"
         return "failed" if reason == "error" else "done"
 
+    @property
+    def session_id(self) -> str:
+        return self.agent.session.id
+
+    @property
+    def transcript(self) -> str:
+        return str(self.agent.session.path)
+
     def info(self, limit: int) -> SubAgentInfo:
-        answer = self.answer
-        if len(answer) > limit:
-            answer = (
-                answer[:limit] + f"\n[... cut; the whole answer is in {self.agent.session.path}]"
-            )
-        return SubAgentInfo(
-            id=self.spec.agent_id,
-            task=self.task,
-            status=self.status,
-            depth=self.spec.depth,
-            profile=self.spec.profile,
-            session_id=self.agent.session.id,
-            transcript=str(self.agent.session.path),
-            answer=answer,
-            error=self.error,
-            turns=self.turns,
-            tokens=self.tokens,
-            pending=len(self.inbox),
+        return _info(self, limit)
+
+
+class _ForkChild:
+    """A forked sub-agent: a process on a copy of the parent's live state."""
+
+    fork = True
+
+    def __init__(self, spec: ChildSpec, task: str, payload: dict[str, Any], timeout: float):
+        self.spec, self.task, self.payload, self.timeout = spec, task, payload, timeout
+        self.status: SubAgentStatus = "running"
+        self.answer = self.error = self.session_id = self.transcript = ""
+        self.turns = self.tokens = 0
+        self.inbox: deque[str] = deque()
+        self.proposal: dict[str, Any] = {}
+        self.cancelled = self.timed_out = self.accepted = False
+        self.process: subprocess.Popen[str] | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        handle, path = tempfile.mkstemp(prefix="liveforge-fork-", suffix=".json")
+        os.close(handle)
+        self.payload["result_path"] = path
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "liveforge.subagent_process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        self.thread = threading.Thread(
+            target=self._watch, args=(Path(path),), name=f"subagent-{self.spec.agent_id}"
+        )
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _watch(self, result: Path) -> None:
+        assert self.process is not None
+        try:
+            _, err = self.process.communicate(json.dumps(self.payload), timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+            self._stop()
+            err = ""
+        self._read(result, err)
+        result.unlink(missing_ok=True)
+
+    def _read(self, result: Path, err: str) -> None:
+        try:
+            data = json.loads(result.read_text(encoding="utf-8") or "{}")
+        except (OSError, json.JSONDecodeError):
+            data = {}
+        self.answer, self.error = data.get("answer", ""), data.get("error", "")
+        self.session_id, self.transcript = data.get("session_id", ""), data.get("transcript", "")
+        self.tokens, self.turns = data.get("tokens", 0), 1 if data.get("reason") else 0
+        self.proposal = data.get("changes") or {}
+        if not data and not (self.cancelled or self.timed_out):
+            self.error = (err or "the forked sub-agent ended without a result").strip()[-2000:]
+        if self.timed_out or self.cancelled:
+            self.status = "timed out" if self.timed_out else "cancelled"
+        else:
+            self.status = "failed" if self.error and not self.answer else "done"
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._stop()
+
+    def _stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def info(self, limit: int) -> SubAgentInfo:
+        return _info(self, limit)
 
 
-def _children(agents: SubAgents) -> dict[str, _Child]:
-    found: dict[str, _Child] | None = agents.__dict__.get("_children")
+def _info(child: _Child | _ForkChild, limit: int) -> SubAgentInfo:
+    answer = child.answer
+    if len(answer) > limit:
+        answer = answer[:limit] + f"\n[... cut; the whole answer is in {child.transcript}]"
+    return SubAgentInfo(
+        id=child.spec.agent_id,
+        task=child.task,
+        status=child.status,
+        depth=child.spec.depth,
+        profile=child.spec.profile,
+        session_id=child.session_id,
+        transcript=child.transcript,
+        answer=answer,
+        error=child.error,
+        turns=child.turns,
+        tokens=child.tokens,
+        pending=len(child.inbox),
+        fork=child.fork,
+        proposal=sorted(child.proposal),
+        accepted=child.accepted,
+    )
+
+
+def _children(agents: SubAgents) -> dict[str, _Child | _ForkChild]:
+    found: dict[str, _Child | _ForkChild] | None = agents.__dict__.get("_children")
     if found is None:
         found = agents.__dict__["_children"] = {}
     return found
 
 
-def _child(agents: SubAgents, agent_id: str) -> _Child:
+def _child(agents: SubAgents, agent_id: str) -> _Child | _ForkChild:
     child = _children(agents).get(agent_id.strip())
     if child is None:
         known = ", ".join(_children(agents)) or "none yet"
@@ -165,6 +282,45 @@ def _check_limits(agents: SubAgents) -> None:
         )
 
 
+def _payload(agents: SubAgents, spec: ChildSpec, task: str) -> dict[str, Any]:
+    """What a forked child needs: the project, the provider (keys in clear: a pipe only),
+    the settings and the parent's unpersisted modules."""
+    parent = agents.parent
+    routes = [
+        {
+            **r.model_dump(mode="json", exclude={"credentials"}),
+            "credentials": [
+                {"name": c.name, "key": c.key.get_secret_value()} for c in r.credentials
+            ],
+        }
+        for r in routes_for(parent.provider.routes, spec.model)
+    ]
+    return {
+        "project_root": str(parent.runtime.project_root),
+        "task": task,
+        "spec": spec.model_dump(mode="json"),
+        "routes": routes,
+        "retry": parent.provider.retry.model_dump(mode="json"),
+        "settings": parent.settings.model_dump(mode="json"),
+        "context": parent.compactor.settings.model_dump(mode="json"),
+        "overlay": {
+            r.name: {"source": r.source, "is_package": r.is_package}
+            for r in parent.runtime.changed_modules()
+        },
+        "parent_session": parent.session.id,
+        "parent_transcript": str(parent.session.path),
+    }
+
+
+def _start_child(
+    agents: SubAgents, spec: ChildSpec, task: str, timeout: float, fork: bool
+) -> _Child | _ForkChild:
+    if fork:
+        return _ForkChild(spec, task, _payload(agents, spec, task), timeout)
+    agent = agents.factory(spec)
+    return _Child(spec, task, agent, timeout)
+
+
 @forwardpy.impl(SubAgents.spawn)
 def spawn(
     self: SubAgents,
@@ -173,6 +329,7 @@ def spawn(
     profile: Profile = "full",
     model: str | None = None,
     timeout: float = 600,
+    fork: bool = False,
 ) -> str:
     if not task.strip():
         raise SubAgentError("a sub-agent needs a task: say what it should do and report.")
@@ -182,15 +339,14 @@ def spawn(
     spec = ChildSpec(
         agent_id=f"{prefix}.{number}", depth=self.depth + 1, profile=profile, model=model
     )
-    agent = self.factory(spec)
-    child = _Child(spec, task, agent, timeout)
+    child = _start_child(self, spec, task, timeout, fork)
     _children(self)[spec.agent_id] = child
     self.parent.session.note(
         "subagent",
-        f"sub-agent {spec.agent_id} started: {task[:200]}",
+        f"sub-agent {spec.agent_id} started{' (forked)' if fork else ''}: {task[:200]}",
         agent_id=spec.agent_id,
-        session_id=agent.session.id,
-        transcript=str(agent.session.path),
+        session_id=child.session_id,
+        transcript=child.transcript,
     )
     turn = getattr(agent_state(self.parent), "turn", None)
     token = getattr(turn, "token", None)
@@ -208,6 +364,10 @@ def list_(self: SubAgents) -> list[SubAgentInfo]:
 @forwardpy.impl(SubAgents.send)
 def send(self: SubAgents, agent_id: str, text: str) -> SubAgentInfo:
     child = _child(self, agent_id)
+    if isinstance(child, _ForkChild):
+        raise SubAgentError(
+            f"{agent_id} is forked and takes its first task only; spawn another with the rest."
+        )
     if child.cancelled or child.timed_out:
         raise SubAgentError(f"sub-agent {agent_id} was {child.status}; spawn a new one.")
     with child.lock:
@@ -224,6 +384,42 @@ def result(self: SubAgents, agent_id: str, *, wait: float = 0) -> SubAgentInfo:
     if wait > 0 and child.thread is not None:
         child.thread.join(wait)
     return child.info(self.answer_limit)
+
+
+def _conflicts(agents: SubAgents, child: _ForkChild) -> list[str]:
+    """Proposed modules this agent changed since the fork (accepting would undo that)."""
+    rt, base = agents.parent.runtime, child.payload["overlay"]
+    found = []
+    records = {r.name: r for r in rt.changed_modules()}
+    for name in child.proposal:
+        now = records[name].source if name in records else None
+        if now != (base.get(name) or {}).get("source"):
+            found.append(name)
+    return found
+
+
+@forwardpy.impl(SubAgents.accept)
+def accept(self: SubAgents, agent_id: str) -> list[str]:
+    child = _child(self, agent_id)
+    if not isinstance(child, _ForkChild):
+        raise SubAgentError(f"{agent_id} is not forked: its changes are in this program already.")
+    if child.status == "running" or child.accepted or not child.proposal:
+        state = "still running" if child.status == "running" else "accepted already"
+        why = state if child.status == "running" or child.accepted else "proposes no change"
+        raise SubAgentError(f"nothing to accept from {agent_id}: it is {why}.")
+    conflicts = _conflicts(self, child)
+    if conflicts:
+        raise SubAgentError(
+            f"{', '.join(conflicts)} changed here since {agent_id} was forked; accepting would "
+            "undo that. View its transcript and apply what you want with patch."
+        )
+    with self.parent.runtime.transaction() as changes:
+        for name, module in sorted(child.proposal.items()):
+            self.parent.runtime.patch_module(
+                name, module["source"], is_package=module["is_package"]
+            )
+    child.accepted = True
+    return [change.id for change in changes]
 
 
 @forwardpy.impl(SubAgents.cancel_all)

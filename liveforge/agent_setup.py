@@ -30,10 +30,11 @@ from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
+from liveforge.impls.subagents import routes_for
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name
 
-__all__ = ["build_agent", "known_secrets", "open_toolbox"]
+__all__ = ["build_agent", "known_secrets", "link_session", "open_toolbox"]
 
 
 def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = None) -> list[str]:
@@ -55,16 +56,16 @@ def _plugin_tool_modules(plugins: PluginHost) -> list[str]:
     return [m for names in found for m in ([names] if isinstance(names, str) else names)]
 
 
-def _link(session: Session, parent: Agent, spec: ChildSpec) -> None:
-    """Mark `session` as a sub-agent's, and say so in both transcripts."""
+def link_session(session: Session, parent_id: str, parent_transcript: str, spec: ChildSpec) -> None:
+    """Mark `session` as the sub-agent `spec`'s and name its parent in its transcript."""
     session.extra.update(
-        parent_session=parent.session.id, subagent_id=spec.agent_id, subagent_depth=spec.depth
+        parent_session=parent_id, subagent_id=spec.agent_id, subagent_depth=spec.depth
     )
     session.note(
         "parent",
-        f"sub-agent {spec.agent_id} of session {parent.session.id}",
-        parent_session=parent.session.id,
-        parent_transcript=str(parent.session.path),
+        f"sub-agent {spec.agent_id} of session {parent_id}",
+        parent_session=parent_id,
+        parent_transcript=parent_transcript,
         depth=spec.depth,
     )
 
@@ -98,17 +99,11 @@ def _child(
     plugins: PluginHost,
 ) -> Agent:
     """A sub-agent of `parent`: same runtime and plugins, its own provider and session."""
-    routes = parent.provider.routes
-    if spec.model:
-        routes = [
-            r.model_copy(
-                update={"model": spec.model, "name": f"{r.name.partition(':')[0]}:{spec.model}"}
-            )
-            for r in routes
-        ]
     return build_agent(
         parent.runtime.project_root,
-        provider=Provider(routes, retry=parent.provider.retry),
+        provider=Provider(
+            routes_for(parent.provider.routes, spec.model), retry=parent.provider.retry
+        ),
         runtime=parent.runtime,
         settings=settings,
         context=context,
@@ -162,7 +157,7 @@ def build_agent(
     )
     session.extra["restored"] = session.restore(runtime, settings.self_packages) if resume else []
     if parent is not None and spec is not None:
-        _link(session, parent, spec)
+        link_session(session, parent.session.id, str(parent.session.path), spec)
     plugins = plugins if plugins is not None else PluginHost().load(root)
     toolbox = Toolbox(
         runtime=runtime,

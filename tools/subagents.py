@@ -12,7 +12,7 @@ from liveforge.declarations.permissions import effect
 from liveforge.declarations.subagents import SubAgentError, SubAgentInfo, SubAgents
 from liveforge.tools._context import service
 
-__all__ = ["agent_result", "agent_send", "agents_list", "spawn_agent"]
+__all__ = ["agent_accept", "agent_result", "agent_send", "agents_list", "spawn_agent"]
 
 
 def _agents() -> SubAgents:
@@ -34,6 +34,9 @@ def _report(info: SubAgentInfo) -> str:
     lines = [_line(info), f"transcript: {info.transcript}"]
     if info.error:
         lines.append(f"error: {info.error}")
+    if info.proposal:
+        verb = "applied here" if info.accepted else "proposed; apply them with agent_accept"
+        lines.append(f"changed modules ({verb}): {', '.join(info.proposal)}")
     if info.answer:
         lines += ["answer:", info.answer]
     elif info.status == "running":
@@ -47,18 +50,22 @@ def spawn_agent(
     tools: Literal["full", "read"] = "full",
     model: str = "",
     timeout: float = 600.0,
+    fork: bool = False,
 ) -> str:
     """Start a sub-agent on a task in the background; returns its id at once.
 
     Spawn several for independent parts of a job, then collect each with agent_result.
+    With fork, it works on a copy of the program: its patches reach you only through
+    agent_accept.
 
     Args:
         task: the whole task, self-contained: the sub-agent sees nothing of this conversation
         tools: "full" (your tools) or "read" (only tools that look or run sandboxed checks)
         model: a model name of your provider to use instead of yours; empty for yours
         timeout: seconds before the sub-agent is stopped
+        fork: run it in its own process on a copy of the live program (no file writes)
     """
-    agent_id = _agents().spawn(task, profile=tools, model=model or None, timeout=timeout)
+    agent_id = _agents().spawn(task, profile=tools, model=model or None, timeout=timeout, fork=fork)
     return f"started sub-agent {agent_id}; collect its answer with agent_result"
 
 
@@ -89,3 +96,14 @@ def agent_result(agent_id: str, wait: float = 120.0) -> str:
         wait: seconds to wait for it to finish (0: look now)
     """
     return _report(_agents().result(agent_id, wait=wait))
+
+
+@effect("memory")
+def agent_accept(agent_id: str) -> str:
+    """Apply a finished forked sub-agent's changes to this program, all or none.
+
+    Args:
+        agent_id: the id spawn_agent returned (a forked sub-agent)
+    """
+    ids = _agents().accept(agent_id)
+    return f"applied {len(ids)} change(s) from {agent_id}: {', '.join(ids)}; verify them"

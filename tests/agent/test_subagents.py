@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from pathlib import Path
 
+import pytest
 from agent_support import collect, make_agent, of_type, run_turn
 
 from liveforge.declarations.subagents import SubAgents
@@ -91,12 +93,33 @@ def test_a_sub_agent_past_the_depth_limit_is_refused_with_a_way_forward(project,
     agent.runtime.close()
 
 
-def test_cancelling_the_parent_cancels_its_children(project, fake):
+def _fork_processes() -> list[str]:
+    """Processes of this machine running a forked sub-agent (Linux /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "liveforge.subagent_process" in text and _ppid(cmdline.parent) == str(os.getpid()):
+            found.append(text)
+    return found
+
+
+def _ppid(proc: Path) -> str:
+    try:
+        return (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return ""
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["thread", "forked"])
+def test_cancelling_the_parent_cancels_its_children(project, fake, fork):
     """The parent waits on a slow child; cancelling the parent's turn cancels the child,
-    whose thread ends and whose status says so."""
+    whose thread (and process, when forked) ends and whose status says so."""
     root, _ = project
     fake.add(
-        reply.tool_call("spawn_agent", {"task": "take your time", "model": "slow"}),
+        reply.tool_call("spawn_agent", {"task": "take your time", "model": "slow", "fork": fork}),
         reply.tool_call("agent_result", {"agent_id": "a.1", "wait": 60}),
     )
     fake.add(reply.text("word " * 400).chunked(2).slow(0.05), model="slow")
@@ -113,5 +136,42 @@ def test_cancelling_the_parent_cancels_its_children(project, fake):
     assert events[-1].reason == "cancelled"
     info = _agents(agent).result("a.1", wait=30)  # joins the child's thread, cancels nothing
     assert info.status == "cancelled" and info.answer == ""
-    assert _subagent_threads() == []
+    assert _subagent_threads() == [] and _fork_processes() == []
+    agent.runtime.close()
+
+
+EXACT = (
+    "def area(radius: float) -> float:\n"
+    '    """Area of a circle."""\n'
+    "    import math\n"
+    "    return math.pi * radius * radius\n"
+)
+
+
+def test_a_forked_sub_agents_patch_reaches_the_parent_only_when_accepted(project, fake):
+    """The fork patches its copy of the program; the parent's program and files are as they
+    were until agent_accept applies the proposal, which the next turn shows as a patch."""
+    root, pkg = project
+    target = f"{pkg}.geometry.area"
+    fake.add(
+        reply.tool_call("spawn_agent", {"task": "make area exact", "model": "fork", "fork": True}),
+        reply.tool_call("agent_result", {"agent_id": "a.1", "wait": 120}),
+        reply.text("A fix is proposed."),
+    )
+    fake.add(
+        reply.tool_call("patch", {"path": target, "source": EXACT}),
+        reply.text("area() uses math.pi in my copy."),
+        model="fork",
+    )
+    agent = make_agent(root, fake)
+    events = run_turn(agent, "fork and fix area")
+    report = fake.requests[-1].body["messages"][-1]["content"][0]["content"]
+    assert "a.1 [done]" in report and "area() uses math.pi in my copy." in report
+    assert f"changed modules (proposed; apply them with agent_accept): {pkg}.geometry" in report
+    assert "3 * radius" in agent.runtime.source(target) and not of_type(events, "patch_applied")
+    fake.add(reply.tool_call("agent_accept", {"agent_id": "a.1"}), reply.text("Applied."))
+    events = run_turn(agent, "accept it")
+    assert [f.is_error for f in of_type(events, "tool_finished")] == [False]
+    assert "math.pi" in agent.runtime.source(target) and of_type(events, "patch_applied")
+    assert "3 * radius" in (root / pkg / "geometry.py").read_text()
     agent.runtime.close()
