@@ -30,6 +30,7 @@ tree below is complete and true.
     * SessionBusy — another front end is running a turn in this project
   * CompactionError — the conversation could not be summarised
   * SkillNotFound [LookupError] — no usable skill of that name
+  * SubAgentError [ValueError] — a sub-agent request past a limit, or for an unknown id
   * ProviderError — a model request failed (classified for retry and failover)
     * AuthenticationError
     * BillingError
@@ -73,6 +74,7 @@ from liveforge.declarations.provider_errors import (
 )
 from liveforge.declarations.session import SessionBusy, SessionError
 from liveforge.declarations.skills import SkillNotFound
+from liveforge.declarations.subagents import SubAgentError
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
 from liveforge.kernel._forward import ImplSignatureError
 from liveforge.kernel.errors import (
@@ -130,6 +132,7 @@ __all__ = [
     "SessionError",
     "SkillNotFound",
     "StreamInterrupted",
+    "SubAgentError",
     "TargetNotFound",
     "ToolDefinitionError",
     "UnpersistedChanges",
