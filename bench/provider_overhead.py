@@ -18,6 +18,10 @@ than models generate tokens). Per-event latency, from a chunk's arrival at the s
 to the consumer receiving each event decoded from it, is measured in separate runs: its
 per-chunk timestamps would otherwise slow both timed sides.
 
+Rows name the wire protocol: the Anthropic rows, then the same answer over the Gemini API
+(one whole GenerateContentResponse per event, so each event costs more JSON than Anthropic's
+deltas).
+
 Run: python bench/provider_overhead.py [--runs 21] [--paced-runs 5] [--chunks 2000]
 """
 
@@ -37,7 +41,7 @@ import httpx
 
 import liveforge.impls  # noqa: F401  (registers the Provider bodies)
 from liveforge.declarations.messages import Message, ModelRequest
-from liveforge.declarations.provider import CancelToken, Provider, RetryPolicy, Route
+from liveforge.declarations.provider import CancelToken, Protocol_, Provider, RetryPolicy, Route
 from liveforge.impls.providers.client import WIRES
 from liveforge.impls.providers.sse import SSEParser, decode_json
 from liveforge.testing import FakeProvider, reply
@@ -99,18 +103,19 @@ class _TimingTransport(httpx.AsyncBaseTransport):
 class _Bench:
     """One client, provider and request against one server; each method is one read."""
 
-    def __init__(self, base_url: str, token: bool) -> None:
+    def __init__(self, base_url: str, token: bool, protocol: Protocol_) -> None:
         self.transport = _TimingTransport()
         self.client = httpx.AsyncClient(transport=self.transport, timeout=30)
         self.route = Route(
-            name="anthropic:bench", protocol="anthropic", model="bench", base_url=base_url
+            name=f"{protocol}:bench", protocol=protocol, model="bench", base_url=base_url
         )
+        self.wire = WIRES[protocol]
         self.provider = Provider([self.route], retry=RetryPolicy(max_attempts=1), http=self.client)
         self.request = ModelRequest(messages=[Message.user("stream please")])
         self.token = token
 
     async def raw(self) -> tuple[float, float, int]:
-        call = WIRES["anthropic"].build_request(self.request, self.route, "bench-key", stream=True)
+        call = self.wire.build_request(self.request, self.route, "bench-key", stream=True)
         size = 0
         async with self.client.stream(
             "POST", call.url, headers=call.headers, json=call.body
@@ -129,7 +134,7 @@ class _Bench:
 
     async def chunks(self) -> list[bytes]:
         """The body of one response, chunk by chunk as it arrived."""
-        call = WIRES["anthropic"].build_request(self.request, self.route, "k", stream=True)
+        call = self.wire.build_request(self.request, self.route, "k", stream=True)
         async with self.client.stream(
             "POST", call.url, headers=call.headers, json=call.body
         ) as resp:
@@ -148,8 +153,8 @@ class _Bench:
         return found
 
 
-async def _measure(base_url: str, runs: int, token: bool) -> dict[str, Any]:
-    bench = _Bench(base_url, token)
+async def _measure(base_url: str, runs: int, token: bool, protocol: Protocol_) -> dict[str, Any]:
+    bench = _Bench(base_url, token, protocol)
     await bench.raw()  # warm-up: connection, caches
     await bench.liveforge()
     raw: list[tuple[float, float, int]] = []
@@ -177,14 +182,14 @@ async def _measure(base_url: str, runs: int, token: bool) -> dict[str, Any]:
     }
 
 
-def _run(chunks: int, pace: float, runs: int, token: bool) -> dict[str, Any]:
+def _run(chunks: int, pace: float, runs: int, token: bool, protocol: Protocol_) -> dict[str, Any]:
     parent, child = multiprocessing.Pipe()
     requests = 2 * runs + max(2, runs // 3) + 3  # + warm-up pair, recorded chunks
     server = multiprocessing.Process(target=_serve, args=(child, chunks, pace, requests))
     server.start()
     try:
         base_url = parent.recv()
-        return asyncio.run(_measure(base_url, runs, token))
+        return asyncio.run(_measure(base_url, runs, token, protocol))
     finally:
         parent.send("done")
         server.join(timeout=10)
@@ -279,7 +284,14 @@ def _percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-ROWS = (("unpaced", 0.0, False), ("unpaced+token", 0.0, True), ("paced 1 ms", 0.001, False))
+ROWS: tuple[tuple[str, float, bool, Protocol_], ...] = (
+    ("unpaced", 0.0, False, "anthropic"),
+    ("unpaced+token", 0.0, True, "anthropic"),
+    ("paced 1 ms", 0.001, False, "anthropic"),
+    ("gemini unpaced", 0.0, False, "gemini"),
+    ("gemini +token", 0.0, True, "gemini"),
+    ("gemini paced", 0.001, False, "gemini"),
+)
 
 
 def main() -> None:
@@ -289,7 +301,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=2000)
     args = parser.parse_args()
     print(
-        f"{args.chunks}-chunk Anthropic stream from a FakeProvider in a child process; "
+        f"{args.chunks}-chunk stream (Anthropic; Gemini where named) from a FakeProvider in a "
+        "child process; "
         f"median of {args.runs} runs ({args.paced_runs} paced), raw and liveforge "
         "alternating.\n"
     )
@@ -301,9 +314,9 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     measured = {}
-    for label, pace, token in ROWS:
+    for label, pace, token, protocol in ROWS:
         runs = args.paced_runs if pace else args.runs
-        r = measured[label] = _run(args.chunks, pace, runs, token)
+        r = measured[label] = _run(args.chunks, pace, runs, token, protocol)
         overhead = (r["lf"] / r["raw"] - 1) * 100
         events, lat = r["events"], r["latencies"]
         print(

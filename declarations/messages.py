@@ -1,14 +1,14 @@
 """Provider-neutral conversation data: messages, content blocks, tool specs, usage, events.
 
 Every model provider converts these to and from its own wire format
-(`liveforge.impls.providers.anthropic_wire`, `liveforge.impls.providers.openai_wire`), so the
+(`liveforge.impls.providers.anthropic_wire`, `openai_wire`, `gemini_wire`), so the
 agent, sessions and tools only ever see the types below.
 
     Message(role, content=[blocks])          roles: system | user | assistant
       TextBlock(text)
       ThinkingBlock(thinking, signature)     kept verbatim, sent back unchanged
       RedactedThinkingBlock(data)            Anthropic's encrypted thinking, kept verbatim
-      ToolUseBlock(id, name, input)          a tool call, in an assistant turn
+      ToolUseBlock(id, name, input, signature)   a tool call, in an assistant turn
       ToolResultBlock(tool_use_id, content, is_error)   its answer, in the next user turn
     ToolSpec(name, description, input_schema)
     ModelRequest(messages, tools, max_tokens, ...)
@@ -114,6 +114,9 @@ class ToolUseBlock(_Model):
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+    signature: str | None = None
+    """Opaque token the provider attached to the call (Gemini's thought signature), sent
+    back unchanged with it; None for providers that have none."""
 
 
 class ToolResultBlock(_Model):

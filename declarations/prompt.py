@@ -5,10 +5,11 @@
                  inspect -> patch -> verify -> test -> persist
     tools        the tool catalogue (name and first line of each description)
     project      an overview of the project: its packages, modules and declarations
-    instructions the project's instruction file: LIVEFORGE.md, else AGENTS.md
+    instructions the project's instruction file: LIVEFORGE.md, else AGENTS.md, else CLAUDE.md
+    skills       one line per skill (`liveforge.declarations.skills`); load_skill loads one
 
 Parts are rebuilt only when what they show changed (the tool names, the runtime's change
-history), so asking for the prompt at every step is cheap.
+history, the instruction and skill files), so asking for the prompt at every step is cheap.
 
 Example::
 

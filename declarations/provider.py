@@ -9,8 +9,9 @@ Design. Talking to a model has two concerns that change for different reasons:
 * **Wire format** — how a neutral `ModelRequest` becomes an HTTP request, how a body or an
   SSE stream becomes `ModelResponse` / stream events, how an error body is classified. This
   differs per API, so `WireFormat` is declared with one declared subclass per protocol,
-  `AnthropicWire` and `OpenAIWire`, each re-declaring the stubs so forwardpy registers one
-  `@impl` body per protocol (`liveforge.impls.providers.anthropic_wire` / `openai_wire`).
+  `AnthropicWire`, `OpenAIWire` and `GeminiWire`, each re-declaring the stubs so forwardpy
+  registers one `@impl` body per protocol (`liveforge.impls.providers.anthropic_wire` /
+  `openai_wire` / `gemini_wire`).
 
 A `Provider` holds a failover chain of `Route`s (model + protocol + base URL + credentials);
 routes on different protocols can be mixed, and each call picks the wire format of its
@@ -64,6 +65,7 @@ __all__ = [
     "ContextOverflowError",
     "Credential",
     "CredentialState",
+    "GeminiWire",
     "HttpCall",
     "MalformedResponse",
     "ModelNotFound",
@@ -83,7 +85,7 @@ __all__ = [
     "WireFormat",
 ]
 
-Protocol_ = Literal["anthropic", "openai"]
+Protocol_ = Literal["anthropic", "openai", "gemini"]
 
 
 class Credential(BaseModel):
@@ -103,10 +105,14 @@ class Route(BaseModel):
     protocol: Protocol_
     model: str
     base_url: str
-    """Anthropic: the host root (…/v1/messages is appended). OpenAI: up to /v1."""
+    """Anthropic and Gemini: the host root (…/v1/messages, …/v1beta/models/… appended).
+    OpenAI-compatible: up to /v1."""
     credentials: list[Credential] = Field(default_factory=list)
     """Key profiles tried in order; empty means no auth header (local servers)."""
     extra_headers: dict[str, str] = Field(default_factory=dict)
+    key_header: str | None = None
+    """Header that carries the key as is, instead of the protocol's own (Azure OpenAI:
+    "api-key" instead of "authorization: Bearer …")."""
 
 
 class RetryPolicy(BaseModel):
@@ -296,6 +302,31 @@ class OpenAIWire(WireFormat):
         self, status: int, headers: Mapping[str, str], body: bytes, route: Route
     ) -> ProviderError:
         """Classify `{error: {...}}` bodies, vLLM integer codes and LM Studio strings."""
+        ...
+
+
+class GeminiWire(WireFormat):
+    """The Gemini API (POST {base}/v1beta/models/{model}:generateContent)."""
+
+    def build_request(
+        self, request: ModelRequest, route: Route, api_key: str | None, *, stream: bool
+    ) -> HttpCall:
+        """generateContent request: system as systemInstruction, x-goog-api-key header;
+        streaming uses :streamGenerateContent?alt=sse."""
+        ...
+
+    def parse_response(self, body: bytes, route: Route) -> ModelResponse:
+        """Parse a `GenerateContentResponse` object."""
+        ...
+
+    def stream_decoder(self, route: Route) -> StreamDecoder:
+        """Decoder for `data:` GenerateContentResponse chunks up to the one with finishReason."""
+        ...
+
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, route: Route
+    ) -> ProviderError:
+        """Classify `{error: {code, message, status, details}}` bodies (google.rpc.Status)."""
         ...
 
 

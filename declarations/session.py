@@ -149,6 +149,14 @@ class SessionLive:
     """`changes` by key, built on first use."""
     restored: list[str] = field(default_factory=list)
     """What resuming re-applied (the lines `restore` returned), for front ends to show."""
+    plugin_problems: list[str] = field(default_factory=list)
+    """Plugins that could not be loaded for this session's agent, and why."""
+    parent_session: str = ""
+    """For a sub-agent's session: the id of its parent's session."""
+    subagent_id: str = ""
+    """For a sub-agent's session: its id among its parent's sub-agents."""
+    subagent_depth: int = 0
+    """For a sub-agent's session: how deep it is nested (the top agent is 0)."""
 
 
 class Session(Contract):

@@ -73,7 +73,10 @@ class Toolbox(Contract):
     """Which tools the model sees now, and dispatching its calls.
 
     ``packages`` are the tool packages scanned, in priority order (a name taken by an
-    earlier package hides later ones); ``limit`` bounds every result's characters.
+    earlier package hides later ones); ``modules`` (optional) are single tool modules scanned
+    after them, e.g. plugins' tools; ``only`` (optional) keeps just the tools it names;
+    ``services`` (optional) are bound for the tools during a call
+    (``liveforge.tools._context.service``); ``limit`` bounds every result's characters.
     ``policy`` decides which calls run, which ask ``approver`` first and which are refused
     (a toolbox without a policy uses the default, ``ask``; without an approver nobody can
     say yes, so an ``ask`` is refused with a message the model can act on).
@@ -82,6 +85,9 @@ class Toolbox(Contract):
     runtime: Runtime
     packages: list[str] = fresh(list)
     """Empty: liveforge's own tools, then each `<package>.tools` of the project."""
+    modules: list[str] = fresh(list)
+    only: list[str] | None = None
+    services: dict[str, object] = fresh(dict)
     limit: int
     policy: Policy = fresh(Policy)
     """The permission mode and rules; the default is ``ask``."""

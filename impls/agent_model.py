@@ -32,8 +32,12 @@ from liveforge.declarations.messages import (
     ThinkingDelta,
 )
 from liveforge.declarations.messages import TextDelta as ModelText
-from liveforge.declarations.provider_errors import ContextOverflowError, StreamInterrupted
+from liveforge.declarations.provider_errors import (
+    ContextOverflowError,
+    StreamInterrupted,
+)
 from liveforge.declarations.turn import Turn
+from liveforge.impls import plugins
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
@@ -95,6 +99,7 @@ async def compact_now(agent: Agent, turn: Turn | None, *, force: bool) -> Compac
     )
     if turn is not None:
         turn.usage = turn.usage + result.usage
+    plugins.agent_compacted(agent, result.summary, result.tokens_before, result.tokens_after)
     return Compacted(
         tokens_before=result.tokens_before,
         tokens_after=result.tokens_after,
@@ -138,9 +143,15 @@ async def call_model(
         if event is not None:
             yield event
     while True:
-        request = build_request(agent, last_step=last_step)
+        request = plugins.agent_before_request(agent, build_request(agent, last_step=last_step))
+        for notice in plugins.notices(agent):
+            yield notice
         try:
             async for item in _stream(agent, turn, request):
+                if isinstance(item, ModelResponse):  # the last item: hooks see it first
+                    plugins.agent_after_response(agent, item)
+                    for notice in plugins.notices(agent):
+                        yield notice
                 yield item
             return
         except ContextOverflowError as overflow:

@@ -32,6 +32,7 @@ from liveforge.declarations.agent import (
 from liveforge.declarations.messages import Message, ToolResultBlock, ToolUseBlock
 from liveforge.declarations.toolbox import ToolResult
 from liveforge.declarations.turn import Turn
+from liveforge.impls import plugins
 from liveforge.impls.agent_turn import Repeated, close_open_calls
 from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
@@ -81,8 +82,13 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
 
 
 def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
-    """One call as the model asked for it (in the worker)."""
-    return agent.toolbox.call(call.name, call.input, agent.settings.tool_timeout)
+    """One call as the model asked for it, unless a plugin vetoes it (in the worker)."""
+    arguments, veto = plugins.agent_before_tool(agent, call.name, call.input)
+    if veto is not None:
+        return ToolResult(f"{call.name} was refused by a plugin: {veto.reason}", is_error=True)
+    result = agent.toolbox.call(call.name, arguments, agent.settings.tool_timeout)
+    plugins.agent_after_tool(agent, call.name, arguments, result.text, result.is_error)
+    return result
 
 
 def _runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> bool:
@@ -165,6 +171,8 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
     )
     for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS else []):
         yield event
+    for notice in plugins.notices(agent):
+        yield notice
 
 
 async def _boundary(

@@ -3,7 +3,8 @@
 An exclusive `flock` on `<project>/.liveforge/sessions/turn.lock`, taken without waiting.
 The holder writes its pid and session id into the file so a refused front end can say who
 holds it. The kernel drops a flock when its process dies, so a killed front end never
-leaves a stale lock behind.
+leaves a stale lock behind. A sub-agent's session takes no lock: its turns run inside its
+parent's turn, which holds it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import forwardpy
@@ -81,4 +82,7 @@ def _locked(session: Session) -> Iterator[None]:
 
 @forwardpy.impl(Session.turn_lock)
 def turn_lock(self: Session) -> AbstractContextManager[None]:
+    # A sub-agent's turns run inside its parent's, which holds the project's lock.
+    if self.live.parent_session:
+        return nullcontext()
     return _locked(self)

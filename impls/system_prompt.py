@@ -1,9 +1,10 @@
-"""`SystemPrompt` bodies: identity and method, tool catalogue, project overview, instructions.
+"""`SystemPrompt` bodies: identity and method, tools, project overview, instructions, skills.
 
 The project overview is the `inspect_module` tool's own tree of the project's packages
 (depth 2, or depth 1 when that is too long), so the model sees the same notation its tool
-gives back. Parts are cached and rebuilt when the tool names or the runtime's changes (or their
-statuses) move, or when the instruction file changes on disk.
+gives back. Skills are listed one line each; `load_skill` brings one in when it applies. Parts
+are cached and rebuilt when the tool names or the runtime's changes (or their statuses) move,
+or when the instruction file or a skill file changes on disk.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import forwardpy
 
 from liveforge.declarations.permissions import Decision
 from liveforge.declarations.prompt import PromptPart, SystemPrompt
+from liveforge.declarations.skills import SkillLibrary
 from liveforge.tools._context import using_runtime
 from liveforge.tools.inspection import inspect_module
 
 __all__ = ["IDENTITY", "INSTRUCTION_FILES", "OVERVIEW_LIMIT"]
 
-INSTRUCTION_FILES = ("LIVEFORGE.md", "AGENTS.md")
+INSTRUCTION_FILES = ("LIVEFORGE.md", "AGENTS.md", "CLAUDE.md")
 OVERVIEW_LIMIT = 6000
 """Characters of the project overview before a shallower tree is shown."""
 _INSTRUCTIONS_LIMIT = 12_000
@@ -95,6 +97,20 @@ def _instructions_part(prompt: SystemPrompt) -> PromptPart | None:
     return PromptPart(name="instructions", title=f"Project instructions ({path.name})", text=text)
 
 
+def _skills(prompt: SystemPrompt) -> SkillLibrary:
+    return SkillLibrary(prompt.runtime.project_root)
+
+
+def _skills_part(prompt: SystemPrompt) -> PromptPart | None:
+    if "load_skill" not in {t.name for t in prompt.toolbox.tools()}:
+        return None  # listing skills the model cannot load would only mislead it
+    index = _skills(prompt).index()
+    if not index:
+        return None
+    text = "When a task matches a skill, call load_skill with its name and follow it.\n" + index
+    return PromptPart(name="skills", title="Skills", text=text)
+
+
 def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
     path = _instruction_file(Path(prompt.runtime.project_root))
     return (str(path), path.stat().st_mtime) if path else ("", 0.0)
@@ -105,13 +121,19 @@ def parts(self: SystemPrompt) -> list[PromptPart]:
     cache = self.cache
     # statuses too: a rollback changes the program without adding to the history
     changes = tuple((c.id, c.status.value) for c in self.runtime.history())
-    key = (tuple(t.name for t in self.toolbox.tools()), changes, _instructions_key(self))
+    key = (
+        tuple(t.name for t in self.toolbox.tools()),
+        changes,
+        _instructions_key(self),
+        _skills(self).signature(),
+    )
     if cache.key != key:
         built = [
             PromptPart(name="identity", title="", text=IDENTITY),
             _tools_part(self),
             _project_part(self),
             _instructions_part(self),
+            _skills_part(self),
         ]
         cache.parts = [p for p in built if p is not None and p.text.strip()]
         cache.key = key

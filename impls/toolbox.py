@@ -32,7 +32,7 @@ from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.impls.approvals import in_tool_call, refusal
 from liveforge.kernel._deadline import DeadlineExceeded, deadline
 from liveforge.kernel.errors import LiveforgeError
-from liveforge.tools._context import using_runtime
+from liveforge.tools._context import using_runtime, using_services
 from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
 
 __all__ = ["BUILTIN_PACKAGE", "DEFAULT_TIMEOUT", "project_tool_packages"]
@@ -106,6 +106,11 @@ def _discover(box: Toolbox) -> tuple[list[Tool], list[str]]:
             continue
         for module_name in _tool_module_names(package):
             _collect(module_name, tools, problems)
+    for module_name in getattr(box, "modules", None) or ():
+        _collect(module_name, tools, problems)
+    only = getattr(box, "only", None)
+    if only is not None:
+        tools = {name: tool for name, tool in tools.items() if name in only}
     return list(tools.values()), problems
 
 
@@ -202,7 +207,8 @@ def _effective_timeout(timeout: float | None, values: dict[str, Any]) -> float:
 
 def _run(box: Toolbox, tool: Tool, values: dict[str, Any], seconds: float) -> tuple[str, bool]:
     try:
-        with using_runtime(box.runtime), deadline(seconds):
+        services = getattr(box, "services", None) or {}
+        with using_runtime(box.runtime), using_services(services), deadline(seconds):
             value = tool.func(**values)
     except DeadlineExceeded:
         return (

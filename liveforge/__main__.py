@@ -32,7 +32,19 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"liveforge.cli.{name}")
         module.register(commands)
+    _plugin_commands(commands)
     return parser
+
+
+def _plugin_commands(commands: argparse._SubParsersAction) -> None:
+    """Sub-commands of installed plugins; a plugin that fails is named on stderr."""
+    from liveforge.declarations.plugins import PluginHost
+    from liveforge.impls import plugins  # noqa: F401  (registers the PluginHost bodies)
+
+    host = PluginHost().load()
+    host.call("liveforge_cli", commands=commands)
+    for line in host.problems + [f.describe() for f in host.take_failures()]:
+        sys.stderr.write(f"liveforge: {line}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,17 +21,21 @@ from pathlib import Path
 import liveforge.impls  # noqa: F401  (registers every @impl body)
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import Compactor, ContextSettings
-from liveforge.declarations.permissions import Approver, Policy
+from liveforge.declarations.permissions import Approver, Policy, effect_of
+from liveforge.declarations.plugins import PluginHost
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
+from liveforge.declarations.subagents import ChildSpec, SubAgents
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.approvals import persist_guard
+from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
+from liveforge.impls.subagents import routes_for
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name
 
-__all__ = ["build_agent", "known_secrets", "open_toolbox"]
+__all__ = ["build_agent", "known_secrets", "link_session", "open_toolbox"]
 
 _DECLARATIONS = Path(inspect.getfile(Agent)).parent
 
@@ -50,6 +54,69 @@ def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = Non
     return found
 
 
+def _plugin_tool_modules(plugins: PluginHost) -> list[str]:
+    found = plugins.call("liveforge_tool_modules")
+    return [m for names in found for m in ([names] if isinstance(names, str) else names)]
+
+
+def link_session(session: Session, parent_id: str, parent_transcript: str, spec: ChildSpec) -> None:
+    """Mark `session` as the sub-agent `spec`'s and name its parent in its transcript."""
+    session.live.parent_session = parent_id
+    session.live.subagent_id = spec.agent_id
+    session.live.subagent_depth = spec.depth
+    session.note(
+        "parent",
+        f"sub-agent {spec.agent_id} of session {parent_id}",
+        parent_session=parent_id,
+        parent_transcript=parent_transcript,
+        depth=spec.depth,
+    )
+
+
+def _profile_tools(parent: Agent | None, spec: ChildSpec | None) -> list[str] | None:
+    """The tool names a sub-agent's profile allows (None: all of them)."""
+    if parent is None or spec is None or spec.profile == "full":
+        return None
+    return [t.name for t in parent.toolbox.tools() if effect_of(t.func) in ("read", "check")]
+
+
+def _inherited_limits(parent: Agent | None) -> dict[str, int]:
+    """A sub-agent's own sub-agents keep the limits its parent was given."""
+    above = parent.toolbox.services.get("subagents") if parent is not None else None
+    if not isinstance(above, SubAgents):
+        return {}
+    return {
+        "max_depth": above.max_depth,
+        "max_concurrent": above.max_concurrent,
+        "answer_limit": above.answer_limit,
+    }
+
+
+def _child(
+    parent: Agent,
+    spec: ChildSpec,
+    *,
+    settings: AgentSettings,
+    context: ContextSettings,
+    tools: list[str] | None,
+    plugins: PluginHost,
+) -> Agent:
+    """A sub-agent of `parent`: same runtime and plugins, its own provider and session."""
+    return build_agent(
+        parent.runtime.project_root,
+        provider=Provider(
+            routes_for(parent.provider.routes, spec.model), retry=parent.provider.retry
+        ),
+        runtime=parent.runtime,
+        settings=settings,
+        context=context,
+        tool_packages=tools,
+        plugins=plugins,
+        parent=parent,
+        spec=spec,
+    )
+
+
 def build_agent(
     project_root: str | Path = ".",
     *,
@@ -62,6 +129,9 @@ def build_agent(
     env: Mapping[str, str] | None = None,
     policy: Policy | None = None,
     approver: Approver | None = None,
+    plugins: PluginHost | None = None,
+    parent: Agent | None = None,
+    spec: ChildSpec | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
@@ -74,6 +144,11 @@ def build_agent(
     (default: `[tool.liveforge.permissions]`, else ``ask``) decides which tool calls run;
     `approver` answers the ones it asks about — without one they are refused, so an agent
     driven by a program changes nothing unless its policy allows it.
+    `plugins` defaults to the installed and project-local ones
+    (`liveforge.declarations.plugins`); their load problems are in
+    `agent.session.live.plugin_problems`. `parent` and `spec` build a sub-agent
+    (`liveforge.declarations.subagents`): its session is linked to the parent's, and it
+    shares the parent's runtime.
     """
     from liveforge.config import build_provider, load_config
 
@@ -97,12 +172,17 @@ def build_agent(
     if resume:
         session.restore(runtime, settings.self_packages)
     runtime.protect(_DECLARATIONS)
+    if parent is not None and spec is not None:
+        link_session(session, parent.session.id, str(parent.session.path), spec)
+    plugins = plugins if plugins is not None else PluginHost().load(root)
     toolbox = Toolbox(
         runtime=runtime,
         packages=list(tool_packages or []),
+        modules=_plugin_tool_modules(plugins),
+        only=_profile_tools(parent, spec),
         limit=context.tool_result_limit,
-        policy=policy,
-        approver=approver,
+        policy=parent.toolbox.policy if parent is not None else policy,
+        approver=parent.toolbox.approver if parent is not None else approver,
     )
     agent = Agent(
         runtime=runtime,
@@ -113,6 +193,16 @@ def build_agent(
         prompt=SystemPrompt(runtime=runtime, toolbox=toolbox),
         settings=settings,
     )
+    attach(agent, plugins)
+    build = functools.partial(
+        _child, agent, settings=settings, context=context, tools=tool_packages, plugins=plugins
+    )
+    toolbox.services["subagents"] = SubAgents(
+        agent, build, depth=spec.depth if spec else 0, **_inherited_limits(parent)
+    )
+    session.live.plugin_problems = list(plugins.problems)
+    plugins.call("on_session_start", session=session)
+    plugins.call("before_agent_start", agent=agent)
     runtime.add_persist_guard(functools.partial(self_test_guard, agent))
     runtime.add_persist_guard(functools.partial(persist_guard, toolbox))
     # Re-applied self-patches have not run the loop yet in this process: on probation.

@@ -8,10 +8,21 @@ Models are named "provider:model":
 
     anthropic:claude-sonnet-4-5    Anthropic Messages API  (ANTHROPIC_API_KEY)
     openai:gpt-4o                  OpenAI chat completions (OPENAI_API_KEY)
+    gemini:gemini-2.5-flash        Gemini API (GEMINI_API_KEY or GOOGLE_API_KEY)
+    azure:DEPLOYMENT               Azure OpenAI v1 API at ${AZURE_OPENAI_ENDPOINT}/openai/v1
+                                   (AZURE_OPENAI_API_KEY, sent as `api-key`)
+    openai-compatible:MODEL        any chat-completions server at ${OPENAI_COMPATIBLE_BASE_URL}
+                                   (OPENAI_COMPATIBLE_API_KEY if it wants one)
+    openrouter:, groq:, deepseek:, mistral:, together:, xai:   hosted OpenAI-compatible APIs
+                                   (OPENROUTER_API_KEY, GROQ_API_KEY, ...)
     ollama:llama3.1                Ollama, OpenAI-compatible at http://localhost:11434/v1
     vllm:Qwen/Qwen2.5-7B           vLLM at http://localhost:8000/v1
     lmstudio:qwen2.5-7b            LM Studio at http://localhost:1234/v1
+    llamacpp:any                   llama.cpp's llama-server at http://localhost:8080/v1
     NAME:model                     a provider you define under [tool.liveforge.providers.NAME]
+
+A `base_url` may name environment variables as `${VAR}`; they are filled in when the model is
+used, and a missing one is reported with its name.
 
 Example pyproject.toml::
 
@@ -35,13 +46,14 @@ Secrets come from the environment only, never from files: each provider reads th
 variables listed in its `api_key_env` (built-ins: ANTHROPIC_API_KEY / OPENAI_API_KEY, plus
 comma-separated extra keys in ANTHROPIC_API_KEYS / OPENAI_API_KEYS). Keys are held as
 SecretStr and never appear in reprs, logs or errors. Other environment variables:
-LIVEFORGE_MODEL, LIVEFORGE_FALLBACK_MODELS (comma-separated), ANTHROPIC_BASE_URL,
-OPENAI_BASE_URL, OLLAMA_BASE_URL, VLLM_BASE_URL, LMSTUDIO_BASE_URL.
+LIVEFORGE_MODEL, LIVEFORGE_FALLBACK_MODELS (comma-separated), and NAME_BASE_URL for any
+provider NAME (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GEMINI_BASE_URL, OLLAMA_BASE_URL, ...).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -72,23 +84,30 @@ class ProviderConfig(BaseModel):
     """How to reach one provider."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    protocol: Literal["anthropic", "openai"]
-    """Wire protocol: "anthropic" (Messages API) or "openai" (chat completions)."""
+    protocol: Literal["anthropic", "openai", "gemini"]
+    """Wire protocol: "anthropic" (Messages API), "openai" (chat completions) or "gemini"."""
     base_url: str
-    """Anthropic: the host root; OpenAI-compatible: up to and including /v1."""
+    """Anthropic and Gemini: the host root; OpenAI-compatible: up to and including /v1.
+    `${VAR}` parts are read from the environment when the model is used."""
     api_key_env: list[str] = Field(default_factory=list)
     """Environment variables holding API keys, tried in this order."""
     key_required: bool = True
     """False for local servers that accept requests without a key."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra request headers (not for secrets)."""
+    key_header: str | None = None
+    """Header carrying the key as is, instead of the protocol's own (Azure: "api-key")."""
 
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
+        if not value.startswith(("http://", "https://", "${")):
+            raise ValueError("expected an http:// or https:// URL (or one starting with ${VAR})")
         return value.rstrip("/")
+
+
+def _hosted(base_url: str, key_env: str) -> ProviderConfig:
+    return ProviderConfig(protocol="openai", base_url=base_url, api_key_env=[key_env])
 
 
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
@@ -112,6 +131,32 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
     "lmstudio": ProviderConfig(
         protocol="openai", base_url="http://localhost:1234/v1", key_required=False
     ),
+    "llamacpp": ProviderConfig(
+        protocol="openai", base_url="http://localhost:8080/v1", key_required=False
+    ),
+    "gemini": ProviderConfig(
+        protocol="gemini",
+        base_url="https://generativelanguage.googleapis.com",
+        api_key_env=["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    ),
+    "azure": ProviderConfig(
+        protocol="openai",
+        base_url="${AZURE_OPENAI_ENDPOINT}/openai/v1",
+        api_key_env=["AZURE_OPENAI_API_KEY"],
+        key_header="api-key",
+    ),
+    "openai-compatible": ProviderConfig(
+        protocol="openai",
+        base_url="${OPENAI_COMPATIBLE_BASE_URL}",
+        api_key_env=["OPENAI_COMPATIBLE_API_KEY"],
+        key_required=False,
+    ),
+    "openrouter": _hosted("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "groq": _hosted("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "deepseek": _hosted("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "mistral": _hosted("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "together": _hosted("https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+    "xai": _hosted("https://api.x.ai/v1", "XAI_API_KEY"),
 }
 
 
@@ -218,7 +263,8 @@ class LiveforgeConfig(BaseModel):
                 f"model {name!r} needs an API key: set {names} in the environment.",
                 key=f"providers.{provider_name}.api_key_env",
             )
-        base_url = env.get(f"{provider_name.upper().replace('-', '_')}_BASE_URL") or spec.base_url
+        override = f"{provider_name.upper().replace('-', '_')}_BASE_URL"
+        base_url = _expand(env.get(override) or spec.base_url, name, override, env)
         return Route(
             name=name,
             protocol=spec.protocol,
@@ -226,7 +272,24 @@ class LiveforgeConfig(BaseModel):
             base_url=base_url.rstrip("/"),
             credentials=credentials,
             extra_headers=dict(spec.headers),
+            key_header=spec.key_header,
         )
+
+
+def _expand(base_url: str, model: str, override: str, env: Mapping[str, str]) -> str:
+    """`base_url` with each `${VAR}` read from `env`; ConfigError naming a missing one."""
+
+    def value(match: re.Match[str]) -> str:
+        var = match.group(1)
+        if not env.get(var):
+            raise ConfigError(
+                f"model {model!r} needs {var} in the environment (its base URL is "
+                f"{base_url!r}); set {var}, or set {override} to the whole URL.",
+                key=var,
+            )
+        return env[var].rstrip("/")
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", value, base_url)
 
 
 def _credentials(provider: str, spec: ProviderConfig, env: Mapping[str, str]) -> list[Credential]:

@@ -32,6 +32,8 @@ tree below is complete and true.
   * SessionError — a session could not be opened or written
     * SessionBusy — another front end is running a turn in this project
   * CompactionError — the conversation could not be summarised
+  * SkillNotFound [LookupError] — no usable skill of that name
+  * SubAgentError [ValueError] — a sub-agent request past a limit, or for an unknown id
   * ProviderError — a model request failed (classified for retry and failover)
     * AuthenticationError
     * BillingError
@@ -76,6 +78,8 @@ from liveforge.declarations.provider_errors import (
     StreamInterrupted,
 )
 from liveforge.declarations.session import SessionBusy, SessionError
+from liveforge.declarations.skills import SkillNotFound
+from liveforge.declarations.subagents import SubAgentError
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
 from liveforge.gateway.core import GatewayError
 from liveforge.kernel._forward import ImplSignatureError
@@ -137,7 +141,9 @@ __all__ = [
     "ServerError",
     "SessionBusy",
     "SessionError",
+    "SkillNotFound",
     "StreamInterrupted",
+    "SubAgentError",
     "TargetNotFound",
     "ToolDefinitionError",
     "UndecodableSource",

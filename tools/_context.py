@@ -13,7 +13,7 @@ threads and asyncio tasks each see their own), and a tool asks for it with ``run
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -23,9 +23,12 @@ from liveforge.kernel.errors import LiveforgeError
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime
 
-__all__ = ["NoRuntime", "runtime", "using_runtime"]
+__all__ = ["NoRuntime", "runtime", "service", "using_runtime", "using_services"]
 
 _current: ContextVar[Runtime | None] = ContextVar("liveforge_tool_runtime", default=None)
+_services: ContextVar[Mapping[str, object] | None] = ContextVar(
+    "liveforge_tool_services", default=None
+)
 
 
 class NoRuntime(LiveforgeError, RuntimeError):
@@ -54,3 +57,18 @@ def using_runtime(rt: Runtime) -> Iterator[Runtime]:
         yield rt
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def using_services(services: Mapping[str, object]) -> Iterator[None]:
+    """Bind the agent's services (e.g. its sub-agents) for tools, like `using_runtime`."""
+    token = _services.set(services)
+    try:
+        yield
+    finally:
+        _services.reset(token)
+
+
+def service(name: str) -> object | None:
+    """The service `name` of the agent whose tool call this is, or None (no such agent)."""
+    return (_services.get() or {}).get(name)

@@ -33,7 +33,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import AnthropicWire, HttpCall, Route, StreamDecoder
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
-from liveforge.impls.providers.classify import make_error, malformed_reason
+from liveforge.impls.providers.classify import body_message, make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 API_VERSION = "2023-06-01"
@@ -196,7 +196,7 @@ def classify_error(
         request_id = raw.get("request_id")
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
         error_type, request_id = None, None
-        message = body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
+        message = body_message(body, status)
     return make_error(
         route,
         status=status,

@@ -1,10 +1,10 @@
 """Assembles a `ModelResponse` from streamed fragments, emitting neutral stream events.
 
-Both wire decoders feed it: text and thinking pieces, tool calls started then filled with
+Every wire decoder feeds it: text and thinking pieces, tool calls started then filled with
 JSON fragments (joined and parsed when the call ends), whole blocks, usage. Blocks keep the
 order in which they started; each gets a position that is the `index` of its events.
 A decoder names blocks by its own keys (Anthropic: the block index; OpenAI: "text",
-"reasoning" or the tool-call index).
+"reasoning" or the tool-call index; Gemini: part kind and position).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class ResponseBuilder:
         return event
 
     def signature(self, key: Hashable, signature: str) -> None:
-        """Set (or extend) the signature of thinking block `key`."""
+        """Set (or extend) the signature of thinking block (or started tool call) `key`."""
         block = self._open(key, "thinking")
         block.signature = (block.signature or "") + signature
 
@@ -128,7 +128,9 @@ class ResponseBuilder:
         block.done = True
         if block.kind != "tool":
             return None
-        block.whole = ToolUseBlock(id=block.id, name=block.name, input=_parse_input(block))
+        block.whole = ToolUseBlock(
+            id=block.id, name=block.name, input=_parse_input(block), signature=block.signature
+        )
         return ToolCallEnd(index=block.position, call=block.whole)
 
     def close_all(self) -> list[ToolCallEnd]:

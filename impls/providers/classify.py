@@ -1,6 +1,6 @@
 """Shared error classification: status + error type -> ProviderError class, retry-after.
 
-Both wire formats extract (status, type, message, request id) from their error bodies and
+Every wire format extracts (status, type, message, request id) from their error bodies and
 call `make_error`; classification is by status and type first, message text last (context
 overflow wordings differ per server). Messages never contain request headers, so no key.
 """
@@ -28,7 +28,13 @@ from liveforge.declarations.provider_errors import (
     ServerError,
 )
 
-__all__ = ["is_context_overflow", "make_error", "malformed_reason", "parse_retry_after"]
+__all__ = [
+    "body_message",
+    "is_context_overflow",
+    "make_error",
+    "malformed_reason",
+    "parse_retry_after",
+]
 
 _TYPE_CLASSES: dict[str, type[ProviderError]] = {
     "authentication_error": AuthenticationError,
@@ -47,6 +53,16 @@ _TYPE_CLASSES: dict[str, type[ProviderError]] = {
     "request_too_large": ContextOverflowError,
     "context_length_exceeded": ContextOverflowError,
     "exceed_context_size_error": ContextOverflowError,
+    # Gemini: google.rpc status names, and the ErrorInfo reasons that say more
+    "API_KEY_INVALID": AuthenticationError,
+    "UNAUTHENTICATED": AuthenticationError,
+    "PERMISSION_DENIED": AuthenticationError,
+    "FAILED_PRECONDITION": BillingError,
+    "NOT_FOUND": ModelNotFound,
+    "RESOURCE_EXHAUSTED": RateLimitError,
+    "UNAVAILABLE": OverloadedError,
+    "DEADLINE_EXCEEDED": ProviderTimeout,
+    "INTERNAL": ServerError,
 }
 
 _STATUS_CLASSES: dict[int, type[ProviderError]] = {
@@ -66,7 +82,7 @@ _STATUS_CLASSES: dict[int, type[ProviderError]] = {
 _OVERFLOW = re.compile(
     r"prompt is too long|exceed context limit|input is too long|maximum context length"
     r"|exceeds the context window|context[_ ]length[_ ]exceeded|exceeds the available context"
-    r"|context size",
+    r"|context size|exceeds the maximum number of tokens allowed",
     re.IGNORECASE,
 )
 
@@ -76,7 +92,7 @@ def is_context_overflow(message: str) -> bool:
     return bool(_OVERFLOW.search(message))
 
 
-_GENERIC_TYPES = {"api_error", "server_error", "invalid_request_error"}
+_GENERIC_TYPES = {"api_error", "server_error", "invalid_request_error", "INTERNAL"}
 
 
 def _classify(status: int | None, error_type: str | None, message: str) -> type[ProviderError]:
@@ -116,6 +132,11 @@ def make_error(
         error_type=error_type,
         retry_after=parse_retry_after(headers or {}),
     )
+
+
+def body_message(body: bytes, status: int) -> str:
+    """The message of an error body that is not the protocol's JSON: its text, cut."""
+    return body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

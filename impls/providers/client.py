@@ -41,6 +41,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import (
     AnthropicWire,
     CancelToken,
+    GeminiWire,
     OpenAIWire,
     Provider,
     RetryPolicy,
@@ -61,7 +62,11 @@ from liveforge.impls.providers.transport import Batch, attempt
 
 __all__ = ["backoff_delay"]
 
-WIRES: dict[str, WireFormat] = {"anthropic": AnthropicWire(), "openai": OpenAIWire()}
+WIRES: dict[str, WireFormat] = {
+    "anthropic": AnthropicWire(),
+    "openai": OpenAIWire(),
+    "gemini": GeminiWire(),
+}
 
 
 class _RouteFailed(Exception):

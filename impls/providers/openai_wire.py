@@ -36,7 +36,7 @@ from liveforge.declarations.messages import (
 from liveforge.declarations.provider import HttpCall, OpenAIWire, Route, StreamDecoder
 from liveforge.declarations.provider_errors import MalformedResponse, ProviderError
 from liveforge.impls.providers.assembly import ResponseBuilder
-from liveforge.impls.providers.classify import make_error, malformed_reason
+from liveforge.impls.providers.classify import body_message, make_error, malformed_reason
 from liveforge.impls.providers.sse import decode_json
 
 _STOP: dict[str, StopReason] = {
@@ -132,7 +132,9 @@ def build_request(
         "accept": "text/event-stream" if stream else "application/json",
         **route.extra_headers,
     }
-    if api_key:
+    if api_key and route.key_header:
+        headers[route.key_header] = api_key
+    elif api_key:
         headers["authorization"] = f"Bearer {api_key}"
     url = route.base_url.rstrip("/") + "/chat/completions"
     return HttpCall(url=url, headers=headers, body=body)
@@ -234,7 +236,7 @@ def classify_error(
     try:
         kind, message, _ = error_fields(json.loads(body))
     except (json.JSONDecodeError, UnicodeDecodeError):
-        kind, message = None, body.decode("utf-8", "replace")[:500] or f"HTTP {status}"
+        kind, message = None, body_message(body, status)
     return make_error(
         route,
         status=status,

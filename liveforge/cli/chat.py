@@ -35,6 +35,8 @@ from liveforge.cli._common import ExitCode, add_common, add_mode, chosen_mode, p
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
 from liveforge.declarations.permissions import ApprovalRequest
+from liveforge.impls.plugins import end_session
+from liveforge.impls.subagents import close_subagents
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ChatApp", "register"]
@@ -113,6 +115,8 @@ class ChatApp:
                 pass
         finally:
             await self.agent.aclose()
+            close_subagents(self.agent)
+            end_session(self.agent)
             self.agent.runtime.close()
         self.console.print(
             Text(f"transcript saved: {self.agent.session.path}", style="dim"), soft_wrap=True

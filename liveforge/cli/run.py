@@ -31,6 +31,8 @@ from liveforge.cli._common import (
     project_dir,
 )
 from liveforge.cli._render import Renderer
+from liveforge.impls.plugins import end_session
+from liveforge.impls.subagents import close_subagents
 
 __all__ = ["register"]
 
@@ -120,6 +122,8 @@ def _run(args: argparse.Namespace) -> int:
         fault = {"type": type(exc).__name__, "message": str(exc)}
         console.print_exception(max_frames=8)
     finally:
+        close_subagents(agent)
+        end_session(agent)
         agent.runtime.close()
     ok = fault is None and ended is not None and ended.reason == "answer"
     payload = {

@@ -14,7 +14,7 @@ immutable; builder methods return new objects, so partial builds can be shared.
     reply.text("x").malformed_after(2)                 an unparseable event after 2 events
     reply.text("x").truncate_after(2)                  body ends cleanly, final event missing
     fault.rate_limit(retry_after=0.05)                 429 with retry-after
-    fault.overloaded(retry_after_ms=20)                529 (Anthropic) / 503 (OpenAI)
+    fault.overloaded(retry_after_ms=20)                529 (Anthropic) / 503 (OpenAI, Gemini)
     fault.auth() / fault.quota() / fault.not_found() / fault.context_overflow()
     fault.server_error() / fault.bad_request("why") / fault.error("rate_limit", status=429)
     fault.bare_string("Model unloaded")                LM Studio's {"error": "<string>"}
@@ -247,7 +247,7 @@ class _FaultBuilders:
     def overloaded(
         self, *, retry_after: float | None = None, retry_after_ms: float | None = None
     ) -> Fault:
-        """529 overloaded_error (Anthropic) / 503 (OpenAI)."""
+        """529 overloaded_error (Anthropic) / 503 (OpenAI, Gemini UNAVAILABLE)."""
         return self.error("overloaded", retry_after=retry_after, retry_after_ms=retry_after_ms)
 
     def auth(self) -> Fault:

@@ -6,8 +6,9 @@ slow or hanging scripted response coexist with other requests). Responses are HT
 streams use chunked transfer encoding, so connections are kept alive like real APIs and a
 scripted disconnect is a truncated chunked body, exactly what a cut stream looks like.
 
-Endpoints: `POST /v1/messages` (Anthropic) and `POST /v1/chat/completions` or
-`POST /chat/completions` (OpenAI-compatible). Each request takes the next script item;
+Endpoints: `POST /v1/messages` (Anthropic), `POST /v1/chat/completions` or
+`POST /chat/completions` (OpenAI-compatible) and `POST /v1beta/models/M:generateContent` or
+`…:streamGenerateContent?alt=sse` (Gemini). Each request takes the next script item;
 when the script is exhausted the server answers 400 saying so. Every request is recorded
 (`fake.requests`) with its JSON body and headers, API keys redacted.
 
@@ -37,12 +38,13 @@ from typing import Any, Literal
 from pydantic import SecretStr
 
 from liveforge.declarations.provider import Credential, Route
-from liveforge.testing import anthropic_format, openai_format
+from liveforge.testing import anthropic_format, gemini_format, openai_format
 from liveforge.testing.script import Fault, Reply
 
 __all__ = ["FakeProvider", "RecordedRequest"]
 
-_SECRET_HEADERS = {"x-api-key", "authorization", "api-key"}
+_SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "x-goog-api-key"}
+ProtocolName = Literal["anthropic", "openai", "gemini"]
 
 
 @dataclass
@@ -50,7 +52,7 @@ class RecordedRequest:
     """One request as received. Key headers read "<redacted>"; `key_suffix` is the key's
     last 4 characters, enough for tests to tell which key was used."""
 
-    protocol: Literal["anthropic", "openai"]
+    protocol: ProtocolName
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
@@ -62,11 +64,13 @@ class RecordedRequest:
     @property
     def stream(self) -> bool:
         """True if the client asked for a streamed response."""
+        if self.protocol == "gemini":
+            return ":streamGenerateContent" in self.path
         return bool(self.body.get("stream"))
 
 
 def _api_key(headers: dict[str, str]) -> str | None:
-    key = headers.get("x-api-key") or headers.get("api-key")
+    key = headers.get("x-api-key") or headers.get("api-key") or headers.get("x-goog-api-key")
     auth = headers.get("authorization", "")
     if not key and auth.lower().startswith("bearer "):
         key = auth[7:]
@@ -97,8 +101,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake.record(record)
         self.server.fake.respond(self, protocol, body, len(raw), key, record)
 
-    def _protocol(self) -> Literal["anthropic", "openai"] | None:
+    def _protocol(self) -> ProtocolName | None:
         path = self.path.split("?")[0].rstrip("/")
+        if path.endswith((":generateContent", ":streamGenerateContent")):
+            return "gemini"
         if path.endswith("/messages"):
             return "anthropic"
         if path.endswith("/chat/completions"):
@@ -147,6 +153,7 @@ class FakeProvider:
         model: str = "test-model",
     ) -> None:
         self.script: list[Reply | Fault] = list(script)
+        self.by_model: dict[str, list[Reply | Fault]] = {}
         self.dialect = dialect
         self.keys = set(keys) if keys is not None else None
         self.model = model
@@ -201,7 +208,7 @@ class FakeProvider:
 
     def route(
         self,
-        protocol: Literal["anthropic", "openai"] = "anthropic",
+        protocol: ProtocolName = "anthropic",
         *,
         model: str | None = None,
         keys: Iterable[str] = ("test-key",),
@@ -209,7 +216,7 @@ class FakeProvider:
     ) -> Route:
         """A liveforge Route to this server (keys become credentials key1, key2, ...)."""
         model = model or self.model
-        url = self.base_url if protocol == "anthropic" else self.openai_base_url
+        url = self.openai_base_url if protocol == "openai" else self.base_url
         creds = [Credential(name=f"key{i}", key=SecretStr(k)) for i, k in enumerate(keys, 1)]
         return Route(
             name=name or f"{protocol}:{model}",
@@ -221,10 +228,11 @@ class FakeProvider:
 
     # -- script ----------------------------------------------------------------------------
 
-    def add(self, *items: Reply | Fault) -> None:
-        """Append items to the script."""
+    def add(self, *items: Reply | Fault, model: str | None = None) -> None:
+        """Append items to the script; with `model`, to a script only requests naming that
+        model take from (so concurrent callers on different models each get their own)."""
         with self._lock:
-            self.script.extend(items)
+            (self.by_model.setdefault(model, []) if model else self.script).extend(items)
 
     @property
     def remaining(self) -> int:
@@ -235,8 +243,10 @@ class FakeProvider:
         with self._lock:
             self.requests.append(request)
 
-    def _next(self) -> Reply | Fault | None:
+    def _next(self, model: str) -> Reply | Fault | None:
         with self._lock:
+            if self.by_model.get(model):
+                return self.by_model[model].pop(0)
             if self._served >= len(self.script):
                 return None
             item = self.script[self._served]
@@ -248,7 +258,7 @@ class FakeProvider:
     def respond(
         self,
         handler: _Handler,
-        protocol: Literal["anthropic", "openai"],
+        protocol: ProtocolName,
         body: dict[str, Any],
         size: int,
         key: str | None,
@@ -261,7 +271,8 @@ class FakeProvider:
             record.outcome = "fault"
             self._error(handler, protocol, Fault("auth"), request_id)
             return
-        item = self._next()
+        model = str(body.get("model") or _path_model(record.path) or self.model)
+        item = self._next(model)
         if item is None:
             item = Fault(
                 "bad_request",
@@ -272,13 +283,14 @@ class FakeProvider:
             record.outcome = "fault"
             self._error(handler, protocol, item, request_id)
             return
-        model = str(body.get("model") or self.model)
-        msg_id = f"{'msg' if protocol == 'anthropic' else 'chatcmpl'}_fake{next(self._ids):06d}"
-        if not body.get("stream"):
+        msg_id = f"{_ID_PREFIX[protocol]}_fake{next(self._ids):06d}"
+        if not record.stream:
             self._whole(handler, protocol, item, model, size, msg_id, request_id)
             return
         if protocol == "anthropic":
             events = anthropic_format.stream_events(item, model, size, msg_id)
+        elif protocol == "gemini":
+            events = gemini_format.stream_events(item, model, size, msg_id)
         else:
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = openai_format.chunk_stream(item, model, size, self.dialect, msg_id, usage)
@@ -301,6 +313,8 @@ class FakeProvider:
     ) -> None:
         if protocol == "anthropic":
             data = anthropic_format.message_body(item, model, size, msg_id)
+        elif protocol == "gemini":
+            data = gemini_format.response_body(item, model, size, msg_id)
         else:
             data = openai_format.completion_body(item, model, size, self.dialect, msg_id)
         handler._send(200, json.dumps(data).encode(), self._id_header(protocol, request_id))
@@ -313,12 +327,14 @@ class FakeProvider:
             return
         if protocol == "anthropic":
             status, data = anthropic_format.error_body(item, request_id)
+        elif protocol == "gemini":
+            status, data = gemini_format.error_body(item)
         else:
             status, data = openai_format.error_body(item, self.dialect)
         headers = self._id_header(protocol, request_id)
-        if item.retry_after is not None:
+        if item.retry_after is not None and protocol != "gemini":
             headers["retry-after"] = f"{item.retry_after:g}"
-        if item.retry_after_ms is not None:
+        if item.retry_after_ms is not None and protocol != "gemini":
             headers["retry-after-ms"] = f"{item.retry_after_ms:g}"
         handler._send(status, data, headers)
 
@@ -370,6 +386,8 @@ class FakeProvider:
                 if protocol == "anthropic"
                 else b"data: {not json\n\n"
             )
+        elif protocol == "gemini":
+            event = gemini_format.error_event(stream_fault.error_kind, stream_fault.message)
         elif protocol == "anthropic":
             event = anthropic_format.error_event(
                 stream_fault.error_kind, stream_fault.message, request_id
@@ -384,6 +402,15 @@ class FakeProvider:
             _write_chunk(handler, event)
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+
+
+_ID_PREFIX = {"anthropic": "msg", "openai": "chatcmpl", "gemini": "resp"}
+
+
+def _path_model(path: str) -> str | None:
+    """The model named in a Gemini path (/v1beta/models/M:generateContent)."""
+    name = path.split("?")[0].rpartition("/models/")[2]
+    return name.partition(":")[0] or None
 
 
 def _write_chunk(handler: _Handler, data: bytes) -> None:

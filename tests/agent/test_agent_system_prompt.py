@@ -1,4 +1,5 @@
-"""The system prompt is built from parts: identity and method, tools, project, instructions."""
+"""The system prompt is built from parts: identity and method, tools, project, instructions,
+skills."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def test_parts_in_order_with_method_tools_project_and_instructions(project):
     root, pkg = project
     prompt = _prompt(root)
     parts = {p.name: p for p in prompt.parts()}
-    assert list(parts) == ["identity", "tools", "project", "instructions"]
+    assert list(parts) == ["identity", "tools", "project", "instructions", "skills"]
     method = parts["identity"].text
     assert (
         method.index("Inspect")

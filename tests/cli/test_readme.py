@@ -71,7 +71,9 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     """Each of the README's [tool.liveforge] examples loads without a configuration error."""
     from liveforge.config import load_config
 
-    gateway, main = _blocks("toml")
+    blocks = _blocks("toml")
+    (main,) = [block for block in blocks if "[tool.liveforge]" in block]
+    (gateway,) = [block for block in blocks if "[tool.liveforge.gateway]" in block]
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + main)
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40

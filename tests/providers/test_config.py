@@ -96,7 +96,7 @@ def test_liveforge_toml_overrides_pyproject_and_defines_providers(tmp_path: Path
         (
             '[providers.x]\nprotocol = "grpc"\nbase_url = "http://h"',
             "tool.liveforge.providers.x.protocol",
-            "'anthropic' or 'openai'",
+            "'openai' or 'gemini'",
         ),
         (
             '[providers.x]\nprotocol = "openai"\nbase_url = "h:80"',

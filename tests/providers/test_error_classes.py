@@ -25,6 +25,9 @@ from liveforge.declarations.provider_errors import (
 )
 from liveforge.testing import FakeProvider, fault, reply
 
+PROTOCOLS = ["anthropic", "openai", "gemini"]
+PREAMBLE = {"anthropic": 1, "openai": 1, "gemini": 0}
+"""Events each protocol sends before the first content (Gemini's first event has text)."""
 ONE_TRY = FAST.model_copy(update={"max_attempts": 1})
 
 CASES = [
@@ -40,7 +43,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize(
     ("item", "expected"), CASES, ids=[c[1].__name__ + "-" + c[0].kind for c in CASES]
 )
@@ -103,21 +106,21 @@ def test_vllm_integer_code_in_stream_error_is_classified() -> None:
             run(collect(provider(fake.route("openai"), retry=ONE_TRY), request()))
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_sse_error_after_200_before_content_is_retried(fake: FakeProvider, protocol: str) -> None:
     """An overloaded error event before any content is retried like HTTP 529."""
-    fake.add(reply.text("first").error_after(1), reply.text("second"))
+    fake.add(reply.text("first").error_after(PREAMBLE[protocol]), reply.text("second"))
     response = final(run(collect(provider(fake.route(protocol)), request())))
     assert response.text == "second"
     assert len(fake.requests) == 2
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_sse_error_after_content_raises_stream_interrupted_with_partial(
     fake: FakeProvider, protocol: str
 ) -> None:
     """An error event after text arrived is not replayed: StreamInterrupted keeps the text."""
-    fake.add(reply.text("abcdefghijklmnop").chunked(4).error_after(5), reply.text("never"))
+    fake.add(reply.text("abcdefghijklmnop").chunked(2).error_after(5), reply.text("never"))
     with pytest.raises(StreamInterrupted) as info:
         run(collect(provider(fake.route(protocol)), request()))
     partial = info.value.partial
@@ -126,7 +129,7 @@ def test_sse_error_after_content_raises_stream_interrupted_with_partial(
     assert len(fake.requests) == 1
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_disconnect_mid_stream_after_content_is_stream_interrupted(
     fake: FakeProvider, protocol: str
 ) -> None:
@@ -137,18 +140,19 @@ def test_disconnect_mid_stream_after_content_is_stream_interrupted(
     assert isinstance(info.value.__cause__, ProviderConnectionError)
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_disconnect_before_content_is_retried(fake: FakeProvider, protocol: str) -> None:
     """A connection cut before any content counts as a connection error and is retried."""
-    fake.add(reply.text("lost").disconnect_after(1), fault.disconnect(), reply.text("ok"))
+    lost = reply.text("lost").disconnect_after(PREAMBLE[protocol])
+    fake.add(lost, fault.disconnect(), reply.text("ok"))
     assert final(run(collect(provider(fake.route(protocol)), request()))).text == "ok"
     assert len(fake.requests) == 3
 
 
-@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_malformed_event_is_a_malformed_response(fake: FakeProvider, protocol: str) -> None:
     """A data line that is not JSON raises MalformedResponse (retried, then reported)."""
-    fake.add(reply.text("x").malformed_after(1))
+    fake.add(reply.text("x").malformed_after(PREAMBLE[protocol]))
     with pytest.raises(MalformedResponse, match=r"not json|malformed|expected JSON"):
         run(collect(provider(fake.route(protocol), retry=ONE_TRY), request()))
 

@@ -7,9 +7,15 @@ from hypothesis import strategies as st
 
 import liveforge.impls  # noqa: F401
 from liveforge.declarations.messages import ModelResponse
-from liveforge.declarations.provider import AnthropicWire, OpenAIWire, Route, WireFormat
+from liveforge.declarations.provider import (
+    AnthropicWire,
+    GeminiWire,
+    OpenAIWire,
+    Route,
+    WireFormat,
+)
 from liveforge.impls.providers.sse import SSEParser
-from liveforge.testing import anthropic_format, openai_format, reply
+from liveforge.testing import anthropic_format, gemini_format, openai_format, reply
 
 ANSWER = (
     reply.thinking("weigh options", signature="sig==")
@@ -21,12 +27,18 @@ ANSWER = (
 ROUTE = {
     "anthropic": Route(name="anthropic:m", protocol="anthropic", model="m", base_url="http://x"),
     "openai": Route(name="openai:m", protocol="openai", model="m", base_url="http://x"),
+    "gemini": Route(name="gemini:m", protocol="gemini", model="m", base_url="http://x"),
 }
 STREAMS = {
     "anthropic": b"".join(anthropic_format.stream_events(ANSWER, "m", 100, "msg_1")),
     "openai": b"".join(openai_format.chunk_stream(ANSWER, "m", 100, "openai", "c_1", True)),
+    "gemini": b"".join(gemini_format.stream_events(ANSWER, "m", 100, "r_1")),
 }
-WIRE: dict[str, WireFormat] = {"anthropic": AnthropicWire(), "openai": OpenAIWire()}
+WIRE: dict[str, WireFormat] = {
+    "anthropic": AnthropicWire(),
+    "openai": OpenAIWire(),
+    "gemini": GeminiWire(),
+}
 
 
 def _decode(protocol: str, pieces: list[bytes]) -> ModelResponse:
@@ -45,7 +57,7 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    protocol=st.sampled_from(["anthropic", "openai"]),
+    protocol=st.sampled_from(sorted(STREAMS)),
     cuts=st.lists(st.integers(min_value=0, max_value=10**6), max_size=40),
 )
 def test_any_chunking_decodes_to_the_same_response(protocol: str, cuts: list[int]) -> None:

@@ -1,4 +1,4 @@
-"""Both wire formats over loopback HTTP: assembly, conversion, thinking, usage."""
+"""The wire formats over loopback HTTP: assembly, conversion, thinking, usage."""
 
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ from liveforge.declarations.messages import (
 )
 from liveforge.testing import FakeProvider, reply
 
-PROTOCOLS = ["anthropic", "openai"]
+PROTOCOLS = ["anthropic", "openai", "gemini"]
+FRAGMENTED = ["anthropic", "openai"]  # Gemini sends each tool call whole
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", FRAGMENTED)
 def test_streamed_parallel_tool_calls_are_assembled_from_fragments(
     fake: FakeProvider, protocol: str
 ) -> None:
@@ -226,7 +227,8 @@ def test_stop_reasons_are_normalised(fake: FakeProvider, protocol: str) -> None:
     fake.add(reply.text("cut").stop_reason("max_tokens"))
     response = stream_response(provider(fake.route(protocol)), request())
     assert response.stop_reason == "max_tokens"
-    assert response.raw_stop_reason == ("max_tokens" if protocol == "anthropic" else "length")
+    raw = {"anthropic": "max_tokens", "openai": "length", "gemini": "MAX_TOKENS"}[protocol]
+    assert response.raw_stop_reason == raw
 
 
 @pytest.mark.parametrize("streaming", [True, False])

@@ -1,0 +1,173 @@
+"""`SkillLibrary` bodies: find skill files, read their front matter, resolve precedence.
+
+Front matter is the flat `key: value` subset of YAML that skill files use (quoted values,
+`#` comments, and `>` / `|` blocks of indented lines); a file outside that subset is
+reported by `problems()` rather than guessed at. Files are read afresh on every call: there
+are few, and an edited skill is then seen at once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import forwardpy
+
+from liveforge.declarations.skills import Skill, SkillLibrary, SkillNotFound, SkillSource
+
+__all__ = ["BUNDLED_DIR", "parse_skill", "user_skill_dir"]
+
+BUNDLED_DIR = Path(__file__).resolve().parent / "bundled_skills"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_INDEX_LINE = 240
+_BLOCK = {">", "|", ">-", "|-", ">+", "|+"}
+
+
+class _BadSkill(ValueError):
+    """A skill file that cannot be used; the message says what to fix."""
+
+
+def user_skill_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """The user's skill folder: $LIVEFORGE_CONFIG_HOME/skills, else
+    $XDG_CONFIG_HOME/liveforge/skills, else ~/.config/liveforge/skills."""
+    env = os.environ if env is None else env
+    if env.get("LIVEFORGE_CONFIG_HOME"):
+        return Path(env["LIVEFORGE_CONFIG_HOME"]).expanduser() / "skills"
+    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
+    return base / "liveforge" / "skills"
+
+
+def _fields(lines: list[str]) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    key = ""
+    for number, line in enumerate(lines, start=2):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] in " \t" and key:  # continuation of a block or folded value
+            fields[key] = (fields[key] + " " + line.strip()).strip()
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise _BadSkill(f"line {number} of the front matter is not `key: value`: {line!r}")
+        key = name.strip().lower().replace("-", "_")
+        value = value.strip()
+        fields[key] = "" if value in _BLOCK else value.strip("\"'")
+    return fields
+
+
+def parse_skill(text: str, path: Path, source: SkillSource) -> Skill:
+    """A Skill from a file's text; ValueError saying what is wrong with it."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise _BadSkill("no front matter: start with a `---` line, `name:` and `description:`")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise _BadSkill("the front matter is not closed by a `---` line")
+    fields = _fields(lines[1:end])
+    default = path.parent.name if path.name == "SKILL.md" else path.stem
+    name = fields.get("name") or default
+    if not _NAME.fullmatch(name):
+        raise _BadSkill(f"name {name!r} is not a plain name (letters, digits, . _ -)")
+    if not fields.get("description"):
+        raise _BadSkill("no `description:` in the front matter; the index shows it")
+    when = fields.get("when_to_use") or fields.get("when") or ""
+    body = "\n".join(lines[end + 1 :]).strip("\n")
+    return Skill(
+        name=name,
+        description=fields["description"],
+        when_to_use=when,
+        source=source,
+        path=path,
+        body=body,
+    )
+
+
+def _files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    flat = [p for p in folder.glob("*.md") if p.name.lower() != "readme.md"]
+    return sorted(flat + list(folder.glob("*/SKILL.md")))
+
+
+def _scan(library: SkillLibrary) -> tuple[dict[str, Skill], list[str], dict[str, str]]:
+    """(usable skills by name, problem lines, problem by the name a broken file would have)."""
+    found: dict[str, Skill] = {}
+    problems: list[str] = []
+    broken: dict[str, str] = {}
+    for source, folder in library.folders():
+        for path in _files(folder):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                skill = parse_skill(text, path, source)
+            except (OSError, ValueError) as exc:
+                problems.append(f"{path}: {exc}")
+                default = path.parent.name if path.name == "SKILL.md" else path.stem
+                broken.setdefault(default, f"{path}: {exc}")
+                continue
+            if skill.name in found:
+                kept = found[skill.name]
+                found[skill.name] = kept.model_copy(update={"hides": (*kept.hides, path)})
+            else:
+                found[skill.name] = skill
+    return found, problems, broken
+
+
+@forwardpy.impl(SkillLibrary.folders)
+def folders(self: SkillLibrary) -> list[tuple[SkillSource, Path]]:
+    return [
+        ("project", self.project_root / ".liveforge" / "skills"),
+        ("user", self.user_dir if self.user_dir is not None else user_skill_dir()),
+        ("bundled", self.bundled_dir if self.bundled_dir is not None else BUNDLED_DIR),
+    ]
+
+
+@forwardpy.impl(SkillLibrary.skills)
+def skills(self: SkillLibrary) -> list[Skill]:
+    found, _, _ = _scan(self)
+    return [found[name] for name in sorted(found)]
+
+
+@forwardpy.impl(SkillLibrary.problems)
+def problems(self: SkillLibrary) -> list[str]:
+    return _scan(self)[1]
+
+
+@forwardpy.impl(SkillLibrary.load)
+def load(self: SkillLibrary, name: str) -> Skill:
+    found, _, broken = _scan(self)
+    wanted = name.strip()
+    if wanted in found:
+        return found[wanted]
+    if wanted in broken:
+        raise SkillNotFound(f"skill {wanted!r} cannot be used: {broken[wanted]}", name=wanted)
+    names = ", ".join(sorted(found)) or "none"
+    raise SkillNotFound(
+        f"no skill named {wanted!r}; the skills are: {names}. "
+        "Call load_skill with one of these names.",
+        name=wanted,
+    )
+
+
+def _line(skill: Skill) -> str:
+    line = f"- {skill.name}: {skill.description}"
+    if skill.when_to_use:
+        line += f" (use when: {skill.when_to_use})"
+    return line if len(line) <= _INDEX_LINE else line[: _INDEX_LINE - 3] + "..."
+
+
+@forwardpy.impl(SkillLibrary.index)
+def index(self: SkillLibrary) -> str:
+    return "\n".join(_line(skill) for skill in self.skills())
+
+
+@forwardpy.impl(SkillLibrary.signature)
+def signature(self: SkillLibrary) -> tuple[tuple[str, float], ...]:
+    out: list[tuple[str, float]] = []
+    for _, folder in self.folders():
+        for path in _files(folder):
+            try:
+                out.append((str(path), path.stat().st_mtime))
+            except OSError:
+                continue
+    return tuple(out)
