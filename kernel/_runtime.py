@@ -20,12 +20,14 @@ from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._roots import discover
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
     capture_sources_under,
     importable,
+    module_file,
 )
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import (
@@ -42,11 +44,13 @@ from liveforge.kernel.errors import (
     PatchError,
     PatchSyntaxError,
     ProtectedTarget,
+    SecondModuleName,
     TargetNotFound,
     UnpersistedChanges,
 )
 
 _KERNEL = "liveforge.kernel"
+_KERNEL_DIR = Path(__file__).resolve().parent
 
 
 class Runtime(Checks, Persistence, VirtualModules):
@@ -77,9 +81,11 @@ class Runtime(Checks, Persistence, VirtualModules):
         self._lock = threading.RLock()
         self._transactions: list[list[Change]] = []
         self.namespace: dict[str, Any] = {"__name__": "__liveforge__", "rt": self}
-        if str(self.project_root) not in sys.path:
-            sys.path.insert(0, str(self.project_root))
-        capture_sources_under(str(self.project_root))
+        self.roots = discover(self.project_root)
+        for folder in reversed(self.roots.paths):
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+        capture_sources_under(str(self.project_root), self.roots)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -399,6 +405,8 @@ class Runtime(Checks, Persistence, VirtualModules):
         if record is None:
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)
+            except SecondModuleName:
+                raise
             except Exception as exc:
                 raise PatchError(
                     f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
@@ -454,6 +462,9 @@ class Runtime(Checks, Persistence, VirtualModules):
         if self.allow_kernel_patches:
             return
         if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):
+            raise ProtectedTarget(target)
+        filename = module_file(module_name)
+        if filename is not None and Path(filename).resolve().is_relative_to(_KERNEL_DIR):
             raise ProtectedTarget(target)
 
     def _label(self, record: ModuleRecord) -> str:

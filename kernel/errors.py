@@ -7,6 +7,7 @@
      │    └── UnsupportedChange       the change cannot be made in place (e.g. __slots__)
      ├── TargetNotFound               no such dotted path (close matches)  (+ LookupError)
      ├── ProtectedTarget              kernel modules without opt-in         (+ PermissionError)
+     ├── SecondModuleName             one file under a second module name   (+ ImportError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
      ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
@@ -97,6 +98,21 @@ class ProtectedTarget(LiveforgeError, PermissionError):
         super().__init__(
             f"{target!r} is part of liveforge.kernel, which refuses patches. Create the runtime "
             "with Runtime(allow_kernel_patches=True) to allow them."
+        )
+
+
+class SecondModuleName(LiveforgeError, ImportError):
+    """A file that is already one module was asked for under another name."""
+
+    def __init__(self, name: str, first: str, path: str) -> None:
+        self.module = name
+        self.first = first
+        self.filepath = path
+        super().__init__(
+            f"{path} is module {first!r}; liveforge never loads or patches one file as a "
+            f"second module ({name!r}). Use {first!r} instead.",
+            name=name,
+            path=path,
         )
 
 
