@@ -195,6 +195,8 @@ class SourceCapture(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if path is not None and "." not in fullname:
+            return None  # a tool (jedi) asking by short name inside a package, not an import
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # type: ignore[arg-type]
         origin = spec.origin if spec is not None else None
         if spec is None or not origin or not origin.endswith(".py"):

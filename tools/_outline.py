@@ -8,9 +8,10 @@ that are not imported, and gives line numbers that match ``view_source``.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 
-__all__ = ["Entry", "changed", "find", "first_sentence", "module_doc", "outline"]
+__all__ = ["Entry", "changed", "find", "first_sentence", "module_doc", "outline", "parsed"]
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_VALUE = 40
@@ -39,13 +40,29 @@ class Entry:
         return self.kind != "var" and self.name.startswith("__") and self.name.endswith("__")
 
 
-def outline(source: str) -> list[Entry]:
-    """Top-level entries of ``source``; an unparsable source gives an empty outline."""
+@functools.lru_cache(maxsize=2048)
+def parsed(source: str) -> ast.Module | None:
+    """The syntax tree of ``source`` (None when it does not parse), parsed once per text:
+    inspect, find and view ask about the same sources many times. Read it, never change it."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    return _entries(tree.body, source.splitlines(), "", in_class=False)
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached_outline(source: str) -> tuple[Entry, ...]:
+    tree = parsed(source)
+    if tree is None:
+        return ()
+    return tuple(_entries(tree.body, source.splitlines(), "", in_class=False))
+
+
+def outline(source: str) -> list[Entry]:
+    """Top-level entries of ``source``; an unparsable source gives an empty outline.
+
+    Built once per source text; the entries are shared, so treat them as read-only."""
+    return list(_cached_outline(source))
 
 
 def find(entries: list[Entry], names: list[str]) -> Entry | None:
@@ -198,7 +215,5 @@ def first_sentence(doc: str, limit: int = 100) -> str:
 
 def module_doc(source: str, limit: int = 100) -> str | None:
     """First sentence of a module's docstring; None when the source does not parse."""
-    try:
-        return first_sentence(ast.get_docstring(ast.parse(source)) or "", limit)
-    except SyntaxError:
-        return None
+    tree = parsed(source)
+    return None if tree is None else first_sentence(ast.get_docstring(tree) or "", limit)
