@@ -86,7 +86,8 @@ class ImportRoots:
 
 
 def _dotted(package: str, relative: Path) -> str | None:
-    parts = list(relative.with_suffix("").parts if relative.suffix == ".py" else relative.parts)
+    python = relative.suffix in (".py", ".pyi")
+    parts = list(relative.with_suffix("").parts if python else relative.parts)
     if parts and parts[-1] == "__init__":
         parts.pop()
     if not all(part.isidentifier() for part in parts):

@@ -18,6 +18,7 @@ import jedi
 from liveforge.declarations.tool_schema import ArgumentError
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
+from liveforge.tools._index import Definition, definition_index
 from liveforge.tools._jedi import ModuleNames, in_run_records, memory_sources, project
 from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
@@ -29,9 +30,9 @@ __all__ = ["complete", "find", "references"]
 Kind = Literal["class", "function", "module", "variable"]
 _KINDS = {
     "class": {"class"},
-    "function": {"function", "property"},
+    "function": {"def", "async def"},
     "module": {"module"},
-    "variable": {"statement", "instance"},
+    "variable": {"var"},
 }
 _MAX_RESULTS = 60
 
@@ -44,35 +45,29 @@ def find(query: str, kind: Kind | None = None) -> str:
         kind: only this kind of definition
     """
     rt = runtime()
-    names = ModuleNames(rt)
-    memory = memory_sources(rt)
-    stale = {Path(f).resolve() for _, _, f in memory if f}
-    jedi_project = project(rt)
-    hits: list[tuple[str, str]] = []
-    for name in jedi_project.search(query, all_scopes=True):
-        if in_run_records(rt, name.module_path):
-            continue
-        if name.module_path is None or Path(name.module_path).resolve() not in stale:
-            hits.append(_hit(name, names, None, kind))
-    for module, source, filename in memory:
-        script = jedi.Script(source, path=filename, project=jedi_project)
-        hits += [_hit(name, names, module, kind) for name in script.search(query, all_scopes=True)]
-    lines = sorted({text for key, text in hits if key})
+    query = query.strip()
+    if not query or not all(part.isidentifier() for part in query.split(".")):
+        raise ArgumentError(
+            f"{query!r} is not a name or dotted tail; give e.g. area or Square.area",
+            tool="find",
+            problems=["query"],
+        )
+    index = definition_index(rt, memory_sources(rt))
+    found = index.search(query, _KINDS[kind] if kind else None)
+    lines = sorted({_line(d) for d in found})
     if not lines:
         return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
     return _bounded(lines, "narrow the query (dotted tail) or pass kind")
 
 
-def _hit(name: Any, names: ModuleNames, module: str | None, kind: Kind | None) -> tuple[str, str]:
-    """``(key, line)``; an empty key drops the hit (parameters, other kinds)."""
-    if name.type == "param" or (kind is not None and name.type not in _KINDS[kind]):
-        return "", ""
-    if name.get_line_code().lstrip().startswith(("from ", "import ")):
-        return "", ""  # an import binds a name; the definition is found where it lives
-    dotted = names.dotted(name, module)
-    signature = _signature(name)
-    label = {"statement": "var", "instance": "var", "function": "def"}.get(name.type, name.type)
-    return dotted, f"{label} {dotted}{signature} :{name.line}"
+def _line(definition: Definition) -> str:
+    """``def pkg.mod.func(sig) :line``, marked when it comes from a stub or is re-exported."""
+    text = f"{definition.kind} {definition.dotted}{definition.signature} :{definition.line}"
+    if definition.stub:
+        text += " (stub: no source)"
+    if definition.exported_as:
+        text += f" (exported as {', '.join(definition.exported_as)})"
+    return text
 
 
 def _signature(name: Any) -> str:
