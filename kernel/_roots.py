@@ -109,8 +109,9 @@ def _top_name(child: Path, *, is_root: bool) -> str | None:
         return None
     if (child / "__init__.py").exists():
         return child.name
-    has_python = any(child.glob("*.py")) or any(child.glob("*/__init__.py"))
-    return child.name if has_python and not is_root else None
+    if is_root:
+        return None  # a namespace package needs a declared or src/ root to count
+    return child.name if next(child.rglob("*.py"), None) is not None else None
 
 
 def _pyproject(root: Path) -> dict[str, Any]:
