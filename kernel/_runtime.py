@@ -53,6 +53,16 @@ _KERNEL = "liveforge.kernel"
 _KERNEL_DIR = Path(__file__).resolve().parent
 
 
+def _import_advice(exc: Exception) -> str:
+    """What to do about a failed import; a missing module names the interpreter in use."""
+    if isinstance(exc, ModuleNotFoundError):
+        return (
+            f"the interpreter in use is {sys.executable}. Install the missing module into its "
+            "environment, or run liveforge in the project's own environment."
+        )
+    return "fix the import error first."
+
+
 class Runtime(Checks, Persistence, VirtualModules):
     """A live view of a running program's modules: patch, reload, run, check, undo.
 
@@ -410,7 +420,7 @@ class Runtime(Checks, Persistence, VirtualModules):
             except Exception as exc:
                 raise PatchError(
                     f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
-                    "fix the import error first.",
+                    + _import_advice(exc),
                     target=name,
                 ) from exc
             try:

@@ -257,27 +257,51 @@ def loaded_source(filename: str) -> tuple[str, bool]:
     return read_source(filename).text, False
 
 
-def module_file(name: str) -> str | None:
-    """The file module `name` is or would be loaded from, found without importing anything
-    (a loaded module's ``__file__``, else a walk down the path finders)."""
-    module = sys.modules.get(name)
-    if module is not None:
-        file = getattr(module, "__file__", None)
-        return file if isinstance(file, str) else None
-    spec = None
+def quiet_spec(name: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of module `name`, found the way an import finds it but without executing
+    any parent package (one that fails to import still shows its submodules); None when no
+    finder knows it."""
+    spec: importlib.machinery.ModuleSpec | None = None
     locations: list[str] | None = None
     parts = name.split(".")
     for depth in range(1, len(parts) + 1):
         dotted = ".".join(parts[:depth])
-        parent = sys.modules.get(dotted)
-        if parent is not None:
-            locations = list(getattr(parent, "__path__", []) or [])
-            spec = parent.__spec__
-            continue
-        spec = importlib.machinery.PathFinder.find_spec(dotted, locations)
+        loaded = sys.modules.get(dotted)
+        if loaded is not None and getattr(loaded, "__spec__", None) is not None:
+            spec = loaded.__spec__
+        else:
+            spec = _first_spec(dotted, locations)
         if spec is None:
             return None
         locations = list(spec.submodule_search_locations or [])
+        if depth < len(parts) and not locations:
+            return None  # a plain module has no submodules
+    return spec
+
+
+def _first_spec(name: str, path: list[str] | None) -> importlib.machinery.ModuleSpec | None:
+    for finder in list(sys.meta_path):
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(name, path)
+        except SecondModuleName:
+            raise
+        except (ImportError, ValueError, AttributeError, TypeError, KeyError):
+            continue  # KeyError: a namespace sub-package wants its parent imported
+        if spec is not None:
+            return spec  # type: ignore[no-any-return]
+    return None
+
+
+def module_file(name: str) -> str | None:
+    """The file module `name` is or would be loaded from, found without importing anything."""
+    module = sys.modules.get(name)
+    if module is not None:
+        file = getattr(module, "__file__", None)
+        return file if isinstance(file, str) else None
+    spec = quiet_spec(name)
     return spec.origin if spec is not None and spec.has_location else None
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from liveforge.kernel._roots import ImportRoots, discover
-from liveforge.kernel._sources import loaded_source
+from liveforge.kernel._sources import loaded_source, quiet_spec
 from liveforge.kernel.errors import TargetNotFound
 
 __all__ = [
@@ -103,10 +103,10 @@ def module_view(name: str, rt: Any = None) -> ModuleView | None:
 
 
 def _unimported_view(name: str) -> ModuleView | None:
-    """A module found on disk without importing it (its parent package may get imported)."""
+    """A module found on disk without importing it or its parent packages."""
     try:
-        spec = importlib.util.find_spec(name)
-    except Exception:  # a parent package that fails to import hides its submodules too
+        spec = quiet_spec(name) or importlib.util.find_spec(name)
+    except Exception:  # a parent that fails to import, or a second name for a file
         return None
     if spec is None:
         return None
