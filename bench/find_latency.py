@@ -8,6 +8,8 @@ measures side by side in one run:
 - `find(NAME)`: cold (first call of a new runtime: the definition index is built) and warm;
 - jedi's project search, which `find` used before the index, cold and warm;
 - `inspect_module(top package)`, cold and warm;
+- `references` of a re-exported function (the index picks the files that mention it), cold
+  and warm, and jedi's project-wide references search, which it used before;
 - how many sources the index build parsed, against the number of files.
 
     python bench/find_latency.py [--lines 20000] [--repeat 20]
@@ -33,10 +35,11 @@ from liveforge.tools._index import definition_index
 from liveforge.tools._jedi import memory_sources
 from liveforge.tools._outline import _cached_outline, parsed
 from liveforge.tools.inspection import inspect_module
-from liveforge.tools.intel import find
+from liveforge.tools.intel import find, references
 
 PACKAGE = "benchpkg"
 NEEDLE = "window_17_3"  # defined once, in module m17
+TARGET = f"{PACKAGE}.m0.window_0_0"  # re-exported by the package, shadowed by a stub
 
 
 def _module(number: int, blocks: int) -> str:
@@ -129,10 +132,14 @@ def main() -> None:
             find_warm = _median_ms(lambda: find(NEEDLE), args.repeat)
             inspect_cold = _once_ms(lambda: inspect_module(PACKAGE))
             inspect_warm = _median_ms(lambda: inspect_module(PACKAGE), args.repeat)
+            refs_cold = _once_ms(lambda: references(TARGET))
+            refs_warm = _median_ms(lambda: references(TARGET), 3)
             answer = find(NEEDLE)
         project = jedi.Project(root, sys_path=[str(root / "src"), *sys.path], smart_sys_path=False)
         jedi_cold = _once_ms(lambda: list(project.search(NEEDLE, all_scopes=True)))
         jedi_warm = _median_ms(lambda: list(project.search(NEEDLE, all_scopes=True)), 3)
+        script = jedi.Script(path=files[1], project=project)
+        jedi_refs = _once_ms(lambda: script.get_references(6, 4, scope="project"))
         rt.close()
     rows = [
         ("grep -rn (text search)", grep_ms, "", ""),
@@ -147,6 +154,9 @@ def main() -> None:
         ("jedi project search, cold", jedi_cold, "", ""),
         ("inspect_module(top package), warm", inspect_warm, "<= 200 ms", _ok(inspect_warm <= 200)),
         ("inspect_module(top package), cold", inspect_cold, "", ""),
+        ("references, warm (index filter)", refs_warm, "", ""),
+        ("references, cold", refs_cold, "", ""),
+        ("jedi project references, cold", jedi_refs, "(references before)", ""),
     ]
     print(f"fixture: {len(files)} files, {total:,} lines (src/ layout, re-exports, 2 stubs)\n")
     print(f"{'measure':<36}{'ms':>10}{'x grep':>9}  {'target':<24}{'met':>4}")

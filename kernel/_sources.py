@@ -282,8 +282,8 @@ def quiet_spec(name: str) -> importlib.machinery.ModuleSpec | None:
 def _first_spec(name: str, path: list[str] | None) -> importlib.machinery.ModuleSpec | None:
     for finder in list(sys.meta_path):
         find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
+        if find is None or isinstance(finder, SourceCapture):
+            continue  # the capture only wraps PathFinder's answer, which comes next
         try:
             spec = find(name, path)
         except SecondModuleName:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -68,6 +69,7 @@ class _FileIndex:
     stamp: tuple[int, int] | str
     definitions: list[Definition]
     reexports: dict[str, str] = field(default_factory=dict)  # name -> dotted origin
+    filename: str | None = None  # of an in-memory module backed by a file
 
 
 class DefinitionIndex:
@@ -109,6 +111,7 @@ class DefinitionIndex:
             if known is None or known.stamp != source:
                 package = (filename or "").endswith("__init__.py")
                 self._memory[name] = self._index(name, source, source, stub=False, package=package)
+                self._memory[name].filename = filename
         if self.parsed_last or gone or dropped:
             self._by_name = None
 
@@ -165,6 +168,25 @@ class DefinitionIndex:
             if (d.name == query or d.dotted.endswith(tail) or d.dotted == query)
             and (kind is None or d.kind in kind)
         ]
+
+    def mentioning(self, word: str) -> list[tuple[str, str, str | None]]:
+        """``(module, current source, filename)`` of every module whose text has ``word`` as
+        a word (stubs left out): the first filter of a references search."""
+        pattern = re.compile(rf"\b{re.escape(word)}\b")
+        found: list[tuple[str, str, str | None]] = []
+        for path, index in self._files.items():
+            if index.module in self._memory or path.suffix == ".pyi":
+                continue
+            try:
+                text = path.read_bytes().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if pattern.search(text):
+                found.append((index.module, text, str(path)))
+        for module, index in self._memory.items():
+            if isinstance(index.stamp, str) and pattern.search(index.stamp):
+                found.append((module, index.stamp, index.filename))
+        return found
 
     def _grouped(self) -> dict[str, list[Definition]]:
         """Definitions by their last name, re-exported names filled in; rebuilt on change."""

@@ -15,25 +15,15 @@ from typing import Any
 
 import jedi
 
-from liveforge.kernel._records import RUNS_FOLDER
 from liveforge.tools._modules import layout
 
-__all__ = ["ModuleNames", "in_run_records", "memory_sources", "project"]
+__all__ = ["ModuleNames", "memory_sources", "project"]
 
 
 def project(rt: Any) -> jedi.Project:
     """A jedi project over the runtime's project root, using this interpreter's sys.path."""
     root = Path(getattr(rt, "project_root", "."))
     return jedi.Project(root, sys_path=[p for p in sys.path if p], smart_sys_path=False)
-
-
-def in_run_records(rt: Any, path: Any) -> bool:
-    """Whether ``path`` lies in the sandbox's run records (copies of overlay modules, which
-    are not part of the program)."""
-    if path is None:
-        return False
-    records = Path(getattr(rt, "project_root", ".")).resolve() / RUNS_FOLDER
-    return Path(path).resolve().is_relative_to(records)
 
 
 def memory_sources(rt: Any) -> list[tuple[str, str, str | None]]:
