@@ -13,6 +13,7 @@ tree below is complete and true.
   * ImplSignatureError [TypeError] — an @impl body does not fit its declaration
   * TargetNotFound [LookupError] — no such dotted path
   * ProtectedTarget [PermissionError] — the kernel refuses patches to itself
+  * SecondModuleName [ImportError] — one file asked for under a second module name
   * UnpersistedChanges — a reload would drop in-memory changes
   * ChangeError [LookupError] — no such change, or it cannot be rolled back
   * ExecutionTimeout [TimeoutError] — in-process code ran past its timeout
@@ -85,6 +86,7 @@ from liveforge.kernel.errors import (
     PersistError,
     ProtectedTarget,
     SandboxError,
+    SecondModuleName,
     TargetNotFound,
     UnpersistedChanges,
     UnsafePath,
@@ -123,6 +125,7 @@ __all__ = [
     "ProviderTimeout",
     "RateLimitError",
     "SandboxError",
+    "SecondModuleName",
     "ServerError",
     "SessionBusy",
     "SessionError",
