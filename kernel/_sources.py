@@ -271,12 +271,22 @@ def quiet_spec(name: str) -> importlib.machinery.ModuleSpec | None:
             spec = loaded.__spec__
         else:
             spec = _first_spec(dotted, locations)
+            _refuse_mapped(dotted, spec)
         if spec is None:
             return None
         locations = list(spec.submodule_search_locations or [])
         if depth < len(parts) and not locations:
             return None  # a plain module has no submodules
     return spec
+
+
+def _refuse_mapped(name: str, spec: importlib.machinery.ModuleSpec | None) -> None:
+    """Raise SecondModuleName when `spec` finds a file of a mapped package under `name`."""
+    origin = spec.origin if spec is not None and spec.has_location else None
+    for layout in _capture.layouts if origin else ():
+        mapped = layout.mapped(origin or "")
+        if mapped is not None and mapped != name:
+            raise SecondModuleName(name, mapped, os.path.realpath(origin or ""))
 
 
 def _first_spec(name: str, path: list[str] | None) -> importlib.machinery.ModuleSpec | None:

@@ -21,6 +21,7 @@ PUBLIC = {
     "ProtectedTarget",
     "Runtime",
     "SandboxError",
+    "SecondModuleName",
     "TargetNotFound",
     "UnpersistedChanges",
     "UnsafePath",

@@ -19,7 +19,7 @@ from typing import Any
 
 from liveforge.kernel._roots import ImportRoots, discover
 from liveforge.kernel._sources import loaded_source, quiet_spec
-from liveforge.kernel.errors import TargetNotFound
+from liveforge.kernel.errors import SecondModuleName, TargetNotFound
 
 __all__ = [
     "ModuleView",
@@ -106,7 +106,9 @@ def _unimported_view(name: str) -> ModuleView | None:
     """A module found on disk without importing it or its parent packages."""
     try:
         spec = quiet_spec(name) or importlib.util.find_spec(name)
-    except Exception:  # a parent that fails to import, or a second name for a file
+    except SecondModuleName:
+        raise  # says which module the file is
+    except Exception:  # a parent package that fails to import
         return None
     if spec is None:
         return None

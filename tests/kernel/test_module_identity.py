@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     import kernel._secrets  # loaded under a second name before the runtime existed
     import liveforge
     from liveforge.tools import using_runtime
-    from liveforge.tools.inspection import inspect_module
+    from liveforge.tools.inspection import inspect_module, view_source
 
     def attempt(rt, target):
         try:
@@ -45,6 +45,11 @@ SCRIPT = textwrap.dedent(
         out["import"] = [type(exc).__name__, str(exc)]
     with using_runtime(rt):
         out["overview"] = [line for line in inspect_module(depth=0).splitlines() if line[:1] != " "]
+        try:
+            view_source("tools._outline")
+            out["view"] = ["viewed", ""]
+        except Exception as exc:
+            out["view"] = [type(exc).__name__, str(exc)]
     print(json.dumps(out))
     """
 )
@@ -73,6 +78,8 @@ def test_own_checkout_refuses_kernel_files_under_other_names() -> None:
     assert out["import"][0] == "SecondModuleName"
     assert "is module 'liveforge.tools'" in out["import"][1]
     assert [line.split()[0] for line in out["overview"] if line[:1].isalpha()] == ["liveforge/"]
+    assert out["view"][0] == "SecondModuleName"
+    assert "is module 'liveforge.tools'" in out["view"][1]
 
 
 def test_second_name_for_a_project_file_is_refused(tmp_path: Path) -> None:
