@@ -268,11 +268,15 @@ class _memory_limit:
 
 
 class PytestCollector:
-    """A pytest plugin that counts outcomes and keeps a short message per failure."""
+    """A pytest plugin that counts outcomes the way pytest's summary line does and keeps a
+    short message per failure. Subtests (pytest >= 9, or the pytest-subtests plugin) are
+    counted apart from tests: a test whose subtests failed counts as one failed test, and
+    each failed subtest as one failed subtest."""
 
     def __init__(self) -> None:
-        self.counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+        self.counts = dict.fromkeys(COUNT_KEYS, 0)
         self.failures: list[dict[str, str]] = []
+        self._failed_subtests: dict[str, int] = {}
 
     def pytest_load_initial_conftests(self) -> None:
         overlay_first()
@@ -281,18 +285,34 @@ class PytestCollector:
         if report.failed:
             self.counts["errors"] += 1
             self._failure(report, "collect")
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.when == "call":
-            outcome = "passed" if report.passed else "failed" if report.failed else "skipped"
-            self.counts[outcome] += 1
-            if report.failed:
-                self._failure(report, "call")
-        elif report.failed:
-            self.counts["errors"] += 1
-            self._failure(report, report.when)
         elif report.skipped:
             self.counts["skipped"] += 1
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if not getattr(report, "count_towards_summary", True):
+            return
+        if report.when != "call":
+            if report.failed:
+                self.counts["errors"] += 1
+                self._failure(report, report.when)
+            elif report.skipped:
+                self.counts["skipped"] += 1
+            return
+        subtest = type(report).__name__ == "SubtestReport"
+        outcome = _call_outcome(report)
+        if subtest:
+            self.counts["subtests_" + outcome] += 1
+            if outcome == "failed":
+                self._failed_subtests[report.nodeid] = (
+                    self._failed_subtests.get(report.nodeid, 0) + 1
+                )
+                self._failure(report, "subtest")
+            return
+        if outcome == "passed" and self._failed_subtests.pop(report.nodeid, 0):
+            outcome = "failed"  # pytest fails a test whose subtests failed
+        self.counts[outcome] += 1
+        if report.failed:
+            self._failure(report, "call")
 
     def _failure(self, report: Any, when: str) -> None:
         crash = getattr(report.longrepr, "reprcrash", None)
@@ -303,6 +323,28 @@ class PytestCollector:
         self.failures.append(
             {"nodeid": report.nodeid, "when": when, "message": _clip(message, 500)}
         )
+
+
+COUNT_KEYS = (
+    "passed",
+    "failed",
+    "errors",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "subtests_passed",
+    "subtests_failed",
+    "subtests_skipped",
+    "subtests_xfailed",
+    "subtests_xpassed",
+)
+
+
+def _call_outcome(report: Any) -> str:
+    """passed, failed, skipped, xfailed or xpassed: the call phase of a test or subtest."""
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed" if report.passed else "failed"
+    return str(report.outcome)
 
 
 PYTEST_STATUS = {0: "passed", 1: "failed", 5: "error"}

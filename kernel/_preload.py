@@ -4,8 +4,10 @@ The template pre-imports what the parent has already loaded from the standard li
 from installed distributions, so a forked run does not pay for pydantic, httpx or pytest
 again. It never pre-imports the project's own modules (anything under the project root or
 outside the library directories, such as editable installs), nothing the overlay replaces,
-no `__main__` modules, and not the packages of pytest plugins: pytest marks those for
-assertion rewriting and warns when they were imported before it started.
+no `__main__` modules, and neither the packages of pytest plugins nor any module whose
+import pulls one in (the MCP SDK imports anyio): pytest marks plugin packages for assertion
+rewriting and warns when they were imported before it started, and a project whose pytest
+configuration turns warnings into errors would fail for a reason of liveforge's making.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import importlib.metadata
 import site
 import sys
 import sysconfig
+import types
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -59,7 +62,7 @@ def preload_names(project_root: Path, exclude: Iterable[str] = ()) -> list[str]:
     libraries = library_dirs()
     root = str(project_root.resolve()) + "/"
     skipped_tops = NEVER | pytest_plugin_packages()
-    excluded = set(exclude)
+    excluded = set(exclude) | importing_plugins(pytest_plugin_packages())
     names = set(ALWAYS)
     for name, module in list(sys.modules.items()):
         filename = getattr(module, "__file__", None)
@@ -71,6 +74,42 @@ def preload_names(project_root: Path, exclude: Iterable[str] = ()) -> list[str]:
             continue
         names.add(name)
     return sorted(names, key=lambda n: (n.count("."), n))
+
+
+def importing_plugins(plugin_tops: Iterable[str]) -> set[str]:
+    """Loaded modules whose import (theirs or their parent package's) brings in a module of
+    `plugin_tops`: a module refers to another by holding it, or an object defined in it, in
+    its globals."""
+    tops = set(plugin_tops)
+    modules = {name: module for name, module in list(sys.modules.items()) if module is not None}
+    users: dict[str, set[str]] = {}
+    for name, module in modules.items():
+        for used in _referenced_modules(module):
+            users.setdefault(used, set()).add(name)
+        parent = name.rpartition(".")[0]
+        if parent:
+            users.setdefault(parent, set()).add(name)
+    tainted = {name for name in modules if name.partition(".")[0] in tops}
+    pending = list(tainted)
+    while pending:
+        for user in users.get(pending.pop(), ()):
+            if user not in tainted:
+                tainted.add(user)
+                pending.append(user)
+    return tainted
+
+
+def _referenced_modules(module: types.ModuleType) -> set[str]:
+    """Names of the modules whose objects `module`'s globals hold."""
+    found: set[str] = set()
+    for value in list(vars(module).values()):
+        try:
+            name = value.__name__ if isinstance(value, types.ModuleType) else value.__module__
+        except Exception:  # objects may raise anything from attribute access
+            continue
+        if isinstance(name, str):
+            found.add(name)
+    return found
 
 
 def _in_library(path: str, root: str, libraries: tuple[str, ...]) -> bool:

@@ -49,6 +49,41 @@ class TestCounts(BaseModel):
     failed: int = 0
     errors: int = 0
     skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+    subtests_passed: int = 0
+    subtests_failed: int = 0
+    subtests_skipped: int = 0
+    subtests_xfailed: int = 0
+    subtests_xpassed: int = 0
+
+    def line(self) -> str:
+        """Every non-zero count, tests and subtests apart: ``3 passed, 1 subtests failed``."""
+        parts = [
+            f"{count} {name.replace('_', ' ')}"
+            for name, count in self.model_dump().items()
+            if count
+        ]
+        return ", ".join(parts) or "no test outcomes"
+
+    def pytest_line(self) -> str:
+        """The counts as pytest's own summary line shows them (``pytest -v``, without the
+        time): subtest failures, skips and xfails are folded into the test counts there."""
+        merged = {
+            "failed": self.failed + self.subtests_failed,
+            "passed": self.passed,
+            "skipped": self.skipped + self.subtests_skipped,
+            "xfailed": self.xfailed + self.subtests_xfailed,
+            "xpassed": self.xpassed + self.subtests_xpassed,
+            "error": self.errors,
+            "subtests passed": self.subtests_passed,
+        }
+        parts = [f"{n} {_plural(key, n)}" for key, n in merged.items() if n]
+        return ", ".join(parts) or "no tests ran"
+
+
+def _plural(word: str, count: int) -> str:
+    return word + "s" if word == "error" and count != 1 else word
 
 
 class RunSummary(BaseModel):
@@ -102,11 +137,7 @@ class RunResult(BaseModel):
         if self.value_repr is not None:
             lines.append(f"value: {_head(self.value_repr, 1)}")
         if self.tests is not None:
-            t = self.tests
-            lines.append(
-                f"tests: {t.passed} passed, {t.failed} failed, {t.errors} errors, "
-                f"{t.skipped} skipped"
-            )
+            lines.append(f"tests: {self.tests.line()}")
             lines += [f"  FAIL {f.nodeid} ({f.when}): {f.message}" for f in self.failures[:10]]
             if len(self.failures) > 10:
                 lines.append(f"  ... {len(self.failures) - 10} more failures in the record")

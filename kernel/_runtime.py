@@ -20,6 +20,7 @@ from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._roots import discover
 from liveforge.kernel._safety import KERNEL_DIR, protected_file
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
@@ -28,6 +29,7 @@ from liveforge.kernel._sources import (
     capture_sources_under,
     check_module_name,
     importable,
+    module_file,
 )
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import (
@@ -46,12 +48,24 @@ from liveforge.kernel.errors import (
     PatchError,
     PatchSyntaxError,
     ProtectedTarget,
+    SecondModuleName,
     TargetNotFound,
     UndecodableSource,
     UnpersistedChanges,
 )
 
 _KERNEL = "liveforge.kernel"
+_KERNEL_DIR = Path(__file__).resolve().parent
+
+
+def _import_advice(exc: Exception) -> str:
+    """What to do about a failed import; a missing module names the interpreter in use."""
+    if isinstance(exc, ModuleNotFoundError):
+        return (
+            f"the interpreter in use is {sys.executable}. Install the missing module into its "
+            "environment, or run liveforge in the project's own environment."
+        )
+    return "fix the import error first."
 
 
 class Runtime(Checks, Persistence, VirtualModules):
@@ -86,9 +100,11 @@ class Runtime(Checks, Persistence, VirtualModules):
         self._lock = threading.RLock()
         self._transactions: list[list[Change]] = []
         self.namespace: dict[str, Any] = {"__name__": "__liveforge__", "rt": self}
-        if str(self.project_root) not in sys.path:
-            sys.path.insert(0, str(self.project_root))
-        capture_sources_under(str(self.project_root))
+        self.roots = discover(self.project_root)
+        for folder in reversed(self.roots.paths):
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+        capture_sources_under(str(self.project_root), self.roots)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -427,12 +443,12 @@ class Runtime(Checks, Persistence, VirtualModules):
         if record is None:
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)
-            except UndecodableSource:
+            except (UndecodableSource, SecondModuleName):
                 raise
             except Exception as exc:
                 raise PatchError(
                     f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
-                    "fix the import error first.",
+                    + _import_advice(exc),
                     target=name,
                 ) from exc
             try:
@@ -498,6 +514,9 @@ class Runtime(Checks, Persistence, VirtualModules):
                 place=f"a protected file ({sys.modules[module_name].__file__})",
                 hint="It keeps the running program safe; change what it calls instead.",
             )
+        filename = module_file(module_name)
+        if filename is not None and Path(filename).resolve().is_relative_to(_KERNEL_DIR):
+            raise ProtectedTarget(target)
 
     def _label(self, record: ModuleRecord) -> str:
         if record.virtual:

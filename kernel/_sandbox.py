@@ -401,10 +401,7 @@ def _classify(
 
 
 def _tests_message(child: dict[str, Any], ended: RunExit) -> str:
-    counts = child["tests"]
-    tally = ", ".join(
-        f"{counts[key]} {key}" for key in ("passed", "failed", "errors", "skipped") if counts[key]
-    )
+    tally = TestCounts(**child["tests"]).line()
     if child.get("exc_type"):
         return f"{child['exc_type']}: {_first_line(child.get('exc_message') or '')}"
     if child.get("exc_message"):
@@ -413,7 +410,7 @@ def _tests_message(child: dict[str, Any], ended: RunExit) -> str:
         return f"pytest stopped with exit code {child.get('pytest_exit_code')}: " + _first_line(
             ended.stderr or ended.stdout
         )
-    return tally or "no test outcomes"
+    return tally
 
 
 def _first_line(text: str) -> str:

@@ -16,11 +16,13 @@ import linecache
 import os
 import sys
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from liveforge.kernel._files import SourceFile, decode_python, read_source
+from liveforge.kernel._roots import ImportRoots
 from liveforge.kernel._stmts import Index
-from liveforge.kernel.errors import InvalidName
+from liveforge.kernel.errors import InvalidName, SecondModuleName
 
 VIRTUAL_PREFIX = "<liveforge-virtual>/"
 
@@ -123,6 +125,9 @@ class ModuleRegistry:
         filename = getattr(module, "__file__", None)
         if not filename or not filename.endswith(".py") or not os.path.exists(filename):
             raise ValueError(f"module {module.__name__!r} has no Python source file")
+        first = second_name(module.__name__, filename, _capture.layouts)
+        if first is not None:
+            raise SecondModuleName(module.__name__, first, os.path.realpath(filename))
         source, known = loaded_source(filename)
         record = ModuleRecord(
             name=module.__name__,
@@ -181,34 +186,62 @@ class _CapturingLoader(importlib.machinery.SourceFileLoader):
 
 class SourceCapture(importlib.abc.MetaPathFinder):
     """Remembers the exact source text of modules imported from under the given roots, so
-    a module tracked after its file changed on disk still knows what it is running."""
+    a module tracked after its file changed on disk still knows what it is running; and
+    refuses to import a project file under a second module name (see `second_name`)."""
 
     def __init__(self) -> None:
         self.roots: set[str] = set()
+        self.layouts: list[ImportRoots] = []
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if path is not None and "." not in fullname:
+            return None  # a tool (jedi) asking by short name inside a package, not an import
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)  # type: ignore[arg-type]
         origin = spec.origin if spec is not None else None
-        if (
-            spec is None
-            or not origin
-            or not origin.endswith(".py")
-            or not any(origin.startswith(root) for root in self.roots)
-        ):
+        if spec is None or not origin or not origin.endswith(".py"):
             return None
+        real = os.path.realpath(origin)
+        if not any(o.startswith(r) for r in self.roots for o in (origin, real)):
+            return None
+        first = second_name(fullname, origin, self.layouts)
+        if first is not None:
+            raise SecondModuleName(fullname, first, real)
         spec.loader = _CapturingLoader(fullname, origin)
         return spec
 
 
+def second_name(name: str, filename: str, layouts: Iterable[ImportRoots] = ()) -> str | None:
+    """The module `filename` already is, when that is not `name`: the name a loaded module
+    has for the same file, or the name of the mapped package the file lies in."""
+    real = os.path.realpath(filename)
+    for layout in layouts:
+        mapped = layout.mapped(real)
+        if mapped is not None and mapped != name:
+            return mapped
+    base = os.path.basename(real)
+    itself = sys.modules.get(name)
+    for other, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if other == name or other in _SCRIPTS or module is itself or not isinstance(file, str):
+            continue  # one module object under two keys (os.path) is still one module
+        if file == filename or (file.endswith(base) and os.path.realpath(file) == real):
+            return other
+    return None
+
+
+_SCRIPTS = frozenset({"__main__", "__mp_main__"})  # Python itself runs a script as these
 LOADED_SOURCES: dict[str, str] = {}
 _capture = SourceCapture()
 
 
-def capture_sources_under(root: str) -> None:
-    """Start remembering the source of modules imported from under `root`."""
+def capture_sources_under(root: str, layout: ImportRoots | None = None) -> None:
+    """Start remembering the source of modules imported from under `root`; with `layout`,
+    also refuse to import its files under names other than their own."""
     _capture.roots.add(os.path.join(root, ""))
+    if layout is not None and all(known.root != layout.root for known in _capture.layouts):
+        _capture.layouts.append(layout)
     if _capture not in sys.meta_path:
         sys.meta_path.insert(0, _capture)
 
@@ -234,9 +267,69 @@ def check_module_name(name: object, what: str = "module name") -> str:
     return name
 
 
+def quiet_spec(name: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of module `name`, found the way an import finds it but without executing
+    any parent package (one that fails to import still shows its submodules); None when no
+    finder knows it."""
+    spec: importlib.machinery.ModuleSpec | None = None
+    locations: list[str] | None = None
+    parts = name.split(".")
+    for depth in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:depth])
+        loaded = sys.modules.get(dotted)
+        if loaded is not None and getattr(loaded, "__spec__", None) is not None:
+            spec = loaded.__spec__
+        else:
+            spec = _first_spec(dotted, locations)
+            _refuse_mapped(dotted, spec)
+        if spec is None:
+            return None
+        locations = list(spec.submodule_search_locations or [])
+        if depth < len(parts) and not locations:
+            return None  # a plain module has no submodules
+    return spec
+
+
+def _refuse_mapped(name: str, spec: importlib.machinery.ModuleSpec | None) -> None:
+    """Raise SecondModuleName when `spec` finds a file of a mapped package under `name`."""
+    origin = spec.origin if spec is not None and spec.has_location else None
+    for layout in _capture.layouts if origin else ():
+        mapped = layout.mapped(origin or "")
+        if mapped is not None and mapped != name:
+            raise SecondModuleName(name, mapped, os.path.realpath(origin or ""))
+
+
+def _first_spec(name: str, path: list[str] | None) -> importlib.machinery.ModuleSpec | None:
+    for finder in list(sys.meta_path):
+        find = getattr(finder, "find_spec", None)
+        if find is None or isinstance(finder, SourceCapture):
+            continue  # the capture only wraps PathFinder's answer, which comes next
+        try:
+            spec = find(name, path)
+        except SecondModuleName:
+            raise
+        except (ImportError, ValueError, AttributeError, TypeError, KeyError):
+            continue  # KeyError: a namespace sub-package wants its parent imported
+        if spec is not None:
+            return spec  # type: ignore[no-any-return]
+    return None
+
+
+def module_file(name: str) -> str | None:
+    """The file module `name` is or would be loaded from, found without importing anything."""
+    module = sys.modules.get(name)
+    if module is not None:
+        file = getattr(module, "__file__", None)
+        return file if isinstance(file, str) else None
+    spec = quiet_spec(name)
+    return spec.origin if spec is not None and spec.has_location else None
+
+
 def importable(name: str) -> bool:
     """True when module `name` can be found (importing its parent packages if need be)."""
     try:
         return importlib.util.find_spec(name) is not None
+    except SecondModuleName:
+        raise
     except (ImportError, ValueError, AttributeError):
         return False

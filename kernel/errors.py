@@ -10,6 +10,7 @@
      ├── UndecodableSource            a source file that is not text in its encoding
      │                                                                    (+ UnicodeError)
      ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
+     ├── SecondModuleName             one file under a second module name   (+ ImportError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
      ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
@@ -130,6 +131,21 @@ class ProtectedTarget(LiveforgeError, PermissionError):
         super().__init__(
             f"{target!r} is part of {place}, which refuses patches. "
             + (hint or "Create the runtime with Runtime(allow_kernel_patches=True) to allow them.")
+        )
+
+
+class SecondModuleName(LiveforgeError, ImportError):
+    """A file that is already one module was asked for under another name."""
+
+    def __init__(self, name: str, first: str, path: str) -> None:
+        self.module = name
+        self.first = first
+        self.filepath = path
+        super().__init__(
+            f"{path} is module {first!r}; liveforge never loads or patches one file as a "
+            f"second module ({name!r}). Use {first!r} instead.",
+            name=name,
+            path=path,
         )
 
 

@@ -12,6 +12,7 @@ import os
 import sys
 
 import liveforge
+from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, emit_error
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
@@ -28,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
         "3 operation failed, 130 interrupted",
     )
     parser.add_argument("--version", action="version", version=f"liveforge {liveforge.__version__}")
+    parser.add_argument(
+        "--this-python",
+        action="store_true",
+        help="run with this interpreter even when the project has its own environment",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"liveforge.cli.{name}")
@@ -54,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.OK
+    if hasattr(args, "project") and not args.this_python:
+        advice = project_env.enter(args.project or ".", sys.argv[1:] if argv is None else argv)
+        if advice is not None:
+            emit_error(args, CommandError(advice), ExitCode.USAGE)
+            return ExitCode.USAGE
     try:
         return int(args.handler(args))
     except BrokenPipeError:

@@ -16,6 +16,7 @@ tree below is complete and true.
   * InvalidName [ValueError] — '', '.', '../x' given as a module name or dotted path
   * UndecodableSource [UnicodeError] — a source file that is not text in its encoding
   * ProtectedTarget [PermissionError] — the kernel (or another protected file) refuses patches
+  * SecondModuleName [ImportError] — one file asked for under a second module name
   * UnpersistedChanges — a reload would drop in-memory changes
   * ChangeError [LookupError] — no such change, or it cannot be rolled back
   * ExecutionTimeout [TimeoutError] — in-process code ran past its timeout
@@ -96,6 +97,7 @@ from liveforge.kernel.errors import (
     PersistError,
     ProtectedTarget,
     SandboxError,
+    SecondModuleName,
     TargetNotFound,
     UndecodableSource,
     UnpersistedChanges,
@@ -138,6 +140,7 @@ __all__ = [
     "ProviderTimeout",
     "RateLimitError",
     "SandboxError",
+    "SecondModuleName",
     "ServerError",
     "SessionBusy",
     "SessionError",

@@ -22,6 +22,7 @@ PUBLIC = {
     "Runtime",
     "SandboxError",
     "InvalidName",
+    "SecondModuleName",
     "TargetNotFound",
     "UndecodableSource",
     "UnpersistedChanges",

@@ -4,7 +4,7 @@ jedi reads files from disk; the runtime's changed and virtual modules live in me
 question is therefore asked twice: of the project's files, skipping modules whose memory
 differs from disk, and of each such module's in-memory source. jedi names modules by their
 folder (``kernel._runtime``); ``dotted`` translates them to import names
-(``liveforge.kernel._runtime``), following editable-install mappings.
+(``liveforge.kernel._runtime``), following the project's import roots.
 """
 
 from __future__ import annotations
@@ -15,25 +15,15 @@ from typing import Any
 
 import jedi
 
-from liveforge.kernel._records import RUNS_FOLDER
-from liveforge.tools._modules import editable_mapping
+from liveforge.tools._modules import layout
 
-__all__ = ["ModuleNames", "in_run_records", "memory_sources", "project"]
+__all__ = ["ModuleNames", "memory_sources", "project"]
 
 
 def project(rt: Any) -> jedi.Project:
     """A jedi project over the runtime's project root, using this interpreter's sys.path."""
     root = Path(getattr(rt, "project_root", "."))
     return jedi.Project(root, sys_path=[p for p in sys.path if p], smart_sys_path=False)
-
-
-def in_run_records(rt: Any, path: Any) -> bool:
-    """Whether ``path`` lies in the sandbox's run records (copies of overlay modules, which
-    are not part of the program)."""
-    if path is None:
-        return False
-    records = Path(getattr(rt, "project_root", ".")).resolve() / RUNS_FOLDER
-    return Path(path).resolve().is_relative_to(records)
 
 
 def memory_sources(rt: Any) -> list[tuple[str, str, str | None]]:
@@ -53,27 +43,14 @@ class ModuleNames:
             filename = getattr(module, "__file__", None)
             if isinstance(filename, str) and filename.endswith(".py"):
                 self.by_file[Path(filename).resolve()] = name
-        self.roots = sorted(
-            ((Path(d).resolve(), pkg) for pkg, d in editable_mapping().items()),
-            key=lambda item: -len(item[0].parts),
-        )
-        root = Path(getattr(rt, "project_root", ".")).resolve()
-        self.roots += [(root / "src", ""), (root, "")]
+        self.layout = layout(rt)
 
     def of_path(self, path: Path | None) -> str | None:
         """The module a file holds, or None when it is outside every known root."""
         if path is None:
             return None
         path = path.resolve()
-        if path in self.by_file:
-            return self.by_file[path]
-        for folder, package in self.roots:
-            if path.is_relative_to(folder):
-                parts = list(path.relative_to(folder).with_suffix("").parts)
-                if parts and parts[-1] == "__init__":
-                    parts.pop()
-                return ".".join(([package] if package else []) + parts) or None
-        return None
+        return self.by_file.get(path) or self.layout.module_name(path)
 
     def dotted(self, name: Any, module: str | None = None) -> str:
         """The import path of a jedi Name (``module`` overrides the module it lives in)."""

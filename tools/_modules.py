@@ -17,10 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel._sources import loaded_source
-from liveforge.kernel.errors import TargetNotFound
+from liveforge.kernel._roots import ImportRoots, discover
+from liveforge.kernel._sources import loaded_source, quiet_spec
+from liveforge.kernel.errors import SecondModuleName, TargetNotFound
 
-__all__ = ["ModuleView", "editable_mapping", "module_view", "resolve", "submodules", "top_level"]
+__all__ = [
+    "ModuleView",
+    "empty_project_note",
+    "layout",
+    "module_view",
+    "resolve",
+    "submodules",
+    "top_level",
+]
 
 
 @dataclass(frozen=True)
@@ -94,10 +103,12 @@ def module_view(name: str, rt: Any = None) -> ModuleView | None:
 
 
 def _unimported_view(name: str) -> ModuleView | None:
-    """A module found on disk without importing it (its parent package may get imported)."""
+    """A module found on disk without importing it or its parent packages."""
     try:
-        spec = importlib.util.find_spec(name)
-    except Exception:  # a parent package that fails to import hides its submodules too
+        spec = quiet_spec(name) or importlib.util.find_spec(name)
+    except SecondModuleName:
+        raise  # says which module the file is
+    except Exception:  # a parent package that fails to import
         return None
     if spec is None:
         return None
@@ -113,7 +124,7 @@ def submodules(view: ModuleView, rt: Any = None) -> list[str]:
         return []
     prefix = view.name + "."
     names = {prefix + info.name for info in pkgutil.iter_modules(list(view.search_path))}
-    names.update(_mapped(prefix))
+    names.update(_mapped(prefix, rt))
     registry = getattr(rt, "registry", None)
     in_memory = [r.name for r in registry.records()] if registry is not None else []
     names.update(
@@ -124,39 +135,43 @@ def submodules(view: ModuleView, rt: Any = None) -> list[str]:
     return sorted(names)
 
 
-def editable_mapping() -> dict[str, str]:
-    """Package name -> folder for packages an editable install maps from other folders
-    (setuptools ``package-dir``); pkgutil cannot see them, the install's finder lists them."""
-    mapping: dict[str, str] = {}
-    for finder in sys.meta_path:
-        found = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
-        if isinstance(found, dict):
-            mapping.update({str(k): str(v) for k, v in found.items()})
-    return mapping
+def layout(rt: Any) -> ImportRoots:
+    """The import roots of the runtime's project (discovered once per runtime)."""
+    found = getattr(rt, "roots", None)
+    if isinstance(found, ImportRoots):
+        return found
+    return discover(getattr(rt, "project_root", "."))
 
 
-def _mapped(prefix: str) -> list[str]:
+def _mapped(prefix: str, rt: Any) -> list[str]:
+    """Sub-packages mapped from folders of other names (pkgutil cannot see them)."""
     return [
         name
-        for name in editable_mapping()
+        for name in layout(rt).packages
         if name.startswith(prefix) and "." not in name[len(prefix) :]
     ]
 
 
 def top_level(rt: Any) -> list[str]:
-    """The project's top-level packages: folders under the root (or root/src) that import
-    as themselves, plus top-level virtual modules."""
-    root = Path(getattr(rt, "project_root", ".")).resolve()
-    names: set[str] = set()
-    for base in (root, root / "src"):
-        for init in base.glob("*/__init__.py"):
-            view = _unimported_view(init.parent.name) if init.parent.name.isidentifier() else None
-            if view is not None and Path(view.filename).resolve() == init.resolve():
-                names.add(init.parent.name)
+    """The project's top-level packages and modules under its import roots (src/, mapped
+    folders under their package's name, namespace packages), plus top-level virtual modules."""
+    names = {name for name, _ in layout(rt).top_level()}
     registry = getattr(rt, "registry", None)
     if registry is not None:
         names.update(r.name for r in registry.records() if r.virtual and "." not in r.name)
     return sorted(names)
+
+
+def empty_project_note(rt: Any) -> str:
+    """Why the project shows no packages, and what to do about it."""
+    roots = layout(rt)
+    looked = ", ".join(f"{path} ({why})" for path, why in roots.reasons.items())
+    return (
+        f"no Python packages found under the import roots: {looked}. Put the code in a "
+        "package folder (with __init__.py) under one of them, declare where it lives in "
+        "pyproject.toml (e.g. [tool.setuptools] package-dir, or [tool.pytest.ini_options] "
+        "pythonpath), or inspect a module by its dotted name."
+    )
 
 
 def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:

@@ -8,9 +8,11 @@ that are not imported, and gives line numbers that match ``view_source``.
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Entry", "changed", "find", "first_sentence", "module_doc", "outline"]
+__all__ = ["Entry", "changed", "find", "first_sentence", "module_doc", "outline", "parsed"]
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_VALUE = 40
@@ -25,11 +27,21 @@ class Entry:
     qualname: str
     start: int
     end: int
-    signature: str = ""
+    #: the signature, or how to render it: most are never shown, and rendering is the
+    #: costly part of an outline.
+    signature_source: str | Callable[[], str] = field(default="", repr=False)
     doc: str = ""
     decorators: list[str] = field(default_factory=list)
     children: list[Entry] = field(default_factory=list)
     text: str = ""
+
+    @property
+    def signature(self) -> str:
+        """``(a, b=1) -> int`` for a function (without self/cls), bases for a class,
+        ``: type = value`` for a variable."""
+        if callable(self.signature_source):
+            self.signature_source = self.signature_source()
+        return self.signature_source
 
     @property
     def public(self) -> bool:
@@ -39,13 +51,29 @@ class Entry:
         return self.kind != "var" and self.name.startswith("__") and self.name.endswith("__")
 
 
-def outline(source: str) -> list[Entry]:
-    """Top-level entries of ``source``; an unparsable source gives an empty outline."""
+@functools.lru_cache(maxsize=2048)
+def parsed(source: str) -> ast.Module | None:
+    """The syntax tree of ``source`` (None when it does not parse), parsed once per text:
+    inspect, find and view ask about the same sources many times. Read it, never change it."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    return _entries(tree.body, source.splitlines(), "", in_class=False)
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached_outline(source: str) -> tuple[Entry, ...]:
+    tree = parsed(source)
+    if tree is None:
+        return ()
+    return tuple(_entries(tree.body, source.splitlines(), "", in_class=False))
+
+
+def outline(source: str) -> list[Entry]:
+    """Top-level entries of ``source``; an unparsable source gives an empty outline.
+
+    Built once per source text; the entries are shared, so treat them as read-only."""
+    return list(_cached_outline(source))
 
 
 def find(entries: list[Entry], names: list[str]) -> Entry | None:
@@ -117,7 +145,6 @@ def _span(node: ast.stmt, lines: list[str]) -> tuple[int, int, str]:
 
 def _class(node: ast.ClassDef, lines: list[str], prefix: str) -> Entry:
     start, end, text = _span(node, lines)
-    bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
     qualname = prefix + node.name
     return Entry(
         "class",
@@ -125,7 +152,7 @@ def _class(node: ast.ClassDef, lines: list[str], prefix: str) -> Entry:
         qualname,
         start,
         end,
-        f"({', '.join(bases)})" if bases else "",
+        lambda: _bases(node),
         _doc(node),
         [ast.unparse(d) for d in node.decorator_list],
         _entries(node.body, lines, qualname + ".", in_class=True),
@@ -133,21 +160,40 @@ def _class(node: ast.ClassDef, lines: list[str], prefix: str) -> Entry:
     )
 
 
+def _bases(node: ast.ClassDef) -> str:
+    bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
+    return f"({', '.join(bases)})" if bases else ""
+
+
 def _function(
     node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], prefix: str, in_class: bool
 ) -> Entry:
     start, end, text = _span(node, lines)
     decorators = [ast.unparse(d) for d in node.decorator_list]
+    drop_first = in_class and "staticmethod" not in decorators
+    kind = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+    return Entry(
+        kind,
+        node.name,
+        prefix + node.name,
+        start,
+        end,
+        lambda: _function_signature(node, drop_first),
+        _doc(node),
+        decorators,
+        [],
+        text,
+    )
+
+
+def _function_signature(node: ast.FunctionDef | ast.AsyncFunctionDef, drop_first: bool) -> str:
     args = node.args
-    if in_class and "staticmethod" not in decorators and (args.posonlyargs or args.args):
+    if drop_first and (args.posonlyargs or args.args):
         args = _without_first(args)  # self / cls is implied
     signature = f"({ast.unparse(args)})"
     if node.returns is not None:
         signature += f" -> {ast.unparse(node.returns)}"
-    kind = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
-    return Entry(
-        kind, node.name, prefix + node.name, start, end, signature, _doc(node), decorators, [], text
-    )
+    return signature
 
 
 def _without_first(args: ast.arguments) -> ast.arguments:
@@ -176,13 +222,19 @@ def _variable(node: ast.Assign | ast.AnnAssign, lines: list[str], prefix: str) -
         return None
     name = targets[0].id
     start, end, text = _span(node, lines)
+    return Entry(
+        "var", name, prefix + name, start, end, lambda: _annotation(node), "", [], [], text
+    )
+
+
+def _annotation(node: ast.Assign | ast.AnnAssign) -> str:
     signature = ""
     if isinstance(node, ast.AnnAssign):
         signature = f": {ast.unparse(node.annotation)}"
     if node.value is not None:
         value = ast.unparse(node.value)
         signature += f" = {value if len(value) <= _MAX_VALUE else '…'}"
-    return Entry("var", name, prefix + name, start, end, signature, "", [], [], text)
+    return signature
 
 
 def _doc(node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -198,7 +250,5 @@ def first_sentence(doc: str, limit: int = 100) -> str:
 
 def module_doc(source: str, limit: int = 100) -> str | None:
     """First sentence of a module's docstring; None when the source does not parse."""
-    try:
-        return first_sentence(ast.get_docstring(ast.parse(source)) or "", limit)
-    except SyntaxError:
-        return None
+    tree = parsed(source)
+    return None if tree is None else first_sentence(ast.get_docstring(tree) or "", limit)

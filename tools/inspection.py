@@ -20,7 +20,14 @@ from liveforge.tools._declared import (
     is_active_impl,
     live_attr,
 )
-from liveforge.tools._modules import ModuleView, module_view, resolve, submodules, top_level
+from liveforge.tools._modules import (
+    ModuleView,
+    empty_project_note,
+    module_view,
+    resolve,
+    submodules,
+    top_level,
+)
 from liveforge.tools._outline import Entry, changed, find, module_doc, outline
 from liveforge.tools._output import clip, number_lines, output_limit
 
@@ -50,6 +57,8 @@ def inspect_module(path: str = "", depth: int = 2) -> str:
     """
     rt = runtime()
     view, names = resolve(path, rt) if path else (None, [])
+    if view is None and not top_level(rt):
+        return empty_project_note(rt) + "\n"
     text = ""
     for level in range(max(depth, 0), -1, -1):  # too long: drop name lists, then a level
         for style in _STYLES:

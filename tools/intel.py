@@ -8,9 +8,9 @@ namespaces (``jedi.Interpreter``), so what the model sees is what runs.
 from __future__ import annotations
 
 import ast
-import re
+import io
 import sys
-from pathlib import Path
+import tokenize
 from typing import Any, Literal
 
 import jedi
@@ -19,10 +19,11 @@ from liveforge.declarations.permissions import effect
 from liveforge.declarations.tool_schema import ArgumentError
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
-from liveforge.tools._jedi import ModuleNames, in_run_records, memory_sources, project
+from liveforge.tools._index import Definition, definition_index
+from liveforge.tools._jedi import ModuleNames, memory_sources, project
 from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
-from liveforge.tools._outline import outline
+from liveforge.tools._outline import outline, parsed
 from liveforge.tools._output import clip
 
 __all__ = ["complete", "find", "references"]
@@ -30,9 +31,9 @@ __all__ = ["complete", "find", "references"]
 Kind = Literal["class", "function", "module", "variable"]
 _KINDS = {
     "class": {"class"},
-    "function": {"function", "property"},
+    "function": {"def", "async def"},
     "module": {"module"},
-    "variable": {"statement", "instance"},
+    "variable": {"var"},
 }
 _MAX_RESULTS = 60
 
@@ -46,35 +47,29 @@ def find(query: str, kind: Kind | None = None) -> str:
         kind: only this kind of definition
     """
     rt = runtime()
-    names = ModuleNames(rt)
-    memory = memory_sources(rt)
-    stale = {Path(f).resolve() for _, _, f in memory if f}
-    jedi_project = project(rt)
-    hits: list[tuple[str, str]] = []
-    for name in jedi_project.search(query, all_scopes=True):
-        if in_run_records(rt, name.module_path):
-            continue
-        if name.module_path is None or Path(name.module_path).resolve() not in stale:
-            hits.append(_hit(name, names, None, kind))
-    for module, source, filename in memory:
-        script = jedi.Script(source, path=filename, project=jedi_project)
-        hits += [_hit(name, names, module, kind) for name in script.search(query, all_scopes=True)]
-    lines = sorted({text for key, text in hits if key})
+    query = query.strip()
+    if not query or not all(part.isidentifier() for part in query.split(".")):
+        raise ArgumentError(
+            f"{query!r} is not a name or dotted tail; give e.g. area or Square.area",
+            tool="find",
+            problems=["query"],
+        )
+    index = definition_index(rt, memory_sources(rt))
+    found = index.search(query, _KINDS[kind] if kind else None)
+    lines = sorted({_line(d) for d in found})
     if not lines:
         return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
     return _bounded(lines, "narrow the query (dotted tail) or pass kind")
 
 
-def _hit(name: Any, names: ModuleNames, module: str | None, kind: Kind | None) -> tuple[str, str]:
-    """``(key, line)``; an empty key drops the hit (parameters, other kinds)."""
-    if name.type == "param" or (kind is not None and name.type not in _KINDS[kind]):
-        return "", ""
-    if name.get_line_code().lstrip().startswith(("from ", "import ")):
-        return "", ""  # an import binds a name; the definition is found where it lives
-    dotted = names.dotted(name, module)
-    signature = _signature(name)
-    label = {"statement": "var", "instance": "var", "function": "def"}.get(name.type, name.type)
-    return dotted, f"{label} {dotted}{signature} :{name.line}"
+def _line(definition: Definition) -> str:
+    """``def pkg.mod.func(sig) :line``, marked when it comes from a stub or is re-exported."""
+    text = f"{definition.kind} {definition.dotted}{definition.signature} :{definition.line}"
+    if definition.stub:
+        text += " (stub: no source)"
+    if definition.exported_as:
+        text += f" (exported as {', '.join(definition.exported_as)})"
+    return text
 
 
 def _signature(name: Any) -> str:
@@ -103,37 +98,15 @@ def references(path: str) -> str:
     if entry is None:
         raise TargetNotFound(path, [], "references needs a definition inside a module.")
     target = f"{view.name}.{entry.qualname}"
-    line, column = _name_position(view.source or "", entry.start, entry.name)
     names = ModuleNames(rt)
-    memory = memory_sources(rt)
-    stale = {Path(f).resolve() for m, _, f in memory if f and m != view.name}
-    script = jedi.Script(
-        view.source, path=None if view.virtual else view.filename, project=project(rt)
-    )
-    found = set()
-    for ref in script.get_references(line, column, scope="project"):
-        ref_path = Path(ref.module_path).resolve() if ref.module_path else None
-        if ref_path not in stale and not in_run_records(rt, ref_path):
-            module = view.name if ref_path is None else names.of_path(ref_path)
-            found.add((module or str(ref_path), ref.line, ref.column))
-    for module, source, filename in memory:
-        if module != view.name:
-            found |= _memory_refs(rt, names, module, source, filename, target, entry.name)
+    index = definition_index(rt, memory_sources(rt))
+    found: set[tuple[str, int, int]] = set()
+    for module, source, filename in index.mentioning(entry.name):
+        found |= _references_in(rt, names, module, source, filename, target, entry.name)
     return _render_refs(rt, target, found)
 
 
-def _name_position(source: str, start: int, name: str) -> tuple[int, int]:
-    """Line and column of ``name`` in the definition starting at ``start`` (after decorators)."""
-    lines = source.splitlines()
-    pattern = re.compile(rf"\b(?:def|class)\s+({re.escape(name)})\b|^\s*({re.escape(name)})\b")
-    for number in range(start, len(lines) + 1):
-        match = pattern.search(lines[number - 1])
-        if match:
-            return number, match.start(1 if match.group(1) else 2)
-    return start, 0
-
-
-def _memory_refs(
+def _references_in(
     rt: Any,
     names: ModuleNames,
     module: str,
@@ -142,28 +115,32 @@ def _memory_refs(
     target: str,
     short: str,
 ) -> set[tuple[str, int, int]]:
-    """References in one in-memory source: names resolving to ``target``, or bound by
-    importing it from its module (jedi cannot follow imports of virtual modules)."""
-    if not re.search(rf"\b{re.escape(short)}\b", source):
-        return set()
+    """References in one module's current source: names resolving to ``target``, or bound
+    by importing it from its module (jedi cannot follow imports of virtual modules)."""
     imported = _imports_from(source, target.rsplit(".", 1)[0], short)
     script = jedi.Script(source, path=filename, project=project(rt))
     hits = set()
-    for name in script.get_names(all_scopes=True, references=True, definitions=True):
-        if name.name != short:
-            continue
-        resolved = name.goto(follow_imports=True)
-        if any(names.dotted(r) == target for r in resolved) or (imported and not resolved):
-            hits.add((module, name.line, name.column))
+    for line, column in _occurrences(source, short):
+        resolved = script.goto(line, column, follow_imports=True)
+        # a name with no file resolves inside this very source (a virtual module)
+        dotted = [names.dotted(r, None if r.module_path else module) for r in resolved]
+        if target in dotted or (imported and not resolved):
+            hits.add((module, line, column))
     return hits
 
 
-def _imports_from(source: str, module: str, short: str) -> bool:
+def _occurrences(source: str, word: str) -> list[tuple[int, int]]:
+    """Line and column of every name token ``word`` (not in strings or comments)."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [t.start for t in tokens if t.type == tokenize.NAME and t.string == word]
+
+
+def _imports_from(source: str, module: str, short: str) -> bool:
+    tree = parsed(source)
+    return tree is not None and any(
         isinstance(node, ast.ImportFrom)
         and node.module == module
         and any(alias.name == short for alias in node.names)

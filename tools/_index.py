@@ -1,0 +1,273 @@
+"""The definition index: every definition of a project, by name, built once and kept current.
+
+One index per runtime. The first question walks the project's import roots and outlines each
+file (``_outline``: names, kinds, signatures, lines); later questions only re-read files whose
+size or modification time changed, drop files that are gone, and outline the in-memory
+source of modules whose memory differs from disk (patched, reloaded, virtual) in place of
+their files. A package's ``from .x import name`` is recorded as a re-export, so a definition
+is also shown under the name users import it by. Stub files (``.pyi``) are indexed only
+where no source exists for the same module, and their definitions are labelled ``stub``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from liveforge.kernel._records import RUNS_FOLDER
+from liveforge.kernel._roots import NOT_PACKAGES, ImportRoots
+from liveforge.tools._modules import layout
+from liveforge.tools._outline import Entry, outline, parsed
+
+__all__ = ["Definition", "DefinitionIndex", "definition_index"]
+
+_SKIP_DIRS = (NOT_PACKAGES - {"tests", "test", "bench", "benchmarks", "scripts", "examples"}) | {
+    "__pycache__",
+    RUNS_FOLDER,
+}
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One definition: ``kind`` is class, def, async def, var or module."""
+
+    module: str
+    qualname: str
+    kind: str
+    line: int
+    stub: bool = False
+    entry: Entry | None = field(default=None, repr=False, compare=False)
+    exported_as: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The last part of the qualified name (the module's own for a module)."""
+        return (self.qualname or self.module).rpartition(".")[2]
+
+    @property
+    def dotted(self) -> str:
+        """The full dotted path: module, then qualified name."""
+        return f"{self.module}.{self.qualname}" if self.qualname else self.module
+
+    @property
+    def signature(self) -> str:
+        """The signature as written (rendered on first use)."""
+        return self.entry.signature if self.entry is not None else ""
+
+
+@dataclass
+class _FileIndex:
+    """What one source (a file, or a module's in-memory text) defines."""
+
+    module: str
+    stamp: tuple[int, int] | str
+    definitions: list[Definition]
+    reexports: dict[str, str] = field(default_factory=dict)  # name -> dotted origin
+    filename: str | None = None  # of an in-memory module backed by a file
+
+
+class DefinitionIndex:
+    """Definitions of one project's modules, kept current question by question."""
+
+    def __init__(self, roots: ImportRoots) -> None:
+        self.roots = roots
+        self._files: dict[Path, _FileIndex] = {}
+        self._memory: dict[str, _FileIndex] = {}
+        self._names: dict[str, tuple[Path, str | None]] = {}  # walked path -> resolved, module
+        self._by_name: dict[str, list[Definition]] | None = None
+        #: sources outlined by the last `refresh` (files and in-memory modules).
+        self.parsed_last = 0
+
+    def refresh(self, memory: Sequence[tuple[str, str, str | None]] = ()) -> None:
+        """Bring the index up to date with the files and with in-memory ``(module, source,
+        filename)`` sources, re-outlining only what changed."""
+        self.parsed_last = 0
+        seen: set[Path] = set()
+        for path, module in self._sources():
+            seen.add(path)
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            stamp = (info.st_mtime_ns, info.st_size)
+            known = self._files.get(path)
+            if known is None or known.stamp != stamp or known.module != module:
+                self._files[path] = self._index_file(path, module, stamp)
+        gone = set(self._files) - seen
+        for path in gone:
+            del self._files[path]
+        current = {name for name, _, _ in memory}
+        dropped = set(self._memory) - current
+        for name in dropped:
+            del self._memory[name]
+        for name, source, filename in memory:
+            known = self._memory.get(name)
+            if known is None or known.stamp != source:
+                package = (filename or "").endswith("__init__.py")
+                self._memory[name] = self._index(name, source, source, stub=False, package=package)
+                self._memory[name].filename = filename
+        if self.parsed_last or gone or dropped:
+            self._by_name = None
+
+    def _index_file(self, path: Path, module: str, stamp: tuple[int, int]) -> _FileIndex:
+        try:
+            source = path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            source = ""
+        package = path.stem == "__init__"
+        return self._index(module, source, stamp, stub=path.suffix == ".pyi", package=package)
+
+    def _index(
+        self, module: str, source: str, stamp: Any, *, stub: bool, package: bool
+    ) -> _FileIndex:
+        self.parsed_last += 1
+        entries = outline(source)
+        definitions = [Definition(module, "", "module", 1, stub)]
+        definitions += [d for e in entries for d in _flatten(module, e, stub)]
+        reexports = _reexports(module, source) if package else {}
+        return _FileIndex(module, stamp, definitions, reexports)
+
+    def _sources(self) -> list[tuple[Path, str]]:
+        """``(file, module)`` of every source under the import roots, one file per module:
+        a ``.pyi`` only where no ``.py`` exists, and never a module twice."""
+        found: dict[str, tuple[Path, str]] = {}
+        folders = [*self.roots.packages.values(), *self.roots.paths]
+        for folder in dict.fromkeys(folders):
+            for path in _walk(folder):
+                resolved, module = self._module_of(path)
+                if module is None:
+                    continue
+                known = found.get(module)
+                if known is None or (known[1].endswith(".pyi") and path.endswith(".py")):
+                    found[module] = (resolved, path)
+        return [(resolved, module) for module, (resolved, _) in found.items()]
+
+    def _module_of(self, path: str) -> tuple[Path, str | None]:
+        known = self._names.get(path)
+        if known is None:
+            resolved = Path(path).resolve()
+            known = self._names[path] = (resolved, self.roots.module_name(resolved))
+        return known
+
+    def definitions(self) -> list[Definition]:
+        """Every definition: files, with in-memory modules in place of their files."""
+        return [d for group in self._grouped().values() for d in group]
+
+    def search(self, query: str, kind: set[str] | None = None) -> list[Definition]:
+        """Definitions named ``query``, or whose dotted path ends with it (``Square.area``)."""
+        tail = "." + query
+        return [
+            d
+            for d in self._grouped().get(query.rpartition(".")[2], [])
+            if (d.name == query or d.dotted.endswith(tail) or d.dotted == query)
+            and (kind is None or d.kind in kind)
+        ]
+
+    def mentioning(self, word: str) -> list[tuple[str, str, str | None]]:
+        """``(module, current source, filename)`` of every module whose text has ``word`` as
+        a word (stubs left out): the first filter of a references search."""
+        pattern = re.compile(rf"\b{re.escape(word)}\b")
+        found: list[tuple[str, str, str | None]] = []
+        for path, index in self._files.items():
+            if index.module in self._memory or path.suffix == ".pyi":
+                continue
+            try:
+                text = path.read_bytes().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if pattern.search(text):
+                found.append((index.module, text, str(path)))
+        for module, index in self._memory.items():
+            if isinstance(index.stamp, str) and pattern.search(index.stamp):
+                found.append((module, index.stamp, index.filename))
+        return found
+
+    def _grouped(self) -> dict[str, list[Definition]]:
+        """Definitions by their last name, re-exported names filled in; rebuilt on change."""
+        if self._by_name is None:
+            exported = self._exported()
+            grouped: dict[str, list[Definition]] = {}
+            for index in self._indexes():
+                for definition in index.definitions:
+                    names = exported.get(definition.dotted)
+                    if names:
+                        definition = replace(definition, exported_as=names)
+                    grouped.setdefault(definition.name, []).append(definition)
+            self._by_name = grouped
+        return self._by_name
+
+    def _indexes(self) -> list[_FileIndex]:
+        files = [i for i in self._files.values() if i.module not in self._memory]
+        return files + list(self._memory.values())
+
+    def _exported(self) -> dict[str, tuple[str, ...]]:
+        names: dict[str, list[str]] = {}
+        for index in self._indexes():
+            for name, origin in index.reexports.items():
+                names.setdefault(origin, []).append(f"{index.module}.{name}")
+        return {origin: tuple(sorted(aliases)) for origin, aliases in names.items()}
+
+
+def _walk(folder: Path) -> list[str]:
+    """Python sources under ``folder``, not following symlinks, skipping what is not code
+    (hidden folders, caches, virtualenvs, build output, run records)."""
+    found: list[str] = []
+    for current, dirs, files in os.walk(folder):
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and not os.path.exists(os.path.join(current, d, "pyvenv.cfg"))
+        ]
+        found += [os.path.join(current, f) for f in files if f.endswith((".py", ".pyi"))]
+    return found
+
+
+def _flatten(module: str, entry: Entry, stub: bool) -> list[Definition]:
+    out = [Definition(module, entry.qualname, entry.kind, entry.start, stub, entry)]
+    for child in entry.children:
+        out += _flatten(module, child, stub)
+    return out
+
+
+def _reexports(package: str, source: str) -> dict[str, str]:
+    """``name -> origin`` for a package's top-level ``from ... import name``."""
+    tree = parsed(source)
+    found: dict[str, str] = {}
+    for node in tree.body if tree is not None else []:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        origin = _absolute(package, node)
+        for alias in node.names:
+            if alias.name != "*" and origin:
+                found[alias.asname or alias.name] = f"{origin}.{alias.name}"
+    return found
+
+
+def _absolute(package: str, node: ast.ImportFrom) -> str:
+    """The absolute module of a ``from`` import at the top of ``package``'s ``__init__``."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])]) if base else ""
+
+
+_INDEXES: weakref.WeakKeyDictionary[Any, DefinitionIndex] = weakref.WeakKeyDictionary()
+
+
+def definition_index(rt: Any, memory: list[tuple[str, str, str | None]]) -> DefinitionIndex:
+    """The runtime's index, brought up to date (built on first use)."""
+    index = _INDEXES.get(rt)
+    if index is None or index.roots is not layout(rt):
+        index = DefinitionIndex(layout(rt))
+        _INDEXES[rt] = index
+    index.refresh(memory)
+    return index
