@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
 from collections.abc import Iterator
 from enum import IntEnum
@@ -23,8 +24,10 @@ __all__ = [
     "add_common",
     "emit",
     "emit_error",
+    "examples",
     "open_runtime",
     "open_toolbox",
+    "positive_seconds",
     "project_dir",
     "run_tool",
 ]
@@ -62,6 +65,24 @@ def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> No
             action="store_true",
             help="print one JSON object with stable keys instead of text",
         )
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero (e.g. `--timeout 30`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a usable time limit; give a number of seconds above 0, e.g. 30"
+        )
+    return value
+
+
+def examples(text: str) -> str:
+    """A sub-command's `--help` epilog: the examples, indented as written."""
+    return "examples:\n" + text
 
 
 def project_dir(args: argparse.Namespace) -> Path:
