@@ -37,12 +37,14 @@ class FileTimes:
 
     def __init__(self, root: Path) -> None:
         self.root = os.path.join(str(root), "")
-        self.seen: dict[str, int] = {}
+        self.seen: dict[str, tuple[int, int]] = {}
+        self._started = False
         self.changed()
 
     def changed(self) -> list[str]:
-        """Files saved since the last call (a file seen for the first time is recorded)."""
-        found = []
+        """Files saved since the last call, and files of modules imported since then."""
+        first, found = not self._started, []
+        self._started = True
         for module in list(sys.modules.values()):
             filename = getattr(module, "__file__", None)
             if not isinstance(filename, str) or not filename.endswith(".py"):
@@ -51,12 +53,15 @@ class FileTimes:
             if not path.startswith(self.root):
                 continue
             try:
-                mtime = os.stat(path).st_mtime_ns
+                stat = os.stat(path)
             except OSError:
                 continue
-            if self.seen.get(path, mtime) != mtime:
+            stamp = (stat.st_mtime_ns, stat.st_size)  # size too: mtime ticks are coarse
+            # a module imported since the last look may have been saved since its import:
+            # the engine compares the file with the source it ran and skips it if equal
+            if self.seen.get(path, stamp) != stamp or (path not in self.seen and not first):
                 found.append(path)
-            self.seen[path] = mtime
+            self.seen[path] = stamp
         return found
 
 
