@@ -13,7 +13,7 @@ The public API is the kernel's (`liveforge.kernel`): `Runtime`, `Change` and the
 plus the IPython extension hooks (`%load_ext liveforge`, see `liveforge.ipython`).
 """
 
-from typing import Any
+from typing import Any as _Any
 
 from liveforge import kernel as _kernel
 from liveforge.kernel import *  # noqa: F403  (the kernel's __all__ is the public API)
@@ -27,14 +27,14 @@ __all__ = [
 ]
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: _Any) -> None:
     """`%load_ext liveforge`: apply file saves before each cell, add the `%lf_*` magics."""
     from liveforge.ipython import load_ipython_extension as load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: _Any) -> None:
     """`%unload_ext liveforge`: stop applying saves and close the runtime."""
     from liveforge.ipython import unload_ipython_extension as unload
 
