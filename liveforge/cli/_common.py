@@ -52,19 +52,22 @@ class CommandError(LiveforgeError):
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
-    """Add `--project DIR` (default: the current directory) and, optionally, `--json`."""
+    """Add `--project DIR` and, optionally, `--json` after the command; the same options
+    before the command (on the top-level parser) give the defaults."""
     parser.add_argument(
         "--project",
         metavar="DIR",
-        default=".",
+        default=argparse.SUPPRESS,
         help="the project to work on (default: the current directory)",
     )
     if json_flag:
         parser.add_argument(
             "--json",
             action="store_true",
+            default=argparse.SUPPRESS,
             help="print one JSON object with stable keys instead of text",
         )
+        parser.set_defaults(json_output=True)
 
 
 def positive_seconds(text: str) -> float:

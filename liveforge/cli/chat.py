@@ -28,12 +28,19 @@ from liveforge.cli._agent import (
     make_agent,
     model_name,
 )
-from liveforge.cli._common import ExitCode, add_common, project_dir
+from liveforge.cli._common import ExitCode, add_common, examples, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ChatApp", "register"]
+
+
+EXAMPLES_CHAT = """\
+  liveforge chat                                  the project in this folder, configured model
+  liveforge chat --model ollama:llama3.1          a local model, no key
+  liveforge chat --resume                         continue the latest session
+"""
 
 
 def register(commands: Any) -> None:
@@ -43,6 +50,8 @@ def register(commands: Any) -> None:
         help="interactive session: talk to the agent about the live program",
         description="An interactive session with the agent on --project. /help lists the "
         "commands; Ctrl-C cancels a turn, Ctrl-D exits.",
+        epilog=examples(EXAMPLES_CHAT),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--model",

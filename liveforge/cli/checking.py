@@ -13,13 +13,40 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, open_runtime
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    emit,
+    examples,
+    open_runtime,
+    positive_seconds,
+)
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
     from liveforge.kernel._records import RunResult
 
 __all__ = ["parse_patch", "register"]
+
+
+EXAMPLES_VERIFY = """\
+  liveforge verify -c "import pricing; print(pricing.__version__)"
+  liveforge verify --patch pricing.cart.Line.subtotal=fix.py -c "from pricing.cart import Line"
+  echo "assert 1 + 1 == 2" | liveforge verify
+"""
+
+
+EXAMPLES_TEST = """\
+  liveforge test                                  the project's whole suite
+  liveforge test --patch pricing.cart.Line.subtotal=fix.py -- -q tests/test_cart.py
+"""
+
+
+EXAMPLES_RUNS = """\
+  liveforge runs                                  newest first
+  liveforge runs 20250101-120000-000000-abcdef    one run in full
+"""
 
 
 def register(commands: Any) -> None:
@@ -30,10 +57,14 @@ def register(commands: Any) -> None:
         description="Run Python code in a sandboxed child that carries the patches. Without "
         "-c the code is read from stdin when piped, else each patched module is "
         "imported.",
+        epilog=examples(EXAMPLES_VERIFY),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _patch_args(verify)
     verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
-    verify.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    verify.add_argument(
+        "--timeout", type=positive_seconds, default=30.0, help="seconds (default 30)"
+    )
     add_common(verify)
     verify.set_defaults(handler=_verify)
 
@@ -42,9 +73,13 @@ def register(commands: Any) -> None:
         help="run pytest in the sandbox, with patches applied",
         description="Run pytest in a sandboxed child that carries the patches. Arguments "
         "after `--` go to pytest.",
+        epilog=examples(EXAMPLES_TEST),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _patch_args(test)
-    test.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    test.add_argument(
+        "--timeout", type=positive_seconds, default=300.0, help="seconds (default 300)"
+    )
     test.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -57,6 +92,8 @@ def register(commands: Any) -> None:
         "runs",
         help="list sandbox run records, or show one",
         description="List the kept records under sandbox_runs/ (newest first), or show one.",
+        epilog=examples(EXAMPLES_RUNS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     runs.add_argument("run_id", nargs="?", metavar="ID", help="a run id from the listing")
     add_common(runs)
@@ -86,11 +123,23 @@ def parse_patch(spec: str) -> tuple[str, Path]:
 
 def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
     """Apply every `--patch` in one transaction: all of them or none."""
-    parsed = [parse_patch(spec) for spec in specs]
+    sources = [(target, _read_patch(target, path)) for target, path in map(parse_patch, specs)]
     with rt.transaction() as changes:
-        for target, path in parsed:
-            rt.patch(target, path.read_text(encoding="utf-8"))
+        for target, source in sources:
+            rt.patch(target, source)
     return changes
+
+
+def _read_patch(target: str, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"--patch {target}: {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+            f"at offset {exc.start}); save it as UTF-8 and run the command again."
+        ) from None
+    except OSError as exc:
+        raise CommandError(f"--patch {target}: cannot read {path}: {exc.strerror}.") from None
 
 
 def _result_payload(

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from liveforge.cli._common import ExitCode, add_common, open_runtime
+from liveforge.cli._common import ExitCode, add_common, examples, open_runtime
 
 __all__ = ["register"]
+
+
+EXAMPLES_MCP = """\
+  liveforge mcp --project /abs/path/to/project    (from an MCP client's configuration)
+"""
 
 
 def register(commands: Any) -> None:
@@ -18,6 +23,8 @@ def register(commands: Any) -> None:
         description="An MCP server over stdio: one live runtime over --project for the whole "
         "session, so a patch made in one call is seen by the next. Needs "
         'pip install "liveforge[mcp]".',
+        epilog=examples(EXAMPLES_MCP),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--allow-kernel-patches",

@@ -9,9 +9,28 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from liveforge.cli._common import add_common, run_tool
+from liveforge.cli._common import add_common, examples, run_tool
 
 __all__ = ["register"]
+
+
+EXAMPLES_INSPECT = """\
+  liveforge inspect                               the project's packages
+  liveforge inspect pricing.cart --depth 3
+  liveforge inspect pricing --json                a tree of objects
+"""
+
+
+EXAMPLES_VIEW = """\
+  liveforge view pricing.cart.Line.subtotal
+  liveforge view pricing.cart --start 10 --end 40
+"""
+
+
+EXAMPLES_FIND = """\
+  liveforge find subtotal
+  liveforge find Line.subtotal --kind function --json
+"""
 
 
 def register(commands: Any) -> None:
@@ -20,6 +39,8 @@ def register(commands: Any) -> None:
         "inspect",
         help="tree of packages, modules, classes and functions",
         description="Show the tree under a dotted path (the project's packages when omitted).",
+        epilog=examples(EXAMPLES_INSPECT),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inspect.add_argument("path", nargs="?", default="", help="dotted path, e.g. pkg.mod")
     inspect.add_argument("--depth", type=int, default=2, help="levels to expand (default 2)")
@@ -30,6 +51,8 @@ def register(commands: Any) -> None:
         "view",
         help="in-memory source of a module, class or function",
         description="Show the source of a dotted path with line numbers.",
+        epilog=examples(EXAMPLES_VIEW),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     view.add_argument("path", help="dotted path, e.g. pkg.mod.Class.method")
     view.add_argument("--start", type=int, help="first line to show")
@@ -41,6 +64,8 @@ def register(commands: Any) -> None:
         "find",
         help="find definitions by name",
         description="Find definitions by name or dotted tail across the project.",
+        epilog=examples(EXAMPLES_FIND),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     find.add_argument("query", help="a name or dotted tail, e.g. area or Square.area")
     find.add_argument(

@@ -17,11 +17,17 @@ from typing import Any
 from rich.console import Console
 
 from liveforge.cli._agent import drive_turn, make_agent, model_name
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
+from liveforge.cli._common import CommandError, ExitCode, add_common, emit, examples, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
 
 __all__ = ["register"]
+
+
+EXAMPLES_RUN = """\
+  liveforge run -p "make the bulk discount start at ten units"
+  liveforge run -p - --yes --json < task.txt      task from a file; may persist; JSON report
+"""
 
 
 def register(commands: Any) -> None:
@@ -30,6 +36,8 @@ def register(commands: Any) -> None:
         "run",
         help="run one agent task non-interactively",
         description="Give the agent one task and let it work until it answers.",
+        epilog=examples(EXAMPLES_RUN),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-p", "--prompt", required=True, help="the task; '-' reads it from stdin")
     parser.add_argument("--model", help="provider:model for this run (default: configured)")
