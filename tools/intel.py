@@ -24,7 +24,7 @@ from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline
 from liveforge.tools._output import clip
 
-__all__ = ["complete", "find", "references"]
+__all__ = ["complete", "find", "references"]  # the tools; find_hits serves front ends
 
 Kind = Literal["class", "function", "module", "variable"]
 _KINDS = {
@@ -43,36 +43,53 @@ def find(query: str, kind: Kind | None = None) -> str:
         query: a name or dotted tail, e.g. area or Square.area
         kind: only this kind of definition
     """
-    rt = runtime()
-    names = ModuleNames(rt)
-    memory = memory_sources(rt)
-    stale = {Path(f).resolve() for _, _, f in memory if f}
-    jedi_project = project(rt)
-    hits: list[tuple[str, str]] = []
-    for name in jedi_project.search(query, all_scopes=True):
-        if in_run_records(rt, name.module_path):
-            continue
-        if name.module_path is None or Path(name.module_path).resolve() not in stale:
-            hits.append(_hit(name, names, None, kind))
-    for module, source, filename in memory:
-        script = jedi.Script(source, path=filename, project=jedi_project)
-        hits += [_hit(name, names, module, kind) for name in script.search(query, all_scopes=True)]
-    lines = sorted({text for key, text in hits if key})
+    lines = [
+        f"{h['kind']} {h['path']}{h['signature']} :{h['line']}" for h in find_hits(query, kind)
+    ]
     if not lines:
         return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
     return _bounded(lines, "narrow the query (dotted tail) or pass kind")
 
 
-def _hit(name: Any, names: ModuleNames, module: str | None, kind: Kind | None) -> tuple[str, str]:
-    """``(key, line)``; an empty key drops the hit (parameters, other kinds)."""
+def find_hits(query: str, kind: Kind | None = None) -> list[dict[str, Any]]:
+    """The definitions `find` reports, as dicts (path, kind, signature, line, file) sorted
+    by path; the in-memory source of a changed module is searched instead of its file."""
+    rt = runtime()
+    names = ModuleNames(rt)
+    memory = memory_sources(rt)
+    stale = {Path(f).resolve() for _, _, f in memory if f}
+    jedi_project = project(rt)
+    hits: dict[str, dict[str, Any]] = {}
+    for name in jedi_project.search(query, all_scopes=True):
+        if in_run_records(rt, name.module_path):
+            continue
+        if name.module_path is None or Path(name.module_path).resolve() not in stale:
+            _add_hit(hits, name, names, None, kind)
+    for module, source, filename in memory:
+        script = jedi.Script(source, path=filename, project=jedi_project)
+        for name in script.search(query, all_scopes=True):
+            _add_hit(hits, name, names, module, kind)
+    return [hits[key] for key in sorted(hits)]
+
+
+def _add_hit(
+    hits: dict[str, dict[str, Any]], name: Any, names: ModuleNames, module: str | None, kind: Any
+) -> None:
+    """Add one jedi name to ``hits`` unless it is a parameter, an import or another kind."""
     if name.type == "param" or (kind is not None and name.type not in _KINDS[kind]):
-        return "", ""
+        return
     if name.get_line_code().lstrip().startswith(("from ", "import ")):
-        return "", ""  # an import binds a name; the definition is found where it lives
+        return  # an import binds a name; the definition is found where it lives
     dotted = names.dotted(name, module)
-    signature = _signature(name)
     label = {"statement": "var", "instance": "var", "function": "def"}.get(name.type, name.type)
-    return dotted, f"{label} {dotted}{signature} :{name.line}"
+    hit = {
+        "path": dotted,
+        "kind": label,
+        "signature": _signature(name),
+        "line": name.line,
+        "file": str(name.module_path) if name.module_path else None,
+    }
+    hits[f"{label} {dotted}{hit['signature']} :{name.line}"] = hit
 
 
 def _signature(name: Any) -> str:

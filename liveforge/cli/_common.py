@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import IntEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ __all__ = [
     "open_toolbox",
     "positive_seconds",
     "project_dir",
+    "run_structured",
     "run_tool",
 ]
 
@@ -172,3 +173,14 @@ def run_tool(
         return ExitCode.FAILED
     emit(args, payload, result.text)
     return ExitCode.FAILED if result.is_error else ExitCode.OK
+
+
+def run_structured(args: argparse.Namespace, build: Callable[[Runtime], dict[str, Any]]) -> int:
+    """Print `build(rt)` (on a fresh runtime, tool context set) as the command's JSON object."""
+    from liveforge.tools._context import using_runtime
+
+    with open_runtime(args) as rt, using_runtime(rt):
+        data = build(rt)
+    payload = {"ok": True, "command": args.command, "project": str(rt.project_root), **data}
+    emit(args, payload, "")
+    return ExitCode.OK

@@ -46,8 +46,10 @@ def short_arguments(arguments: dict[str, Any]) -> str:
 class Renderer:
     """Draws one agent event at a time on `console`; `close()` stops any animation."""
 
-    def __init__(self, console: Console, *, model: str = "") -> None:
+    def __init__(self, console: Console, *, model: str = "", status: Console | None = None) -> None:
         self.console = console
+        self.status_console = status or console
+        """Where the token line goes (`run` keeps it off standard output)."""
         self.model = model
         self.total = Usage()
         self.last_turn = Usage()
@@ -196,7 +198,7 @@ class Renderer:
         self.close()
         self.last_turn = event.usage
         self.total = self.total + event.usage
-        self.console.print(
+        self.status_console.print(
             Text(
                 describe_usage(self.model, event.usage, self.total, event.context_tokens),
                 style="dim",

@@ -153,6 +153,17 @@ def _result_payload(
             {"change_id": c.id, "target": c.target, "summary": c.summary()} for c in changes
         ],
         "run": result.model_dump(mode="json"),
+        **(
+            {}
+            if result.ok
+            else {
+                "error": {
+                    "type": "CheckFailed",
+                    "message": result.headline(),
+                    "exit_code": int(ExitCode.CHECK_FAILED),
+                }
+            }
+        ),
     }
 
 

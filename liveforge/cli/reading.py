@@ -1,7 +1,8 @@
 """`liveforge inspect`, `view` and `find`: read the program by dotted path (one-shot).
 
 Each runs the catalogue tool of the same purpose (inspect_module, view_source, find) on a
-fresh runtime over `--project`, so the text is exactly what a model would see.
+fresh runtime over `--project`, so the text is exactly what a model would see. With `--json`
+the same facts come as data (`_structured`): a tree, numbered lines, a list of hits.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from liveforge.cli._common import add_common, examples, run_tool
+from liveforge.cli._common import add_common, examples, run_structured, run_tool
+from liveforge.cli._structured import inspect_tree, source_lines
+from liveforge.tools.intel import find_hits
 
 __all__ = ["register"]
 
@@ -78,6 +81,8 @@ def register(commands: Any) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.json:
+        return run_structured(args, lambda rt: {"tree": inspect_tree(rt, args.path, args.depth)})
     return run_tool(
         args,
         "inspect_module",
@@ -87,6 +92,10 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
+    if args.json:
+        return run_structured(
+            args, lambda rt: {"source": source_lines(rt, args.path, args.start, args.end)}
+        )
     arguments = {"path": args.path, "start": args.start, "end": args.end}
     return run_tool(
         args,
@@ -97,5 +106,14 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _find(args: argparse.Namespace) -> int:
+    if args.json:
+        return run_structured(
+            args,
+            lambda rt: {
+                "query": args.query,
+                "kind": args.kind,
+                "hits": find_hits(args.query, args.kind),
+            },
+        )
     arguments = {"query": args.query, **({"kind": args.kind} if args.kind else {})}
     return run_tool(args, "find", arguments, {"query": args.query, "kind": args.kind})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Any
 
@@ -18,6 +17,7 @@ from rich.console import Console
 
 from liveforge.cli._agent import drive_turn, make_agent, model_name
 from liveforge.cli._common import CommandError, ExitCode, add_common, emit, examples, project_dir
+from liveforge.cli._cost import cost
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
 
@@ -86,7 +86,7 @@ class _Collector:
 
 class _Tee(Renderer):
     def __init__(self, console: Console, collector: _Collector, model: str) -> None:
-        super().__init__(console, model=model)
+        super().__init__(console, model=model, status=Console(file=sys.stderr, highlight=False))
         self.collector = collector
 
     def event(self, event: Any) -> None:
@@ -113,24 +113,53 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         agent.runtime.close()
     ok = ended is not None and ended.reason == "answer"
-    payload = {
+    if args.json:
+        emit(args, _report(agent, ended, collector, renderer.model), "", out=stdout)
+    if ended is not None and ended.reason == "cancelled":
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+
+
+def _report(agent: Any, ended: Any, collector: _Collector, model: str) -> dict[str, Any]:
+    """The `run --json` object (its shape is in liveforge/cli/schema.json)."""
+    from liveforge.kernel import ChangeStatus
+
+    rt = agent.runtime
+    reason = ended.reason if ended else "error"
+    ok = reason == "answer"
+    payload: dict[str, Any] = {
         "ok": ok,
         "command": "run",
-        "project": str(agent.runtime.project_root),
-        "reason": ended.reason if ended else "error",
+        "project": str(rt.project_root),
+        "reason": reason,
         "answer": collector.answer,
         "patches": collector.patches,
         "runs": collector.runs,
         "errors": collector.errors,
+        "persisted": sorted({c.module for c in rt.history() if c.status is ChangeStatus.PERSISTED}),
+        "diff": rt.diff(),
         "session_id": agent.session.id,
         "transcript": str(agent.session.path),
         "usage": ended.usage.model_dump() if ended else None,
+        "cost_usd": cost(model, ended.usage) if ended else None,
     }
-    if args.json:
-        emit(args, payload, json.dumps(payload), out=stdout)
-    if ended is not None and ended.reason == "cancelled":
-        return ExitCode.INTERRUPTED
-    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+    if not ok:
+        code = ExitCode.INTERRUPTED if reason == "cancelled" else ExitCode.CHECK_FAILED
+        message = "; ".join(collector.errors) or f"the turn ended without an answer ({reason})"
+        payload["error"] = {
+            "type": _ERROR_TYPES.get(reason, "RunFailed"),
+            "message": message,
+            "exit_code": int(code),
+        }
+    return payload
+
+
+_ERROR_TYPES = {
+    "cancelled": "Interrupted",
+    "turn_limit": "TurnLimit",
+    "runaway": "Runaway",
+    "error": "ProviderError",
+}
 
 
 async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:
