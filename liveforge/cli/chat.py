@@ -28,7 +28,9 @@ from liveforge.cli._agent import (
     make_agent,
     model_name,
 )
+from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import ExitCode, add_common, examples, project_dir
+from liveforge.cli._lifecycle import memory_only
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
 from liveforge.kernel.errors import LiveforgeError
@@ -97,8 +99,12 @@ class ChatApp:
         self.project = project
         self.yes = yes
         self.console = console or Console(highlight=False)
-        self.renderer = Renderer(self.console, model=model_name(agent.provider))
-        self.prompt = make_prompt_session(project, COMMANDS)
+        self.renderer = Renderer(
+            self.console, model=model_name(agent.provider), runs=agent.runtime.run
+        )
+        self.prompt = make_prompt_session(
+            project, {name: text.split(";")[0] for name, (_, text) in COMMANDS.items()}
+        )
         self.state = ChatState(
             agent=agent,
             console=self.console,
@@ -110,6 +116,7 @@ class ChatApp:
             approval=approval,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._warned: list[str] = []
         if approval is not None:
             approval.approver = self._approve_from_worker
 
@@ -134,11 +141,12 @@ class ChatApp:
         except KeyboardInterrupt:
             return True
         except EOFError:
-            return False
+            return not self._may_leave()
         if not text:
             return True
         if text.startswith("/"):
-            return await self._interruptible(dispatch(self.state, text))
+            stay = await self._interruptible(dispatch(self.state, text))
+            return stay or not self._may_leave()
         try:
             await drive_turn(self.agent, self.renderer, text)
         except LiveforgeError as exc:  # e.g. another front end holds the project's turn
@@ -154,6 +162,24 @@ class ChatApp:
             )
         return True
 
+    def _may_leave(self) -> bool:
+        """True when the chat may end now; the first time changes exist only in memory, say
+        so and stay (the same request again leaves)."""
+        modules = memory_only(self.agent.runtime)
+        if not modules or modules == self._warned:
+            return True
+        self._warned = modules
+        self.console.print(
+            Text(
+                f"{len(modules)} module(s) changed only in memory: {', '.join(modules)}. "
+                "/persist writes them, /diff shows them. Ctrl-D (or /quit) again leaves "
+                "anyway; `liveforge chat --resume` brings the changes back.",
+                style="bold yellow",
+            ),
+            soft_wrap=True,
+        )
+        return False
+
     async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:
         """Run a slash command; Ctrl-C abandons it and returns to the prompt."""
         loop = asyncio.get_running_loop()
@@ -165,9 +191,10 @@ class ChatApp:
             if not task.cancelled():
                 raise
             self.renderer.close()
+            stopped = stop_running_checks(self.agent.runtime)
             self.console.print(
                 Text(
-                    "command cancelled (a sandbox run it started finishes in the background)",
+                    "command cancelled" + ("; its sandbox run was stopped" if stopped else ""),
                     style="yellow",
                 )
             )

@@ -47,6 +47,15 @@ def _say(child: pexpect.spawn, text: str) -> None:
     child.send(text + "\r")
 
 
+def _leave_with_changes(child: pexpect.spawn) -> None:
+    """Ctrl-D with changes only in memory warns and stays; a second Ctrl-D leaves."""
+    child.sendcontrol("d")
+    _shown(child, "changed only in memory: pricing.cart")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+
+
 def _transcript(project: Path) -> list[dict]:
     files = list((project / ".liveforge" / "sessions").glob("*.jsonl"))
     assert len(files) == 1
@@ -118,8 +127,7 @@ def test_chat_asks_before_persisting_and_honours_no(sample: Path):
         _shown(child, "Understood, not saved.")
         child.expect_exact(PROMPT)
         declined = fake.requests[2].body["messages"][-1]["content"][0]
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
+        _leave_with_changes(child)
         child.close()
     assert declined["is_error"] is True and "declined" in str(declined["content"])
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
@@ -224,8 +232,7 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         _say(child, "remember the word avocado and fix the discount")
         _shown(child, "Patched in memory.")
         child.expect_exact(PROMPT)
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
+        _leave_with_changes(child)
         child.close()
     with FakeProvider(script=[reply.text("The word was avocado.")]) as fake:
         child = _spawn(sample, fake, "--resume")
@@ -235,8 +242,7 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         _say(child, "which word?")
         _shown(child, "The word was avocado.")
         child.expect_exact(PROMPT)
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
+        _leave_with_changes(child)
         child.close()
         sent = json.dumps(fake.requests[0].body["messages"])
     assert "remember the word avocado" in sent
