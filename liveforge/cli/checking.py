@@ -22,6 +22,7 @@ from liveforge.cli._common import (
     open_runtime,
     positive_seconds,
 )
+from liveforge.cli._progress import follow_check, stream_for
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -40,6 +41,7 @@ EXAMPLES_VERIFY = """\
 EXAMPLES_TEST = """\
   liveforge test                                  the project's whole suite
   liveforge test --patch pricing.cart.Line.subtotal=fix.py -- -q tests/test_cart.py
+  liveforge test -v -- -k discount                pytest's output as it runs
 """
 
 
@@ -101,6 +103,12 @@ def register(commands: Any) -> None:
 
 
 def _patch_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the check's output as it runs (on stderr under --json)",
+    )
     parser.add_argument(
         "--patch",
         action="append",
@@ -192,14 +200,28 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "--patch TARGET=FILE (then each patched module is imported)."
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
-    return _report(args, rt, changes, rt.verify(code, timeout=args.timeout))
+    result = follow_check(
+        rt,
+        "verifying in the sandbox",
+        lambda: rt.verify(code, timeout=args.timeout),
+        tests=False,
+        stream=stream_for(args.verbose, args.json),
+    )
+    return _report(args, rt, changes, result)
 
 
 def _test(args: argparse.Namespace) -> int:
     pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
     with open_runtime(args) as rt:
         changes = apply_patches(rt, args.patch)
-        return _report(args, rt, changes, rt.run_tests(pytest_args, timeout=args.timeout))
+        result = follow_check(
+            rt,
+            "running the tests in the sandbox",
+            lambda: rt.run_tests(pytest_args, timeout=args.timeout),
+            tests=True,
+            stream=stream_for(args.verbose, args.json),
+        )
+        return _report(args, rt, changes, result)
 
 
 def _runs(args: argparse.Namespace) -> int:

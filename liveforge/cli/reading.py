@@ -11,8 +11,6 @@ import argparse
 from typing import Any
 
 from liveforge.cli._common import add_common, examples, run_structured, run_tool
-from liveforge.cli._structured import inspect_tree, source_lines
-from liveforge.tools.intel import find_hits
 
 __all__ = ["register"]
 
@@ -82,6 +80,8 @@ def register(commands: Any) -> None:
 
 def _inspect(args: argparse.Namespace) -> int:
     if args.json:
+        from liveforge.cli._structured import inspect_tree
+
         return run_structured(args, lambda rt: {"tree": inspect_tree(rt, args.path, args.depth)})
     return run_tool(
         args,
@@ -93,6 +93,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _view(args: argparse.Namespace) -> int:
     if args.json:
+        from liveforge.cli._structured import source_lines
+
         return run_structured(
             args, lambda rt: {"source": source_lines(rt, args.path, args.start, args.end)}
         )
@@ -107,6 +109,8 @@ def _view(args: argparse.Namespace) -> int:
 
 def _find(args: argparse.Namespace) -> int:
     if args.json:
+        from liveforge.tools.intel import find_hits  # jedi loads only when needed
+
         return run_structured(
             args,
             lambda rt: {
