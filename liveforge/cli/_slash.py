@@ -191,11 +191,40 @@ async def _tests(state: ChatState, args: list[str]) -> bool:
 async def _model(state: ChatState, args: list[str]) -> bool:
     if not args:
         state.say(f"model: {state.model}  (switch with /model provider:model)")
+        for line in _providers(state.project):
+            state.say(line, "dim")
         return True
     state.model = state.switch_model(args[0])
     state.renderer.model = state.model
     state.say(f"model: {state.model}", "green")
     return True
+
+
+def _providers(project: Path) -> list[str]:
+    """One line per provider liveforge knows here: protocol, address, key state."""
+    import os
+
+    from liveforge.config import BUILTIN_PROVIDERS, load_config
+
+    try:
+        config = load_config(project)
+    except Exception as exc:  # a bad configuration is reported, the list is not needed
+        return [f"(configuration: {exc})"]
+    lines = ["providers (use as provider:model):"]
+    for name in sorted({*BUILTIN_PROVIDERS, *config.providers}):
+        provider = config.provider(name)
+        keys = provider.api_key_env
+        url = os.environ.get(f"{name.upper().replace('-', '_')}_BASE_URL") or provider.base_url
+        if not provider.key_required:
+            key = "no key needed"
+        elif any(os.environ.get(k) for k in keys):
+            key = "key set"
+        else:
+            key = f"set {' or '.join(keys)}" if keys else "no key configured"
+        lines.append(f"  {name:<12} {provider.protocol:<9} {url}  ({key})")
+    if config.fallback_models:
+        lines.append("fallbacks: " + ", ".join(config.fallback_models))
+    return lines
 
 
 async def _compact(state: ChatState, args: list[str]) -> bool:
@@ -263,7 +292,10 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     ),
     "/runs": (_runs, "recent sandbox runs (/runs ID shows one)"),
     "/tests": (_tests, "run the project's tests in the sandbox (/tests -k name ...)"),
-    "/model": (_model, "show or switch the model (/model ollama:llama3.1)"),
+    "/model": (
+        _model,
+        "show the model and the configured providers, or switch (/model ollama:llama3.1)",
+    ),
     "/compact": (_compact, "summarise older turns now"),
     "/clear": (_clear, "start a new conversation (keeps the program's state)"),
     "/sessions": (_sessions, "list this project's sessions"),

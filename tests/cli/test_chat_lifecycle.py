@@ -63,6 +63,12 @@ def test_verify_persist_refusal_force_and_exit_warning(sample: Path):
         _shown(child, "Patched in memory.")
         child.expect_exact(PROMPT)
 
+        _say(child, "/model")
+        _shown(child, f"anthropic    anthropic {fake.base_url}")
+        _shown(child, "(key set)")
+        _shown(child, "(set OPENAI_API_KEY)")
+        child.expect_exact(PROMPT)
+
         _say(child, "/persist")
         _shown(child, "c1 pricing.cart.Line.subtotal: not verified since its last edit")
         _shown(child, "/persist --force")
