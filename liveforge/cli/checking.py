@@ -23,6 +23,7 @@ from liveforge.cli._common import (
     positive_seconds,
 )
 from liveforge.cli._progress import follow_check, stream_for
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -65,7 +66,10 @@ def register(commands: Any) -> None:
     _patch_args(verify)
     verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
     verify.add_argument(
-        "--timeout", type=positive_seconds, default=30.0, help="seconds (default 30)"
+        "--timeout",
+        type=positive_seconds,
+        default=VERIFY_TIMEOUT,
+        help=f"seconds (default {VERIFY_TIMEOUT:g})",
     )
     add_common(verify)
     verify.set_defaults(handler=_verify)
@@ -80,7 +84,10 @@ def register(commands: Any) -> None:
     )
     _patch_args(test)
     test.add_argument(
-        "--timeout", type=positive_seconds, default=300.0, help="seconds (default 300)"
+        "--timeout",
+        type=positive_seconds,
+        default=TESTS_TIMEOUT,
+        help=f"seconds (default {TESTS_TIMEOUT:g})",
     )
     test.add_argument(
         "pytest_args",
