@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -207,13 +208,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "--patch TARGET=FILE (then each patched module is imported)."
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
-    result = follow_check(
-        rt,
-        "verifying in the sandbox",
-        lambda: rt.verify(code, timeout=args.timeout),
-        tests=False,
-        stream=stream_for(args.verbose, args.json),
-    )
+    result = _follow(args, rt, lambda: rt.verify(code, timeout=args.timeout), tests=False)
     return _report(args, rt, changes, result)
 
 
@@ -221,14 +216,18 @@ def _test(args: argparse.Namespace) -> int:
     pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
     with open_runtime(args) as rt:
         changes = apply_patches(rt, args.patch)
-        result = follow_check(
-            rt,
-            "running the tests in the sandbox",
-            lambda: rt.run_tests(pytest_args, timeout=args.timeout),
-            tests=True,
-            stream=stream_for(args.verbose, args.json),
+        result = _follow(
+            args, rt, lambda: rt.run_tests(pytest_args, timeout=args.timeout), tests=True
         )
         return _report(args, rt, changes, result)
+
+
+def _follow(
+    args: argparse.Namespace, rt: Runtime, work: Callable[[], RunResult], *, tests: bool
+) -> RunResult:
+    """Run one check with progress on the terminal (and its output under -v)."""
+    label = "running the tests in the sandbox" if tests else "verifying in the sandbox"
+    return follow_check(rt, label, work, tests=tests, stream=stream_for(args.verbose, args.json))
 
 
 def _runs(args: argparse.Namespace) -> int:

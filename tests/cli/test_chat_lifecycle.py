@@ -53,6 +53,17 @@ def _parent(pid: int) -> int:
         return -1
 
 
+def _interrupt_check(child: pexpect.spawn, started: str, stopped: str) -> None:
+    """Once `started` shows and the run's process exists, Ctrl-C; `stopped` shows and the
+    process is gone."""
+    _shown(child, started)
+    assert _wait_for(lambda: _run_process(child.pid))
+    child.sendcontrol("c")
+    _shown(child, stopped)
+    child.expect_exact(PROMPT)
+    assert _wait_for(lambda: not _run_process(child.pid), 10)
+
+
 def test_verify_persist_refusal_force_and_exit_warning(sample: Path):
     """/persist names the unverified change and the commands that help, without asking;
     /verify shows the value in one line and makes the change ready; Ctrl-D warns once
@@ -126,20 +137,9 @@ def test_ctrl_c_stops_a_running_check_and_its_processes(sample: Path):
     with FakeProvider(script=script) as fake:
         child = _spawn(sample, fake)
         _say(child, f"/verify {SLEEPER.replace(chr(10), '; ')}")
-        _shown(child, "verifying in the sandbox")
-        assert _wait_for(lambda: _run_process(child.pid))
-        child.sendcontrol("c")
-        _shown(child, "command cancelled; its sandbox run was stopped")
-        child.expect_exact(PROMPT)
-        assert _wait_for(lambda: not _run_process(child.pid), 10)
-
+        _interrupt_check(child, "verifying in the sandbox", "its sandbox run was stopped")
         _say(child, "check something slow")
-        _shown(child, "● verify(")
-        assert _wait_for(lambda: _run_process(child.pid))
-        child.sendcontrol("c")
-        _shown(child, "turn cancelled")
-        child.expect_exact(PROMPT)
-        assert _wait_for(lambda: not _run_process(child.pid), 10)
+        _interrupt_check(child, "● verify(", "turn cancelled")
         _say(child, "are you there?")
         _shown(child, "back again")
         child.expect_exact(PROMPT)

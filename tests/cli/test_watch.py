@@ -72,6 +72,14 @@ def _values(child: pexpect.spawn) -> str:
     return f"{child.match.group(1)} {child.match.group(2)}"
 
 
+def _quit(child: pexpect.spawn) -> int:
+    """End the program; its exit status."""
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
 def test_saves_apply_live_keep_identity_and_survive_bad_saves(tmp_path: Path):
     """A save changes the running program (old references too); a syntax error or a module
     that raises keeps the old code and says so; the next good save applies; the program's
@@ -96,10 +104,7 @@ def test_saves_apply_live_keep_identity_and_survive_bad_saves(tmp_path: Path):
     _save(calc, CALC.replace("n * 1", "n * 3"))
     child.expect(r"applied shop\.calc: ~price,Basket\.total")
     assert _values(child) == "30 100"
-    child.sendline("quit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 7
+    assert _quit(child) == 7
 
 
 def test_module_program_with_verify_and_test_on_save(tmp_path: Path):
@@ -127,7 +132,4 @@ def test_module_program_with_verify_and_test_on_save(tmp_path: Path):
     child.expect(r"verify: [^\n]*snippet failed[^\n]*AssertionError: 10")
     child.expect(r"test: [^\n]*1 failed")
     assert _values(child) == "50 100"
-    child.sendline("quit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    assert _quit(child) == 0
