@@ -30,6 +30,7 @@ from liveforge.cli._agent import (
 )
 from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import ExitCode, add_common, examples, project_dir
+from liveforge.cli._cost import transcript_usage
 from liveforge.cli._lifecycle import memory_only
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
@@ -102,6 +103,7 @@ class ChatApp:
         self.renderer = Renderer(
             self.console, model=model_name(agent.provider), runs=agent.runtime.run
         )
+        self.renderer.total = transcript_usage(agent.session.path)  # carried over on resume
         self.prompt = make_prompt_session(
             project, {name: text.split(";")[0] for name, (_, text) in COMMANDS.items()}
         )

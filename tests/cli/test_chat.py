@@ -221,8 +221,9 @@ def test_tab_completes_dotted_paths_and_commands(sample: Path):
 
 
 def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path):
-    """--resume continues the latest session: earlier messages are sent again and the
-    unpersisted patch is re-applied to the new process."""
+    """--resume continues the latest session: earlier messages are sent again, the
+    unpersisted patch is re-applied to the new process, and the session's token totals
+    continue."""
     first = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.text("Patched in memory."),
@@ -241,6 +242,9 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         child.expect_exact(PROMPT)
         _say(child, "which word?")
         _shown(child, "The word was avocado.")
+        child.expect(r"tokens: ([\d,]+) in / [\d,]+ out this turn · session ([\d,]+) in")
+        this_turn, session = (int(g.replace(",", "")) for g in child.match.groups())
+        assert session > this_turn  # the first process's tokens are carried over
         child.expect_exact(PROMPT)
         _leave_with_changes(child)
         child.close()
