@@ -133,3 +133,27 @@ def test_module_program_with_verify_and_test_on_save(tmp_path: Path):
     child.expect(r"test: [^\n]*1 failed")
     assert _values(child) == "50 100"
     assert _quit(child) == 0
+
+
+def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
+    """`liveforge watch` alone is a Python prompt whose imported modules follow saves."""
+    root = _project(tmp_path)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "liveforge", "watch", "--project", str(root)],
+        cwd=str(root),
+        env=cli_env(),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact(">>> ")
+    child.sendline("from shop.calc import price; price(10)")
+    child.expect_exact("10\r\n")
+    _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 4"))
+    child.expect_exact("applied shop.calc: ~price")
+    child.sendline("price(10)")
+    child.expect_exact("40\r\n")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
