@@ -127,6 +127,7 @@ def _reapply(
         return f"{label}: a reload from disk; the file is what is loaded now"
     try:
         current = _current_source(runtime, record.module)
+        runtime.keep_change_id(record.change_id)  # the id people saw stays the change's id
         if current == record.before or (record.before is None and current is None):
             change = runtime.patch_module(record.module, record.after)
             how = "re-applied"

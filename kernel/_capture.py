@@ -42,6 +42,7 @@ class CappedSink:
         room = self.head_bytes - self.written
         if room > 0:
             self.file.write(chunk[:room])
+            self.file.flush()  # the record shows the output while the run goes on
             self.written += min(room, len(chunk))
             chunk = chunk[room:]
         if not chunk:

@@ -88,6 +88,15 @@ class History:
         self._counter += 1
         return f"c{self._counter}"
 
+    def number_next(self, change_id: str) -> bool:
+        """Give the next change the id `change_id` ("c7") when no id up to it is taken yet,
+        so a change re-applied in a new process keeps the id it had; False otherwise."""
+        digits = change_id[1:]
+        if not change_id.startswith("c") or not digits.isdigit() or int(digits) <= self._counter:
+            return False
+        self._counter = int(digits) - 1
+        return True
+
     def add(self, change: Change) -> Change:
         """Record an applied change."""
         self._changes.append(change)

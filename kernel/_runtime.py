@@ -128,6 +128,12 @@ class Runtime(Checks, Persistence, VirtualModules):
         """Every change, oldest first (rolled-back ones included, marked as such)."""
         return self._history.all()
 
+    def keep_change_id(self, change_id: str) -> bool:
+        """Number the next change `change_id` if no change of this runtime is numbered that
+        high yet (a resumed session re-applies its changes under the ids people saw)."""
+        with self._lock:
+            return self._history.number_next(change_id)
+
     def changed_modules(self) -> list[ModuleRecord]:
         """Managed modules whose in-memory source differs from their file."""
         return self.registry.dirty()

@@ -9,11 +9,33 @@ passed::
     rt.verify("from pkg.mod import area\nassert area(1) > 3")
     rt.persist()
 
-The public API is the kernel's (`liveforge.kernel`): `Runtime`, `Change` and the error tree.
+The public API is the kernel's (`liveforge.kernel`): `Runtime`, `Change` and the error tree,
+plus the IPython extension hooks (`%load_ext liveforge`, see `liveforge.ipython`).
 """
+
+from typing import Any as _Any
 
 from liveforge import kernel as _kernel
 from liveforge.kernel import *  # noqa: F403  (the kernel's __all__ is the public API)
 from liveforge.kernel import __version__
 
-__all__ = [*_kernel.__all__, "__version__"]
+__all__ = [
+    *_kernel.__all__,
+    "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+
+def load_ipython_extension(ipython: _Any) -> None:
+    """`%load_ext liveforge`: apply file saves before each cell, add the `%lf_*` magics."""
+    from liveforge.ipython import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: _Any) -> None:
+    """`%unload_ext liveforge`: stop applying saves and close the runtime."""
+    from liveforge.ipython import unload_ipython_extension as unload
+
+    unload(ipython)

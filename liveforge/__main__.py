@@ -1,7 +1,8 @@
 """`liveforge` command line entry point (also `python -m liveforge`).
 
 Every command group lives in its own module of `liveforge.cli` and registers itself on the
-parser here; exit codes are `liveforge.cli.ExitCode` (documented in the README).
+parser here; exit codes are `liveforge.cli.ExitCode` (documented in the README). Global
+options (`--project`, `--json`, `--debug`) go before or after the command.
 """
 
 from __future__ import annotations
@@ -14,10 +15,32 @@ import sys
 import liveforge
 from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, emit_error
+from liveforge.cli._faults import describe_fault
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
-COMMAND_MODULES = ["chat", "demo", "run", "reading", "checking", "mcp", "serve"]
+COMMAND_MODULES = [
+    "chat",
+    "demo",
+    "run",
+    "reading",
+    "checking",
+    "watch",
+    "mcp",
+    "serve",
+    "completion",
+]
 """Modules of liveforge.cli, in help order; each has `register(commands)`."""
+
+EPILOG = """\
+examples:
+  liveforge demo                               the whole loop on a sample project, offline
+  liveforge chat --project ~/src/shop          talk to the agent about a live program
+  liveforge --project ~/src/shop inspect shop  global options go before or after the command
+  liveforge watch -- app.py                    run app.py; each file save applies to it live
+
+exit codes: 0 ok, 1 check failed, 2 usage or configuration error, 3 operation failed,
+130 interrupted. `liveforge COMMAND --help` shows each command's options and examples.
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,14 +48,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="liveforge",
         description="A live, self-modifying Python runtime for LLM agents.",
-        epilog="exit codes: 0 ok, 1 check failed, 2 usage or configuration error, "
-        "3 operation failed, 130 interrupted",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"liveforge {liveforge.__version__}")
     parser.add_argument(
         "--this-python",
         action="store_true",
         help="run with this interpreter even when the project has its own environment",
+    )
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        default=".",
+        help="the project to work on (default: the current directory)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="commands that report: print one JSON object"
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show Python tracebacks of unexpected errors"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -56,10 +91,13 @@ def _plugin_commands(commands: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = build_parser()
+    _complete(parser)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return ExitCode.OK
+    if args.json and not getattr(args, "json_output", False):
+        parser.error(f"liveforge {args.command} has no --json output")
     if hasattr(args, "project") and not args.this_python:
         advice = project_env.enter(args.project or ".", sys.argv[1:] if argv is None else argv)
         if advice is not None:
@@ -83,6 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     except LiveforgeError as exc:
         emit_error(args, exc, ExitCode.FAILED)
         return ExitCode.FAILED
+    except (Exception, SystemExit) as exc:  # project code that raised or exited, or a bug
+        if args.debug:
+            raise
+        emit_error(args, CommandError(describe_fault(exc, args.project)), ExitCode.FAILED)
+        return ExitCode.FAILED
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer a shell's Tab request (set up with `liveforge completion SHELL`) and exit."""
+    if "_ARGCOMPLETE" in os.environ:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ PUBLIC = {
     "UnsupportedChange",
     "UnverifiedChange",
     "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
 }
 
 

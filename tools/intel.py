@@ -26,7 +26,7 @@ from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline, parsed
 from liveforge.tools._output import clip
 
-__all__ = ["complete", "find", "references"]
+__all__ = ["complete", "find", "references"]  # the tools; find_hits serves front ends
 
 Kind = Literal["class", "function", "module", "variable"]
 _KINDS = {
@@ -46,17 +46,7 @@ def find(query: str, kind: Kind | None = None) -> str:
         query: a name or dotted tail, e.g. area or Square.area
         kind: only this kind of definition
     """
-    rt = runtime()
-    query = query.strip()
-    if not query or not all(part.isidentifier() for part in query.split(".")):
-        raise ArgumentError(
-            f"{query!r} is not a name or dotted tail; give e.g. area or Square.area",
-            tool="find",
-            problems=["query"],
-        )
-    index = definition_index(rt, memory_sources(rt))
-    found = index.search(query, _KINDS[kind] if kind else None)
-    lines = sorted({_line(d) for d in found})
+    lines = sorted({_line(d) for d in _definitions(query, kind)})
     if not lines:
         return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
     return _bounded(lines, "narrow the query (dotted tail) or pass kind")
@@ -70,6 +60,38 @@ def _line(definition: Definition) -> str:
     if definition.exported_as:
         text += f" (exported as {', '.join(definition.exported_as)})"
     return text
+
+
+def _definitions(query: str, kind: Kind | None) -> list[Definition]:
+    """Definitions named `query` (a name or dotted tail), in-memory changes included."""
+    rt = runtime()
+    query = query.strip()
+    if not query or not all(part.isidentifier() for part in query.split(".")):
+        raise ArgumentError(
+            f"{query!r} is not a name or dotted tail; give e.g. area or Square.area",
+            tool="find",
+            problems=["query"],
+        )
+    index = definition_index(rt, memory_sources(rt))
+    return list(index.search(query, _KINDS[kind] if kind else None))
+
+
+def find_hits(query: str, kind: Kind | None = None) -> list[dict[str, Any]]:
+    """The definitions `find` reports, as dicts (path, kind, signature, line, file, stub,
+    exported_as) sorted by path, for front ends that print JSON."""
+    hits = {
+        (d.dotted, d.line): {
+            "path": d.dotted,
+            "kind": d.kind,
+            "signature": d.signature,
+            "line": d.line,
+            "file": getattr(sys.modules.get(d.module), "__file__", None),
+            "stub": d.stub,
+            "exported_as": list(d.exported_as),
+        }
+        for d in _definitions(query, kind)
+    }
+    return [hits[key] for key in sorted(hits)]
 
 
 def _signature(name: Any) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import CommandError
 from liveforge.cli._render import Renderer
 from liveforge.kernel.errors import ConfigError
@@ -122,9 +123,15 @@ def policy_of(agent: Agent) -> Policy:
 
 
 async def drive_turn(agent: Agent, renderer: Renderer, text: str) -> TurnEnded:
-    """Run one turn, rendering its events; Ctrl-C (SIGINT) cancels the turn only."""
+    """Run one turn, rendering its events; Ctrl-C (SIGINT) cancels the turn only, and stops
+    a sandbox check that a tool call is running."""
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, agent.cancel)
+
+    def interrupt() -> None:
+        agent.cancel()
+        stop_running_checks(agent.runtime)
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
     last: Any = None
     try:
         async for event in agent.run(text):

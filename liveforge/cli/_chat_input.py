@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +75,10 @@ def dotted_candidates(word: str, project_root: Path) -> list[str]:
 class ChatCompleter(Completer):
     """Slash commands at the start of the input; dotted paths elsewhere."""
 
-    def __init__(self, commands: Iterable[str], project_root: Path) -> None:
-        self.commands = sorted(commands)
+    def __init__(self, commands: Mapping[str, str] | Iterable[str], project_root: Path) -> None:
+        described = commands if isinstance(commands, Mapping) else dict.fromkeys(commands, "")
+        self.commands = dict(sorted(described.items()))
+        """Command name -> the description shown next to it in the completion menu."""
         self.project_root = project_root
 
     def get_completions(
@@ -84,9 +86,9 @@ class ChatCompleter(Completer):
     ) -> Iterator[Completion]:
         before = document.text_before_cursor
         if before.startswith("/") and " " not in before:
-            for name in self.commands:
+            for name, text in self.commands.items():
                 if name.startswith(before):
-                    yield Completion(name, start_position=-len(before))
+                    yield Completion(name, start_position=-len(before), display_meta=text)
             return
         match = _DOTTED.search(before)
         if match is None or (match.group(0).count(".") == 0 and len(match.group(0)) < 2):
@@ -115,7 +117,9 @@ def _bindings() -> KeyBindings:
     return keys
 
 
-def make_prompt_session(project_root: Path, commands: Iterable[str]) -> PromptSession[str]:
+def make_prompt_session(
+    project_root: Path, commands: Mapping[str, str] | Iterable[str]
+) -> PromptSession[str]:
     """A prompt with history in `<project>/.liveforge/chat_history` and completion."""
     folder = project_root / ".liveforge"
     folder.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -24,26 +25,50 @@ __all__ = [
     "chosen_mode",
     "emit",
     "emit_error",
+    "examples",
     "open_runtime",
+    "positive_seconds",
     "project_dir",
+    "run_structured",
     "run_tool",
 ]
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
-    """Add `--project DIR` (default: the current directory) and, optionally, `--json`."""
+    """Add `--project DIR` and, optionally, `--json` after the command; the same options
+    before the command (on the top-level parser) give the defaults."""
     parser.add_argument(
         "--project",
         metavar="DIR",
-        default=".",
+        default=argparse.SUPPRESS,
         help="the project to work on (default: the current directory)",
     )
     if json_flag:
         parser.add_argument(
             "--json",
             action="store_true",
+            default=argparse.SUPPRESS,
             help="print one JSON object with stable keys instead of text",
         )
+        parser.set_defaults(json_output=True)
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero (e.g. `--timeout 30`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a usable time limit; give a number of seconds above 0, e.g. 30"
+        )
+    return value
+
+
+def examples(text: str) -> str:
+    """A sub-command's `--help` epilog: the examples, indented as written."""
+    return "examples:\n" + text
 
 
 def add_mode(parser: argparse.ArgumentParser, *, yes: bool = True) -> None:
@@ -152,3 +177,14 @@ def run_tool(
         return ExitCode.FAILED
     emit(args, payload, result.text)
     return ExitCode.FAILED if result.is_error else ExitCode.OK
+
+
+def run_structured(args: argparse.Namespace, build: Callable[[Runtime], dict[str, Any]]) -> int:
+    """Print `build(rt)` (on a fresh runtime, tool context set) as the command's JSON object."""
+    from liveforge.tools._context import using_runtime
+
+    with open_runtime(args) as rt, using_runtime(rt):
+        data = build(rt)
+    payload = {"ok": True, "command": args.command, "project": str(rt.project_root), **data}
+    emit(args, payload, "")
+    return ExitCode.OK

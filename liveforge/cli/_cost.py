@@ -6,9 +6,12 @@ here shows tokens only (local models cost nothing, so they show no cost either).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from liveforge.declarations.messages import Usage
 
-__all__ = ["PRICES", "cost", "describe_usage"]
+__all__ = ["PRICES", "cost", "describe_usage", "transcript_usage"]
 
 PRICES: dict[str, tuple[float, float, float, float]] = {
     # model-name prefix: (input, output, cache read, cache write) per million tokens
@@ -49,3 +52,21 @@ def describe_usage(model: str, turn: Usage, total: Usage, context_tokens: int) -
     )
     dollars = cost(model, total)
     return line + (f" · ~${dollars:.4f}" if dollars is not None else "")
+
+
+def transcript_usage(path: Path) -> Usage:
+    """Tokens of every model request recorded in a session transcript (a resumed chat's
+    session totals start there)."""
+    total = Usage()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return total
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:  # a line cut short by a crash
+            continue
+        if isinstance(record, dict) and record.get("t") == "usage" and "usage" in record:
+            total = total + Usage.model_validate(record["usage"])
+    return total

@@ -9,6 +9,8 @@ nothing animates and the final text is printed once.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +21,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from liveforge.cli._cost import describe_usage
+from liveforge.cli._lifecycle import check_line
 from liveforge.declarations import agent as ev
 from liveforge.declarations.messages import Usage
 
@@ -46,8 +49,19 @@ def short_arguments(arguments: dict[str, Any]) -> str:
 class Renderer:
     """Draws one agent event at a time on `console`; `close()` stops any animation."""
 
-    def __init__(self, console: Console, *, model: str = "") -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        model: str = "",
+        status: Console | None = None,
+        runs: Callable[[str], Any] | None = None,
+    ) -> None:
         self.console = console
+        self.runs = runs
+        """Looks a sandbox run up by id, so its line can show the value or failing tests."""
+        self.status_console = status or console
+        """Where the token line goes (`run` keeps it off standard output)."""
         self.model = model
         self.total = Usage()
         self.last_turn = Usage()
@@ -149,7 +163,11 @@ class Renderer:
     def _on_verification(self, event: ev.VerificationResult) -> None:
         self.close()
         style = "green" if event.ok else "red"
-        self.console.print(Text(f"  {'✓' if event.ok else '✗'} {event.headline}", style=style))
+        line = f"{'✓' if event.ok else '✗'} {event.headline}"
+        if self.runs is not None:
+            with contextlib.suppress(Exception):  # a pruned record: the headline still says it
+                line = check_line(self.runs(event.run_id))
+        self.console.print(Text(f"  {line}", style=style))
 
     def _on_self_patches_applied(self, event: ev.SelfPatchesApplied) -> None:
         self._line(
@@ -196,7 +214,7 @@ class Renderer:
         self.close()
         self.last_turn = event.usage
         self.total = self.total + event.usage
-        self.console.print(
+        self.status_console.print(
             Text(
                 describe_usage(self.model, event.usage, self.total, event.context_tokens),
                 style="dim",

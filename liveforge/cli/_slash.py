@@ -1,5 +1,5 @@
-"""The chat's slash commands: /help /undo /diff /persist /runs /tests /model /compact /clear
-/sessions /quit.
+"""The chat's slash commands: /help /undo /diff /verify /persist /runs /tests /model /compact
+/clear /sessions /quit.
 
 Commands that change or check the program go through the same tools the model uses
 (rollback, persist, run_tests), so a person and the agent see the same results.
@@ -19,6 +19,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from liveforge.cli._lifecycle import as_commands, check_line, not_ready, reasons
 from liveforge.cli._render import Renderer
 from liveforge.declarations.permissions import approved
 
@@ -48,8 +49,8 @@ class ChatState:
         return result.text, result.is_error
 
     def say(self, text: str, style: str = "") -> None:
-        """Print a line of command output."""
-        self.console.print(Text(text, style=style))
+        """Print a line of command output (long lines wrap in the terminal, unbroken)."""
+        self.console.print(Text(text, style=style), soft_wrap=True)
 
 
 Handler = Callable[[ChatState, list[str]], Awaitable[bool]]
@@ -78,7 +79,7 @@ async def _in_thread(state: ChatState, label: str, func: Callable[[], Any]) -> A
 
 async def _tool_command(state: ChatState, label: str, name: str, arguments: dict[str, Any]) -> None:
     text, is_error = await _in_thread(state, label, lambda: state.tool(name, arguments))
-    state.say(text, "red" if is_error else "")
+    state.say(as_commands(text), "red" if is_error else "")
     state.agent.session.track(state.agent.runtime)
 
 
@@ -116,15 +117,48 @@ async def _diff(state: ChatState, args: list[str]) -> bool:
 
 
 async def _persist(state: ChatState, args: list[str]) -> bool:
-    diff = state.agent.runtime.diff()
+    force = "--force" in args
+    if [a for a in args if a != "--force"]:
+        state.say("usage: /persist [--force]", "red")
+        return True
+    rt = state.agent.runtime
+    diff = rt.diff()
     if not diff.strip():
         state.say("nothing to persist: memory matches the files", "dim")
         return True
+    held = reasons(not_ready(rt))
+    if held and not force:
+        state.say("not persisted; these changes are not ready:", "yellow")
+        for line in held:
+            state.say(f"  {line}", "yellow")
+        state.say(
+            "check them with /verify CODE or /tests, or write them anyway with /persist --force",
+            "yellow",
+        )
+        return True
     _show_diff(state, diff)
+    for line in held:
+        state.say(f"writing anyway (--force): {line}", "yellow")
     if not await state.confirm("Write these changes to the files?"):
         state.say("not persisted; the changes stay in memory", "yellow")
         return True
-    await _tool_command(state, "persisting…", "persist", {})
+    await _tool_command(state, "persisting…", "persist", {"force": force})
+    return True
+
+
+async def _verify(state: ChatState, args: list[str]) -> bool:
+    code = args[0].strip() if args else ""
+    if not code:
+        state.say(
+            "usage: /verify CODE, e.g. /verify from pkg.mod import f; assert f(2) == 4", "red"
+        )
+        return True
+    rt = state.agent.runtime
+    result = await _in_thread(state, "verifying in the sandbox…", lambda: rt.verify(code))
+    state.say(check_line(result), "green" if result.ok else "red")
+    if not result.ok and result.traceback:
+        state.say(result.traceback.rstrip().splitlines()[-1], "red")
+    state.agent.session.track(rt)
     return True
 
 
@@ -151,11 +185,40 @@ async def _tests(state: ChatState, args: list[str]) -> bool:
 async def _model(state: ChatState, args: list[str]) -> bool:
     if not args:
         state.say(f"model: {state.model}  (switch with /model provider:model)")
+        for line in _providers(state.project):
+            state.say(line, "dim")
         return True
     state.model = state.switch_model(args[0])
     state.renderer.model = state.model
     state.say(f"model: {state.model}", "green")
     return True
+
+
+def _providers(project: Path) -> list[str]:
+    """One line per provider liveforge knows here: protocol, address, key state."""
+    import os
+
+    from liveforge.config import BUILTIN_PROVIDERS, load_config
+
+    try:
+        config = load_config(project)
+    except Exception as exc:  # a bad configuration is reported, the list is not needed
+        return [f"(configuration: {exc})"]
+    lines = ["providers (use as provider:model):"]
+    for name in sorted({*BUILTIN_PROVIDERS, *config.providers}):
+        provider = config.provider(name)
+        keys = provider.api_key_env
+        url = os.environ.get(f"{name.upper().replace('-', '_')}_BASE_URL") or provider.base_url
+        if not provider.key_required:
+            key = "no key needed"
+        elif any(os.environ.get(k) for k in keys):
+            key = "key set"
+        else:
+            key = f"set {' or '.join(keys)}" if keys else "no key configured"
+        lines.append(f"  {name:<12} {provider.protocol:<9} {url}  ({key})")
+    if config.fallback_models:
+        lines.append("fallbacks: " + ", ".join(config.fallback_models))
+    return lines
 
 
 async def _compact(state: ChatState, args: list[str]) -> bool:
@@ -216,10 +279,17 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
         "/undo ID rolls back that change and later ones of its module",
     ),
     "/diff": (_diff, "unpersisted changes as a diff (memory vs files)"),
-    "/persist": (_persist, "write the verified changes to files (asks first)"),
+    "/verify": (_verify, "run CODE in the sandbox with the changes: /verify assert f(2) == 4"),
+    "/persist": (
+        _persist,
+        "write the verified changes to files (asks first); --force writes unverified ones too",
+    ),
     "/runs": (_runs, "recent sandbox runs (/runs ID shows one)"),
     "/tests": (_tests, "run the project's tests in the sandbox (/tests -k name ...)"),
-    "/model": (_model, "show or switch the model (/model ollama:llama3.1)"),
+    "/model": (
+        _model,
+        "show the model and the configured providers, or switch (/model ollama:llama3.1)",
+    ),
     "/compact": (_compact, "summarise older turns now"),
     "/clear": (_clear, "start a new conversation (keeps the program's state)"),
     "/sessions": (_sessions, "list this project's sessions"),
@@ -227,14 +297,19 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
 }
 
 
+RAW_ARGUMENTS = frozenset({"/verify"})
+"""Commands whose argument is Python code, passed on as one string."""
+
+
 async def dispatch(state: ChatState, line: str) -> bool:
     """Run one slash command line; False means the chat should end."""
+    name, *rest = line.strip().split(maxsplit=1)
     try:
-        words = shlex.split(line)
+        # code is taken as written; other commands' arguments as shell words
+        args = rest if name in RAW_ARGUMENTS else shlex.split(rest[0] if rest else "")
     except ValueError as exc:
         state.say(f"cannot read that command: {exc}", "red")
         return True
-    name, args = words[0], words[1:]
     entry = COMMANDS.get(name)
     if entry is None:
         close = [c for c in COMMANDS if c.startswith(name[:3])]
@@ -248,5 +323,5 @@ async def dispatch(state: ChatState, line: str) -> bool:
     try:
         return await entry[0](state, args)
     except Exception as exc:  # a command failing must never end the chat
-        state.say(f"{name} failed: {type(exc).__name__}: {exc}", "red")
+        state.say(as_commands(f"{name} failed: {type(exc).__name__}: {exc}"), "red")
         return True

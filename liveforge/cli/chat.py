@@ -31,7 +31,17 @@ from liveforge.cli._agent import (
     model_name,
     policy_of,
 )
-from liveforge.cli._common import ExitCode, add_common, add_mode, chosen_mode, project_dir
+from liveforge.cli._cancel import stop_running_checks
+from liveforge.cli._common import (
+    ExitCode,
+    add_common,
+    add_mode,
+    chosen_mode,
+    examples,
+    project_dir,
+)
+from liveforge.cli._cost import transcript_usage
+from liveforge.cli._lifecycle import memory_only
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
 from liveforge.declarations.permissions import ApprovalRequest
@@ -42,6 +52,13 @@ from liveforge.kernel.errors import LiveforgeError
 __all__ = ["ChatApp", "register"]
 
 
+EXAMPLES_CHAT = """\
+  liveforge chat                                  the project in this folder, configured model
+  liveforge chat --model ollama:llama3.1          a local model, no key
+  liveforge chat --resume                         continue the latest session
+"""
+
+
 def register(commands: Any) -> None:
     """Add `chat` to the `liveforge` sub-command set."""
     parser = commands.add_parser(
@@ -49,6 +66,8 @@ def register(commands: Any) -> None:
         help="interactive session: talk to the agent about the live program",
         description="An interactive session with the agent on --project. /help lists the "
         "commands; Ctrl-C cancels a turn, Ctrl-D exits.",
+        epilog=examples(EXAMPLES_CHAT),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--model",
@@ -91,8 +110,13 @@ class ChatApp:
         self.yes = policy_of(agent).mode == "full-auto"
         self.always: set[str] = set()
         self.console = console or Console(highlight=False)
-        self.renderer = Renderer(self.console, model=model_name(agent.provider))
-        self.prompt = make_prompt_session(project, COMMANDS)
+        self.renderer = Renderer(
+            self.console, model=model_name(agent.provider), runs=agent.runtime.run
+        )
+        self.renderer.total = transcript_usage(agent.session.path)  # carried over on resume
+        self.prompt = make_prompt_session(
+            project, {name: text.split(";")[0] for name, (_, text) in COMMANDS.items()}
+        )
         self.state = ChatState(
             agent=agent,
             console=self.console,
@@ -105,6 +129,7 @@ class ChatApp:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._question: concurrent.futures.Future[bool] | None = None
         agent.toolbox.approver = self._approve_from_worker
+        self._warned: list[str] = []
 
     async def run(self) -> int:
         """Chat until Ctrl-D or /quit; returns the exit code."""
@@ -129,11 +154,12 @@ class ChatApp:
         except KeyboardInterrupt:
             return True
         except EOFError:
-            return False
+            return not self._may_leave()
         if not text:
             return True
         if text.startswith("/"):
-            return await self._interruptible(dispatch(self.state, text))
+            stay = await self._interruptible(dispatch(self.state, text))
+            return stay or not self._may_leave()
         try:
             await drive_turn(self.agent, self.renderer, text)
         except LiveforgeError as exc:  # e.g. another front end holds the project's turn
@@ -151,6 +177,24 @@ class ChatApp:
             self._close_question()
         return True
 
+    def _may_leave(self) -> bool:
+        """True when the chat may end now; the first time changes exist only in memory, say
+        so and stay (the same request again leaves)."""
+        modules = memory_only(self.agent.runtime)
+        if not modules or modules == self._warned:
+            return True
+        self._warned = modules
+        self.console.print(
+            Text(
+                f"{len(modules)} module(s) changed only in memory: {', '.join(modules)}. "
+                "/persist writes them, /diff shows them. Ctrl-D (or /quit) again leaves "
+                "anyway; `liveforge chat --resume` brings the changes back.",
+                style="bold yellow",
+            ),
+            soft_wrap=True,
+        )
+        return False
+
     async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:
         """Run a slash command; Ctrl-C abandons it and returns to the prompt."""
         loop = asyncio.get_running_loop()
@@ -162,9 +206,10 @@ class ChatApp:
             if not task.cancelled():
                 raise
             self.renderer.close()
+            stopped = stop_running_checks(self.agent.runtime)
             self.console.print(
                 Text(
-                    "command cancelled (a sandbox run it started finishes in the background)",
+                    "command cancelled" + ("; its sandbox run was stopped" if stopped else ""),
                     style="yellow",
                 )
             )

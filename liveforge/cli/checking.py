@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, open_runtime
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    emit,
+    examples,
+    open_runtime,
+    positive_seconds,
+)
+from liveforge.cli._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 if TYPE_CHECKING:
@@ -21,6 +31,26 @@ if TYPE_CHECKING:
     from liveforge.kernel._records import RunResult
 
 __all__ = ["parse_patch", "register"]
+
+
+EXAMPLES_VERIFY = """\
+  liveforge verify -c "import pricing; print(pricing.__version__)"
+  liveforge verify --patch pricing.cart.Line.subtotal=fix.py -c "from pricing.cart import Line"
+  echo "assert 1 + 1 == 2" | liveforge verify
+"""
+
+
+EXAMPLES_TEST = """\
+  liveforge test                                  the project's whole suite
+  liveforge test --patch pricing.cart.Line.subtotal=fix.py -- -q tests/test_cart.py
+  liveforge test -v -- -k discount                pytest's output as it runs
+"""
+
+
+EXAMPLES_RUNS = """\
+  liveforge runs                                  newest first
+  liveforge runs 20250101-120000-000000-abcdef    one run in full
+"""
 
 
 def register(commands: Any) -> None:
@@ -31,12 +61,14 @@ def register(commands: Any) -> None:
         description="Run Python code in a sandboxed child that carries the patches. Without "
         "-c the code is read from stdin when piped, else each patched module is "
         "imported.",
+        epilog=examples(EXAMPLES_VERIFY),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _patch_args(verify)
     verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
     verify.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=VERIFY_TIMEOUT,
         help=f"seconds (default {VERIFY_TIMEOUT:g})",
     )
@@ -48,10 +80,15 @@ def register(commands: Any) -> None:
         help="run pytest in the sandbox, with patches applied",
         description="Run pytest in a sandboxed child that carries the patches. Arguments "
         "after `--` go to pytest.",
+        epilog=examples(EXAMPLES_TEST),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _patch_args(test)
     test.add_argument(
-        "--timeout", type=float, default=TESTS_TIMEOUT, help=f"seconds (default {TESTS_TIMEOUT:g})"
+        "--timeout",
+        type=positive_seconds,
+        default=TESTS_TIMEOUT,
+        help=f"seconds (default {TESTS_TIMEOUT:g})",
     )
     test.add_argument(
         "pytest_args",
@@ -65,6 +102,8 @@ def register(commands: Any) -> None:
         "runs",
         help="list sandbox run records, or show one",
         description="List the kept records under sandbox_runs/ (newest first), or show one.",
+        epilog=examples(EXAMPLES_RUNS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     runs.add_argument("run_id", nargs="?", metavar="ID", help="a run id from the listing")
     add_common(runs)
@@ -72,6 +111,12 @@ def register(commands: Any) -> None:
 
 
 def _patch_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the check's output as it runs (on stderr under --json)",
+    )
     parser.add_argument(
         "--patch",
         action="append",
@@ -94,11 +139,23 @@ def parse_patch(spec: str) -> tuple[str, Path]:
 
 def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
     """Apply every `--patch` in one transaction: all of them or none."""
-    parsed = [parse_patch(spec) for spec in specs]
+    sources = [(target, _read_patch(target, path)) for target, path in map(parse_patch, specs)]
     with rt.transaction() as changes:
-        for target, path in parsed:
-            rt.patch(target, path.read_text(encoding="utf-8"))
+        for target, source in sources:
+            rt.patch(target, source)
     return changes
+
+
+def _read_patch(target: str, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"--patch {target}: {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+            f"at offset {exc.start}); save it as UTF-8 and run the command again."
+        ) from None
+    except OSError as exc:
+        raise CommandError(f"--patch {target}: cannot read {path}: {exc.strerror}.") from None
 
 
 def _result_payload(
@@ -112,6 +169,17 @@ def _result_payload(
             {"change_id": c.id, "target": c.target, "summary": c.summary()} for c in changes
         ],
         "run": result.model_dump(mode="json"),
+        **(
+            {}
+            if result.ok
+            else {
+                "error": {
+                    "type": "CheckFailed",
+                    "message": result.headline(),
+                    "exit_code": int(ExitCode.CHECK_FAILED),
+                }
+            }
+        ),
     }
 
 
@@ -140,14 +208,26 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "--patch TARGET=FILE (then each patched module is imported)."
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
-    return _report(args, rt, changes, rt.verify(code, timeout=args.timeout))
+    result = _follow(args, rt, lambda: rt.verify(code, timeout=args.timeout), tests=False)
+    return _report(args, rt, changes, result)
 
 
 def _test(args: argparse.Namespace) -> int:
     pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
     with open_runtime(args) as rt:
         changes = apply_patches(rt, args.patch)
-        return _report(args, rt, changes, rt.run_tests(pytest_args, timeout=args.timeout))
+        result = _follow(
+            args, rt, lambda: rt.run_tests(pytest_args, timeout=args.timeout), tests=True
+        )
+        return _report(args, rt, changes, result)
+
+
+def _follow(
+    args: argparse.Namespace, rt: Runtime, work: Callable[[], RunResult], *, tests: bool
+) -> RunResult:
+    """Run one check with progress on the terminal (and its output under -v)."""
+    label = "running the tests in the sandbox" if tests else "verifying in the sandbox"
+    return follow_check(rt, label, work, tests=tests, stream=stream_for(args.verbose, args.json))
 
 
 def _runs(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from liveforge.cli._agent import drive_turn, make_agent
-from liveforge.cli._common import CommandError, ExitCode
+from liveforge.cli._common import CommandError, ExitCode, examples
 from liveforge.cli._render import Renderer
 
 __all__ = ["TASK", "register"]
@@ -30,6 +30,12 @@ TASK = (
 )
 
 
+EXAMPLES_DEMO = """\
+  liveforge demo                                  in a new temporary folder
+  liveforge demo ./lf-demo                        in a new (or empty) folder of your choice
+"""
+
+
 def register(commands: Any) -> None:
     """Add `demo` to the `liveforge` sub-command set."""
     parser = commands.add_parser(
@@ -38,6 +44,8 @@ def register(commands: Any) -> None:
         description="Copy a sample project to DIR (default: a new temporary folder) and watch "
         "a scripted replay model fix its bug through the real agent: inspect, "
         "patch in memory, verify, test, persist. No key, no network.",
+        epilog=examples(EXAMPLES_DEMO),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "dir",
@@ -56,10 +64,17 @@ def _target(args: argparse.Namespace) -> Path:
         if args.dir
         else Path(tempfile.mkdtemp(prefix="liveforge-demo-"))
     )
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(
+            f"{folder} is a file; give the demo a new or empty folder, e.g. "
+            "liveforge demo ./liveforge-demo (or no DIR for a temporary one)."
+        )
     try:
         return copy_sample(folder.resolve())
     except FileExistsError as exc:
         raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot copy the sample project to {folder}: {exc.strerror}.") from None
 
 
 def _banner(console: Console, target: Path) -> None:

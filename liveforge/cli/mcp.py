@@ -8,9 +8,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from liveforge.cli._common import ExitCode, add_common, add_mode, chosen_mode, open_runtime
+from liveforge.cli._common import (
+    ExitCode,
+    add_common,
+    add_mode,
+    chosen_mode,
+    examples,
+    open_runtime,
+)
 
 __all__ = ["register"]
+
+
+EXAMPLES_MCP = """\
+  liveforge mcp --project /abs/path/to/project    (from an MCP client's configuration)
+"""
 
 
 def register(commands: Any) -> None:
@@ -21,6 +33,8 @@ def register(commands: Any) -> None:
         description="An MCP server over stdio: one live runtime over --project for the whole "
         "session, so a patch made in one call is seen by the next. Needs "
         'pip install "liveforge[mcp]".',
+        epilog=examples(EXAMPLES_MCP),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--allow-kernel-patches",

@@ -1,7 +1,8 @@
 """`liveforge inspect`, `view` and `find`: read the program by dotted path (one-shot).
 
 Each runs the catalogue tool of the same purpose (inspect_module, view_source, find) on a
-fresh runtime over `--project`, so the text is exactly what a model would see.
+fresh runtime over `--project`, so the text is exactly what a model would see. With `--json`
+the same facts come as data (`_structured`): a tree, numbered lines, a list of hits.
 """
 
 from __future__ import annotations
@@ -9,9 +10,28 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from liveforge.cli._common import add_common, run_tool
+from liveforge.cli._common import add_common, examples, run_structured, run_tool
 
 __all__ = ["register"]
+
+
+EXAMPLES_INSPECT = """\
+  liveforge inspect                               the project's packages
+  liveforge inspect pricing.cart --depth 3
+  liveforge inspect pricing --json                a tree of objects
+"""
+
+
+EXAMPLES_VIEW = """\
+  liveforge view pricing.cart.Line.subtotal
+  liveforge view pricing.cart --start 10 --end 40
+"""
+
+
+EXAMPLES_FIND = """\
+  liveforge find subtotal
+  liveforge find Line.subtotal --kind function --json
+"""
 
 
 def register(commands: Any) -> None:
@@ -20,6 +40,8 @@ def register(commands: Any) -> None:
         "inspect",
         help="tree of packages, modules, classes and functions",
         description="Show the tree under a dotted path (the project's packages when omitted).",
+        epilog=examples(EXAMPLES_INSPECT),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inspect.add_argument("path", nargs="?", default="", help="dotted path, e.g. pkg.mod")
     inspect.add_argument("--depth", type=int, default=2, help="levels to expand (default 2)")
@@ -30,6 +52,8 @@ def register(commands: Any) -> None:
         "view",
         help="in-memory source of a module, class or function",
         description="Show the source of a dotted path with line numbers.",
+        epilog=examples(EXAMPLES_VIEW),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     view.add_argument("path", help="dotted path, e.g. pkg.mod.Class.method")
     view.add_argument("--start", type=int, help="first line to show")
@@ -41,6 +65,8 @@ def register(commands: Any) -> None:
         "find",
         help="find definitions by name",
         description="Find definitions by name or dotted tail across the project.",
+        epilog=examples(EXAMPLES_FIND),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     find.add_argument("query", help="a name or dotted tail, e.g. area or Square.area")
     find.add_argument(
@@ -53,6 +79,10 @@ def register(commands: Any) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.json:
+        from liveforge.cli._structured import inspect_tree
+
+        return run_structured(args, lambda rt: {"tree": inspect_tree(rt, args.path, args.depth)})
     return run_tool(
         args,
         "inspect_module",
@@ -62,6 +92,12 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
+    if args.json:
+        from liveforge.cli._structured import source_lines
+
+        return run_structured(
+            args, lambda rt: {"source": source_lines(rt, args.path, args.start, args.end)}
+        )
     arguments = {"path": args.path, "start": args.start, "end": args.end}
     return run_tool(
         args,
@@ -72,5 +108,16 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _find(args: argparse.Namespace) -> int:
+    if args.json:
+        from liveforge.tools.intel import find_hits  # jedi loads only when needed
+
+        return run_structured(
+            args,
+            lambda rt: {
+                "query": args.query,
+                "kind": args.kind,
+                "hits": find_hits(args.query, args.kind),
+            },
+        )
     arguments = {"query": args.query, **({"kind": args.kind} if args.kind else {})}
     return run_tool(args, "find", arguments, {"query": args.query, "kind": args.kind})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Any
 
@@ -28,13 +27,21 @@ from liveforge.cli._common import (
     add_mode,
     chosen_mode,
     emit,
+    examples,
     project_dir,
 )
+from liveforge.cli._cost import cost
 from liveforge.cli._render import Renderer
 from liveforge.impls.plugins import end_session
 from liveforge.impls.subagents import close_subagents
 
 __all__ = ["register"]
+
+
+EXAMPLES_RUN = """\
+  liveforge run -p "make the bulk discount start at ten units"
+  liveforge run -p - --yes --json < task.txt      task from a file; may persist; JSON report
+"""
 
 
 def register(commands: Any) -> None:
@@ -43,6 +50,8 @@ def register(commands: Any) -> None:
         "run",
         help="run one agent task non-interactively",
         description="Give the agent one task and let it work until it answers.",
+        epilog=examples(EXAMPLES_RUN),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-p", "--prompt", required=True, help="the task; '-' reads it from stdin")
     parser.add_argument("--model", help="provider:model for this run (default: configured)")
@@ -92,7 +101,7 @@ class _Collector:
 
 class _Tee(Renderer):
     def __init__(self, console: Console, collector: _Collector, model: str) -> None:
-        super().__init__(console, model=model)
+        super().__init__(console, model=model, status=Console(file=sys.stderr, highlight=False))
         self.collector = collector
 
     def event(self, event: Any) -> None:
@@ -126,11 +135,30 @@ def _run(args: argparse.Namespace) -> int:
         end_session(agent)
         agent.runtime.close()
     ok = fault is None and ended is not None and ended.reason == "answer"
-    payload = {
+    if args.json:
+        report = _report(agent, ended, collector, renderer.model, fault)
+        emit(args, report, "", out=stdout)
+    if fault is not None:
+        return ExitCode.FAILED
+    if ended is not None and ended.reason == "cancelled":
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+
+
+def _report(
+    agent: Any, ended: Any, collector: _Collector, model: str, fault: dict[str, str] | None
+) -> dict[str, Any]:
+    """The `run --json` object (its shape is in liveforge/cli/schema.json)."""
+    from liveforge.kernel import ChangeStatus
+
+    rt = agent.runtime
+    reason = ended.reason if ended else "error"
+    ok = fault is None and reason == "answer"
+    payload: dict[str, Any] = {
         "ok": ok,
         "command": "run",
-        "project": str(agent.runtime.project_root),
-        "reason": ended.reason if ended else "error",
+        "project": str(rt.project_root),
+        "reason": reason,
         "mode": policy_of(agent).mode,
         "answer": collector.answer,
         "patches": collector.patches,
@@ -139,17 +167,32 @@ def _run(args: argparse.Namespace) -> int:
         "rolled_back": collector.rolled_back,
         "restored": agent.session.live.restored,
         "fault": fault,
+        "persisted": sorted({c.module for c in rt.history() if c.status is ChangeStatus.PERSISTED}),
+        "diff": rt.diff(),
         "session_id": agent.session.id,
         "transcript": str(agent.session.path),
         "usage": ended.usage.model_dump() if ended else None,
+        "cost_usd": cost(model, ended.usage) if ended else None,
     }
-    if args.json:
-        emit(args, payload, json.dumps(payload), out=stdout)
-    if fault is not None:
-        return ExitCode.FAILED
-    if ended is not None and ended.reason == "cancelled":
-        return ExitCode.INTERRUPTED
-    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+    if not ok:
+        code = ExitCode.INTERRUPTED if reason == "cancelled" else ExitCode.CHECK_FAILED
+        if fault is not None:
+            code = ExitCode.FAILED
+        message = "; ".join(collector.errors) or f"the turn ended without an answer ({reason})"
+        payload["error"] = {
+            "type": fault["type"] if fault else _ERROR_TYPES.get(reason, "RunFailed"),
+            "message": fault["message"] if fault else message,
+            "exit_code": int(code),
+        }
+    return payload
+
+
+_ERROR_TYPES = {
+    "cancelled": "Interrupted",
+    "turn_limit": "TurnLimit",
+    "runaway": "Runaway",
+    "error": "ProviderError",
+}
 
 
 async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:

@@ -205,3 +205,29 @@ def test_resume_reports_a_change_that_no_longer_applies(project, fake):
         del sys.modules[name]
     lines = make_agent(root, fake, resume="latest").session.live.restored
     assert "no longer applies" in lines[0]
+
+
+def test_resumed_changes_keep_the_ids_people_saw(project, fake):
+    """After c1 was undone and c2 made, resuming re-applies the live change as c2, and the
+    next change is c3."""
+    root, pkg = project
+    fake.add(
+        reply.tool_call("patch", {"path": f"{pkg}.geometry.area", "source": EXACT}),
+        reply.tool_call("rollback", {}),
+        reply.tool_call("patch", {"path": f"{pkg}.geometry.area", "source": EXACT}),
+        reply.text("done"),
+    )
+    first = make_agent(root, fake)
+    run_turn(first, "patch, undo, patch again")
+    assert [(c.id, c.status.value) for c in first.runtime.history()] == [
+        ("c1", "rolled_back"),
+        ("c2", "applied"),
+    ]
+    first.runtime.close()
+    for name in [m for m in sys.modules if m.startswith(pkg)]:
+        del sys.modules[name]
+    second = make_agent(root, fake, resume="latest")
+    assert [c.id for c in second.runtime.history()] == ["c2"]
+    assert "as c2" in second.session.extra["restored"][0]
+    later = second.runtime.patch(f"{pkg}.geometry.area", EXACT.replace("radius", "r"))
+    assert later.id == "c3"

@@ -47,6 +47,15 @@ def _say(child: pexpect.spawn, text: str) -> None:
     child.send(text + "\r")
 
 
+def _leave_with_changes(child: pexpect.spawn) -> None:
+    """Ctrl-D with changes only in memory warns and stays; a second Ctrl-D leaves."""
+    child.sendcontrol("d")
+    _shown(child, "changed only in memory: pricing.cart")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+
+
 def _transcript(project: Path) -> list[dict]:
     files = list((project / ".liveforge" / "sessions").glob("*.jsonl"))
     assert len(files) == 1
@@ -121,8 +130,7 @@ def test_chat_asks_before_persisting_and_honours_no(sample: Path):
         _shown(child, "Understood, not saved.")
         child.expect_exact(PROMPT)
         declined = fake.requests[2].body["messages"][-1]["content"][0]
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
+        _leave_with_changes(child)
         child.close()
     assert declined["is_error"] is True and "declined" in str(declined["content"])
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
@@ -216,8 +224,9 @@ def test_tab_completes_dotted_paths_and_commands(sample: Path):
 
 
 def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path):
-    """--resume continues the latest session: earlier messages are sent again and the
-    unpersisted patch is re-applied to the new process."""
+    """--resume continues the latest session: earlier messages are sent again, the
+    unpersisted patch is re-applied to the new process, and the session's token totals
+    continue."""
     first = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.text("Patched in memory."),
@@ -227,8 +236,7 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         _say(child, "remember the word avocado and fix the discount")
         _shown(child, "Patched in memory.")
         child.expect_exact(PROMPT)
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
+        _leave_with_changes(child)
         child.close()
     with FakeProvider(script=[reply.text("The word was avocado.")]) as fake:
         child = _spawn(sample, fake, "--resume")
@@ -237,9 +245,11 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         child.expect_exact(PROMPT)
         _say(child, "which word?")
         _shown(child, "The word was avocado.")
+        child.expect(r"tokens: ([\d,]+) in / [\d,]+ out this turn · session ([\d,]+) in")
+        this_turn, session = (int(g.replace(",", "")) for g in child.match.groups())
+        assert session > this_turn  # the first process's tokens are carried over
         child.expect_exact(PROMPT)
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
+        _leave_with_changes(child)
         child.close()
         sent = json.dumps(fake.requests[0].body["messages"])
     assert "remember the word avocado" in sent

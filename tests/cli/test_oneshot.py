@@ -3,31 +3,60 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 from cli_support import FIX, run_cli
+
+SCHEMA = json.loads((resources.files("liveforge.cli") / "schema.json").read_text())
 
 
 def _json(result) -> dict:
+    """The command's one JSON object, checked against the schema shipped in the package."""
     assert result.stdout.strip(), result.stderr
-    return json.loads(result.stdout)
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, SCHEMA)
+    return data
+
+
+def _walk(node: dict):
+    yield node
+    for child in node["children"]:
+        yield from _walk(child)
 
 
 def test_inspect_json_lists_the_project_tree(sample: Path):
     """`inspect --json` reports ok and the tree of the project's package."""
-    result = run_cli("inspect", "pricing", "--json", cwd=sample)
+    result = run_cli("inspect", "pricing", "--depth", "3", "--json", cwd=sample)
     data = _json(result)
     assert result.returncode == 0
-    assert data["ok"] is True and data["command"] == "inspect" and data["path"] == "pricing"
-    assert "cart" in data["output"] and "coupons" in data["output"]
+    assert data["ok"] is True and data["command"] == "inspect"
     assert data["project"] == str(sample.resolve())
+    nodes = {n["path"]: n for n in _walk(data["tree"])}
+    assert nodes["pricing"]["kind"] == "package"
+    assert nodes["pricing.cart"]["kind"] == "module"
+    line = nodes["pricing.cart.Line"]
+    assert line["kind"] == "class" and line["file"].endswith("pricing/cart.py")
+    subtotal = nodes["pricing.cart.Line.subtotal"]
+    assert subtotal["kind"] == "method" and subtotal["signature"] == "() -> int"
+    assert subtotal["line"] > line["line"] and subtotal["changed"] is False
 
 
 def test_view_json_shows_numbered_source(sample: Path):
     """`view --json` returns the line-numbered source of one method."""
     data = _json(run_cli("view", "pricing.cart.Line.subtotal", "--json", cwd=sample))
-    assert data["ok"] is True
-    assert "if self.quantity > BULK_QUANTITY:" in data["output"]
+    source = data["source"]
+    assert data["ok"] is True and source["origin"] == "file"
+    assert source["lines"][0] == {
+        "number": source["start"],
+        "text": "    def subtotal(self) -> int:",
+    }
+    texts = [line["text"].strip() for line in source["lines"]]
+    assert "if self.quantity > BULK_QUANTITY:" in texts
+    assert [line["number"] for line in source["lines"]] == list(
+        range(source["start"], source["end"] + 1)
+    )
 
 
 def test_view_of_unknown_target_fails_with_exit_3_and_json_error(sample: Path):
@@ -44,7 +73,9 @@ def test_find_json_locates_a_definition(sample: Path):
         run_cli("find", "parse_coupon", "--json", "--project", str(sample), cwd=sample.parent)
     )
     assert data["ok"] is True and data["query"] == "parse_coupon"
-    assert "pricing.coupons" in data["output"]
+    (hit,) = data["hits"]
+    assert hit["path"] == "pricing.coupons.parse_coupon" and hit["kind"] == "def"
+    assert hit["file"].endswith("pricing/coupons.py") and hit["line"] > 0
 
 
 def test_verify_json_with_patch_passes_and_exit_0(sample: Path):

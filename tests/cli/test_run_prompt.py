@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 from cli_support import FIX, run_cli
 
 from liveforge.testing import FakeProvider, fault, reply
+
+SCHEMA = json.loads((resources.files("liveforge.cli") / "schema.json").read_text())
 
 
 def _env(fake: FakeProvider) -> dict[str, str]:
@@ -36,10 +40,14 @@ def test_run_answers_with_patch_and_exit_0(sample: Path):
             **_env(fake),
         )
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout)  # nothing but the one object on stdout
+    jsonschema.validate(data, SCHEMA)
     assert data["ok"] is True and data["reason"] == "answer"
     assert data["answer"] == "Fixed the boundary in memory."
     assert [p["target"] for p in data["patches"]] == ["pricing.cart.Line.subtotal"]
+    assert data["persisted"] == [] and "+        if self.quantity >= BULK_QUANTITY:" in data["diff"]
+    assert data["cost_usd"] is None and data["usage"]["output_tokens"] > 0
+    assert "tokens:" in result.stderr
     assert Path(data["transcript"]).is_file()
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
 
@@ -143,8 +151,19 @@ def test_provider_failure_ends_with_exit_1(sample: Path):
     with FakeProvider(script=[fault.auth()]) as fake:
         result = run_cli("run", "-p", "hello", "--json", cwd=sample, **_env(fake))
     data = json.loads(result.stdout)
+    jsonschema.validate(data, SCHEMA)
     assert result.returncode == 1 and data["ok"] is False and data["reason"] == "error"
-    assert data["errors"]
+    assert data["errors"] and data["error"]["exit_code"] == 1
+    assert data["error"]["message"] == "; ".join(data["errors"])
+
+
+def test_text_answer_on_stdout_and_the_token_line_on_stderr(sample: Path):
+    """Without --json, stdout carries the answer; the token count goes to stderr."""
+    with FakeProvider(script=[reply.text("All good.")]) as fake:
+        result = run_cli("run", "-p", "hello", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    assert "All good." in result.stdout and "tokens:" not in result.stdout
+    assert "tokens:" in result.stderr
 
 
 def test_no_provider_configured_names_what_to_set(sample: Path):

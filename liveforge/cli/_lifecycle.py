@@ -1,0 +1,86 @@
+"""What the chat says about the state of the changes: check results in one line, what is
+not yet verified (or divergent) before a persist, and what only memory holds at exit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Change
+    from liveforge.kernel._records import RunResult
+
+__all__ = ["as_commands", "check_line", "memory_only", "not_ready", "reasons"]
+
+_MAX_FAILURES = 3
+
+
+def check_line(result: RunResult) -> str:
+    """One line for a sandbox run: outcome and time, then the value or the failing tests."""
+    mark = "✓" if result.ok else "✗"
+    what = "verify" if result.kind == "snippet" else "tests"
+    parts = [f"{mark} {what} {result.status} in {result.duration:.2f}s"]
+    if result.tests is not None:
+        t = result.tests
+        counts = f"{t.passed} passed, {t.failed} failed" + (
+            f", {t.errors} errors" if t.errors else ""
+        )
+        parts.append(counts)
+        names = [f.nodeid for f in result.failures[:_MAX_FAILURES]]
+        if names:
+            more = len(result.failures) - len(names)
+            parts.append("failing: " + ", ".join(names) + (f" (+{more} more)" if more > 0 else ""))
+    elif result.ok and result.value_repr is not None:
+        parts.append(f"value {_short(result.value_repr)}")
+    elif not result.ok:
+        parts.append(_short(result.message))
+    parts.append(f"run {result.run_id}")
+    return " · ".join(parts)
+
+
+def _short(text: str, limit: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def not_ready(rt: Any) -> list[Change]:
+    """Unpersisted changes that persist would refuse: unverified since their last edit, or
+    divergent (the live process and a fresh import disagreed)."""
+    from liveforge.kernel import ChangeStatus
+
+    return [
+        c
+        for c in rt.history()
+        if c.status is ChangeStatus.APPLIED
+        and ((not c.verified and c.kind != "reload") or getattr(c, "divergence", None))
+    ]
+
+
+def reasons(changes: list[Change]) -> list[str]:
+    """Why each change is not ready, one line each."""
+    lines = []
+    for change in changes:
+        divergence = getattr(change, "divergence", None)
+        why = f"divergent: {divergence}" if divergence else "not verified since its last edit"
+        lines.append(f"{change.id} {change.target}: {why}")
+    return lines
+
+
+def memory_only(rt: Any) -> list[str]:
+    """Modules whose in-memory source differs from their files (lost at exit unless
+    persisted; `--resume` brings them back)."""
+    return [record.name for record in rt.changed_modules()]
+
+
+_API_ADVICE = [
+    ("(rt.verify(...) / rt.run_tests(...))", "(/verify CODE or /tests)"),
+    ("persist with force=True", "write anyway with /persist --force"),
+    ("or pass force=True", "or /undo them"),
+]
+"""The kernel's advice speaks Python; in the chat the same step is a command."""
+
+
+def as_commands(text: str) -> str:
+    """`text` with Python-API advice replaced by the chat command that does it."""
+    for api, command in _API_ADVICE:
+        text = text.replace(api, command)
+    return text

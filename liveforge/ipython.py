@@ -1,0 +1,178 @@
+"""`%load_ext liveforge`: file edits applied before each cell, and magics over one Runtime.
+
+Like IPython's autoreload, a saved `.py` file of a loaded module under the project root (the
+current directory when the extension loads) is applied before the next cell runs — through
+liveforge's patch engine, so functions and classes keep their identity, objects created
+earlier run the new code, and a file that does not compile keeps the old code. Magics:
+
+    %%lf_patch pkg.mod.func        the cell body is the new source of the dotted target
+    %lf_verify CODE  /  %%lf_verify    run code in the sandbox, with the patches carried
+    %lf_diff [MODULE]              unpersisted changes, memory against files
+    %lf_persist [--force]          write the verified changes to files
+    %lf_undo [CHANGE_ID]           roll back the newest change (or that one)
+
+`%lf_status` shows the project root and the changes. The runtime is `lf_runtime` in the
+user namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+
+from liveforge.kernel import Runtime
+from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
+from liveforge.watch import Watcher
+
+__all__ = ["LiveforgeMagics", "load_ipython_extension", "unload_ipython_extension"]
+
+
+class FileTimes:
+    """Modification times of the loaded modules' files under one root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = os.path.join(str(root), "")
+        self.seen: dict[str, tuple[int, int]] = {}
+        self._started = False
+        self.changed()
+
+    def changed(self) -> list[str]:
+        """Files saved since the last call, and files of modules imported since then."""
+        first, found = not self._started, []
+        self._started = True
+        for module in list(sys.modules.values()):
+            filename = getattr(module, "__file__", None)
+            if not isinstance(filename, str) or not filename.endswith(".py"):
+                continue
+            path = os.path.realpath(filename)
+            if not path.startswith(self.root):
+                continue
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            stamp = (stat.st_mtime_ns, stat.st_size)  # size too: mtime ticks are coarse
+            # a module imported since the last look may have been saved since its import:
+            # the engine compares the file with the source it ran and skips it if equal
+            if self.seen.get(path, stamp) != stamp or (path not in self.seen and not first):
+                found.append(path)
+            self.seen[path] = stamp
+        return found
+
+
+@magics_class
+class LiveforgeMagics(Magics):
+    """The `%lf_*` magics and the before-each-cell application of file edits."""
+
+    def __init__(self, shell: Any, runtime: Runtime) -> None:
+        super().__init__(shell)
+        self.runtime = runtime
+        self.watcher = Watcher(runtime, report=self._say)
+        self.times = FileTimes(runtime.project_root)
+
+    def _say(self, line: str) -> None:
+        print(f"liveforge: {line}")
+
+    def apply_saved(self, *_: Any) -> None:
+        """The `pre_run_cell` hook: apply every file saved since the last cell."""
+        changed = self.times.changed()
+        if changed:
+            for applied in self.watcher.apply_files(changed):
+                self._say(("applied " if applied.ok else "kept old code: ") + applied.line)
+
+    @line_cell_magic
+    def lf_patch(self, line: str, cell: str | None = None) -> None:
+        """%%lf_patch TARGET — the cell body becomes the source of the dotted TARGET."""
+        target = line.strip()
+        if not target or cell is None or not cell.strip():
+            raise UsageError(
+                "%%lf_patch TARGET: write the target on the first line and the new source "
+                "below it, e.g.\n%%lf_patch pkg.mod.func\ndef func(x):\n    return x + 1"
+            )
+        change = self._run(lambda: self.runtime.patch(target, cell))
+        print(change.summary())
+        print(change.diff().rstrip("\n"))
+
+    @line_cell_magic
+    def lf_verify(self, line: str, cell: str | None = None) -> None:
+        """%lf_verify CODE (or a %%lf_verify cell): run it in the sandbox with the patches."""
+        code = cell if cell is not None else line
+        if not code.strip():
+            raise UsageError("%lf_verify CODE: give the code to run, or use a %%lf_verify cell")
+        result = self._run(lambda: self.runtime.verify(code))
+        print(result.summary())
+
+    @line_magic
+    def lf_diff(self, line: str) -> None:
+        """%lf_diff [MODULE]: unpersisted changes as a unified diff."""
+        diff = self._run(lambda: self.runtime.diff(line.strip() or None))
+        print(diff.rstrip("\n") or "no unpersisted changes: memory matches the files")
+
+    @line_magic
+    def lf_persist(self, line: str) -> None:
+        """%lf_persist [--force]: write changes to files (--force: unverified ones too)."""
+        words = line.split()
+        if any(w != "--force" for w in words):
+            raise UsageError("%lf_persist takes only --force")
+        try:
+            done = self.runtime.persist(force="--force" in words)
+        except UnverifiedChange as exc:
+            raise UsageError(
+                f"{exc}\nCheck them with %lf_verify CODE, or write anyway: %lf_persist --force"
+            ) from None
+        except LiveforgeError as exc:
+            raise UsageError(str(exc)) from None
+        print(done.summary() if done.modules else "nothing to persist: memory matches the files")
+        self.times.changed()  # our own writes are not edits to apply
+
+    @line_magic
+    def lf_undo(self, line: str) -> None:
+        """%lf_undo [CHANGE_ID]: roll back the newest change, or CHANGE_ID and later ones."""
+        undone = self._run(lambda: self.runtime.rollback(line.strip() or None))
+        for change in undone:
+            print(f"rolled back {change.summary()}")
+
+    @line_magic
+    def lf_status(self, line: str) -> None:
+        """%lf_status: the project root and this session's changes."""
+        print(f"project {self.runtime.project_root}")
+        for change in self.runtime.history():
+            print(change.summary())
+
+    def _run(self, work: Any) -> Any:
+        try:
+            return work()
+        except LiveforgeError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by `%load_ext liveforge`: a Runtime on the current directory, hooks, magics."""
+    if getattr(ipython, "_liveforge_magics", None) is not None:
+        print("liveforge: already loaded")
+        return
+    runtime = Runtime(project_root=Path.cwd())
+    magics = LiveforgeMagics(ipython, runtime)
+    ipython.register_magics(magics)
+    ipython.events.register("pre_run_cell", magics.apply_saved)
+    ipython.push({"lf_runtime": runtime})
+    ipython._liveforge_magics = magics
+    print(
+        f"liveforge: saves under {runtime.project_root} apply before each cell; "
+        "magics %lf_patch %lf_verify %lf_diff %lf_persist %lf_undo %lf_status"
+    )
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Called by `%unload_ext liveforge`: stop applying saves; close the runtime."""
+    magics = getattr(ipython, "_liveforge_magics", None)
+    if magics is None:
+        return
+    ipython.events.unregister("pre_run_cell", magics.apply_saved)
+    magics.runtime.close()
+    ipython._liveforge_magics = None

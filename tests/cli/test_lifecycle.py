@@ -1,0 +1,43 @@
+"""The chat's one-line check reports, and kernel advice turned into chat commands."""
+
+from __future__ import annotations
+
+from liveforge.cli._lifecycle import as_commands, check_line
+from liveforge.kernel._records import RunResult, TestCounts, TestFailure
+
+
+def _run(**fields) -> RunResult:
+    base = {
+        "run_id": "r1",
+        "kind": "tests",
+        "status": "failed",
+        "ok": False,
+        "message": "1 failed",
+        "started_at": "2026-01-01T00:00:00Z",
+        "duration": 1.234,
+    }
+    return RunResult(**{**base, **fields})
+
+
+def test_failing_tests_are_named_in_one_line():
+    """Counts, then at most three failing test ids and how many more."""
+    failures = [TestFailure(nodeid=f"t.py::test_{i}", when="call", message="x") for i in range(5)]
+    line = check_line(_run(tests=TestCounts(passed=7, failed=5), failures=failures))
+    assert line == (
+        "✗ tests failed in 1.23s · 7 passed, 5 failed · failing: t.py::test_0, t.py::test_1, "
+        "t.py::test_2 (+2 more) · run r1"
+    )
+
+
+def test_a_passing_snippet_shows_its_value():
+    """A verify that passed shows the final expression's value."""
+    line = check_line(_run(kind="snippet", status="passed", ok=True, value_repr="900"))
+    assert line.startswith("✓ verify passed in 1.23s · value 900")
+
+
+def test_kernel_advice_becomes_chat_commands():
+    """Python-API advice in an error reads as the command that does the same."""
+    text = "Check them first (rt.verify(...) / rt.run_tests(...)), or persist with force=True."
+    assert as_commands(text) == (
+        "Check them first (/verify CODE or /tests), or write anyway with /persist --force."
+    )

@@ -1,0 +1,100 @@
+"""One-shot checks show progress while they run: pytest's live count in a terminal, the
+output itself with -v; Ctrl-C stops the run's processes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pexpect
+from cli_support import cli_env
+
+from liveforge.cli._progress import PytestTally
+
+GATED = """\
+import time
+from pathlib import Path
+
+
+def test_first():
+    pass
+
+
+def test_waits_for_the_go_file():
+    gate = Path(__file__).parent.parent / "go"
+    end = time.monotonic() + 60
+    while not gate.exists() and time.monotonic() < end:
+        time.sleep(0.02)
+    assert gate.exists()
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_gated.py").write_text(GATED)
+    return root
+
+
+def _spawn(root: Path, *args: str) -> pexpect.spawn:
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "liveforge", *args],
+        cwd=str(root),
+        env=cli_env(TERM="xterm-256color"),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 200),
+    )
+
+
+def test_live_count_while_tests_run_then_the_report(tmp_path: Path):
+    """The status line counts the first test as passed while the second still runs."""
+    root = _project(tmp_path)
+    child = _spawn(root, "test", "--", "tests")
+    child.expect(r"1 passed, 0 failed")
+    (root / "go").write_text("")
+    child.expect(r"tests: 2 passed, 0 failed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_ctrl_c_stops_the_running_tests(tmp_path: Path):
+    """-v shows each result as it comes (the second test is still waiting); Ctrl-C then ends
+    the command with 130 and leaves no test process behind."""
+    root = _project(tmp_path)
+    child = _spawn(root, "test", "-v", "--", "-v", "tests")
+    child.expect(r"test_first PASSED")
+    child.sendcontrol("c")
+    child.expect("interrupted")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    leftovers = [
+        p
+        for p in Path("/proc").glob("[0-9]*/cmdline")
+        if str(root).encode() in _read(p) and b"liveforge" not in _read(p)
+    ]
+    assert leftovers == []
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_tally_reads_quiet_and_verbose_pytest_output():
+    """Dots, result words and the unfinished line all count."""
+    quiet = PytestTally()
+    quiet.feed("tests/test_a.py ..F")
+    assert (quiet.passed, quiet.failed, quiet.current) == (2, 1, "tests/test_a.py")
+    quiet.feed(".s [100%]\n")
+    assert (quiet.passed, quiet.failed, quiet.skipped) == (3, 1, 1)
+    verbose = PytestTally()
+    verbose.feed("tests/t.py::test_x PASSED [ 50%]\ntests/t.py::test_y[1] ")
+    assert (verbose.passed, verbose.current) == (1, "tests/t.py::test_y[1]")
+    verbose.feed("FAILED [100%]\n")
+    assert (verbose.passed, verbose.failed) == (1, 1)

@@ -1,0 +1,110 @@
+"""`%load_ext liveforge` in IPython's own `InteractiveShell`: saves applied before each cell,
+and the `%lf_*` magics over the same runtime."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+IPython = pytest.importorskip("IPython")
+from IPython.core.error import UsageError  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+SOURCE = """\
+def value():
+    return 1
+
+
+class K:
+    def m(self):
+        return "old"
+"""
+
+
+@pytest.fixture
+def shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[InteractiveShell, str]]:
+    """A real InteractiveShell in a project folder holding one module, extension loaded."""
+    name = f"lfip_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(SOURCE)
+    monkeypatch.chdir(tmp_path)
+    before = set(sys.modules)
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "liveforge")
+    yield ip, name
+    ip.run_line_magic("unload_ext", "liveforge")
+    InteractiveShell.clear_instance()
+    for extra in set(sys.modules) - before:
+        if extra.startswith("lfip_"):
+            del sys.modules[extra]
+    while str(tmp_path) in sys.path:
+        sys.path.remove(str(tmp_path))
+
+
+def _cell(ip: InteractiveShell, code: str) -> object:
+    result = ip.run_cell(code)
+    assert result.error_before_exec is None
+    return result
+
+
+def test_file_saves_apply_before_the_next_cell_with_identity_kept(shell, tmp_path, capsys):
+    """Objects and references made before a save run the saved code in the next cell; a save
+    that does not compile keeps the old code and says where."""
+    ip, name = shell
+    _cell(ip, f"import {name} as mod; f = mod.value; obj = mod.K()")
+    saved = SOURCE.replace("return 1", "return 2").replace("old", "new")
+    (tmp_path / f"{name}.py").write_text(saved)
+    _cell(ip, "got = (f(), obj.m(), f is mod.value)")
+    assert ip.user_ns["got"] == (2, "new", True)
+    assert f"applied {name}: ~value,K.m" in capsys.readouterr().out
+
+    (tmp_path / f"{name}.py").write_text(SOURCE.replace("def value():", "def value(:"))
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 2
+    out = capsys.readouterr().out
+    assert f"{name}.py:1: SyntaxError:" in out and "old code keeps running" in out
+
+
+def test_magics_patch_diff_verify_persist_undo(shell, tmp_path, capsys):
+    """%%lf_patch changes the live function; %lf_diff shows it; %lf_persist refuses the
+    unverified change naming --force; %lf_verify then %lf_persist writes the file; %lf_undo
+    rolls a change back."""
+    ip, name = shell
+    _cell(ip, f"import {name} as mod; f = mod.value")
+    _cell(ip, f"%%lf_patch {name}.value\ndef value():\n    return 5\n")
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 5
+    _cell(ip, "%lf_diff")
+    assert "+    return 5" in capsys.readouterr().out
+
+    refused = ip.run_cell("%lf_persist")
+    assert isinstance(refused.error_in_exec, UsageError)
+    assert "%lf_persist --force" in str(refused.error_in_exec)
+    assert "return 1" in (tmp_path / f"{name}.py").read_text()
+
+    _cell(ip, f"%lf_verify import {name}; assert {name}.value() == 5")
+    assert "passed" in capsys.readouterr().out
+    _cell(ip, "%lf_persist")
+    assert "return 5" in (tmp_path / f"{name}.py").read_text()
+
+    _cell(ip, f"%%lf_patch {name}.value\ndef value():\n    return 6\n")
+    _cell(ip, "%lf_undo")
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 5
+    capsys.readouterr()
+    # the persist's own write is not mistaken for an edit to apply
+    _cell(ip, "pass")
+    assert "applied" not in capsys.readouterr().out
+
+
+def test_magic_misuse_is_a_usage_error_not_a_traceback(shell):
+    """A patch without a target, or of an unknown target, is a one-line UsageError."""
+    ip, name = shell
+    for cell in ["%%lf_patch\ndef f():\n    pass\n", f"%%lf_patch {name}.nope.deeper\nx = 1\n"]:
+        result = ip.run_cell(cell)
+        assert isinstance(result.error_in_exec, UsageError), cell
