@@ -295,6 +295,9 @@ def _payload(agents: SubAgents, spec: ChildSpec, task: str) -> dict[str, Any]:
         "project_root": str(parent.runtime.project_root),
         "task": task,
         "spec": spec.model_dump(mode="json"),
+        # the fork patches its own copy (the parent accepts or not): memory is free there,
+        # unless the parent may not change anything at all
+        "mode": "read-only" if parent.toolbox.policy.mode == "read-only" else "auto-edit",
         "routes": routes,
         "retry": parent.provider.retry.model_dump(mode="json"),
         "settings": parent.settings.model_dump(mode="json"),

@@ -22,7 +22,7 @@ from typing import Any
 from liveforge.agent_setup import build_agent, link_session
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import ContextSettings
-from liveforge.declarations.permissions import effect_of
+from liveforge.declarations.permissions import Policy, effect_of
 from liveforge.declarations.provider import Provider, RetryPolicy, Route
 from liveforge.declarations.subagents import ChildSpec
 from liveforge.kernel import Runtime
@@ -54,6 +54,7 @@ def _agent(payload: dict[str, Any], rt: Runtime) -> Agent:
         runtime=rt,
         settings=AgentSettings.model_validate(payload["settings"]),
         context=ContextSettings.model_validate(payload["context"]),
+        policy=Policy(mode=payload.get("mode", "auto-edit")),
     )
     link_session(agent.session, payload["parent_session"], payload["parent_transcript"], spec)
     agent.toolbox.only = [

@@ -159,6 +159,13 @@ class DefinitionIndex:
         """Every definition: files, with in-memory modules in place of their files."""
         return [d for group in self._grouped().values() for d in group]
 
+    def file_of(self, module: str) -> str | None:
+        """The file module `module` was indexed from (its backing file when in memory)."""
+        memory = self._memory.get(module)
+        if memory is not None and memory.filename:
+            return memory.filename
+        return next((str(p) for p, f in self._files.items() if f.module == module), None)
+
     def search(self, query: str, kind: set[str] | None = None) -> list[Definition]:
         """Definitions named ``query``, or whose dotted path ends with it (``Square.area``)."""
         tail = "." + query

@@ -19,7 +19,7 @@ from liveforge.declarations.permissions import effect
 from liveforge.declarations.tool_schema import ArgumentError
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
-from liveforge.tools._index import Definition, definition_index
+from liveforge.tools._index import Definition, DefinitionIndex, definition_index
 from liveforge.tools._jedi import ModuleNames, memory_sources, project
 from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
@@ -46,7 +46,7 @@ def find(query: str, kind: Kind | None = None) -> str:
         query: a name or dotted tail, e.g. area or Square.area
         kind: only this kind of definition
     """
-    lines = sorted({_line(d) for d in _definitions(query, kind)})
+    lines = sorted({_line(d) for d in _definitions(query, kind)[0]})
     if not lines:
         return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
     return _bounded(lines, "narrow the query (dotted tail) or pass kind")
@@ -62,8 +62,9 @@ def _line(definition: Definition) -> str:
     return text
 
 
-def _definitions(query: str, kind: Kind | None) -> list[Definition]:
-    """Definitions named `query` (a name or dotted tail), in-memory changes included."""
+def _definitions(query: str, kind: Kind | None) -> tuple[list[Definition], DefinitionIndex]:
+    """Definitions named `query` (a name or dotted tail), in-memory changes included, and
+    the index they came from."""
     rt = runtime()
     query = query.strip()
     if not query or not all(part.isidentifier() for part in query.split(".")):
@@ -73,23 +74,24 @@ def _definitions(query: str, kind: Kind | None) -> list[Definition]:
             problems=["query"],
         )
     index = definition_index(rt, memory_sources(rt))
-    return list(index.search(query, _KINDS[kind] if kind else None))
+    return list(index.search(query, _KINDS[kind] if kind else None)), index
 
 
 def find_hits(query: str, kind: Kind | None = None) -> list[dict[str, Any]]:
     """The definitions `find` reports, as dicts (path, kind, signature, line, file, stub,
     exported_as) sorted by path, for front ends that print JSON."""
+    found, index = _definitions(query, kind)
     hits = {
         (d.dotted, d.line): {
             "path": d.dotted,
             "kind": d.kind,
             "signature": d.signature,
             "line": d.line,
-            "file": getattr(sys.modules.get(d.module), "__file__", None),
+            "file": index.file_of(d.module),
             "stub": d.stub,
             "exported_as": list(d.exported_as),
         }
-        for d in _definitions(query, kind)
+        for d in found
     }
     return [hits[key] for key in sorted(hits)]
 

@@ -6,7 +6,14 @@ import argparse
 import os
 from typing import Any
 
-from liveforge.cli._common import CommandError, ExitCode, add_mode, chosen_mode, project_dir
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_mode,
+    chosen_mode,
+    examples,
+    project_dir,
+)
 
 __all__ = ["register"]
 
@@ -24,7 +31,12 @@ def register(commands: Any) -> None:
         description="The gateway: one live runtime for --project, many sessions, the JSON "
         "protocol at /ws and a web UI at /. Loopback only unless LIVEFORGE_GATEWAY_TOKEN "
         "is set.",
-        epilog="example: liveforge serve --project . --port 8765   (then open the printed URL)",
+        epilog=examples(
+            "  liveforge serve --project .                  then open the printed URL\n"
+            "  liveforge serve --port 0 --mode auto-edit    any free port; patches need no yes\n"
+            "  LIVEFORGE_GATEWAY_TOKEN=s3cret liveforge serve --host 0.0.0.0\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--project", default=".", help="project folder (default: current)")
     parser.add_argument(

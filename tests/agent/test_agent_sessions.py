@@ -228,6 +228,6 @@ def test_resumed_changes_keep_the_ids_people_saw(project, fake):
         del sys.modules[name]
     second = make_agent(root, fake, resume="latest")
     assert [c.id for c in second.runtime.history()] == ["c2"]
-    assert "as c2" in second.session.extra["restored"][0]
+    assert "as c2" in second.session.live.restored[0]
     later = second.runtime.patch(f"{pkg}.geometry.area", EXACT.replace("radius", "r"))
     assert later.id == "c3"

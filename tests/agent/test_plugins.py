@@ -133,7 +133,11 @@ def test_an_installed_plugin_adds_a_tool_a_command_and_hooks(tmp_path: Path, pro
     assert notices and "'lfplug' failed in after_model_response: RuntimeError: boom" in notices[0]
     assert events[-1]["type"] == "turn_ended" and events[-1]["reason"] == "answer"
     command = subprocess.run(
-        [python, "-m", "liveforge", "shout", "hello"], capture_output=True, text=True, timeout=60
+        # this interpreter, even where the checkout has a .venv of its own
+        [python, "-m", "liveforge", "--this-python", "shout", "hello"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert (command.returncode, command.stdout.strip()) == (0, "HELLO"), command.stderr
 

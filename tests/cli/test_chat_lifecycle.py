@@ -69,7 +69,7 @@ def test_verify_persist_refusal_force_and_exit_warning(sample: Path):
     /verify shows the value in one line and makes the change ready; Ctrl-D warns once
     about changes only in memory."""
     with FakeProvider(script=[PATCH, reply.text("Patched in memory.")]) as fake:
-        child = _spawn(sample, fake)
+        child = _spawn(sample, fake, "--mode", "auto-edit")
         _say(child, "fix the discount")
         _shown(child, "Patched in memory.")
         child.expect_exact(PROMPT)
@@ -111,7 +111,7 @@ def test_verify_persist_refusal_force_and_exit_warning(sample: Path):
 def test_persist_force_writes_an_unverified_change_after_saying_why(sample: Path):
     """/persist --force shows the reason the change is not ready, asks, then writes."""
     with FakeProvider(script=[PATCH, reply.text("Patched.")]) as fake:
-        child = _spawn(sample, fake)
+        child = _spawn(sample, fake, "--mode", "auto-edit")
         _say(child, "fix it")
         _shown(child, "Patched.")
         child.expect_exact(PROMPT)

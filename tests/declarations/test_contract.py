@@ -36,7 +36,10 @@ def test_a_misspelled_field_is_refused_with_a_suggestion(tmp_path: Path):
         Toolbox(runtim=rt, limit=100)
     message = str(caught.value)
     assert "unknown field 'runtim' (did you mean 'runtime'?)" in message
-    assert "missing 'runtime'" in message and "runtime, packages, limit" in message
+    assert (
+        "missing 'runtime'" in message
+        and "runtime, packages, modules, only, services, limit" in message
+    )
     assert isinstance(caught.value, TypeError)
 
 
