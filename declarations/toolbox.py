@@ -23,8 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import forwardpy
-
+from liveforge.declarations.contract import Contract, fresh
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
 from liveforge.declarations.permissions import Approver, Effect, Policy, effect_of
 from liveforge.declarations.tool_schema import ToolSchema
@@ -70,7 +69,7 @@ class ToolResult:
         return ToolResultBlock(tool_use_id=tool_use_id, content=self.text, is_error=self.is_error)
 
 
-class Toolbox(forwardpy.Object):
+class Toolbox(Contract):
     """Which tools the model sees now, and dispatching its calls.
 
     ``packages`` are the tool packages scanned, in priority order (a name taken by an
@@ -81,10 +80,13 @@ class Toolbox(forwardpy.Object):
     """
 
     runtime: Runtime
-    packages: list[str]
+    packages: list[str] = fresh(list)
+    """Empty: liveforge's own tools, then each `<package>.tools` of the project."""
     limit: int
-    policy: Policy
-    approver: Approver | None
+    policy: Policy = fresh(Policy)
+    """The permission mode and rules; the default is ``ask``."""
+    approver: Approver | None = None
+    """Answers the calls the policy asks about; None: nobody can say yes."""
 
     def tools(self) -> list[Tool]:
         """The tools visible now, in package, module and ``__all__`` order."""

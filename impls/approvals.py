@@ -47,7 +47,7 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
     act on."""
     if is_approved():
         return None
-    policy: Policy = getattr(box, "policy", None) or Policy()
+    policy: Policy = box.policy
     decision = policy.decide(name, effect)
     if decision is Decision.ALLOW:
         return None
@@ -58,7 +58,7 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
             f"not run: {what} is refused by {by}. Do not retry it; do what you can with "
             f"the tools this mode allows and tell the user what is left. {HOW_TO_ALLOW}"
         )
-    approver = getattr(box, "approver", None)
+    approver = box.approver
     if approver is None:
         return (
             f"not run: {what} needs the user's approval in {policy.mode!r} mode, and nobody "
@@ -101,7 +101,7 @@ def persist_guard(box: Toolbox, modules: list[str]) -> None:
         return  # the program or the person persisting: not the agent's call
     why = refusal(box, "persist", "write", {"modules": modules})
     if why is not None:
-        raise PermissionDenied(why, tool="persist", mode=getattr(box, "policy", Policy()).mode)
+        raise PermissionDenied(why, tool="persist", mode=box.policy.mode)
 
 
 def preview(box: Toolbox, name: str, values: dict[str, Any]) -> str:

@@ -59,10 +59,9 @@ def project_tool_packages(project_root: str | Path) -> list[str]:
 
 
 def _packages(box: Toolbox) -> list[str]:
-    packages = getattr(box, "packages", None)
-    if packages:
-        return list(packages)
-    root = getattr(box.runtime, "project_root", ".")
+    if box.packages:
+        return list(box.packages)
+    root = box.runtime.project_root
     return [BUILTIN_PACKAGE, *project_tool_packages(root)]
 
 
@@ -150,7 +149,7 @@ def problems(self: Toolbox) -> list[str]:
 def call(
     self: Toolbox, name: str, arguments: dict[str, Any] | str, timeout: float | None = None
 ) -> ToolResult:
-    limit = getattr(self, "limit", None) or DEFAULT_LIMIT
+    limit = self.limit or DEFAULT_LIMIT
     available = {tool.name: tool for tool in self.tools()}
     tool = available.get(name)
     if tool is None:

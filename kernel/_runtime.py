@@ -20,6 +20,7 @@ from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._safety import KERNEL_DIR, protected_file
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
     ModuleRecord,
@@ -73,6 +74,9 @@ class Runtime(Checks, Persistence, VirtualModules):
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self.allow_kernel_patches = allow_kernel_patches
+        self.protected: list[Path] = [KERNEL_DIR]
+        """Files and folders whose modules refuse patches, whatever name they were imported
+        under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
         self.keep_runs = keep_runs
         self._sandbox: Sandbox | None = None
         self._init_persistence()
@@ -147,7 +151,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         module_name, path = self._split(target)
         if not path:
             return self.patch_module(module_name, source)
-        self._check_protected(target, module_name)
+        self._check_protected(target, module_name, by_file=False)  # the file: after redirect
         with self._lock:
             record = self._record(module_name)
             module_name, path, impl_record = self._redirect(module_name, path, record)
@@ -476,11 +480,24 @@ class Runtime(Checks, Persistence, VirtualModules):
             return module_name, path, record
         return impl_module.__name__, [binding], self._record(impl_module.__name__)
 
-    def _check_protected(self, target: str, module_name: str) -> None:
+    def protect(self, path: str | Path) -> None:
+        """Refuse patches to the modules loaded from `path` (a file, or a folder and all
+        under it), by file location: another import name does not get around it."""
+        resolved = Path(path).resolve()
+        if resolved not in self.protected:
+            self.protected.append(resolved)
+
+    def _check_protected(self, target: str, module_name: str, *, by_file: bool = True) -> None:
         if self.allow_kernel_patches:
             return
         if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):
             raise ProtectedTarget(target)
+        if by_file and protected_file(module_name, self.protected):
+            raise ProtectedTarget(
+                target,
+                place=f"a protected file ({sys.modules[module_name].__file__})",
+                hint="It keeps the running program safe; change what it calls instead.",
+            )
 
     def _label(self, record: ModuleRecord) -> str:
         if record.virtual:

@@ -9,7 +9,7 @@
      ├── InvalidName                  '', '.', '../x' as a module name or path (+ ValueError)
      ├── UndecodableSource            a source file that is not text in its encoding
      │                                                                    (+ UnicodeError)
-     ├── ProtectedTarget              kernel modules without opt-in         (+ PermissionError)
+     ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
      ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
@@ -121,13 +121,15 @@ class UndecodableSource(LiveforgeError, UnicodeError):
 
 
 class ProtectedTarget(LiveforgeError, PermissionError):
-    """The target belongs to liveforge's kernel, which is protected from patches."""
+    """The target belongs to liveforge's kernel (or another protected file), which refuses
+    patches."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, place: str = "liveforge.kernel", hint: str = "") -> None:
         self.target = target
+        self.place = place
         super().__init__(
-            f"{target!r} is part of liveforge.kernel, which refuses patches. Create the runtime "
-            "with Runtime(allow_kernel_patches=True) to allow them."
+            f"{target!r} is part of {place}, which refuses patches. "
+            + (hint or "Create the runtime with Runtime(allow_kernel_patches=True) to allow them.")
         )
 
 

@@ -53,6 +53,7 @@ from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
+from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel.errors import ConfigError
 
 __all__ = [
@@ -162,6 +163,10 @@ class LiveforgeConfig(BaseModel):
     """Context window and compaction (`[tool.liveforge.context]`)."""
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     """Permission mode and per-tool rules (`[tool.liveforge.permissions]`)."""
+    gateway: GatewaySettings | None = None
+    """`liveforge serve`: approvals and the Telegram channel (`[tool.liveforge.gateway]`)."""
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    """Scheduled runs of the gateway (`[[tool.liveforge.schedule]]`)."""
 
     @field_validator("model")
     @classmethod

@@ -117,9 +117,8 @@ def make_agent(
 
 def policy_of(agent: Agent) -> Policy:
     """The permission policy the agent's toolbox applies."""
-    from liveforge.declarations.permissions import Policy
 
-    return getattr(agent.toolbox, "policy", None) or Policy()
+    return agent.toolbox.policy
 
 
 async def drive_turn(agent: Agent, renderer: Renderer, text: str) -> TurnEnded:

@@ -179,7 +179,7 @@ class ChatApp:
             ),
             soft_wrap=True,
         )
-        for line in session.extra.get("restored", []):
+        for line in session.live.restored:
             self.console.print(Text(f"· resumed: {line}", style="dim yellow"))
         self.console.print(
             Text(

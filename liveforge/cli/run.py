@@ -1,11 +1,13 @@
 """`liveforge run -p PROMPT`: one non-interactive agent task; the exit code says how it went.
 
 Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, runaway,
-provider error), 130 when interrupted. Nobody is there to answer a permission question, so
+provider error), 3 when liveforge itself failed, 130 when interrupted. Nobody is there to
+answer a permission question, so
 in `ask` mode (the default) every call that would ask is refused with a message the model
 can act on; `--mode auto-edit`, `--mode full-auto` (or `--yes`) let more run. With `--json`
-one object is printed at the end: the answer, the changes, the sandbox runs, token usage and
-the session.
+one object is printed at the end, however the turn went — a fault of the agent machinery
+included: the answer, the changes, self-patches rolled back, what a resume re-applied, the
+sandbox runs, token usage, the session, and under `fault` what failed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from liveforge.cli._common import (
     project_dir,
 )
 from liveforge.cli._render import Renderer
-from liveforge.impls.agent_turn import agent_state
 
 __all__ = ["register"]
 
@@ -63,9 +64,12 @@ class _Collector:
         self.patches: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.rolled_back: list[dict[str, Any]] = []
 
     def event(self, event: Any) -> None:
-        if event.type == "final_answer":
+        if event.type == "self_patches_rolled_back":
+            self.rolled_back.append({"change_ids": event.change_ids, "reason": event.reason})
+        elif event.type == "final_answer":
             self.answer = event.text
         elif event.type == "patch_applied":
             self.patches.append(
@@ -109,11 +113,15 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))
+    ended, fault = None, None
     try:
         ended = asyncio.run(_one_turn(agent, renderer, prompt))
+    except Exception as exc:  # a fault of liveforge itself: report it, in JSON too
+        fault = {"type": type(exc).__name__, "message": str(exc)}
+        console.print_exception(max_frames=8)
     finally:
         agent.runtime.close()
-    ok = ended is not None and ended.reason == "answer"
+    ok = fault is None and ended is not None and ended.reason == "answer"
     payload = {
         "ok": ok,
         "command": "run",
@@ -124,12 +132,17 @@ def _run(args: argparse.Namespace) -> int:
         "patches": collector.patches,
         "runs": collector.runs,
         "errors": collector.errors,
+        "rolled_back": collector.rolled_back,
+        "restored": agent.session.live.restored,
+        "fault": fault,
         "session_id": agent.session.id,
         "transcript": str(agent.session.path),
         "usage": ended.usage.model_dump() if ended else None,
     }
     if args.json:
         emit(args, payload, json.dumps(payload), out=stdout)
+    if fault is not None:
+        return ExitCode.FAILED
     if ended is not None and ended.reason == "cancelled":
         return ExitCode.INTERRUPTED
     return ExitCode.OK if ok else ExitCode.CHECK_FAILED
@@ -139,7 +152,7 @@ async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:
     try:
         return await drive_turn(agent, renderer, prompt)
     finally:
-        if agent_state(agent).tool_running():
+        if agent.tool_running():
             # the process cannot exit before the call's thread ends: say why it waits
             renderer.console.print(
                 "a cancelled tool call is still running; liveforge exits "

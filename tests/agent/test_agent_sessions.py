@@ -203,5 +203,5 @@ def test_resume_reports_a_change_that_no_longer_applies(project, fake):
     (root / pkg / "geometry.py").write_text("Y = 2\n")
     for name in [m for m in sys.modules if m.startswith(pkg)]:
         del sys.modules[name]
-    lines = make_agent(root, fake, resume="latest").session.extra["restored"]
+    lines = make_agent(root, fake, resume="latest").session.live.restored
     assert "no longer applies" in lines[0]
