@@ -128,7 +128,8 @@ def test_interrupting_the_parent_while_it_waits_kills_the_run(
     code += "while True:\n    pass"
 
     def interrupt(signum: int, frame: object) -> None:
-        if not pid_file.exists():  # the child is not running yet: look again shortly
+        # the child is not running yet, or has not written its pid: look again shortly
+        if not pid_file.exists() or not pid_file.read_text():
             signal.setitimer(signal.ITIMER_REAL, 0.1)
             return
         raise KeyboardInterrupt
