@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 import time
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from liveforge.kernel.errors import ChangeError
 
@@ -47,6 +48,10 @@ class Change(BaseModel):
     filename: str = ""
     #: virtual parent packages this change created along with its module.
     created_packages: list[str] = Field(default_factory=list)
+    #: how to undo exactly this change in the live process, and the statement index of the
+    #: module before it (both absent for changes made elsewhere, e.g. read back from JSON).
+    _revert: Any = PrivateAttr(default=None)
+    _index_before: Any = PrivateAttr(default=None)
 
     @property
     def verified(self) -> bool:

@@ -29,7 +29,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward
+from liveforge.kernel import _classes, _forward, _reach
+from liveforge.kernel import _follow as _follow_
 from liveforge.kernel._sources import register_source
 from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
 from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
@@ -46,6 +47,39 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: undoes exactly this application (see `Revert`).
+    revert: Revert | None = None
+
+
+@dataclass
+class Revert:
+    """How to undo one application exactly: the in-place mutations it made (newest first),
+    the module bindings it changed (each put back only while it still holds what the
+    change left there), and the forwardpy registrations it changed. Rolling back restores
+    the objects that were there, identity included, instead of replaying old source; names
+    the change never touched are never touched."""
+
+    log: UndoLog
+    namespace: dict[str, Any]
+    bindings: dict[str, tuple[Any, Any]]
+    registries: Any
+
+    def rebound(self) -> dict[str, Any]:
+        """Names the application bound to another object: name -> the object before."""
+        return {n: b for n, (b, a) in self.bindings.items() if b is not _MISSING}
+
+    def __call__(self) -> None:
+        """Undo the application (once)."""
+        self.registries()
+        self.log.undo()
+        for name, (before, after) in self.bindings.items():
+            if self.namespace.get(name, _MISSING) is not after:
+                continue  # rebound since by something else: not this change's to undo
+            if before is _MISSING:
+                del self.namespace[name]
+            else:
+                self.namespace[name] = before
+        self.bindings = {}
 
 
 @dataclass
@@ -96,7 +130,26 @@ def apply(
             detail, target=target or module.__name__, line=_failing_line(exc, filename)
         ) from exc
     outcome.notes.extend(ctx.notes)
+    outcome.revert = Revert(
+        ctx.log,
+        namespace,
+        _changed_bindings(namespace, saved),
+        _forward.Snapshot().revert_to(registries),
+    )
     return plan.index, outcome
+
+
+def _changed_bindings(
+    namespace: dict[str, Any], saved: dict[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """Each name whose binding the application changed: (value before, value after)."""
+    changed = {
+        k: (saved.get(k, _MISSING), v)
+        for k, v in namespace.items()
+        if saved.get(k, _MISSING) is not v
+    }
+    changed.update({k: (v, _MISSING) for k, v in saved.items() if k not in namespace})
+    return changed
 
 
 def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _Plan:
@@ -168,14 +221,20 @@ def _execute(
     # Before anything runs, every function's code still carries its old lines, so a moved
     # statement's old line range names exactly the functions it made.
     _shift_moved(namespace, plan.moved, ctx)
-    # The objects the new source creates stay alive until the patch is done: the identity
-    # map is keyed by their ids, which a freed object would hand on to the next one.
-    created: list[Any] = []
+    created = ctx.created
     for stmt, code in plan.run:
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
+    rebound = {
+        n
+        for s, _ in plan.run
+        for n in s.binds
+        if n in saved and namespace.get(n, _MISSING) is not saved[n]
+    }
+    if rebound:
+        _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
     gone, fallback = _removed_names(module, plan)
     for name in sorted(gone):
         if name in namespace:
@@ -185,6 +244,53 @@ def _execute(
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
     return outcome
+
+
+def _follow(
+    namespace: dict[str, Any],
+    plan: _Plan,
+    rebound: set[str],
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
+    """Make what follows from the rebound names what a fresh import would have (see
+    `_follow`)."""
+    ran = [s for s, _ in plan.run]
+    for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, rebound).items()):
+        namespace[name] = saved[name]
+        rebound.discard(name)
+        outcome.updated.remove(name)
+        ctx.notes.append(
+            f"{name}: line {later.start} binds it again after the patched definition, and "
+            f"that statement did not change; {name} stays what it bound "
+            f"({_describe_value(saved[name])}), as in a fresh import, so the patched "
+            "definition is not what the name holds"
+        )
+    defs, others = _follow_.readers(plan.index.stmts, ran, rebound)
+    for stmt in defs:
+        exec(_compile(stmt, ctx.filename, plan.index.future_flags, ""), namespace)
+        ctx.created.append(namespace.get(stmt.name or ""))
+        _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
+        ctx.notes.append(
+            f"{stmt.name}: defined again (line {stmt.start}), since its defaults or "
+            f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"
+        )
+    for stmt in others:
+        names = ", ".join(sorted(stmt.binds))
+        reads = ", ".join(sorted(_follow_.definition_reads(stmt.node) & rebound))
+        ctx.notes.append(
+            f"{names} (line {stmt.start}) read {reads} when the module ran and was not run "
+            f"again; it keeps the value made from the old {reads} (a fresh import would "
+            "make it anew). Patch it too, or patch the module with it changed"
+        )
+
+
+def _describe_value(value: Any) -> str:
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None)
+    return f"{module}.{name}" if module and name else type(value).__name__
 
 
 def _is_star(node: ast.stmt) -> bool:
@@ -258,6 +364,11 @@ def _merge_name(
     if id(new) in existing or getattr(old, "__module__", None) != module_ns.get("__name__"):
         return
     if mergeable(old, new):
+        own = _own_code(old)
+        old_code = own if own is not None and _reach.nested_codes(own) else None
+        held = (
+            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+        )
         note = update_callable(old, new, ctx.log, ctx.idmap)
         if note:
             ctx.notes.append(note)
@@ -266,7 +377,12 @@ def _merge_name(
             _forward.rebind(cls, key, old)
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
+        if held:
+            _replace_held(name, held, new, old, ctx)
         module_ns[name] = old
+        new_code = _own_code(new)
+        if old_code is not None and new_code is not None:
+            ctx.notes.extend(_reach.update_spawned(old_code, new_code, ctx.log))
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
         first = len(ctx.members)
@@ -277,6 +393,23 @@ def _merge_name(
         note = retarget(old, new, ctx.log)
         if note:
             ctx.notes.append(note)
+
+
+def _own_code(func: Any) -> types.CodeType | None:
+    """The code of a function, or of the function a wrapper (lru_cache) holds."""
+    inner = func if isinstance(func, types.FunctionType) else getattr(func, "__wrapped__", None)
+    return inner.__code__ if isinstance(inner, types.FunctionType) else None
+
+
+def _replace_held(
+    name: str, held: list[Any], new: Any, live: Any, ctx: _classes.MergeContext
+) -> None:
+    """A decorator stored the new object (a registry): the live one takes its place."""
+    kinds = _reach.replace_in(held, new, live, ctx.log)
+    ctx.notes.append(
+        f"{name}: the new definition was also stored by its decorator ({', '.join(kinds)}); "
+        "the live object took its place there, as one entry, like a fresh import's"
+    )
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:

@@ -30,15 +30,15 @@ def patch(path: str, source: str, module: bool = False) -> str:
     return _applied(change)
 
 
-def reload(module: str, dependents: bool = False, force: bool = False) -> str:
-    """Re-read a module from its file and apply it in place.
+def reload(module: str, force: bool = False) -> str:
+    """Re-read a module from its file and apply it in place (names other modules imported
+    from it with `from ... import` are re-bound too).
 
     Args:
         module: dotted module name
-        dependents: also re-bind names other modules imported from it
         force: drop the module's unpersisted in-memory changes
     """
-    return _applied(runtime().reload(module, dependents=dependents, force=force))
+    return _applied(runtime().reload(module, force=force))
 
 
 def rollback(change_id: str | None = None) -> str:
