@@ -81,12 +81,13 @@ def diff(module: str | None = None) -> str:
 def persist(modules: list[str] | None = None, force: bool = False) -> str:
     """Write changed modules' in-memory source to their files, all or nothing.
 
-    Refuses changes with no passing verify/run_tests since their last edit, and files
-    changed on disk since they were loaded, unless force.
+    Refuses changes with no passing verify/run_tests since their last edit, divergent
+    changes (the live process and a fresh import disagreed on a check), and files changed
+    on disk since they were loaded, unless force.
 
     Args:
         modules: dotted module names; omit for every changed module
-        force: write unverified changes, or over files changed on disk
+        force: write unverified or divergent changes, or over files changed on disk
     """
     return runtime().persist(modules, force=force).summary()
 
