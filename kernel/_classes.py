@@ -177,8 +177,9 @@ def _generated_for(cls: type, value: Any) -> bool:
     its ordering methods, ...): named as a member of `cls` but not bound by the class body.
     When the re-decorated class no longer has it, a fresh import would not either."""
     func = getattr(value, "__func__", value)
-    return isinstance(func, types.FunctionType) and func.__qualname__ == (
-        f"{cls.__qualname__}.{func.__name__}"
+    return isinstance(func, types.FunctionType) and (
+        func.__qualname__ == f"{cls.__qualname__}.{func.__name__}"
+        or func.__module__ == "dataclasses"  # a slotted frozen dataclass's __getstate__
     )
 
 

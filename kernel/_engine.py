@@ -167,7 +167,12 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
         if not s.name:
             old_plain.setdefault(s.text, []).append(s)
     run, moved = [], []
+    reordered = _reordered(old_run, new_run)
     for stmt in new_run:
+        if stmt.binds & reordered:
+            # Statements binding one name now run in another order: the last one decides.
+            run.append((stmt, _compile(stmt, filename, index_.future_flags, target)))
+            continue
         before = old_defs.get(stmt.name) if stmt.name else None
         if stmt.name and before is not None and before.text == stmt.text and not force_defs:
             if before.start != stmt.start:
@@ -186,6 +191,22 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
         removed |= stmt.binds
     dropped = [s for left in old_plain.values() for s in left if _is_star(s.node)]
     return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped)
+
+
+def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:
+    """Names bound by several statements of the changed run whose order of binding changed."""
+    if len(new_run) < 2:
+        return set()
+
+    def order(stmts: list[Stmt]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for stmt in stmts:
+            for name in stmt.binds:
+                found.setdefault(name, []).append(stmt.text)
+        return found
+
+    before, after = order(old_run), order(new_run)
+    return {n for n, texts in after.items() if len(texts) > 1 and before.get(n) != texts}
 
 
 def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
@@ -258,10 +279,13 @@ def _follow(
     """Make what follows from the rebound names what a fresh import would have (see
     `_follow`)."""
     ran = [s for s, _ in plan.run]
-    for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, rebound).items()):
+    # Only a value from elsewhere (an import) tells that the later statement bound the name.
+    imported = {n for n in rebound if _home(saved[n]) not in (None, namespace.get("__name__"))}
+    for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, imported).items()):
         namespace[name] = saved[name]
         rebound.discard(name)
-        outcome.updated.remove(name)
+        if name in outcome.updated:
+            outcome.updated.remove(name)
         ctx.notes.append(
             f"{name}: line {later.start} binds it again after the patched definition, and "
             f"that statement did not change; {name} stays what it bound "
@@ -285,6 +309,11 @@ def _follow(
             f"again; it keeps the value made from the old {reads} (a fresh import would "
             "make it anew). Patch it too, or patch the module with it changed"
         )
+
+
+def _home(value: Any) -> str | None:
+    module = getattr(value, "__module__", None)
+    return module if isinstance(module, str) else None
 
 
 def _describe_value(value: Any) -> str:
