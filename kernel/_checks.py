@@ -16,6 +16,7 @@ from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import ModuleRegistry
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
 
@@ -54,7 +55,7 @@ class Checks:
         self,
         code: str,
         *,
-        timeout: float = 30.0,
+        timeout: float = VERIFY_TIMEOUT,
         memory_mb: int | None = None,
         live: bool | None = None,
     ) -> RunResult:
@@ -103,7 +104,7 @@ class Checks:
         self,
         args: Sequence[str] | None = None,
         *,
-        timeout: float = 300.0,
+        timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
     ) -> RunResult:
         """Run the project's own pytest suite (or `args`) in a sandbox with the overlay."""

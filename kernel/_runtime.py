@@ -40,6 +40,7 @@ from liveforge.kernel._targets import (
     splice,
 )
 from liveforge.kernel._virtual import VirtualModules
+from liveforge.kernel.defaults import EXECUTE_TIMEOUT, KEEP_RUNS
 from liveforge.kernel.errors import (
     ChangeError,
     PatchError,
@@ -68,7 +69,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         project_root: str | Path = ".",
         *,
         allow_kernel_patches: bool = False,
-        keep_runs: int = 50,
+        keep_runs: int = KEEP_RUNS,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self._root_prefix = os.path.join(str(self.project_root), "")
@@ -280,7 +281,7 @@ class Runtime(Checks, Persistence, VirtualModules):
 
     # -- running ----------------------------------------------------------------------------
 
-    def execute(self, code: str, timeout: float | None = 5.0) -> ExecutionResult:
+    def execute(self, code: str, timeout: float | None = EXECUTE_TIMEOUT) -> ExecutionResult:
         """Run code in this process (REPL style, output captured); `rt` names this runtime.
 
         Errors in the code come back in the result; a runaway loop is interrupted at the
