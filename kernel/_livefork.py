@@ -14,7 +14,9 @@ The fork is a boundary too:
   text the parent had buffered but not written never appears twice;
 - it gets its own session (it cannot signal the parent's group), its signal handlers are
   the defaults, its memory can be capped, and at the timeout it is killed with everything
-  it started.
+  it started;
+- secret environment variables are removed from its environment (objects in the copied
+  memory still hold what they hold: a live check sees the program as it is).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from liveforge.kernel._child import run_snippet
+from liveforge.kernel._secrets import is_secret_name
 
 LiveStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
 _OUTPUT_LIMIT = 100_000
@@ -54,12 +57,18 @@ class LiveCheck(BaseModel):
     traceback: str | None = None
     stdout: str = ""
     stderr: str = ""
+    #: the confinement that applied: "none" is a fork in a session of its own without
+    #: secret variables, but with no filesystem or network boundary.
+    isolation: str = "none"
 
     def headline(self) -> str:
         """`live process: <status>[, value]` on one line."""
         detail = f" ({self.exc_type}: {self.exc_message})" if self.exc_type else ""
         value = f", value {self.value_repr}" if self.value_repr is not None else ""
-        return f"live process: {self.status} in {self.duration:.3f}s{value}{detail}"
+        return (
+            f"live process: {self.status} in {self.duration:.3f}s{value}{detail} "
+            f"[isolation: {self.isolation}]"
+        )
 
 
 def available() -> bool:
@@ -89,7 +98,10 @@ def run_live(
         fields = _outcome(raw, status, timeout)
         fields["stdout"], fields["stderr"] = _read(out), _read(err)
     duration = time.monotonic() - started
-    return LiveCheck(duration=duration, ok=fields["status"] == "passed", **fields)
+    isolation = "confined" if boundary is not None else "none"
+    return LiveCheck(
+        duration=duration, ok=fields["status"] == "passed", isolation=isolation, **fields
+    )
 
 
 def _child(
@@ -115,6 +127,8 @@ def _child(
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for name in [n for n in os.environ if is_secret_name(n)]:
+            del os.environ[name]
         if boundary is not None:
             boundary()
         outcome = run_snippet(code, "<live-check>", memory_mb)

@@ -73,6 +73,18 @@ def test_the_fork_never_runs_the_parents_exit_handlers_or_flushes_its_buffers(
     assert not marker.exists() and buffered.read_text() == "parent text\n"
 
 
+def test_the_fork_gets_no_secret_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secret environment variables of this process are not in the live check's, and the
+    result says no filesystem or network boundary applied."""
+    monkeypatch.setenv("LFTEST_API_KEY", "sk-secret")
+    monkeypatch.setenv("LFTEST_PLAIN", "visible")
+    check = _livefork.run_live(
+        "import os\n(os.environ.get('LFTEST_API_KEY'), os.environ.get('LFTEST_PLAIN'))",
+        timeout=30,
+    )
+    assert check.value_repr == "(None, 'visible')" and "isolation: none" in check.headline()
+
+
 def test_a_hanging_live_check_is_killed_at_its_timeout() -> None:
     """A snippet that never ends is killed, with what it started, at the timeout."""
     started = time.monotonic()
