@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.util
 import linecache
-import sys
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -31,6 +29,8 @@ from typing import Any
 
 from liveforge.kernel import _classes, _forward, _reach
 from liveforge.kernel import _follow as _follow_
+from liveforge.kernel._reexports import is_star, removed_names
+from liveforge.kernel._revert import Revert, changed_bindings
 from liveforge.kernel._sources import register_source
 from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
 from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
@@ -49,37 +49,6 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     #: undoes exactly this application (see `Revert`).
     revert: Revert | None = None
-
-
-@dataclass
-class Revert:
-    """How to undo one application exactly: the in-place mutations it made (newest first),
-    the module bindings it changed (each put back only while it still holds what the
-    change left there), and the forwardpy registrations it changed. Rolling back restores
-    the objects that were there, identity included, instead of replaying old source; names
-    the change never touched are never touched."""
-
-    log: UndoLog
-    namespace: dict[str, Any]
-    bindings: dict[str, tuple[Any, Any]]
-    registries: Any
-
-    def rebound(self) -> dict[str, Any]:
-        """Names the application bound to another object: name -> the object before."""
-        return {n: b for n, (b, a) in self.bindings.items() if b is not _MISSING}
-
-    def __call__(self) -> None:
-        """Undo the application (once)."""
-        self.registries()
-        self.log.undo()
-        for name, (before, after) in self.bindings.items():
-            if self.namespace.get(name, _MISSING) is not after:
-                continue  # rebound since by something else: not this change's to undo
-            if before is _MISSING:
-                del self.namespace[name]
-            else:
-                self.namespace[name] = before
-        self.bindings = {}
 
 
 @dataclass
@@ -133,23 +102,10 @@ def apply(
     outcome.revert = Revert(
         ctx.log,
         namespace,
-        _changed_bindings(namespace, saved),
+        changed_bindings(namespace, saved),
         _forward.Snapshot().revert_to(registries),
     )
     return plan.index, outcome
-
-
-def _changed_bindings(
-    namespace: dict[str, Any], saved: dict[str, Any]
-) -> dict[str, tuple[Any, Any]]:
-    """Each name whose binding the application changed: (value before, value after)."""
-    changed = {
-        k: (saved.get(k, _MISSING), v)
-        for k, v in namespace.items()
-        if saved.get(k, _MISSING) is not v
-    }
-    changed.update({k: (v, _MISSING) for k, v in saved.items() if k not in namespace})
-    return changed
 
 
 def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _Plan:
@@ -189,7 +145,7 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
     removed: set[str] = set()
     for stmt in old_run:
         removed |= stmt.binds
-    dropped = [s for left in old_plain.values() for s in left if _is_star(s.node)]
+    dropped = [s for left in old_plain.values() for s in left if is_star(s.node)]
     return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped)
 
 
@@ -256,7 +212,7 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
-    gone, fallback = _removed_names(module, plan)
+    gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     for name in sorted(gone):
         if name in namespace:
             del namespace[name]
@@ -322,47 +278,6 @@ def _describe_value(value: Any) -> str:
     return f"{module}.{name}" if module and name else type(value).__name__
 
 
-def _is_star(node: ast.stmt) -> bool:
-    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
-
-
-def _removed_names(module: types.ModuleType, plan: _Plan) -> tuple[set[str], dict[str, Any]]:
-    """Names the new source no longer binds, and names whose removed definition hid what a
-    star import binds (they take the imported value). A star import's names are known only
-    at run time: those of its `from m import *` statements in the new source stay; those only
-    a dropped one bound (and that are still the very objects of its module) go."""
-    stars = [s for s in plan.index.stmts if _is_star(s.node)]
-    if not stars and not plan.dropped_stars:
-        return plan.removed, {}
-    kept = {n: v for s in stars for n, v in _exported(module, s.node).items()}
-    namespace = module.__dict__
-    dropped = {
-        name
-        for stmt in plan.dropped_stars
-        for name, value in _exported(module, stmt.node).items()
-        if name not in plan.index.bound and namespace.get(name, _MISSING) is value
-    }
-    fallback = {n: kept[n] for n in plan.removed & kept.keys()}
-    return (plan.removed | dropped) - kept.keys(), fallback
-
-
-def _exported(module: types.ModuleType, node: ast.stmt) -> dict[str, Any]:
-    """What `from m import *` (node) binds, read from `m` as it is loaded now."""
-    assert isinstance(node, ast.ImportFrom)
-    try:
-        name = importlib.util.resolve_name(
-            "." * node.level + (node.module or ""), module.__package__ or None
-        )
-    except (ImportError, ValueError):
-        return {}
-    source = sys.modules.get(name)
-    if source is None:
-        return {}
-    public = getattr(source, "__all__", None)
-    names = public if public is not None else [n for n in vars(source) if n[:1] != "_"]
-    return {n: getattr(source, n) for n in names if hasattr(source, n)}
-
-
 def _drop_registrations(stmt: Stmt, saved: dict[str, Any]) -> None:
     for name in stmt.binds:
         value = saved.get(name)
@@ -393,7 +308,7 @@ def _merge_name(
     if id(new) in existing or getattr(old, "__module__", None) != module_ns.get("__name__"):
         return
     if mergeable(old, new):
-        own = _own_code(old)
+        own = _reach.own_code(old)
         old_code = own if own is not None and _reach.nested_codes(own) else None
         held = (
             _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
@@ -407,9 +322,9 @@ def _merge_name(
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
         if held:
-            _replace_held(name, held, new, old, ctx)
+            _reach.replace_held(name, held, new, old, ctx)
         module_ns[name] = old
-        new_code = _own_code(new)
+        new_code = _reach.own_code(new)
         if old_code is not None and new_code is not None:
             ctx.notes.extend(_reach.update_spawned(old_code, new_code, ctx.log))
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
@@ -422,23 +337,6 @@ def _merge_name(
         note = retarget(old, new, ctx.log)
         if note:
             ctx.notes.append(note)
-
-
-def _own_code(func: Any) -> types.CodeType | None:
-    """The code of a function, or of the function a wrapper (lru_cache) holds."""
-    inner = func if isinstance(func, types.FunctionType) else getattr(func, "__wrapped__", None)
-    return inner.__code__ if isinstance(inner, types.FunctionType) else None
-
-
-def _replace_held(
-    name: str, held: list[Any], new: Any, live: Any, ctx: _classes.MergeContext
-) -> None:
-    """A decorator stored the new object (a registry): the live one takes its place."""
-    kinds = _reach.replace_in(held, new, live, ctx.log)
-    ctx.notes.append(
-        f"{name}: the new definition was also stored by its decorator ({', '.join(kinds)}); "
-        "the live object took its place there, as one entry, like a fresh import's"
-    )
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:

@@ -23,6 +23,7 @@ import sys
 import types
 from typing import Any
 
+from liveforge.kernel._classes import MergeContext
 from liveforge.kernel._update import UndoLog
 
 
@@ -153,3 +154,18 @@ def update_spawned(old_code: types.CodeType, new_code: types.CodeType, log: Undo
         log.add(functools.partial(setattr, holder, "__code__", holder.__code__))
         holder.__code__ = code
     return notes
+
+
+def own_code(func: Any) -> types.CodeType | None:
+    """The code of a function, or of the function a wrapper (lru_cache) holds."""
+    inner = func if isinstance(func, types.FunctionType) else getattr(func, "__wrapped__", None)
+    return inner.__code__ if isinstance(inner, types.FunctionType) else None
+
+
+def replace_held(name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext) -> None:
+    """A decorator stored the new object (a registry): the live one takes its place."""
+    kinds = replace_in(held, new, live, ctx.log)
+    ctx.notes.append(
+        f"{name}: the new definition was also stored by its decorator ({', '.join(kinds)}); "
+        "the live object took its place there, as one entry, like a fresh import's"
+    )
