@@ -202,6 +202,7 @@ def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
     _front(new, fronts, log)
     for cache in fronts:
         cache.cache_clear()
+        log.add(cache.cache_clear)  # undone, results of the new code must not stay
     return (
         f"{new.__qualname__}: its decorators changed what kind of object it is "
         f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
@@ -287,7 +288,9 @@ def _decorator_pair(old: Any, new: Any) -> bool:
     """Two instances of one class-based decorator (`class curry: __call__`, a
     `cachedproperty`): objects of the same plain class whose attributes hold the function
     they decorate under the same name."""
-    if type(old) is not type(new) or isinstance(old, (type, types.ModuleType)):
+    if type(old) is not type(new) or isinstance(
+        old, (type, types.ModuleType, functools._lru_cache_wrapper)
+    ):
         return False
     old_vars, new_vars = getattr(old, "__dict__", None), getattr(new, "__dict__", None)
     if not isinstance(old_vars, dict) or not isinstance(new_vars, dict):
@@ -328,7 +331,17 @@ def _wrapper_pair(old: Any, new: Any) -> bool:
         and not isinstance(old, type)
         and isinstance(getattr(old, "__wrapped__", None), types.FunctionType)
         and isinstance(getattr(new, "__wrapped__", None), types.FunctionType)
+        and _same_cache(old, new)
     )
+
+
+def _same_cache(old: Any, new: Any) -> bool:
+    """False for two `lru_cache` wrappers with other parameters (maxsize, typed): those are
+    fixed when the wrapper is made, so the name must take the new one (see `retarget`)."""
+    if not isinstance(old, functools._lru_cache_wrapper):
+        return True
+    same: bool = old.cache_parameters() == new.cache_parameters()
+    return same
 
 
 def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
@@ -342,6 +355,7 @@ def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> 
     idmap[id(new.__wrapped__)] = old.__wrapped__
     if isinstance(old, functools._lru_cache_wrapper):
         old.cache_clear()
+        log.add(old.cache_clear)  # undone, results of the new code must not stay
     return note
 
 

@@ -312,3 +312,19 @@ def test_rollback_restores_what_was_there_not_a_replay(project: Project, rt: Run
     assert made() == "new" and mod.system is os.system
     rt.rollback()
     assert mod.system is os.system and mod.made is made and made() == "old"
+
+
+def test_changed_lru_cache_parameters_take_effect(project: Project, rt: Runtime) -> None:
+    """A new maxsize is what the name's cache has after the patch, and a reference taken
+    before runs the new code; a note says the old wrapper forwards."""
+    mod = project.module(
+        "import functools\n\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n"
+    )
+    before = mod.f
+    change = rt.patch(
+        f"{mod.__name__}.f", "@functools.lru_cache(maxsize=2)\ndef f(x):\n    return -x\n"
+    )
+    assert mod.f.cache_parameters()["maxsize"] == 2 and before(3) == -3
+    assert any("forwards" in note for note in change.notes)
+    rt.rollback()
+    assert mod.f is before and before(3) == 3  # no result of the patched code is cached
