@@ -333,6 +333,10 @@ def _merge_name(
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
+        if _reach.may_register(new, stmt.node):
+            held = _reach.holders(new, [ctx.created])
+            if held:
+                _reach.replace_held(name, held, new, old, ctx)
     else:
         note = retarget(old, new, ctx.log)
         if note:

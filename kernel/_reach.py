@@ -3,20 +3,25 @@
 Re-executing a definition builds new objects and the engine merges them into the live ones,
 so every reference to the live object runs the new code. Two kinds of reference escape that:
 
-- a decorator that *stores* what it decorates (`REGISTRY.append(f)`, `routes[path] = f`)
-  stored the new object too. A fresh import would hold one entry; the new object is
-  replaced by the live one it was merged into (and dropped where the live one already is).
+- a decorator that *stores* what it decorates (`REGISTRY.append(f)`, `routes[path] = f`),
+  or a base's `__init_subclass__` that stores the subclasses, stored the new object too.
+  A fresh import would hold one entry; the new object is replaced by the live one it was
+  merged into (and dropped where the live one already is).
 - a function that *makes* functions (a decorator's `wrapper`, a factory's closure) made
   them earlier from its old code. Those closures get the new nested code in place when
   their free variables are the same; otherwise a note names them.
 
 Both look at the heap (`gc.get_referrers`), so both run only when needed: the first when
-the new object has references nobody in the engine made (its reference count tells), the
-second when the changed function has nested functions at all.
+the new function has references nobody in the engine made (its reference count tells) or
+the new class may have been stored (`may_register`), the second when the changed function
+has nested functions at all.
 """
 
 from __future__ import annotations
 
+import abc
+import ast
+import enum
 import functools
 import gc
 import sys
@@ -53,6 +58,22 @@ def _sample() -> Any:
 #: More references than this to a function the engine just made: something else (a
 #: decorator's registry, say) holds it too.
 BASELINE = _calibrate()
+
+
+_PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
+
+
+def may_register(cls: type, node: ast.stmt) -> bool:
+    """True when building `cls` may have stored it somewhere: a base's `__init_subclass__`,
+    a metaclass of its own, or a class decorator other than `dataclass`. (Classes refer to
+    themselves in many ways, so their reference count tells nothing; the heap is searched
+    only in these cases.)"""
+    if type(cls) not in _PLAIN_METACLASSES:
+        return True
+    if any("__init_subclass__" in vars(base) for base in cls.__mro__[1:-1]):
+        return True
+    decorators = getattr(node, "decorator_list", [])
+    return any("dataclass" not in ast.unparse(d) for d in decorators)
 
 
 def holders(obj: Any, skip: list[Any]) -> list[Any]:

@@ -328,3 +328,22 @@ def test_changed_lru_cache_parameters_take_effect(project: Project, rt: Runtime)
     assert any("forwards" in note for note in change.notes)
     rt.rollback()
     assert mod.f is before and before(3) == 3  # no result of the patched code is cached
+
+
+def test_a_subclass_registered_by_init_subclass_keeps_one_entry(
+    project: Project, rt: Runtime
+) -> None:
+    """A base whose __init_subclass__ collects subclasses holds the live subclass once after
+    the subclass is patched, and its instances run the new method."""
+    mod = project.module(
+        "class Plugin:\n    registry = []\n\n    def __init_subclass__(cls):\n"
+        "        Plugin.registry.append(cls)\n\n\nclass Csv(Plugin):\n"
+        "    def load(self):\n        return 'csv1'\n"
+    )
+    plugin = mod.Csv()
+    rt.patch(
+        f"{mod.__name__}.Csv", "class Csv(Plugin):\n    def load(self):\n        return 'csv2'\n"
+    )
+    assert mod.Plugin.registry == [mod.Csv] and plugin.load() == "csv2"
+    rt.rollback()
+    assert mod.Plugin.registry == [mod.Csv] and plugin.load() == "csv1"
