@@ -103,7 +103,8 @@ def apply(
         ctx.log,
         namespace,
         changed_bindings(namespace, saved),
-        _forward.Snapshot().revert_to(registries),
+        # What changed in the registries is worked out when (if ever) the change is undone.
+        functools.partial(_forward.Snapshot.revert_between, _forward.Snapshot(), registries),
     )
     return plan.index, outcome
 

@@ -222,6 +222,10 @@ class Snapshot:
             elif cls.__dict__.get(name, _MISSING) is not value:
                 type.__setattr__(cls, name, value)
 
+    def revert_between(self, before: Snapshot) -> None:
+        """Undo what changed between `before` and this snapshot (see `revert_to`)."""
+        self.revert_to(before)()
+
     def revert_to(self, before: Snapshot) -> Callable[[], None]:
         """How to undo what changed between `before` and this snapshot, touching nothing
         else: registrations other modules made since stay as they are."""
