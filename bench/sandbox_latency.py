@@ -4,17 +4,25 @@ Table 1 — round trip of a verification snippet with one patched module in the 
 fixture package imports pydantic and httpx at module level):
 
     Sandbox.verify(snippet, overlay)            fork from the template, overlay from memory
-    Runtime.verify(snippet)                     the same through the public Runtime API
+    live fork (run_live)                        fork of this loaded process itself, the
+                                                patch live (a check that sees the program)
+    Runtime.verify(snippet, live=False)         the fresh-import check through the public API
+    Runtime.verify(snippet)                     both checks, as verify runs by default
     python -c snippet                           fresh interpreter, overlay written to a temp
                                                 directory first on sys.path
+
+The benchmark process is a loaded program: besides the fixture package (pydantic, httpx) it
+holds a ballast of small objects (--ballast, default 500,000 dicts), whose resident size the
+table's title gives, since forking the live process costs more as it grows.
 
 Table 2 — the fixture project's own test suite with the patched module:
 
     Sandbox.run_tests(["-q"], overlay)          forked child, overlay from memory
     python -m pytest -q                         fresh interpreter on the same code persisted
 
-Targets: verify median <= 20 ms and <= 0.1x the fresh interpreter; run_tests <= 1.15x plain
-pytest. Run: `python bench/sandbox_latency.py [--runs 30] [--test-runs 10]`.
+Targets: verify (the fresh-import fork) and the live fork median <= 20 ms each, and
+<= 0.1x the fresh interpreter; run_tests <= 1.15x plain pytest.
+Run: `python bench/sandbox_latency.py [--runs 30] [--test-runs 10] [--ballast 500000]`.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from pathlib import Path
 
 from liveforge import Runtime
 from liveforge.kernel._child import OverlayModule
+from liveforge.kernel._livefork import run_live
 from liveforge.kernel._sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +81,11 @@ def table(title: str, rows: list[str]) -> None:
         print(line)
 
 
+def _resident_mb() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+
+
 def checked(ok: bool, what: str) -> None:
     if not ok:
         raise SystemExit(f"benchmark run failed: {what}")
@@ -81,7 +95,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--test-runs", type=int, default=10)
+    parser.add_argument("--ballast", type=int, default=500_000)
     options = parser.parse_args()
+    ballast = [{"i": i} for i in range(options.ballast)]  # noqa: F841 - a loaded program
     work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
     print(
         f"{os.cpu_count()} CPUs, load average at start: "
@@ -115,9 +131,12 @@ def run(work: Path, runs: int, test_runs: int) -> None:
     rt.patch_module("fixture_pkg.mod", patched_source)
     with Sandbox(project, runs_dir=work / "runs", keep_runs=5) as box:
         checked(box.verify(SNIPPET, overlay).ok and rt.verify(SNIPPET).ok, "verify")
+        checked(run_live(SNIPPET, timeout=30).ok, "live fork")
         verify = timed(
             {
                 "sandbox": lambda: box.verify(SNIPPET, overlay),
+                "live": lambda: run_live(SNIPPET, timeout=30),
+                "fresh-only": lambda: rt.verify(SNIPPET, live=False),
                 "runtime": lambda: rt.verify(SNIPPET),
                 "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
             },
@@ -125,10 +144,13 @@ def run(work: Path, runs: int, test_runs: int) -> None:
         )
         fresh = verify["fresh"]
         table(
-            f"verify round trip, {runs} runs each, interleaved (targets: <= 20 ms, <= 0.1x fresh)",
+            f"verify round trip, {runs} runs each, interleaved, this process {_resident_mb()} MB "
+            "resident (targets: <= 20 ms, <= 0.1x fresh)",
             [
                 row("Sandbox.verify (fork from template)", verify["sandbox"], fresh),
-                row("Runtime.verify (public API)", verify["runtime"], fresh),
+                row("live fork of this process (run_live)", verify["live"], fresh),
+                row("Runtime.verify(live=False): fresh import", verify["fresh-only"], fresh),
+                row("Runtime.verify: fresh import + live fork", verify["runtime"], fresh),
                 row("fresh `python -c`, overlay on sys.path", fresh, None),
             ],
         )

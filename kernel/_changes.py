@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 import time
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from liveforge.kernel.errors import ChangeError
 
@@ -44,9 +45,21 @@ class Change(BaseModel):
     created: float = Field(default_factory=time.time)
     #: ids of passing sandbox runs that carried this change (after its edit).
     verified_by: list[str] = Field(default_factory=list)
+    #: id of the check whose live-process run and fresh-import run disagreed, while no
+    #: later check found them agreeing; persist refuses the change unless forced.
+    divergent_in: str | None = None
     filename: str = ""
     #: virtual parent packages this change created along with its module.
     created_packages: list[str] = Field(default_factory=list)
+    #: how to undo exactly this change in the live process, and the statement index of the
+    #: module before it (both absent for changes made elsewhere, e.g. read back from JSON).
+    _revert: Any = PrivateAttr(default=None)
+    _index_before: Any = PrivateAttr(default=None)
+
+    @property
+    def divergent(self) -> bool:
+        """True when the live process and a fresh import disagreed on a check of it."""
+        return self.divergent_in is not None
 
     @property
     def verified(self) -> bool:
@@ -68,7 +81,8 @@ class Change(BaseModel):
 
     def summary(self) -> str:
         """One compact line: id, kind, target, what changed, notes."""
-        parts = [f"{self.id} {self.kind} {self.target} [{self.status.value}]"]
+        status = self.status.value + (", divergent" if self.divergent else "")
+        parts = [f"{self.id} {self.kind} {self.target} [{status}]"]
         for label, names in (("+", self.added), ("~", self.updated), ("-", self.removed)):
             if names:
                 parts.append(label + ",".join(names))

@@ -6,15 +6,18 @@ changes it carried as verified, which is what `persist` asks for.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from liveforge.kernel import _livefork
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import ModuleRegistry
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
+from liveforge.kernel.errors import SandboxError
 
 
 class Checks:
@@ -49,20 +52,52 @@ class Checks:
         ]
 
     def verify(
-        self, code: str, *, timeout: float = VERIFY_TIMEOUT, memory_mb: int | None = None
+        self,
+        code: str,
+        *,
+        timeout: float = VERIFY_TIMEOUT,
+        memory_mb: int | None = None,
+        live: bool | None = None,
     ) -> RunResult:
-        """Run a snippet in a sandboxed child that carries the overlay.
+        """Run a snippet in a sandboxed child that imports the overlay fresh and, where the
+        platform can fork (`live` None: by default; True: required; False: skipped), in a
+        fork of this live process too. When the two disagree the result is not ok, says so
+        (`divergent`), and the changes it carried are marked divergent.
 
         Example::
 
             result = rt.verify("from pkg.mod import f\\nassert f(1) == 2")
-            result.ok, result.status, result.summary()
+            result.ok, result.status, result.live, result.summary()
         """
+        if live and not _livefork.available():
+            raise SandboxError(
+                "a live check needs os.fork, which this platform lacks; verify with "
+                "live=False (a fresh import only)."
+            )
         carried = self._carried()
         result = self.sandbox.verify(
             code, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
         )
+        if live is not False and _livefork.available():
+            result = self._compare_live(result, code, timeout, memory_mb)
         self._mark(result, carried)
+        return result
+
+    def _compare_live(
+        self, result: RunResult, code: str, timeout: float, memory_mb: int | None
+    ) -> RunResult:
+        """Add the live-process run of `code` to `result`, and whether the two disagree."""
+        checked = _livefork.run_live(code, timeout=timeout, memory_mb=memory_mb)
+        divergent = _disagree(result, checked)
+        update: dict[str, object] = {"live": checked, "divergent": divergent}
+        if divergent:
+            update["ok"] = False
+            update["message"] = (
+                f"the live process and a fresh import disagree: fresh import {result.status}, "
+                f"live process {checked.status}. {result.message}"
+            )
+        result = result.model_copy(update=update)
+        self.sandbox.store.save(result)
         return result
 
     def run_tests(
@@ -95,9 +130,27 @@ class Checks:
 
     @staticmethod
     def _mark(result: RunResult, carried: list[Change]) -> None:
+        for change in carried:
+            if result.divergent:
+                change.divergent_in = result.run_id
+            elif result.live is not None and result.ok:
+                change.divergent_in = None  # both agree now
         if not result.ok:
             return
         for change in carried:
             change.verified_by.append(result.run_id)
             if change.status is ChangeStatus.APPLIED:
                 change.status = ChangeStatus.VERIFIED
+
+
+def _disagree(fresh: RunResult, live: _livefork.LiveCheck) -> bool:
+    """True when the two runs of one snippet ended differently (outcome, value or error)."""
+    if fresh.status != live.status:
+        return True
+    if fresh.ok:
+        return _ADDRESS.sub("", fresh.value_repr or "") != _ADDRESS.sub("", live.value_repr or "")
+    return fresh.exc_type != live.exc_type
+
+
+# Object addresses differ between any two processes; they are no disagreement.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

@@ -49,6 +49,9 @@ class MergeContext:
     notes: list[str] = field(default_factory=list)
     #: class members the new source added (+), changed (~) or removed (-), qualified.
     members: list[tuple[str, str]] = field(default_factory=list)
+    #: the objects the new source created, alive until the patch is done: the identity map
+    #: is keyed by their ids, which a freed object would hand on to the next one.
+    created: list[Any] = field(default_factory=list)
 
 
 def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
@@ -151,14 +154,33 @@ def merge(
     new_bound, _, new_nested = _body_info(new_node)
     unchanged = _unchanged_names(old_node, new_node)
     for name, value in list(new.__dict__.items()):
-        if name in _NEVER_COPIED or name in keep:
+        if name in _NEVER_COPIED or name in keep or _own_slot(new, value):
             continue
         if name in unchanged and name in old.__dict__:
             continue
         _merge_member(old, name, value, ctx, (old_nested.get(name), new_nested.get(name)))
     for name in list(old.__dict__):
-        if name in old_bound and name not in new_bound and name not in new.__dict__:
+        if name in new.__dict__ or name in new_bound:
+            continue
+        if name in old_bound or _generated_for(old, old.__dict__[name]):
             _delete(old, name, ctx)
+
+
+def _own_slot(cls: type, value: Any) -> bool:
+    """A slot's member descriptor, bound to the memory layout of `cls` alone: the live class
+    keeps its own (equal `__slots__` are checked first), or every instance would break."""
+    return isinstance(value, types.MemberDescriptorType) and value.__objclass__ is cls
+
+
+def _generated_for(cls: type, value: Any) -> bool:
+    """A method made for `cls` by a class decorator (a dataclass's `__setattr__` when frozen,
+    its ordering methods, ...): named as a member of `cls` but not bound by the class body.
+    When the re-decorated class no longer has it, a fresh import would not either."""
+    func = getattr(value, "__func__", value)
+    return isinstance(func, types.FunctionType) and (
+        func.__qualname__ == f"{cls.__qualname__}.{func.__name__}"
+        or func.__module__ == "dataclasses"  # a slotted frozen dataclass's __getstate__
+    )
 
 
 def _report_members(

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.util
 import linecache
-import sys
 import traceback
 import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward
+from liveforge.kernel import _classes, _forward, _reach
+from liveforge.kernel import _follow as _follow_
+from liveforge.kernel._reexports import is_star, removed_names
+from liveforge.kernel._revert import Revert, changed_bindings
 from liveforge.kernel._sources import register_source
 from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
 from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
@@ -46,6 +47,8 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: undoes exactly this application (see `Revert`).
+    revert: Revert | None = None
 
 
 @dataclass
@@ -96,6 +99,13 @@ def apply(
             detail, target=target or module.__name__, line=_failing_line(exc, filename)
         ) from exc
     outcome.notes.extend(ctx.notes)
+    outcome.revert = Revert(
+        ctx.log,
+        namespace,
+        changed_bindings(namespace, saved),
+        # What changed in the registries is worked out when (if ever) the change is undone.
+        functools.partial(_forward.Snapshot.revert_between, _forward.Snapshot(), registries),
+    )
     return plan.index, outcome
 
 
@@ -114,7 +124,12 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
         if not s.name:
             old_plain.setdefault(s.text, []).append(s)
     run, moved = [], []
+    reordered = _reordered(old_run, new_run)
     for stmt in new_run:
+        if stmt.binds & reordered:
+            # Statements binding one name now run in another order: the last one decides.
+            run.append((stmt, _compile(stmt, filename, index_.future_flags, target)))
+            continue
         before = old_defs.get(stmt.name) if stmt.name else None
         if stmt.name and before is not None and before.text == stmt.text and not force_defs:
             if before.start != stmt.start:
@@ -131,8 +146,24 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
     removed: set[str] = set()
     for stmt in old_run:
         removed |= stmt.binds
-    dropped = [s for left in old_plain.values() for s in left if _is_star(s.node)]
+    dropped = [s for left in old_plain.values() for s in left if is_star(s.node)]
     return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped)
+
+
+def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:
+    """Names bound by several statements of the changed run whose order of binding changed."""
+    if len(new_run) < 2:
+        return set()
+
+    def order(stmts: list[Stmt]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for stmt in stmts:
+            for name in stmt.binds:
+                found.setdefault(name, []).append(stmt.text)
+        return found
+
+    before, after = order(old_run), order(new_run)
+    return {n for n, texts in after.items() if len(texts) > 1 and before.get(n) != texts}
 
 
 def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
@@ -168,15 +199,21 @@ def _execute(
     # Before anything runs, every function's code still carries its old lines, so a moved
     # statement's old line range names exactly the functions it made.
     _shift_moved(namespace, plan.moved, ctx)
-    # The objects the new source creates stay alive until the patch is done: the identity
-    # map is keyed by their ids, which a freed object would hand on to the next one.
-    created: list[Any] = []
+    created = ctx.created
     for stmt, code in plan.run:
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
-    gone, fallback = _removed_names(module, plan)
+    rebound = {
+        n
+        for s, _ in plan.run
+        for n in s.binds
+        if n in saved and namespace.get(n, _MISSING) is not saved[n]
+    }
+    if rebound:
+        _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     for name in sorted(gone):
         if name in namespace:
             del namespace[name]
@@ -187,45 +224,59 @@ def _execute(
     return outcome
 
 
-def _is_star(node: ast.stmt) -> bool:
-    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
-
-
-def _removed_names(module: types.ModuleType, plan: _Plan) -> tuple[set[str], dict[str, Any]]:
-    """Names the new source no longer binds, and names whose removed definition hid what a
-    star import binds (they take the imported value). A star import's names are known only
-    at run time: those of its `from m import *` statements in the new source stay; those only
-    a dropped one bound (and that are still the very objects of its module) go."""
-    stars = [s for s in plan.index.stmts if _is_star(s.node)]
-    if not stars and not plan.dropped_stars:
-        return plan.removed, {}
-    kept = {n: v for s in stars for n, v in _exported(module, s.node).items()}
-    namespace = module.__dict__
-    dropped = {
-        name
-        for stmt in plan.dropped_stars
-        for name, value in _exported(module, stmt.node).items()
-        if name not in plan.index.bound and namespace.get(name, _MISSING) is value
-    }
-    fallback = {n: kept[n] for n in plan.removed & kept.keys()}
-    return (plan.removed | dropped) - kept.keys(), fallback
-
-
-def _exported(module: types.ModuleType, node: ast.stmt) -> dict[str, Any]:
-    """What `from m import *` (node) binds, read from `m` as it is loaded now."""
-    assert isinstance(node, ast.ImportFrom)
-    try:
-        name = importlib.util.resolve_name(
-            "." * node.level + (node.module or ""), module.__package__ or None
+def _follow(
+    namespace: dict[str, Any],
+    plan: _Plan,
+    rebound: set[str],
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
+    """Make what follows from the rebound names what a fresh import would have (see
+    `_follow`)."""
+    ran = [s for s, _ in plan.run]
+    # Only a value from elsewhere (an import) tells that the later statement bound the name.
+    imported = {n for n in rebound if _home(saved[n]) not in (None, namespace.get("__name__"))}
+    for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, imported).items()):
+        namespace[name] = saved[name]
+        rebound.discard(name)
+        if name in outcome.updated:
+            outcome.updated.remove(name)
+        ctx.notes.append(
+            f"{name}: line {later.start} binds it again after the patched definition, and "
+            f"that statement did not change; {name} stays what it bound "
+            f"({_describe_value(saved[name])}), as in a fresh import, so the patched "
+            "definition is not what the name holds"
         )
-    except (ImportError, ValueError):
-        return {}
-    source = sys.modules.get(name)
-    if source is None:
-        return {}
-    public = getattr(source, "__all__", None)
-    names = public if public is not None else [n for n in vars(source) if n[:1] != "_"]
-    return {n: getattr(source, n) for n in names if hasattr(source, n)}
+    defs, others = _follow_.readers(plan.index.stmts, ran, rebound)
+    for stmt in defs:
+        exec(_compile(stmt, ctx.filename, plan.index.future_flags, ""), namespace)
+        ctx.created.append(namespace.get(stmt.name or ""))
+        _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
+        ctx.notes.append(
+            f"{stmt.name}: defined again (line {stmt.start}), since its defaults or "
+            f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"
+        )
+    for stmt in others:
+        names = ", ".join(sorted(stmt.binds))
+        reads = ", ".join(sorted(_follow_.definition_reads(stmt.node) & rebound))
+        ctx.notes.append(
+            f"{names} (line {stmt.start}) read {reads} when the module ran and was not run "
+            f"again; it keeps the value made from the old {reads} (a fresh import would "
+            "make it anew). Patch it too, or patch the module with it changed"
+        )
+
+
+def _home(value: Any) -> str | None:
+    module = getattr(value, "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+def _describe_value(value: Any) -> str:
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None)
+    return f"{module}.{name}" if module and name else type(value).__name__
 
 
 def _drop_registrations(stmt: Stmt, saved: dict[str, Any]) -> None:
@@ -258,6 +309,11 @@ def _merge_name(
     if id(new) in existing or getattr(old, "__module__", None) != module_ns.get("__name__"):
         return
     if mergeable(old, new):
+        own = _reach.own_code(old)
+        old_code = own if own is not None and _reach.nested_codes(own) else None
+        held = (
+            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+        )
         note = update_callable(old, new, ctx.log, ctx.idmap)
         if note:
             ctx.notes.append(note)
@@ -266,13 +322,22 @@ def _merge_name(
             _forward.rebind(cls, key, old)
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
+        if held:
+            _reach.replace_held(name, held, new, old, ctx)
         module_ns[name] = old
+        new_code = _reach.own_code(new)
+        if old_code is not None and new_code is not None:
+            ctx.notes.extend(_reach.update_spawned(old_code, new_code, ctx.log))
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
         first = len(ctx.members)
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
+        if _reach.may_register(new, stmt.node):
+            held = _reach.holders(new, [ctx.created])
+            if held:
+                _reach.replace_held(name, held, new, old, ctx)
     else:
         note = retarget(old, new, ctx.log)
         if note:

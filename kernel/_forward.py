@@ -222,6 +222,75 @@ class Snapshot:
             elif cls.__dict__.get(name, _MISSING) is not value:
                 type.__setattr__(cls, name, value)
 
+    def revert_between(self, before: Snapshot) -> None:
+        """Undo what changed between `before` and this snapshot (see `revert_to`)."""
+        self.revert_to(before)()
+
+    def revert_to(self, before: Snapshot) -> Callable[[], None]:
+        """How to undo what changed between `before` and this snapshot, touching nothing
+        else: registrations other modules made since stay as they are."""
+        pairs: list[tuple[dict[Any, Any], dict[Any, Any], dict[Any, Any]]] = [
+            (fp.method_registry, before.methods, self.methods),
+            (fp.impl_sources, before.sources, self.sources),
+            (fp.attribute_registry, before.attributes, self.attributes),
+            (fp.property_registry, before.properties, self.properties),
+        ]
+        steps = [(live, _delta(old, new)) for live, old, new in pairs]
+        accessors = {
+            prop: value
+            for prop, value in before.accessors.items()
+            if self.accessors.get(prop) != value
+        }
+        attrs = {
+            key: value
+            for key, value in before.class_attrs.items()
+            if self.class_attrs.get(key, _MISSING) is not value
+        }
+
+        def revert() -> None:
+            for live, delta in steps:
+                _apply_delta(live, delta)
+            for prop, (fget, fset) in accessors.items():
+                prop._fget, prop._fset = fget, fset
+            for (cls, name), value in attrs.items():
+                if value is _MISSING:
+                    if name in cls.__dict__:
+                        type.__delattr__(cls, name)
+                else:
+                    type.__setattr__(cls, name, value)
+
+        return revert
+
+
+def _delta(before: dict[Any, Any], after: dict[Any, Any]) -> dict[Any, Any]:
+    """Entries (one level into nested dicts) whose value differs: key -> value before."""
+    delta: dict[Any, Any] = {}
+    for key in before.keys() | after.keys():
+        old, new = before.get(key, _MISSING), after.get(key, _MISSING)
+        if isinstance(old, dict) and isinstance(new, dict):
+            inner = {k: old.get(k, _MISSING) for k in old.keys() | new.keys()}
+            inner = {k: v for k, v in inner.items() if new.get(k, _MISSING) is not v}
+            if inner:
+                delta[key] = ("inner", inner)
+        elif old is not new:
+            delta[key] = ("value", old)
+    return delta
+
+
+def _apply_delta(live: dict[Any, Any], delta: dict[Any, Any]) -> None:
+    for key, (how, value) in delta.items():
+        if how == "inner":
+            target = live.setdefault(key, {})
+            for k, v in value.items():
+                if v is _MISSING:
+                    target.pop(k, None)
+                else:
+                    target[k] = v
+        elif value is _MISSING:
+            live.pop(key, None)
+        else:
+            live[key] = dict(value) if isinstance(value, dict) else value
+
 
 def _replace(target: dict[Any, Any], saved: dict[Any, Any]) -> None:
     target.clear()

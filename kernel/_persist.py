@@ -217,6 +217,15 @@ class Persistence:
         return sorted(chosen.values(), key=lambda r: r.name.count("."))
 
     def _require_verified(self, records: list[ModuleRecord]) -> None:
+        divergent = [c for r in records for c in self._history.unpersisted(r.name) if c.divergent]
+        if divergent:
+            listed = ", ".join(f"{c.id} ({c.target}, run {c.divergent_in})" for c in divergent)
+            raise UnverifiedChange(
+                f"the live process and a fresh import disagreed on these changes: {listed}; "
+                "what would be written is not what runs. Make them agree (patch, reload or "
+                "roll back) and verify again, or persist with force=True.",
+                module=divergent[0].module,
+            )
         missing = [
             c
             for r in records

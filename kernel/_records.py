@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from liveforge.kernel._livefork import LiveCheck
 from liveforge.kernel.defaults import KEEP_RUNS
 from liveforge.kernel.errors import SandboxError
 
@@ -124,6 +125,10 @@ class RunResult(BaseModel):
     change_ids: list[str] = Field(default_factory=list)
     overlay_modules: list[str] = Field(default_factory=list)
     record_path: str = ""
+    live: LiveCheck | None = Field(
+        None, description="the same snippet in a fork of the live process"
+    )
+    divergent: bool = Field(False, description="the live process and a fresh import disagreed")
 
     def headline(self) -> str:
         """`<kind> <status> in <duration>: <message>` on one line."""
@@ -136,6 +141,13 @@ class RunResult(BaseModel):
             lines.append("changes: " + ", ".join(self.change_ids))
         if self.value_repr is not None:
             lines.append(f"value: {_head(self.value_repr, 1)}")
+        if self.live is not None:
+            lines.append(self.live.headline())
+        if self.divergent:
+            lines.append(
+                "DIVERGENT: the live process and a fresh import of the source disagree; the "
+                "changes are marked divergent and persist refuses them unless forced"
+            )
         if self.tests is not None:
             lines.append(f"tests: {self.tests.line()}")
             lines += [f"  FAIL {f.nodeid} ({f.when}): {f.message}" for f in self.failures[:10]]

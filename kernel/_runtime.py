@@ -7,6 +7,7 @@ import difflib
 import functools
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._reexports import origin
 from liveforge.kernel._roots import discover
 from liveforge.kernel._safety import KERNEL_DIR, protected_file
 from liveforge.kernel._sandbox import Sandbox
@@ -30,6 +32,7 @@ from liveforge.kernel._sources import (
     check_module_name,
     importable,
     module_file,
+    register_source,
 )
 from liveforge.kernel._stmts import index
 from liveforge.kernel._targets import (
@@ -87,6 +90,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         keep_runs: int = KEEP_RUNS,
     ) -> None:
         self.project_root = Path(project_root).resolve()
+        self._root_prefix = os.path.join(str(self.project_root), "")
         self.allow_kernel_patches = allow_kernel_patches
         self.protected: list[Path] = [KERNEL_DIR]
         """Files and folders whose modules refuse patches, whatever name they were imported
@@ -115,6 +119,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         if not path:
             return record.source
         module_name, path, record = self._redirect(module_name, path, record)
+        module_name, path, record = self._home(module_name, path, record)
         assert record.index is not None
         location = locate(record.index, module_name, path)
         if not location.exists:
@@ -178,7 +183,9 @@ class Runtime(Checks, Persistence, VirtualModules):
             record = self._record(module_name)
             module_name, path, impl_record = self._redirect(module_name, path, record)
             kind_override = "impl" if impl_record is not record else None
-            record = impl_record
+            home, path, record = self._home(module_name, path, impl_record)
+            moved = f"{home}.{'.'.join(path)}" if home != module_name else None
+            module_name = home
             self._check_protected(target, module_name)
             assert record.index is not None
             location = locate(record.index, module_name, path)
@@ -192,7 +199,7 @@ class Runtime(Checks, Persistence, VirtualModules):
                 else None
             )
             new_source = splice(record.index.lines, location, text)
-            return self._apply(
+            change = self._apply(
                 record,
                 new_source,
                 target=target,
@@ -200,6 +207,11 @@ class Runtime(Checks, Persistence, VirtualModules):
                 target_before=before,
                 target_after=text,
             )
+            if moved:
+                change.notes.insert(
+                    0, f"{target} is re-exported; it was patched where it is defined: {moved}"
+                )
+            return change
 
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
         """Replace a whole module's source; creates a virtual module when none exists."""
@@ -215,8 +227,9 @@ class Runtime(Checks, Persistence, VirtualModules):
         """Re-read a module's file and apply it in place (only changed statements run).
 
         Refuses when the module has unpersisted in-memory changes, unless `force`.
-        With `dependents`, modules that imported names from it with `from ... import` get
-        those names re-bound (functions and classes are live anyway; constants are not).
+        Names other modules imported from it with `from ... import` (constants: functions and
+        classes are updated in place) are re-bound by every change, patches included;
+        `dependents` is accepted for compatibility and changes nothing.
         """
         check_module_name(module)
         self._check_protected(module, module)
@@ -232,14 +245,11 @@ class Runtime(Checks, Persistence, VirtualModules):
             if record.dirty and pending and not force:
                 raise UnpersistedChanges(module, [c.id for c in pending])
             disk = read_source(record.filename)
-            before = dict(sys.modules[module].__dict__) if dependents else None
             change = self._apply(record, disk.text, target=module, kind="reload")
             record.loaded = disk
             if change.id:  # a reload that found the file equal to memory undoes nothing
                 for stale in pending:
                     stale.status = ChangeStatus.ROLLED_BACK
-            if dependents:
-                change.notes.extend(rebind_dependents(self.registry, module, before))
             return change
 
     @contextlib.contextmanager
@@ -371,6 +381,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         # Nothing that could fail runs between applying and recording: a patch of code the
         # runtime itself uses (os.path, say) must still be recorded, so it can be undone.
         label = self._label(record)
+        index_before = record.index
         new_index, outcome = _engine.apply(
             module, record.index, source, record.filename, target, rerun_definitions=rerun
         )
@@ -391,6 +402,15 @@ class Runtime(Checks, Persistence, VirtualModules):
             notes=outcome.notes,
             filename=label,
         )
+        change._revert, change._index_before = outcome.revert, index_before
+        rebound = outcome.revert.rebound() if outcome.revert else {}
+        if rebound:
+            assert outcome.revert is not None
+            change.notes.extend(
+                rebind_dependents(
+                    self.registry, record.name, rebound, outcome.revert.log, self._root_prefix
+                )
+            )
         return self._record_change(record, change)
 
     def _record_change(self, record: ModuleRecord, change: Change) -> Change:
@@ -411,6 +431,11 @@ class Runtime(Checks, Persistence, VirtualModules):
         if change.before is None:
             for name in [change.module, *reversed(change.created_packages)]:
                 self._remove_virtual(name)
+        elif change._revert is not None and record.source == change.after:
+            # The exact objects and bindings that were there come back (identity included).
+            change._revert()
+            register_source(record.filename, change.before)
+            record.source, record.index = change.before, change._index_before
         else:
             module = sys.modules[change.module]
             assert record.index is not None
@@ -501,6 +526,22 @@ class Runtime(Checks, Persistence, VirtualModules):
         if binding is None:
             return module_name, path, record
         return impl_module.__name__, [binding], self._record(impl_module.__name__)
+
+    def _home(
+        self, module_name: str, path: list[str], record: ModuleRecord
+    ) -> tuple[str, list[str], ModuleRecord]:
+        """For a name the module only re-exports (`from .x import *`, `from .x import y`),
+        the module that defines it, and the name there."""
+        seen = {module_name}
+        while True:
+            module = sys.modules.get(module_name)
+            assert record.index is not None
+            found = origin(record.index, module, path[0]) if module is not None else None
+            if found is None or found[0] in seen:
+                return module_name, path, record
+            module_name, path = found[0], [found[1], *path[1:]]
+            seen.add(module_name)
+            record = self._record(module_name)
 
     def protect(self, path: str | Path) -> None:
         """Refuse patches to the modules loaded from `path` (a file, or a folder and all

@@ -202,6 +202,7 @@ def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
     _front(new, fronts, log)
     for cache in fronts:
         cache.cache_clear()
+        log.add(cache.cache_clear)  # undone, results of the new code must not stay
     return (
         f"{new.__qualname__}: its decorators changed what kind of object it is "
         f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
@@ -280,7 +281,48 @@ def mergeable(old: Any, new: Any) -> bool:
     """True when `new` can be merged into the live `old` as a function update."""
     if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType):
         return True
-    return _wrapper_pair(old, new)
+    return _wrapper_pair(old, new) or _decorator_pair(old, new)
+
+
+def _decorator_pair(old: Any, new: Any) -> bool:
+    """Two instances of one class-based decorator (`class curry: __call__`, a
+    `cachedproperty`): objects of the same plain class whose attributes hold the function
+    they decorate under the same name."""
+    if type(old) is not type(new) or isinstance(
+        old, (type, types.ModuleType, functools._lru_cache_wrapper)
+    ):
+        return False
+    old_vars, new_vars = getattr(old, "__dict__", None), getattr(new, "__dict__", None)
+    if not isinstance(old_vars, dict) or not isinstance(new_vars, dict):
+        return False
+    return any(
+        isinstance(value, types.FunctionType) and isinstance(old_vars.get(key), types.FunctionType)
+        for key, value in new_vars.items()
+    )
+
+
+def _merge_instance(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
+    """Make the decorator instance `old` hold what `new` holds: the functions it wraps are
+    updated in place, every other attribute takes the new value (as a fresh import's)."""
+    state = old.__dict__
+    before = dict(state)
+    notes = []
+    for key, value in list(new.__dict__.items()):
+        current = state.get(key)
+        if isinstance(value, types.FunctionType) and isinstance(current, types.FunctionType):
+            notes.append(update_function(current, value, log, idmap))
+            idmap[id(value)] = current
+        elif key != "__wrapped__":
+            state[key] = translate(value, idmap)
+    for key in [k for k in state if k not in new.__dict__]:
+        del state[key]
+    log.add(functools.partial(_reset_state, state, before))
+    return "; ".join(n for n in notes if n) or None
+
+
+def _reset_state(state: dict[str, Any], before: dict[str, Any]) -> None:
+    state.clear()
+    state.update(before)
 
 
 def _wrapper_pair(old: Any, new: Any) -> bool:
@@ -289,7 +331,17 @@ def _wrapper_pair(old: Any, new: Any) -> bool:
         and not isinstance(old, type)
         and isinstance(getattr(old, "__wrapped__", None), types.FunctionType)
         and isinstance(getattr(new, "__wrapped__", None), types.FunctionType)
+        and _same_cache(old, new)
     )
+
+
+def _same_cache(old: Any, new: Any) -> bool:
+    """False for two `lru_cache` wrappers with other parameters (maxsize, typed): those are
+    fixed when the wrapper is made, so the name must take the new one (see `retarget`)."""
+    if not isinstance(old, functools._lru_cache_wrapper):
+        return True
+    same: bool = old.cache_parameters() == new.cache_parameters()
+    return same
 
 
 def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
@@ -297,10 +349,13 @@ def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> 
     function it wraps; a cache in front of the function is cleared so no stale result stays."""
     if isinstance(old, types.FunctionType):
         return update_function(old, new, log, idmap)
+    if not _wrapper_pair(old, new):
+        return _merge_instance(old, new, log, idmap)
     note = update_function(old.__wrapped__, new.__wrapped__, log, idmap)
     idmap[id(new.__wrapped__)] = old.__wrapped__
     if isinstance(old, functools._lru_cache_wrapper):
         old.cache_clear()
+        log.add(old.cache_clear)  # undone, results of the new code must not stay
     return note
 
 

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liveforge.kernel._reexports import origin
 from liveforge.kernel._roots import ImportRoots, discover
 from liveforge.kernel._sources import loaded_source, quiet_spec
-from liveforge.kernel.errors import SecondModuleName, TargetNotFound
+from liveforge.kernel._stmts import index
+from liveforge.kernel.errors import PatchSyntaxError, SecondModuleName, TargetNotFound
 
 __all__ = [
     "ModuleView",
@@ -174,11 +176,29 @@ def empty_project_note(rt: Any) -> str:
     )
 
 
+def _defining(view: ModuleView, names: list[str], rt: Any) -> tuple[ModuleView, list[str]]:
+    """For a name the module only re-exports (`from .x import *`, `from .x import y`), the
+    view of the module that defines it and the name there."""
+    seen = {view.name}
+    while names and view.source is not None and view.name in sys.modules:
+        try:
+            home = origin(index(view.source), sys.modules[view.name], names[0])
+        except PatchSyntaxError:
+            return view, names
+        target = module_view(home[0], rt) if home and home[0] not in seen else None
+        if home is None or target is None:
+            return view, names
+        view, names = target, [home[1], *names[1:]]
+        seen.add(view.name)
+    return view, names
+
+
 def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
     """Split ``pkg.mod.Class.attr`` into the longest module prefix and the names inside it.
 
     Walks down from the top package and stops at the first plain module, so looking inside
-    a module never imports it. Raises TargetNotFound (with close matches) when no prefix
+    a module never imports it; a name the module re-exports resolves to the module that
+    defines it. Raises TargetNotFound (with close matches) when no prefix
     names a module.
     """
     parts = path.split(".")
@@ -191,7 +211,7 @@ def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
         if not view.is_package:
             break
     if found is not None:
-        return found
+        return _defining(*found, rt)
     candidates = [*sys.modules, *top_level(rt)]
     raise TargetNotFound(
         path,

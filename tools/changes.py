@@ -33,15 +33,15 @@ def patch(path: str, source: str, module: bool = False) -> str:
 
 
 @effect("memory")
-def reload(module: str, dependents: bool = False, force: bool = False) -> str:
-    """Re-read a module from its file and apply it in place.
+def reload(module: str, force: bool = False) -> str:
+    """Re-read a module from its file and apply it in place (names other modules imported
+    from it with `from ... import` are re-bound too).
 
     Args:
         module: dotted module name
-        dependents: also re-bind names other modules imported from it
         force: drop the module's unpersisted in-memory changes
     """
-    return _applied(runtime().reload(module, dependents=dependents, force=force))
+    return _applied(runtime().reload(module, force=force))
 
 
 @effect("memory")
@@ -88,12 +88,13 @@ def diff(module: str | None = None) -> str:
 def persist(modules: list[str] | None = None, force: bool = False) -> str:
     """Write changed modules' in-memory source to their files, all or nothing.
 
-    Refuses changes with no passing verify/run_tests since their last edit, and files
-    changed on disk since they were loaded, unless force.
+    Refuses changes with no passing verify/run_tests since their last edit, divergent
+    changes (the live process and a fresh import disagreed on a check), and files changed
+    on disk since they were loaded, unless force.
 
     Args:
         modules: dotted module names; omit for every changed module
-        force: write unverified changes, or over files changed on disk
+        force: write unverified or divergent changes, or over files changed on disk
     """
     return runtime().persist(modules, force=force).summary()
 

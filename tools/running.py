@@ -31,7 +31,9 @@ def execute(code: str, timeout: float = EXECUTE_TIMEOUT) -> str:
 
 @effect("check")
 def verify(code: str, timeout: float = VERIFY_TIMEOUT) -> str:
-    """Run a check snippet in a sandboxed child carrying all unpersisted changes.
+    """Run a check snippet in a sandboxed child carrying all unpersisted changes, and in a
+    fork of the live process. If the two disagree the check fails as DIVERGENT (the running
+    program is not what its source says) and persist refuses the changes.
 
     A passing run marks the carried changes verified (persist needs that). Use assert.
 

@@ -58,14 +58,20 @@ def register(commands: Any) -> None:
     verify = commands.add_parser(
         "verify",
         help="run a snippet in the sandbox, with patches applied",
-        description="Run Python code in a sandboxed child that carries the patches. Without "
-        "-c the code is read from stdin when piped, else each patched module is "
-        "imported.",
+        description="Run Python code in a sandboxed child that carries the patches, and in a "
+        "fork of this process with the patches live; when the two disagree the check fails "
+        "as divergent. Without -c the code is read from stdin when piped, else each patched "
+        "module is imported.",
         epilog=examples(EXAMPLES_VERIFY),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _patch_args(verify)
     verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
+    verify.add_argument(
+        "--no-live",
+        action="store_true",
+        help="skip the run in a fork of the live process (a fresh import only)",
+    )
     verify.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -208,7 +214,9 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "--patch TARGET=FILE (then each patched module is imported)."
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
-    result = _follow(args, rt, lambda: rt.verify(code, timeout=args.timeout), tests=False)
+    live = False if args.no_live else None
+    check = lambda: rt.verify(code, timeout=args.timeout, live=live)  # noqa: E731
+    result = _follow(args, rt, check, tests=False)
     return _report(args, rt, changes, result)
 
 

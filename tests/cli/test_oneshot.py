@@ -94,6 +94,7 @@ def test_verify_json_with_patch_passes_and_exit_0(sample: Path):
     data = _json(result)
     assert result.returncode == 0, data
     assert data["run"]["status"] == "passed" and data["patches"][0]["change_id"]
+    assert data["run"]["live"]["status"] == "passed" and data["run"]["divergent"] is False
     assert "if self.quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
 
 

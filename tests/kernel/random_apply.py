@@ -14,6 +14,7 @@ from random_module import (
     CONSTS,
     DATA,
     ENUMS,
+    FIRST,
     FUNCS,
     METHODS,
     Assign,
@@ -34,6 +35,7 @@ from random_module import (
 )
 
 from liveforge import PatchError, Runtime
+from liveforge.kernel.errors import UnsupportedChange
 
 
 def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
@@ -47,7 +49,13 @@ def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> 
         _failing_edit(seq, rt, mod, write)
         return
     before, recorded = copy.deepcopy(seq.items), len(rt.history())
-    _edit(seq, rt, mod, write)
+    try:
+        _edit(seq, rt, mod, write)
+    except UnsupportedChange:
+        # e.g. the fields of a slotted dataclass changed: refused, and nothing changed
+        seq.log.append("  -> refused (UnsupportedChange); the model is as before")
+        seq.items = before
+        return
     if len(rt.history()) > recorded:
         seq.undo.append(before)
 
@@ -89,9 +97,9 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
     present = named(items)
     kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member", "future"]
     kind = rng.choice(kinds)
-    editable = [n for n in present if n != "SCALE"]
-    if kind == "change" and editable:
-        name = rng.choice(editable)
+    editable = [n for n in present if n not in ("SCALE", "tag")]
+    if kind == "change" and present:
+        name = rng.choice(list(present))
         old = present[name]
         new = changed(rng, old)
         items[items.index(old)] = new
@@ -116,7 +124,7 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
         items.remove(present[name])
         _whole(seq, rt, mod, write, f"remove {name}")
     elif kind == "reorder" and len(items) > 4:
-        i = rng.randint(2, len(items) - 2)
+        i = rng.randint(FIRST, len(items) - 2)
         items[i], items[i + 1] = items[i + 1], items[i]
         _whole(seq, rt, mod, write, f"swap items {i},{i + 1}")
     elif kind == "future":

@@ -14,6 +14,18 @@ METHODS = ["m0", "m1", "m2", "m3", "m4"]
 CLASS_CONSTS = ["CK0", "CK1", "CK2"]
 INNER = ["Inner", "Sub"]
 DATA = ["Data0", "Data1"]
+#: classes with `__slots__`, and dataclasses with slots=True (their fields cannot change live)
+SLOTTED = ["Alpha", "Gamma", "Data0"]
+#: a class a later statement binds again from another module when it can (`<mod>_fast`)
+LATER = "Epsilon"
+FAST = """class Epsilon:
+    REG = []
+
+    def m0(self, x):
+        return ("fast", x)
+"""
+#: items at the start that stay there: filler, SCALE (defaults read it), the tag decorator
+FIRST = 3
 ENUMS = ["Color", "Shape"]
 ENUM_MEMBERS = ["RED", "GREEN", "BLUE", "PINK"]
 FIELDS = ["a", "b", "c"]
@@ -21,6 +33,7 @@ FIELDS = ["a", "b", "c"]
 HEADER = """import dataclasses
 import enum
 import functools
+import importlib
 
 STATE = {"calls": 0}
 
@@ -30,6 +43,15 @@ def deco(fn):
     def wrapper(*args, **kwargs):
         return ("deco", fn(*args, **kwargs))
     return wrapper
+
+
+class _Twice:
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        return ("twice", self.fn(*args, **kwargs))
 
 
 class Root:
@@ -87,6 +109,21 @@ class Assign:
 
 
 @dataclass
+class Tag:
+    """The `tag` decorator, whose wrapper's label changes: functions it decorated earlier
+    must run the new wrapper."""
+
+    label: int
+    name = "tag"
+
+    def text(self, indent: str = "") -> str:
+        return (
+            "def tag(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
+            f"        return ('tag{self.label}', fn(*args, **kwargs))\n    return wrapper\n"
+        )
+
+
+@dataclass
 class Filler:
     """Blank lines and comments between definitions."""
 
@@ -135,14 +172,17 @@ class Cls:
 
 @dataclass
 class Data:
-    """A dataclass: int fields with defaults and a method reading two of them."""
+    """A dataclass: int fields with defaults, a method reading two of them, parameters."""
 
     name: str
     fields: dict[str, int]
     factor: int
+    frozen: bool = False
+    order: bool = False
 
     def text(self, indent: str = "") -> str:
-        lines = ["@dataclasses.dataclass", f"class {self.name}:"]
+        params = f"frozen={self.frozen}, order={self.order}, slots={self.name in SLOTTED}"
+        lines = [f"@dataclasses.dataclass({params})", f"class {self.name}:"]
         lines += [f"    {f}: int = {v}" for f, v in self.fields.items()] or ["    pass"]
         lines += [
             "",
@@ -171,7 +211,7 @@ class EnumDef:
         return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
-Item = Def | Assign | Filler | Cls | Data | EnumDef
+Item = Def | Assign | Filler | Cls | Data | EnumDef | Tag
 
 
 FUTURE = "from __future__ import annotations\n"
@@ -210,7 +250,7 @@ def function_def(rng: random.Random, name: str) -> Def:
             "(x: int, y: Root | None = None) -> int",
         ]
     )
-    deco = rng.choice(["", "", "deco", "functools.lru_cache(maxsize=None)"])
+    deco = rng.choice(["", "", "deco", "tag", "_Twice", "functools.lru_cache(maxsize=None)"])
     return Def(
         name, deco, params, function_expr(rng, name, params), rng.random() < 0.4, rng.random() < 0.3
     )
@@ -256,6 +296,8 @@ def method_def(rng: random.Random, name: str) -> Def:
 def class_def(rng: random.Random, name: str) -> Cls:
     # REG is class-level state that must survive every edit of the class (never edited).
     members: list[Any] = [Assign("BASE", rng.randint(1, 9)), Fixed("REG = []\n")]
+    if name in SLOTTED:
+        members.append(Fixed('__slots__ = ("w",)\n'))
     for mname in sorted(rng.sample(METHODS, k=rng.randint(1, 3))):
         members += [Filler("\n"), method_def(rng, mname)]
     if rng.random() < 0.5:
@@ -285,7 +327,7 @@ class Sequence:
 
     @classmethod
     def start(cls, rng: random.Random) -> Sequence:
-        items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3)]
+        items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3), Tag(1)]
         pool = [
             *rng.sample(CONSTS, 2),
             *rng.sample(FUNCS, 3),
@@ -296,16 +338,26 @@ class Sequence:
         for name in pool:
             items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
             items.append(make(rng, name))
+        items += [Filler("\n\n"), class_def(rng, LATER), Fixed(LATER_BINDING)]
         return cls(rng, items)
 
     def spot(self) -> int:
-        """An insertion index after SCALE (which defaults name, so it stays first)."""
-        return self.rng.randint(2, len(self.items))
+        """An insertion index after the first items (SCALE and tag, which others use)."""
+        return self.rng.randint(FIRST, len(self.items))
+
+
+LATER_BINDING = f"""
+
+try:
+    {LATER} = importlib.import_module(__name__ + "_fast").{LATER}
+except ImportError:
+    pass
+"""
 
 
 def data_def(rng: random.Random, name: str) -> Data:
     fields = {f: rng.randint(0, 9) for f in FIELDS if rng.random() < 0.7}
-    return Data(name, fields, rng.randint(1, 9))
+    return Data(name, fields, rng.randint(1, 9), rng.random() < 0.4, rng.random() < 0.4)
 
 
 def enum_def(rng: random.Random, name: str) -> EnumDef:
@@ -330,6 +382,8 @@ def changed(rng: random.Random, old: Item) -> Item:
     of decorator, parameters, body and extras changed)."""
     if isinstance(old, Assign):
         return Assign(old.name, old.value + rng.randint(1, 9))
+    if isinstance(old, Tag):
+        return Tag(old.label + 1)
     if isinstance(old, EnumDef):
         new_enum = enum_def(rng, old.name)
         if rng.random() < 0.4:
@@ -337,7 +391,8 @@ def changed(rng: random.Random, old: Item) -> Item:
         return new_enum
     if isinstance(old, Data):
         data = data_def(rng, old.name)
-        return Data(old.name, old.fields if rng.random() < 0.4 else data.fields, data.factor)
+        fields = old.fields if rng.random() < 0.6 else data.fields
+        return Data(old.name, fields, data.factor, data.frozen, data.order)
     if isinstance(old, Cls):
         new = class_def(rng, old.name)
         if rng.random() < 0.5 and new.members[-1].name not in named(old.members):
@@ -369,6 +424,8 @@ def identities(items: list[Item]) -> dict[str, str]:
             values = list(item.members.values())
             for i, (member, value) in enumerate(item.members.items()):
                 found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
+        elif isinstance(item, Def) and item.deco == "_Twice":
+            found[item.name] = "twice"  # a decorator instance, not a function
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__
     return found

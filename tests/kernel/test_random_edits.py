@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 from kernel_support import Project
 from random_apply import edit
-from random_module import CLASSES, ENUMS, FUNCS, Sequence, identities, render
+from random_module import CLASSES, ENUMS, FAST, FUNCS, Sequence, identities, render
 
 from liveforge import Runtime
 
@@ -79,7 +79,13 @@ def probe(value: Any, filename: str) -> list[str]:
 
 
 def members(cls: type) -> list[str]:
-    return sorted(n for n in vars(cls) if not (n.startswith("__") and n.endswith("__")))
+    """Class members, without dunders and slot descriptors (instance data)."""
+    return sorted(
+        n
+        for n, v in vars(cls).items()
+        if not (n.startswith("__") and n.endswith("__"))
+        and not isinstance(v, types.MemberDescriptorType)
+    )
 
 
 def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[str, Any]:
@@ -284,7 +290,9 @@ def test_random_edit_sequence_matches_fresh_import(
     seq = Sequence.start(random.Random(seed))
     mod = project.name("rand")
     path = project.write(mod, render(seq.items))
+    project.write(f"{mod}_fast", FAST)  # what the module's later statement binds Epsilon to
     module = importlib.import_module(mod)
+    user = project.module(f"from {mod} import SCALE\n", name=f"{mod}_user")
     captured = Captured.take(module)
     rt = Runtime(project_root=project.root)
     rt.source(mod)  # the runtime takes the module's source as it was imported
@@ -306,6 +314,8 @@ def test_random_edit_sequence_matches_fresh_import(
     fresh_seen = behaviour(fresh, lambda n: getattr(fresh, n)())
     differences = _diff(behaviour(module, lambda n: getattr(module, n)()), fresh_seen)
     differences += captured.differences(module, fresh, fresh_seen, seq.broken)
+    if user.SCALE != fresh.SCALE:
+        differences.append(f"  from-import copy of SCALE: {user.SCALE} != {fresh.SCALE}")
     sys.modules.pop(mod, None)
     assert not differences, (
         "live module differs from a fresh import:\n" + "\n".join(differences) + f"\n{context}"

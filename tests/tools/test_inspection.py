@@ -167,3 +167,16 @@ def test_many_submodules_collapse_to_one_line_of_names(project, rt):
         "[shortened to fit: submodules of packages listed by name only; "
         "inspect a sub-path for more]\n"
     )
+
+
+def test_a_star_re_exported_name_is_viewed_where_it_is_defined(project, rt):
+    """view_source and inspect_module of `pkg.name`, bound by `from .x import *` in the
+    package, show the definition in the module that defines it."""
+    project.write(f"{project.pkg}/recipes.py", "def take(n, items):\n    return items[:n]\n")
+    init = project.root / project.pkg / "__init__.py"
+    init.write_text(init.read_text() + "from .recipes import *\n")
+    sys.modules.pop(project.pkg, None)
+    importlib.import_module(project.pkg)
+    text = view_source(f"{project.pkg}.take")
+    assert f"# {project.pkg}.recipes:1-2" in text and "def take(n, items):" in text
+    assert "take(n, items)" in inspect_module(f"{project.pkg}.take")

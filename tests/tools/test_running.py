@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 import pytest
 
 from liveforge.kernel import Runtime
 from liveforge.tools import using_runtime
-from liveforge.tools.changes import patch
+from liveforge.tools.changes import history, patch
 from liveforge.tools.running import run_tests, verify
 
 
@@ -29,6 +30,16 @@ def test_verify_carries_in_memory_patches(project, rt):
     text = verify(f"from {project.pkg}.shapes import area\nassert area(1.0) == 7.0\narea(2.0)")
     assert "snippet passed" in text and "value: 7.0" in text and "changes: c1" in text
     assert "[verified]" in rt.history()[0].summary()
+
+
+def test_verify_shows_a_live_process_that_disagrees(project, rt):
+    """The verify tool shows the live-process run; a live program that no longer runs the
+    patched source makes the check divergent, and history says so."""
+    patch(f"{project.pkg}.shapes.area", "def area(radius: float) -> float:\n    return 7.0\n")
+    sys.modules[f"{project.pkg}.shapes"].area = lambda radius: 8.0
+    text = verify(f"from {project.pkg}.shapes import area\narea(2.0)")
+    assert "live process: passed" in text and "value 8.0" in text and "DIVERGENT" in text
+    assert "divergent" in history()
 
 
 def test_verify_failure_shows_the_exception(project, rt):

@@ -1,0 +1,215 @@
+"""Checks that see the live program: a snippet run in a fork of the running process.
+
+A fresh-import check (the sandbox) proves the overlay's *source* works; it cannot see what
+the running process holds — objects patched in place, registries, caches, instances made
+before a patch. A live check forks this process (the original design's "fork the whole
+environment"): the child has every module exactly as it is live, runs the snippet there,
+and reports back through a pipe. Nothing it does reaches the parent.
+
+The fork is a boundary too:
+
+- it leaves only through `os._exit`: the parent's `atexit` handlers, buffered output and
+  threads (which do not exist in the child) are never run or flushed;
+- its output goes to files of its own, through fresh `sys.stdout`/`sys.stderr` objects, so
+  text the parent had buffered but not written never appears twice;
+- it gets its own session (it cannot signal the parent's group), its signal handlers are
+  the defaults, its memory can be capped, and at the timeout it is killed with everything
+  it started;
+- secret environment variables are removed from its environment (objects in the copied
+  memory still hold what they hold: a live check sees the program as it is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import os
+import select
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from liveforge.kernel._child import run_snippet
+from liveforge.kernel._secrets import is_secret_name
+
+LiveStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
+_OUTPUT_LIMIT = 100_000
+_KEPT: list[Any] = []
+
+
+class LiveCheck(BaseModel):
+    """The outcome of a snippet run in a fork of the live process."""
+
+    status: LiveStatus
+    ok: bool
+    duration: float
+    value_repr: str | None = None
+    exc_type: str | None = None
+    exc_message: str | None = None
+    traceback: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    #: the confinement that applied: "none" is a fork in a session of its own without
+    #: secret variables, but with no filesystem or network boundary.
+    isolation: str = "none"
+
+    def headline(self) -> str:
+        """`live process: <status>[, value]` on one line."""
+        detail = f" ({self.exc_type}: {self.exc_message})" if self.exc_type else ""
+        value = f", value {self.value_repr}" if self.value_repr is not None else ""
+        return (
+            f"live process: {self.status} in {self.duration:.3f}s{value}{detail} "
+            f"[isolation: {self.isolation}]"
+        )
+
+
+def available() -> bool:
+    """True where the live process can be forked (POSIX)."""
+    return hasattr(os, "fork")
+
+
+def run_live(
+    code: str,
+    *,
+    timeout: float,
+    memory_mb: int | None = None,
+    boundary: Callable[[], None] | None = None,
+) -> LiveCheck:
+    """Run `code` in a fork of this process, REPL style (a final expression's repr is the
+    value); killed with everything it started after `timeout` seconds. `boundary`, when
+    given, runs first in the child (to confine it further)."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read_end)
+            _child(code, out.fileno(), err.fileno(), write_end, memory_mb, boundary)
+        os.close(write_end)
+        raw, status = _collect(pid, read_end, timeout)
+        fields = _outcome(raw, status, timeout)
+        fields["stdout"], fields["stderr"] = _read(out), _read(err)
+    duration = time.monotonic() - started
+    isolation = "confined" if boundary is not None else "none"
+    return LiveCheck(
+        duration=duration, ok=fields["status"] == "passed", isolation=isolation, **fields
+    )
+
+
+def _child(
+    code: str,
+    out_fd: int,
+    err_fd: int,
+    result_fd: int,
+    memory_mb: int | None,
+    boundary: Callable[[], None] | None,
+) -> None:
+    exit_code = 0
+    try:
+        # Objects the parent made are never collected here: a collection would touch (and
+        # so copy) every page of the parent's heap.
+        gc.freeze()
+        os.setsid()
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        # The parent's stream objects stay referenced, so no finalizer flushes what they
+        # had buffered into the child's output.
+        _KEPT.extend((sys.stdout, sys.stderr))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for name in [n for n in os.environ if is_secret_name(n)]:
+            del os.environ[name]
+        if boundary is not None:
+            boundary()
+        outcome = run_snippet(code, "<live-check>", memory_mb)
+    except BaseException as exc:  # the harness itself failed: still a result
+        outcome = {"status": "error", "exc_type": type(exc).__name__, "exc_message": str(exc)}
+        exit_code = 70
+    with contextlib.suppress(BaseException):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    try:
+        data = json.dumps(outcome).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(result_fd, view) :]
+        os.close(result_fd)  # the parent has the result before this process is torn down
+    except BaseException:
+        exit_code = 71
+    os._exit(exit_code)
+
+
+def _collect(pid: int, fd: int, timeout: float) -> tuple[bytes, int | None]:
+    """Read the child's result until it closes the pipe or the timeout passes (then kill
+    its whole session); returns (bytes read, wait status or None when it timed out)."""
+    deadline = time.monotonic() + timeout
+    chunks = []
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+        if timed_out:
+            _kill(pid)
+    raw = b"".join(chunks)
+    if not timed_out and raw.endswith(b"}"):
+        # A whole result came: tearing down a copy of a large process takes a while, and
+        # nothing waits for it; a thread reaps the child.
+        threading.Thread(target=os.waitpid, args=(pid, 0), daemon=True).start()
+        return raw, 0
+    _, status = os.waitpid(pid, 0)
+    return raw, None if timed_out else status
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # the child's session: whatever it started too
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _outcome(raw: bytes, status: int | None, timeout: float) -> dict[str, Any]:
+    if status is None:
+        return {
+            "status": "timed_out",
+            "exc_message": f"the live check ran past its {timeout:g} s timeout and was killed",
+        }
+    try:
+        outcome: dict[str, Any] = json.loads(raw)
+    except ValueError:
+        how = (
+            f"signal {signal.Signals(os.WTERMSIG(status)).name}"
+            if os.WIFSIGNALED(status)
+            else f"exit code {os.waitstatus_to_exitcode(status)}"
+        )
+        return {"status": "crashed", "exc_message": f"the live check died ({how})"}
+    keep = ("status", "value_repr", "exc_type", "exc_message", "traceback")
+    return {k: outcome[k] for k in keep if k in outcome}
+
+
+def _read(handle: Any) -> str:
+    handle.seek(0)
+    data: bytes = handle.read(_OUTPUT_LIMIT + 1)
+    text = data[:_OUTPUT_LIMIT].decode("utf-8", "replace")
+    return text + ("\n[... more output dropped]\n" if len(data) > _OUTPUT_LIMIT else "")
