@@ -27,6 +27,7 @@ from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError, ToolSchema
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.kernel._deadline import DeadlineExceeded, deadline
+from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime
 from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
@@ -158,6 +159,8 @@ def call(
     seconds = _effective_timeout(timeout, values)
     with limited_to(limit):
         text, is_error = _run(self, tool, values, seconds)
+    # no key value reaches the model, a transcript or another agent, in any encoding
+    text = Scrubber.current().text(text)
     return ToolResult(clip(text, limit, _more_hint), is_error=is_error)
 
 
