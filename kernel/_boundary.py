@@ -54,10 +54,12 @@ __all__ = [
     "kill_descendants",
     "prepare",
     "probe",
+    "protect_process",
     "readable_paths",
 ]
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
 SYSTEM_READABLE = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
@@ -322,6 +324,13 @@ def _has_capabilities() -> bool:
     except (OSError, StopIteration):
         return False
     return int(line.split()[1], 16) != 0
+
+
+def protect_process() -> bool:
+    """Make this process non-dumpable (Linux): its /proc files (environment, memory) are
+    closed to other processes of the same user, and no core dump holds its keys. False
+    where the platform cannot."""
+    return sys.platform.startswith("linux") and int(_libc.prctl(PR_SET_DUMPABLE, 0)) == 0
 
 
 def become_subreaper() -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._child import OverlayModule
+from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import ModuleRegistry
@@ -24,12 +25,15 @@ class Checks:
     _history: History
     _sandbox: Sandbox | None
     keep_runs: int
+    check_settings: CheckSettings
 
     @property
     def sandbox(self) -> Sandbox:
         """The sandbox (its template process starts on first use)."""
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.project_root, keep_runs=self.keep_runs)
+            self._sandbox = Sandbox(
+                self.project_root, keep_runs=self.keep_runs, settings=self.check_settings
+            )
         return self._sandbox
 
     def overlay(self) -> list[OverlayModule]:
@@ -48,9 +52,16 @@ class Checks:
         ]
 
     def verify(
-        self, code: str, *, timeout: float = 30.0, memory_mb: int | None = None
+        self,
+        code: str,
+        *,
+        timeout: float = 30.0,
+        memory_mb: int | None = None,
+        network: bool | None = None,
     ) -> RunResult:
-        """Run a snippet in a sandboxed child that carries the overlay.
+        """Run a snippet in a sandboxed child that carries the overlay, inside the check
+        boundary (writes only to its scratch folder; TCP only with `network=True` or the
+        `sandbox.network` setting).
 
         Example::
 
@@ -59,7 +70,12 @@ class Checks:
         """
         carried = self._carried()
         result = self.sandbox.verify(
-            code, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
+            code,
+            self.overlay(),
+            [c.id for c in carried],
+            timeout=timeout,
+            memory_mb=memory_mb,
+            network=network,
         )
         self._mark(result, carried)
         return result
@@ -70,11 +86,18 @@ class Checks:
         *,
         timeout: float = 300.0,
         memory_mb: int | None = None,
+        network: bool | None = None,
     ) -> RunResult:
-        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay."""
+        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay,
+        inside the same boundary as `verify`."""
         carried = self._carried()
         result = self.sandbox.run_tests(
-            args, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
+            args,
+            self.overlay(),
+            [c.id for c in carried],
+            timeout=timeout,
+            memory_mb=memory_mb,
+            network=network,
         )
         self._mark(result, carried)
         return result

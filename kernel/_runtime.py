@@ -20,6 +20,7 @@ from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
     ModuleRecord,
@@ -66,10 +67,12 @@ class Runtime(Checks, Persistence, VirtualModules):
         *,
         allow_kernel_patches: bool = False,
         keep_runs: int = 50,
+        check_settings: CheckSettings | None = None,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self.allow_kernel_patches = allow_kernel_patches
         self.keep_runs = keep_runs
+        self.check_settings = check_settings or CheckSettings()
         self._sandbox: Sandbox | None = None
         self._init_persistence()
         self.registry = ModuleRegistry()

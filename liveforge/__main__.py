@@ -13,6 +13,7 @@ import sys
 
 import liveforge
 from liveforge.cli._common import CommandError, ExitCode, emit_error
+from liveforge.kernel._boundary import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
 COMMAND_MODULES = ["chat", "demo", "run", "reading", "checking", "mcp"]
@@ -36,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the process exit code."""
+    """Run the command line; returns the process exit code.
+
+    Run as a program (no `argv`), the process first makes itself non-dumpable: no check,
+    and no other process of the user, can read its environment (API keys) or memory
+    through /proc."""
+    if argv is None:
+        protect_process()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

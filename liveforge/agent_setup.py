@@ -63,17 +63,17 @@ def build_agent(
     is a session id or "latest". Resuming re-applies the session's unpersisted changes to
     the runtime; `agent.session.extra["restored"]` says how each one went.
     """
-    root = Path(project_root).resolve()
-    if provider is None:
-        from liveforge.config import build_provider, load_config
+    from liveforge.config import build_provider, load_config
 
-        config = load_config(root, env)
+    root = Path(project_root).resolve()
+    config = load_config(root, env)
+    if provider is None:
         provider = build_provider(config, env)
         settings = settings or config.agent_settings()
         context = context or config.context
     settings = settings or AgentSettings()
     context = context or ContextSettings()
-    runtime = runtime or Runtime(project_root=root)
+    runtime = runtime or Runtime(project_root=root, check_settings=config.sandbox.settings(root))
     secrets = known_secrets(provider, env)
     session = (
         Session.open(root, resume, secrets=secrets)

@@ -34,6 +34,7 @@ def register(commands: Any) -> None:
     _patch_args(verify)
     verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
     verify.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    _network_arg(verify)
     add_common(verify)
     verify.set_defaults(handler=_verify)
 
@@ -45,6 +46,7 @@ def register(commands: Any) -> None:
     )
     _patch_args(test)
     test.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    _network_arg(test)
     test.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -61,6 +63,16 @@ def register(commands: Any) -> None:
     runs.add_argument("run_id", nargs="?", metavar="ID", help="a run id from the listing")
     add_common(runs)
     runs.set_defaults(handler=_runs)
+
+
+def _network_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        default=None,
+        help="let the check open TCP connections (off by default; `network = true` under "
+        "[tool.liveforge.sandbox] turns it on for every check)",
+    )
 
 
 def _patch_args(parser: argparse.ArgumentParser) -> None:
@@ -132,14 +144,16 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "--patch TARGET=FILE (then each patched module is imported)."
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
-    return _report(args, rt, changes, rt.verify(code, timeout=args.timeout))
+    result = rt.verify(code, timeout=args.timeout, network=args.network)
+    return _report(args, rt, changes, result)
 
 
 def _test(args: argparse.Namespace) -> int:
     pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
     with open_runtime(args) as rt:
         changes = apply_patches(rt, args.patch)
-        return _report(args, rt, changes, rt.run_tests(pytest_args, timeout=args.timeout))
+        result = rt.run_tests(pytest_args, timeout=args.timeout, network=args.network)
+        return _report(args, rt, changes, result)
 
 
 def _runs(args: argparse.Namespace) -> int:
