@@ -199,9 +199,11 @@ class Sandbox:
             started_at, started = utc_now(), time.monotonic()
             scratch = self.scratch.folder(run_id)
             try:
-                policy = policy_for(
-                    self.settings, self.readable(), self.scratch.root, scratch, **options
+                readable = (
+                    *self.readable(),
+                    *_named_paths(payload.get("args") or [], self.project_root),
                 )
+                policy = policy_for(self.settings, readable, self.scratch.root, scratch, **options)
                 request = self._request(run_id, kind, payload, modules, policy)
                 template = self._template_for([m.name for m in modules])
             except SandboxError:
@@ -369,6 +371,20 @@ def _write_record(
     described["overlay"] = [m.name for m in modules]
     text = json.dumps(described, indent=1)
     (folder / "request.json").write_text(scrubber.text(text), encoding="utf-8")
+
+
+def _named_paths(args: list[str], root: Path) -> list[str]:
+    """Folders holding the files and folders a pytest run names: a check may read what it
+    was asked to run, also outside the project (pytest lists the folder above a named one
+    to collect it)."""
+    found = []
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        path = (root / arg.split("::")[0]).resolve()
+        if path.exists() and not path.is_relative_to(root):
+            found.append(str(path.parent))
+    return found
 
 
 def _keep_junit(scratch: Path, folder: Path, scrubber: Scrubber) -> None:

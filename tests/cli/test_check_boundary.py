@@ -96,14 +96,16 @@ def _descendants(root: int) -> set[int]:
 
 
 def _with_marker(marker: str) -> set[int]:
+    """The `sleep MARKER` processes."""
     pids = set()
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if marker in Path(f"/proc/{name}/cmdline").read_text():
-                    pids.add(int(name))
+                argv = Path(f"/proc/{name}/cmdline").read_text().split("\0")
             except OSError:
                 continue
+            if argv[0].endswith("sleep") and marker in argv:
+                pids.add(int(name))
     return pids
 
 
