@@ -76,3 +76,6 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40
     assert config.context is not None and "work-vllm" in config.providers
+    settings = config.sandbox.settings(tmp_path)
+    assert settings.cpu_seconds == 60 and not settings.network
+    assert settings.readable == (str((tmp_path / "../shared-data").resolve()),)
