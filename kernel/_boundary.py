@@ -205,6 +205,7 @@ def apply_boundary(policy: BoundaryPolicy, prepared: int | None = None) -> dict[
     report.landlock_abi = abi
     if abi:
         report.isolation = "landlock"
+        report.writable += [*DEVICE_FOLDERS, "device files: " + " ".join(DEVICES)]
         report.signals_scoped = abi >= 6
         if abi < 6:
             report.notes.append("signals are not scoped: Landlock ABI < 6")

@@ -294,12 +294,9 @@ def run_pytest(args: list[str], scratch: Path) -> dict[str, Any]:
     if isinstance(getattr(workermanage, "_sys_path", None), list):
         workermanage._sys_path[:] = sys.path  # type: ignore[union-attr]
     collector = PytestCollector()
-    full_args = [
-        *args,
-        f"--junitxml={scratch / JUNIT}",
-        "-o",
-        f"cache_dir={scratch / '.pytest_cache'}",
-    ]
+    full_args = [*args, f"--junitxml={scratch / JUNIT}"]
+    if "no:cacheprovider" not in args:
+        full_args += ["-o", f"cache_dir={scratch / '.pytest_cache'}"]
     try:
         code = int(pytest.main(full_args, plugins=[collector]))
     except BaseException as exc:

@@ -74,8 +74,9 @@ class Boundary(BaseModel):
         if self.isolation == "none":
             head = f"isolation: none ({self.reason})"
         else:
+            folders = [w for w in self.writable if not w.startswith(("/dev/", "device "))]
             head = f"isolation: landlock ABI {self.landlock_abi}; writes only " + ", ".join(
-                self.writable
+                folders + ["devices"] * (len(folders) < len(self.writable))
             )
         parts = [head, "network on" if self.network else "network off"]
         limits = [f"{k} {v:g}" for k, v in self.limits.items() if v is not None]
