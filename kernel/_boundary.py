@@ -35,17 +35,21 @@ from pathlib import Path
 from typing import Any
 
 if __package__:  # imported as liveforge.kernel._boundary
-    from liveforge.kernel import _landlock
+    from liveforge.kernel import _landlock, _seccomp
 else:  # loaded by file path in a sandbox template, which never imports liveforge
     import importlib.util
 
-    _spec = importlib.util.spec_from_file_location(
-        "_liveforge_sandbox_landlock", Path(__file__).with_name("_landlock.py")
-    )
-    assert _spec is not None and _spec.loader is not None
-    _landlock = importlib.util.module_from_spec(_spec)
-    sys.modules[_spec.name] = _landlock
-    _spec.loader.exec_module(_landlock)
+    def _sibling(name: str) -> Any:
+        spec = importlib.util.spec_from_file_location(
+            f"_liveforge_sandbox{name}", Path(__file__).with_name(f"{name}.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    _landlock, _seccomp = _sibling("_landlock"), _sibling("_seccomp")
 
 __all__ = [
     "BoundaryPolicy",
@@ -212,8 +216,10 @@ def apply_boundary(policy: BoundaryPolicy, prepared: int | None = None) -> dict[
         if abi < 4 and not policy.network:
             report.network = True
             report.notes.append("network is not restricted: Landlock ABI < 4")
+        elif not policy.network and _seccomp.deny_non_tcp_sockets():
+            report.notes.append("network off: no TCP (Landlock), no UDP or raw sockets (seccomp)")
         elif not policy.network:
-            report.notes.append("network off: TCP bind and connect are denied")
+            report.notes.append("network off for TCP only: UDP sockets are not filtered here")
     else:
         report.reason = reason
         report.network = True

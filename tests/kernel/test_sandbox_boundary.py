@@ -145,6 +145,14 @@ def test_tcp_to_a_loopback_listener_is_denied_unless_asked_for(sandbox: Sandbox)
     assert accepted
 
 
+def test_udp_and_sctp_sockets_are_denied_with_the_network_off(sandbox: Sandbox) -> None:
+    """Landlock covers TCP; the rest of the internet protocols are refused by seccomp."""
+    denied(sandbox, "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM)")
+    denied(sandbox, "import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_STREAM, 132)")
+    local = sandbox.verify("import socket\nsocket.socketpair()[0].close()")
+    assert local.ok, local.summary()
+
+
 def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
     sandbox: Sandbox,
 ) -> None:
