@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -182,7 +183,8 @@ def serve(sock_fd: int) -> None:
         channel.send({"pid": pid})
         status = _wait_child(pid, channel)
         boundary.kill_descendants()  # whatever the run left behind, wherever it went
-        if status is None:  # the client is gone: nobody will read a result
+        if status is None:  # the client is gone: nobody will read a result, nor clean up
+            shutil.rmtree(request["boundary"]["scratch"], ignore_errors=True)
             return
         channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
 
