@@ -15,6 +15,7 @@ from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import ModuleRegistry
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 
 class Checks:
@@ -55,7 +56,7 @@ class Checks:
         self,
         code: str,
         *,
-        timeout: float = 30.0,
+        timeout: float = VERIFY_TIMEOUT,
         memory_mb: int | None = None,
         network: bool | None = None,
     ) -> RunResult:
@@ -84,7 +85,7 @@ class Checks:
         self,
         args: Sequence[str] | None = None,
         *,
-        timeout: float = 300.0,
+        timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
         network: bool | None = None,
     ) -> RunResult:

@@ -49,6 +49,7 @@ from liveforge.kernel._records import (
 from liveforge.kernel._runner import RunExit, run_child
 from liveforge.kernel._secrets import Scrubber, without_secrets
 from liveforge.kernel._template import TemplateProcess
+from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
 __all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]
@@ -75,7 +76,7 @@ class Sandbox:
         self,
         project_root: str | Path,
         runs_dir: str | Path | None = None,
-        keep_runs: int = 50,
+        keep_runs: int = KEEP_RUNS,
         *,
         preload: Sequence[str] = (),
         output_cap: int | None = None,
@@ -108,7 +109,7 @@ class Sandbox:
         overlay: Iterable[OverlayModule] = (),
         change_ids: Sequence[str] = (),
         *,
-        timeout: float = 30.0,
+        timeout: float = VERIFY_TIMEOUT,
         memory_mb: int | None = None,
         network: bool | None = None,
         cpu_seconds: float | None = None,
@@ -131,7 +132,7 @@ class Sandbox:
         overlay: Iterable[OverlayModule] = (),
         change_ids: Sequence[str] = (),
         *,
-        timeout: float = 300.0,
+        timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
         network: bool | None = None,
         cpu_seconds: float | None = None,

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 from cli_support import cli_env, run_cli
 
-from liveforge.cli._common import open_toolbox
+from liveforge.agent_setup import open_toolbox
 from liveforge.kernel import Runtime
 from liveforge.kernel._boundary import probe
 
