@@ -75,7 +75,15 @@ PROC_READABLE = (
 ETC_HIDDEN = frozenset(
     "shadow shadow- gshadow gshadow- ssh sudoers sudoers.d security ssl/private".split()
 )
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+)
 DEVICE_FOLDERS = ("/dev/shm", "/dev/pts")  # POSIX semaphores (multiprocessing) and ptys
 
 
@@ -259,9 +267,13 @@ def _set_limits(policy: BoundaryPolicy, notes: list[str]) -> dict[str, Any]:
         "processes": policy.processes,
     }
     if policy.memory_mb is not None:
-        with open("/proc/self/statm") as statm:
-            current = int(statm.read().split()[0]) * resource.getpagesize()
-        _hard_limit(resource.RLIMIT_AS, current + policy.memory_mb * 1024 * 1024)
+        try:
+            with open("/proc/self/statm") as statm:
+                current = int(statm.read().split()[0]) * resource.getpagesize()
+        except OSError:  # inside another check's boundary, which keeps its own limit
+            notes.append("memory: /proc/self is closed here; the enclosing limit applies")
+        else:
+            _hard_limit(resource.RLIMIT_AS, current + policy.memory_mb * 1024 * 1024)
     if policy.cpu_seconds is not None:
         used = sum(os.times()[:2])
         seconds = max(1, int(used + policy.cpu_seconds + 0.999))

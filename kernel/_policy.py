@@ -33,7 +33,7 @@ class CheckSettings:
     """
 
     network: bool = False
-    memory_mb: int | None = 1024
+    memory_mb: int | None = 2048
     cpu_seconds: float | None = None
     processes: int | None = None
     output_bytes: int = 1 << 20

@@ -84,7 +84,7 @@ class Sandbox:
     ) -> None:
         """`preload` names extra modules the template imports ahead of time (besides the
         libraries the parent has loaded); `settings` are the checks' boundary and limits
-        (network off, 1 GiB of memory by default); `output_cap` overrides its
+        (network off, 2 GiB of memory by default); `output_cap` overrides its
         `output_bytes`, the cap of each captured stream's file."""
         self.project_root = Path(project_root).resolve()
         self.store = RunStore(

@@ -125,7 +125,7 @@ class SandboxConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     network: bool = False
     """Let checks open TCP connections (test suites that need loopback servers)."""
-    memory_mb: int | None = Field(default=1024, gt=0)
+    memory_mb: int | None = Field(default=2048, gt=0)
     """Address space a check may add to the sandbox template's, MiB; null: no limit."""
     cpu_seconds: float | None = Field(default=None, gt=0)
     """CPU time of a check's process; null: only the wall-clock timeout."""
