@@ -27,7 +27,7 @@ from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
-from liveforge.kernel._secrets import is_secret_name
+from liveforge.kernel._secrets import is_secret_name, register_secrets
 
 __all__ = ["build_agent", "known_secrets", "open_toolbox"]
 
@@ -75,6 +75,7 @@ def build_agent(
     context = context or ContextSettings()
     runtime = runtime or Runtime(project_root=root, check_settings=config.sandbox.settings(root))
     secrets = known_secrets(provider, env)
+    register_secrets(secrets)  # tool results and sandbox runs keep them out as well
     session = (
         Session.open(root, resume, secrets=secrets)
         if resume
