@@ -62,6 +62,7 @@ __all__ = [
     "readable_paths",
 ]
 
+LINUX = sys.platform.startswith("linux")
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
@@ -136,7 +137,7 @@ class _Report:
 
 def probe() -> tuple[int, str | None]:
     """The Landlock ABI this platform offers and, when it is 0, why there is none."""
-    if not sys.platform.startswith("linux"):
+    if not LINUX:
         return 0, f"no Landlock on {sys.platform}: checks run without a file-system boundary"
     abi = _landlock.landlock_abi()
     if abi == 0:
@@ -198,7 +199,7 @@ def apply_boundary(policy: BoundaryPolicy, prepared: int | None = None) -> dict[
     ruleset is built here."""
     report = _Report(writable=policy.writable_paths(), network=policy.network)
     report.limits = _set_limits(policy, report.notes)
-    if policy.parent_pid is not None:
+    if policy.parent_pid is not None and LINUX:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != policy.parent_pid:  # it died before the signal was armed
             os._exit(0)
@@ -325,7 +326,7 @@ _CAP_V3 = 0x20080522
 def _drop_capabilities() -> None:
     """No capabilities now or after exec: root keeps its uid but loses its overrides (raising
     hard limits, reading other processes' memory, ignoring file modes)."""
-    if os.geteuid() != 0 and not _has_capabilities():
+    if not LINUX or (os.geteuid() != 0 and not _has_capabilities()):
         return
     cap = 0
     while _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 or ctypes.get_errno() != errno.EINVAL:
@@ -349,13 +350,13 @@ def protect_process() -> bool:
     """Make this process non-dumpable (Linux): its /proc files (environment, memory) are
     closed to other processes of the same user, and no core dump holds its keys. False
     where the platform cannot."""
-    return sys.platform.startswith("linux") and int(_libc.prctl(PR_SET_DUMPABLE, 0)) == 0
+    return LINUX and int(_libc.prctl(PR_SET_DUMPABLE, 0)) == 0
 
 
 def become_subreaper() -> bool:
     """Make orphaned descendants of this process its children (not init's), so
     `kill_descendants` can find them; False where the platform cannot."""
-    return sys.platform.startswith("linux") and int(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1)) == 0
+    return LINUX and int(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1)) == 0
 
 
 def kill_descendants(timeout: float = 2.0) -> int:
