@@ -201,6 +201,18 @@ def test_a_busy_loop_hits_the_cpu_limit(places: Places) -> None:
     assert result.boundary is not None and result.boundary.hit == ["cpu"]
 
 
+def test_the_process_limit_is_applied_or_says_why_not(places: Places) -> None:
+    """Forking past the limit fails for a normal user; root is exempt, and the record says so."""
+    code = "import os\nfor _ in range(40):\n    if os.fork() == 0:\n        os._exit(0)"
+    with Sandbox(places.project, settings=CheckSettings(processes=20)) as box:
+        result = box.verify(code)
+    assert result.boundary is not None and result.boundary.limits["processes"] == 20
+    if os.geteuid() == 0:
+        assert any("does not bind root" in note for note in result.boundary.notes)
+    else:
+        assert result.exc_type == "BlockingIOError" and result.boundary.hit == ["processes"]
+
+
 def test_closed_std_streams_still_give_a_result(sandbox: Sandbox) -> None:
     result = sandbox.verify("import os, sys\nprint('early', flush=True)\nos.close(1)\nos.close(2)")
     assert result.ok and result.stdout == "early\n"
