@@ -73,9 +73,13 @@ PROC_READABLE = (
     "cpuinfo meminfo stat loadavg uptime version filesystems mounts sys cgroups swaps "
     "vmstat zoneinfo pressure diskstats partitions devices crypto"
 ).split()
-ETC_HIDDEN = frozenset(
-    "shadow shadow- gshadow gshadow- ssh sudoers sudoers.d security ssl/private".split()
-)
+ETC_HIDDEN = frozenset("shadow shadow- gshadow gshadow- ssh sudoers sudoers.d security".split())
+# what programs commonly read in /etc, for a check inside another check (which cannot list it)
+ETC_COMMON = (
+    "ssl ca-certificates pki crypto-policies alternatives localtime timezone zoneinfo "
+    "resolv.conf hosts host.conf gai.conf nsswitch.conf passwd group protocols services "
+    "mime.types os-release ld.so.cache ld.so.conf ld.so.conf.d"
+).split()
 DEVICES = (
     "/dev/null",
     "/dev/zero",
@@ -254,11 +258,24 @@ def _within(path: str, folder: str) -> bool:
 
 
 def _etc_entries() -> list[str]:
+    """/etc, entry by entry, without password hashes, ssh keys, sudo rules or private TLS
+    keys (a rule cannot exclude what lies beneath a granted folder)."""
     try:
         names = os.listdir("/etc")
     except OSError:
-        return []
-    return [f"/etc/{name}" for name in names if name not in ETC_HIDDEN]
+        names = ETC_COMMON
+    paths = []
+    for name in names:
+        if name in ETC_HIDDEN:
+            continue
+        if name != "ssl":
+            paths.append(f"/etc/{name}")
+            continue
+        try:
+            paths += [f"/etc/ssl/{n}" for n in os.listdir("/etc/ssl") if n != "private"]
+        except OSError:
+            paths.append("/etc/ssl/certs")
+    return paths
 
 
 def _set_limits(policy: BoundaryPolicy, notes: list[str]) -> dict[str, Any]:

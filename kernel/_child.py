@@ -382,6 +382,8 @@ def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
         os.close(prepared)
     for name in ("TMPDIR", "TEMP", "TMP"):
         os.environ[name] = policy.scratch
+    # caches (jedi, pip, ...) go to the scratch too: ~/.cache is outside the boundary
+    os.environ["XDG_CACHE_HOME"] = os.path.join(policy.scratch, ".cache")
     import tempfile
 
     tempfile.tempdir = None  # the template may have cached the old answer

@@ -117,7 +117,16 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _proc_visible() -> bool:
+    try:
+        Path("/proc/1/stat").read_text()
+    except OSError:  # e.g. this suite runs inside a check's boundary
+        return False
+    return True
+
+
 @pytest.mark.skipif(probe()[0] < 1, reason="needs Linux with Landlock")
+@pytest.mark.skipif(not _proc_visible(), reason="needs to see other processes in /proc")
 def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(sample: Path) -> None:
     marker = f"300.{uuid.uuid4().int % 10**9}"
     code = textwrap.dedent(f"""

@@ -121,6 +121,15 @@ def test_the_environment_of_ancestors_is_unreadable(
     assert "sk-fake" not in message
 
 
+def test_credentials_on_the_machine_are_unreadable(sandbox: Sandbox) -> None:
+    """Password hashes, private TLS keys and the home folder stay out of reach, root or not."""
+    denied(sandbox, "open('/etc/shadow').read()")
+    for folder in ("/etc/ssl/private", "~"):
+        if os.path.isdir(os.path.expanduser(folder)):
+            denied(sandbox, f"import os\nos.listdir(os.path.expanduser({folder!r}))")
+    assert sandbox.verify("open('/etc/ssl/certs/ca-certificates.crt').read(1)").ok
+
+
 def test_signals_to_the_parent_and_the_front_end_are_denied(sandbox: Sandbox) -> None:
     template = sandbox.template_pid
     denied(sandbox, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
