@@ -300,7 +300,10 @@ def _set_limits(policy: BoundaryPolicy, notes: list[str]) -> dict[str, Any]:
     if policy.processes is not None:
         if os.geteuid() == 0:
             notes.append("the process limit does not bind root (the kernel exempts uid 0)")
-        _hard_limit(resource.RLIMIT_NPROC, _user_processes() + policy.processes)
+        try:
+            _hard_limit(resource.RLIMIT_NPROC, _user_processes() + policy.processes)
+        except OSError:  # inside another check's boundary /proc cannot be listed
+            notes.append("processes: /proc is closed here; the enclosing limit applies")
     return limits
 
 
@@ -314,7 +317,7 @@ def _hard_limit(which: int, value: int) -> None:
 def _user_processes() -> int:
     """Processes (threads count too) of this user now: RLIMIT_NPROC counts all of them."""
     uid, count = os.getuid(), 0
-    for name in os.listdir("/proc"):
+    for name in os.listdir("/proc"):  # OSError when /proc cannot be listed
         if name.isdigit():
             try:
                 if os.stat(f"/proc/{name}").st_uid == uid:
