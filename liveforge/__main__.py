@@ -16,7 +16,7 @@ from liveforge.cli._common import CommandError, ExitCode, emit_error
 from liveforge.kernel._boundary import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
-COMMAND_MODULES = ["chat", "demo", "run", "reading", "checking", "mcp"]
+COMMAND_MODULES = ["chat", "demo", "run", "reading", "checking", "mcp", "serve"]
 """Modules of liveforge.cli, in help order; each has `register(commands)`."""
 
 

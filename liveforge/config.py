@@ -27,6 +27,10 @@ Example pyproject.toml::
     [tool.liveforge.retry]
     max_attempts = 5
 
+    [tool.liveforge.permissions]
+    mode = "auto-edit"
+    deny = ["execute"]
+
 Secrets come from the environment only, never from files: each provider reads the
 variables listed in its `api_key_env` (built-ins: ANTHROPIC_API_KEY / OPENAI_API_KEY, plus
 comma-separated extra keys in ANTHROPIC_API_KEYS / OPENAI_API_KEYS). Keys are held as
@@ -47,13 +51,16 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
+from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
+from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._secrets import register_secrets
 from liveforge.kernel.errors import ConfigError
 
 __all__ = [
     "LiveforgeConfig",
+    "PermissionsConfig",
     "ProviderConfig",
     "SandboxConfig",
     "build_provider",
@@ -148,6 +155,25 @@ class SandboxConfig(BaseModel):
         return CheckSettings(**fields)
 
 
+class PermissionsConfig(BaseModel):
+    """`[tool.liveforge.permissions]`: which tool calls run, ask first, or are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mode: Mode | None = None
+    """read-only, ask, auto-edit or full-auto; unset: the front end's default (ask)."""
+    allow: list[str] = Field(default_factory=list)
+    """Tools that run without asking, whatever the mode."""
+    ask: list[str] = Field(default_factory=list)
+    """Tools that ask first (unless denied or allowed)."""
+    deny: list[str] = Field(default_factory=list)
+    """Tools that never run; wins over `allow`."""
+
+    def policy(self, mode: Mode | None = None) -> Policy:
+        """The policy: `mode` if given (a command-line choice), else the configured one."""
+        rules = Rules(allow=tuple(self.allow), ask=tuple(self.ask), deny=tuple(self.deny))
+        return Policy(mode=mode or self.mode or "ask", rules=rules)
+
+
 class LiveforgeConfig(BaseModel):
     """The validated `[tool.liveforge]` table."""
 
@@ -169,6 +195,12 @@ class LiveforgeConfig(BaseModel):
     """Context window and compaction (`[tool.liveforge.context]`)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """The check boundary: network, limits, extra paths (`[tool.liveforge.sandbox]`)."""
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    """Permission mode and per-tool rules (`[tool.liveforge.permissions]`)."""
+    gateway: GatewaySettings | None = None
+    """`liveforge serve`: approvals and the Telegram channel (`[tool.liveforge.gateway]`)."""
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    """Scheduled runs of the gateway (`[[tool.liveforge.schedule]]`)."""
 
     @field_validator("model")
     @classmethod
