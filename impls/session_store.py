@@ -30,6 +30,7 @@ from liveforge.declarations.session import (
     sessions_dir,
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
+from liveforge.kernel._secrets import MIN_SECRET, REDACTED, Scrubber
 
 __all__ = [
     "REDACTED",
@@ -42,9 +43,6 @@ __all__ = [
 ]
 
 
-REDACTED = "[redacted]"
-_MIN_SECRET = 8
-"""Shorter values are not scrubbed: they would match ordinary text."""
 _CHARS_PER_TOKEN = 3.5
 
 
@@ -56,15 +54,13 @@ def estimate_tokens(message: Message) -> int:
 
 def secret_values(secrets: list[str]) -> list[str]:
     """The values worth scrubbing, longest first (so no secret is half-replaced)."""
-    return sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+    return sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True)
 
 
 def scrub_text(text: str, secrets: list[str]) -> str:
-    """`text` with every value of `secrets` (as from `secret_values`) replaced by REDACTED."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
+    """`text` with every value of `secrets` replaced by REDACTED, in every encoding a
+    program might print it in (repr and JSON escapes, URL-encoding, base64, hex)."""
+    return Scrubber.of(secrets).text(text)
 
 
 def _new_id() -> str:

@@ -31,6 +31,7 @@ from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionErro
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.impls.approvals import in_tool_call, refusal
 from liveforge.kernel._deadline import DeadlineExceeded, deadline
+from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime, using_services
 from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
@@ -171,6 +172,8 @@ def call(
     writes = approved() if tool.effect == "write" else contextlib.nullcontext()
     with limited_to(limit), in_tool_call(), writes:
         text, is_error = _run(self, tool, values, seconds)
+    # no key value reaches the model, a transcript or another agent, in any encoding
+    text = Scrubber.current().text(text)
     return ToolResult(_news(self) + clip(text, limit, _more_hint), is_error=is_error)
 
 

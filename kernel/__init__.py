@@ -8,6 +8,7 @@ from liveforge.kernel import _forward
 from liveforge.kernel._changes import Change, ChangeStatus
 from liveforge.kernel._execute import ExecutionResult
 from liveforge.kernel._forward import ImplSignatureError
+from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._runtime import Runtime
 from liveforge.kernel.errors import (
     ChangeError,
@@ -40,6 +41,7 @@ __all__ = [
     "Change",
     "ChangeError",
     "ChangeStatus",
+    "CheckSettings",
     "ConfigError",
     "ExecutionResult",
     "ExecutionTimeout",

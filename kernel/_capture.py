@@ -4,13 +4,17 @@ The parent reads the child's stdout/stderr pipes chunk by chunk. The first `head
 the file as they arrive; after that only the last `tail_bytes` are kept in a ring, and the
 dropped middle is replaced by a marker when the sink is closed. The parent therefore never
 holds more than `tail_bytes` (plus a small excerpt) of a run's output, however much the child
-prints. The file is created on the first byte: a silent stream leaves no file.
+prints. The file is created on the first byte: a silent stream leaves no file. With a
+`Scrubber`, secret values are replaced before any byte reaches the file or memory (the last
+few bytes wait for the next chunk, so a value split across chunks is caught too).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import BinaryIO
+
+from liveforge.kernel._secrets import Scrubber
 
 MARKER = "\n[... liveforge truncated {dropped} bytes of output ...]\n"
 EXCERPT = 32 << 10
@@ -20,7 +24,12 @@ class CappedSink:
     """Writes a stream to `path`, keeping its head and tail and dropping the middle."""
 
     def __init__(
-        self, path: Path, *, head_bytes: int = 1 << 20, tail_bytes: int = 64 << 10
+        self,
+        path: Path,
+        *,
+        head_bytes: int = 1 << 20,
+        tail_bytes: int = 64 << 10,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self.path = path
         self.head_bytes = head_bytes
@@ -30,13 +39,26 @@ class CappedSink:
         self.tail = bytearray()
         self.dropped = 0
         self.memory: bytearray | None = bytearray()  # the whole stream while it is short
+        self.scrubber = scrubber if scrubber else None
+        self.held = b""  # scrubbed bytes that may still begin a secret
 
     def write(self, chunk: bytes) -> None:
         """Take the next chunk of the stream."""
+        if self.scrubber is None:
+            self._take(chunk)
+            return
+        data = self.scrubber.bytes(self.held + chunk)
+        keep = self.scrubber.longest - 1
+        self.held = data[-keep:] if keep else b""
+        self._take(data[: len(data) - len(self.held)])
+
+    def _take(self, chunk: bytes) -> None:
         if self.memory is not None:
             self.memory += chunk
             if len(self.memory) > EXCERPT:
                 self.memory = None
+        if not chunk:
+            return
         if self.file is None:
             self.file = self.path.open("wb")
         room = self.head_bytes - self.written
@@ -60,6 +82,9 @@ class CappedSink:
 
     def close(self) -> None:
         """Write the marker and the kept tail, and close the file."""
+        if self.held:
+            held, self.held = self.held, b""
+            self._take(held)
         if self.file is None or self.file.closed:
             return
         if self.dropped:

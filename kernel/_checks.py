@@ -13,6 +13,7 @@ from pathlib import Path
 from liveforge.kernel import _livefork
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._child import OverlayModule
+from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import ModuleRegistry
@@ -28,12 +29,15 @@ class Checks:
     _history: History
     _sandbox: Sandbox | None
     keep_runs: int
+    check_settings: CheckSettings
 
     @property
     def sandbox(self) -> Sandbox:
         """The sandbox (its template process starts on first use)."""
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.project_root, keep_runs=self.keep_runs)
+            self._sandbox = Sandbox(
+                self.project_root, keep_runs=self.keep_runs, settings=self.check_settings
+            )
         return self._sandbox
 
     def overlay(self) -> list[OverlayModule]:
@@ -58,11 +62,14 @@ class Checks:
         timeout: float = VERIFY_TIMEOUT,
         memory_mb: int | None = None,
         live: bool | None = None,
+        network: bool | None = None,
     ) -> RunResult:
-        """Run a snippet in a sandboxed child that imports the overlay fresh and, where the
-        platform can fork (`live` None: by default; True: required; False: skipped), in a
-        fork of this live process too. When the two disagree the result is not ok, says so
-        (`divergent`), and the changes it carried are marked divergent.
+        """Run a snippet in a sandboxed child that imports the overlay fresh, inside the check
+        boundary (writes only to its scratch folder; TCP only with `network=True` or the
+        `sandbox.network` setting) and, where the platform can fork (`live` None: by
+        default; True: required; False: skipped), in a fork of this live process too. When
+        the two disagree the result is not ok, says so (`divergent`), and the changes it
+        carried are marked divergent.
 
         Example::
 
@@ -76,7 +83,12 @@ class Checks:
             )
         carried = self._carried()
         result = self.sandbox.verify(
-            code, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
+            code,
+            self.overlay(),
+            [c.id for c in carried],
+            timeout=timeout,
+            memory_mb=memory_mb,
+            network=network,
         )
         if live is not False and _livefork.available():
             result = self._compare_live(result, code, timeout, memory_mb)
@@ -106,11 +118,18 @@ class Checks:
         *,
         timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
+        network: bool | None = None,
     ) -> RunResult:
-        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay."""
+        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay,
+        inside the same boundary as `verify`."""
         carried = self._carried()
         result = self.sandbox.run_tests(
-            args, self.overlay(), [c.id for c in carried], timeout=timeout, memory_mb=memory_mb
+            args,
+            self.overlay(),
+            [c.id for c in carried],
+            timeout=timeout,
+            memory_mb=memory_mb,
+            network=network,
         )
         self._mark(result, carried)
         return result

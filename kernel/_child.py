@@ -21,7 +21,6 @@ import importlib.util
 import json
 import linecache
 import os
-import resource
 import signal
 import sys
 import traceback
@@ -33,6 +32,7 @@ from typing import Any, NoReturn
 
 OVERLAY_MANIFEST = "overlay.json"
 OVERLAY_ENV = "LIVEFORGE_SANDBOX_OVERLAY"
+JUNIT = "junit.xml"
 REPR_LIMIT = 10_000
 MESSAGE_LIMIT = 2_000
 
@@ -229,42 +229,17 @@ def run_snippet(code: str, filename: str, memory_mb: int | None) -> dict[str, An
         tree = ast.parse(code, filename)  # a SyntaxError carries the snippet's own line
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         body = compile_source(tree, filename, "exec")
-        with _memory_limit(memory_mb):
-            exec(body, main.__dict__)
-            value = None
-            if isinstance(last, ast.Expr):
-                tail = compile_source(ast.Expression(last.value), filename, "eval")
-                value = eval(tail, main.__dict__)
+        exec(body, main.__dict__)
+        value = None
+        if isinstance(last, ast.Expr):
+            tail = compile_source(ast.Expression(last.value), filename, "eval")
+            value = eval(tail, main.__dict__)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are results too
         status = "failed" if isinstance(exc, AssertionError) else "error"
         if isinstance(exc, MemoryError) and memory_mb is not None:
             status = "killed_memory"
         return {"status": status, **_exception_info(exc)}
     return {"status": "passed", "value_repr": None if last is None else _safe_repr(value)}
-
-
-class _memory_limit:
-    """Cap the address space the run may add on top of the template's, then lift the cap."""
-
-    def __init__(self, memory_mb: int | None) -> None:
-        self.memory_mb = memory_mb
-        self.saved: tuple[int, int] | None = None
-
-    def __enter__(self) -> None:
-        if self.memory_mb is None:
-            return
-        with open("/proc/self/statm") as statm:
-            current = int(statm.read().split()[0]) * resource.getpagesize()
-        self.saved = resource.getrlimit(resource.RLIMIT_AS)
-        soft = current + self.memory_mb * 1024 * 1024
-        hard = self.saved[1]
-        if hard != resource.RLIM_INFINITY:
-            soft = min(soft, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            resource.setrlimit(resource.RLIMIT_AS, self.saved)
 
 
 class PytestCollector:
@@ -350,8 +325,9 @@ def _call_outcome(report: Any) -> str:
 PYTEST_STATUS = {0: "passed", 1: "failed", 5: "error"}
 
 
-def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[str, Any]:
-    """Run pytest in-process with the given arguments, junit XML into the record."""
+def run_pytest(args: list[str], scratch: Path) -> dict[str, Any]:
+    """Run pytest in-process with the given arguments; its junit XML and cache go to the
+    scratch folder (the project itself is read-only to a check)."""
     import pytest
 
     # pytest-xdist starts local workers with the sys.path it saw when it was imported (in the
@@ -360,10 +336,11 @@ def run_pytest(args: list[str], run_dir: Path, memory_mb: int | None) -> dict[st
     if isinstance(getattr(workermanage, "_sys_path", None), list):
         workermanage._sys_path[:] = sys.path  # type: ignore[union-attr]
     collector = PytestCollector()
-    full_args = [*args, f"--junitxml={run_dir / 'junit.xml'}"]
+    full_args = [*args, f"--junitxml={scratch / JUNIT}"]
+    if "no:cacheprovider" not in args:
+        full_args += ["-o", f"cache_dir={scratch / '.pytest_cache'}"]
     try:
-        with _memory_limit(memory_mb):
-            code = int(pytest.main(full_args, plugins=[collector]))
+        code = int(pytest.main(full_args, plugins=[collector]))
     except BaseException as exc:
         return {
             "status": "error",
@@ -421,10 +398,45 @@ def _flush_streams() -> None:
             pass
 
 
+def load_sibling(name: str) -> Any:
+    """A standard-library-only kernel module loaded by file path under a private name."""
+    private = f"_liveforge_sandbox{name}"
+    if private not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            private, Path(__file__).with_name(f"{name}.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[private] = module
+        spec.loader.exec_module(module)
+    return sys.modules[private]
+
+
+def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
+    """Apply the check boundary; temporary files go to the scratch folder from now on."""
+    boundary = load_sibling("_boundary")
+    policy = boundary.BoundaryPolicy.from_dict(
+        {**request["boundary"], "parent_pid": request.get("parent_pid")}
+    )
+    prepared = request.get("ruleset_fd")
+    report: dict[str, Any] = boundary.apply_boundary(policy, prepared)
+    if prepared is not None:
+        os.close(prepared)
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = policy.scratch
+    # caches (jedi, pip, ...) go to the scratch too: ~/.cache is outside the boundary
+    os.environ["XDG_CACHE_HOME"] = os.path.join(policy.scratch, ".cache")
+    import tempfile
+
+    tempfile.tempdir = None  # the template may have cached the old answer
+    return report
+
+
 def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int) -> NoReturn:
-    """Entry point of a forked child: apply the overlay, run, send the outcome as JSON on
-    `result_fd`, exit."""
+    """Entry point of a forked child: enter the boundary, apply the overlay, run, send the
+    outcome as JSON on `result_fd`, exit."""
     code = 0
+    report: dict[str, Any] | None = None
     try:
         os.set_inheritable(result_fd, False)
         _prepare_process(out_fd, err_fd)
@@ -433,16 +445,18 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
         os.environ.clear()
         os.environ.update(request["environ"])
         os.environ.update(request.get("env", {}))
+        report = _enter_boundary(request)
         install_overlay(OverlayModule(**entry) for entry in request["overlay"])
         if request["kind"] == "snippet":
             sys.argv = [request["filename"]]
             outcome = run_snippet(request["code"], request["filename"], request["memory_mb"])
         else:
             sys.argv = ["pytest", *request["args"]]
-            outcome = run_pytest(request["args"], Path(request["run_dir"]), request["memory_mb"])
+            outcome = run_pytest(request["args"], Path(request["boundary"]["scratch"]))
     except BaseException as exc:
         outcome = {"status": "error", "harness_error": True, **_exception_info(exc)}
         code = 70
+    outcome["boundary"] = report
     _flush_streams()
     try:
         _send_result(result_fd, outcome)

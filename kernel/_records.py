@@ -1,9 +1,12 @@
 """Sandbox run results and their records under `sandbox_runs/<run-id>/`.
 
-A record folder holds what ran (`request.json`, `code.py` or `args.json`), the overlay it
-carried (`overlay.json` + `overlay/<module>.py`), the captured `stdout.txt` / `stderr.txt`
-(capped), pytest's `junit.xml` and the final `result.json`. Run ids sort by creation time;
-`RunStore.prune` keeps the newest `keep` records.
+The folder is created with its own `.gitignore` (`*`), so `git status` stays clean, and each
+record is readable by its owner only. A record folder holds what ran (`request.json`,
+`code.py` or `args.json`), the overlay it carried (`overlay.json` + `overlay/<module>.py`),
+the captured `stdout.txt` / `stderr.txt` (capped), pytest's `junit.xml` and the final
+`result.json`, which also says what the check's boundary was (`RunResult.boundary`). Secret
+values are scrubbed from all of it. Run ids sort by creation time; `RunStore.prune` keeps
+the newest `keep` records.
 """
 
 from __future__ import annotations
@@ -87,6 +90,40 @@ def _plural(word: str, count: int) -> str:
     return word + "s" if word == "error" and count != 1 else word
 
 
+class Boundary(BaseModel):
+    """The boundary a run had: isolation level, what it could write, network, limits."""
+
+    isolation: Literal["landlock", "none"] = "none"
+    reason: str | None = Field(None, description="why there was no isolation")
+    landlock_abi: int = 0
+    writable: list[str] = Field(default_factory=list)
+    network: bool = True
+    signals_scoped: bool = False
+    limits: dict[str, float | None] = Field(default_factory=dict)
+    hit: list[str] = Field(
+        default_factory=list,
+        description="limits the run ran into: memory, cpu, processes, output, wall_time",
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    def line(self) -> str:
+        """One line for people and models."""
+        if self.isolation == "none":
+            head = f"isolation: none ({self.reason})"
+        else:
+            folders = [w for w in self.writable if not w.startswith(("/dev/", "device "))]
+            head = f"isolation: landlock ABI {self.landlock_abi}; writes only " + ", ".join(
+                folders + ["devices"] * (len(folders) < len(self.writable))
+            )
+        parts = [head, "network on" if self.network else "network off"]
+        limits = [f"{k} {v:g}" for k, v in self.limits.items() if v is not None]
+        if limits:
+            parts.append("limits: " + ", ".join(limits))
+        if self.hit:
+            parts.append("hit: " + ", ".join(self.hit))
+        return "; ".join(parts)
+
+
 class RunSummary(BaseModel):
     """One row of `Sandbox.runs()`."""
 
@@ -129,6 +166,7 @@ class RunResult(BaseModel):
         None, description="the same snippet in a fork of the live process"
     )
     divergent: bool = Field(False, description="the live process and a fresh import disagreed")
+    boundary: Boundary | None = None
 
     def headline(self) -> str:
         """`<kind> <status> in <duration>: <message>` on one line."""
@@ -158,6 +196,8 @@ class RunResult(BaseModel):
         for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             if text.strip():
                 lines.append(f"{name}:\n{_tail(text, max_lines)}")
+        if self.boundary is not None:
+            lines.append(f"boundary: {self.boundary.line()}")
         lines.append(f"record: {self.record_path}")
         return "\n".join(lines)
 
@@ -198,14 +238,17 @@ class RunStore:
         self.keep = keep
 
     def create(self) -> tuple[str, Path]:
-        """A new, empty record folder and its run id."""
+        """A new, empty record folder (its owner's only) and its run id."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
+        ignore = self.runs_dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
         while True:
             now = datetime.now(UTC)
             run_id = now.strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(3)
             folder = self.runs_dir / run_id
             try:
-                folder.mkdir()
+                folder.mkdir(mode=0o700)
             except FileExistsError:
                 continue
             return run_id, folder

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from liveforge.kernel._capture import CappedSink
+from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel._template import TemplateProcess
 
 KILL_GRACE = 5.0
@@ -35,6 +36,7 @@ class RunExit:
     exit_code: int | None = None
     timed_out: bool = False
     template_lost: bool = False
+    truncated: bool = False
     outcome: dict[str, Any] = field(default_factory=dict)
     stdout: str = ""
     stderr: str = ""
@@ -43,12 +45,14 @@ class RunExit:
 class _Pumps:
     """The read ends of a run's pipes and where their bytes go."""
 
-    def __init__(self, folder: Path, output_cap: int) -> None:
+    def __init__(self, folder: Path, output_cap: int, scrubber: Scrubber | None) -> None:
         self.sinks: dict[int, CappedSink] = {}
         self.write_ends: list[int] = []
         for name in ("stdout", "stderr"):
             read_end, write_end = os.pipe()
-            self.sinks[read_end] = CappedSink(folder / f"{name}.txt", head_bytes=output_cap)
+            self.sinks[read_end] = CappedSink(
+                folder / f"{name}.txt", head_bytes=output_cap, scrubber=scrubber
+            )
             self.write_ends.append(write_end)
         self.result_fd, result_write = os.pipe()
         self.write_ends.append(result_write)
@@ -94,13 +98,14 @@ def run_child(
     timeout: float,
     output_cap: int,
     while_running: Callable[[], None],
+    scrubber: Scrubber | None = None,
 ) -> RunExit:
     """Fork a child for `request` from `template` and wait for it (at most `timeout` s).
 
     `while_running` is called once the child has been asked for, so the record can be
-    written while the child works.
+    written while the child works; `scrubber` keeps secret values out of the output files.
     """
-    pumps = _Pumps(folder, output_cap)
+    pumps = _Pumps(folder, output_cap, scrubber)
     ended = RunExit()
     selector = selectors.DefaultSelector()
     try:
@@ -125,6 +130,7 @@ def run_child(
         pumps.close()
     ended.outcome = pumps.outcome()
     ended.stdout, ended.stderr = (sink.text() for sink in pumps.sinks.values())
+    ended.truncated = any(sink.dropped for sink in pumps.sinks.values())
     return ended
 
 

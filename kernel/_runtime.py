@@ -21,6 +21,7 @@ from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._reexports import origin
 from liveforge.kernel._roots import discover
 from liveforge.kernel._safety import KERNEL_DIR, protected_file
@@ -88,6 +89,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         *,
         allow_kernel_patches: bool = False,
         keep_runs: int = KEEP_RUNS,
+        check_settings: CheckSettings | None = None,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self._root_prefix = os.path.join(str(self.project_root), "")
@@ -96,6 +98,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         """Files and folders whose modules refuse patches, whatever name they were imported
         under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
         self.keep_runs = keep_runs
+        self.check_settings = check_settings or CheckSettings()
         self._sandbox: Sandbox | None = None
         self._init_persistence()
         self._file_watch = FileWatch(self.project_root)

@@ -17,32 +17,37 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel._child import OVERLAY_ENV, OVERLAY_MANIFEST, OverlayModule, save_overlay
+from liveforge.kernel._boundary import BoundaryPolicy
+from liveforge.kernel._child import (
+    JUNIT,
+    OVERLAY_ENV,
+    OVERLAY_MANIFEST,
+    OverlayModule,
+    save_overlay,
+)
+from liveforge.kernel._outcome import build_result
+from liveforge.kernel._policy import CheckSettings, Readable, Scratch, policy_for
 from liveforge.kernel._preload import preload_names
 from liveforge.kernel._records import (
     RUNS_FOLDER,
     RunKind,
     RunResult,
-    RunStatus,
     RunStore,
     RunSummary,
-    TestCounts,
-    TestFailure,
     elapsed_since,
     utc_now,
 )
 from liveforge.kernel._runner import RunExit, run_child
-from liveforge.kernel._secrets import without_secrets
+from liveforge.kernel._secrets import Scrubber, without_secrets
 from liveforge.kernel._template import TemplateProcess
 from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
@@ -74,15 +79,21 @@ class Sandbox:
         keep_runs: int = KEEP_RUNS,
         *,
         preload: Sequence[str] = (),
-        output_cap: int = 1 << 20,
+        output_cap: int | None = None,
+        settings: CheckSettings | None = None,
     ) -> None:
         """`preload` names extra modules the template imports ahead of time (besides the
-        libraries the parent has loaded); `output_cap` bounds each captured stream's file."""
+        libraries the parent has loaded); `settings` are the checks' boundary and limits
+        (network off, 2 GiB of memory by default); `output_cap` overrides its
+        `output_bytes`, the cap of each captured stream's file."""
         self.project_root = Path(project_root).resolve()
         self.store = RunStore(
             Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
         )
-        self.output_cap = output_cap
+        self.settings = settings or CheckSettings()
+        self.output_cap = output_cap or self.settings.output_bytes
+        self.readable = Readable(self.project_root, self.settings.readable)
+        self.scratch = Scratch()
         self.extra_preload = list(preload)
         self.template_starts = 0
         self.last_refresh_reason: str | None = None
@@ -90,6 +101,7 @@ class Sandbox:
         self._lock = threading.Lock()
         # A dropped or never-closed sandbox still stops its template (also at exit).
         weakref.finalize(self, _close_slot, self._slot)
+        weakref.finalize(self, self.scratch.remove)
 
     def verify(
         self,
@@ -99,15 +111,20 @@ class Sandbox:
         *,
         timeout: float = VERIFY_TIMEOUT,
         memory_mb: int | None = None,
+        network: bool | None = None,
+        cpu_seconds: float | None = None,
     ) -> RunResult:
         """Run `code` in a child with the overlay; the last expression's repr is the value.
 
-        The child is killed with everything it spawned after `timeout` seconds. `memory_mb`
-        caps the address space the snippet may add to the pre-imported template's.
+        The child runs inside the check boundary (see `_boundary`) and is killed with
+        everything it started after `timeout` seconds. `memory_mb` caps the address space
+        the snippet may add to the pre-imported template's, `cpu_seconds` its CPU time,
+        `network=True` lets it use TCP; None takes the sandbox's settings.
         """
         if not isinstance(code, str):
             raise TypeError(f"code must be a str of Python source, not {type(code).__name__}")
-        return self._run("snippet", {"code": code}, overlay, change_ids, timeout, memory_mb)
+        options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
+        return self._run("snippet", {"code": code}, overlay, change_ids, timeout, options)
 
     def run_tests(
         self,
@@ -117,13 +134,16 @@ class Sandbox:
         *,
         timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
+        network: bool | None = None,
+        cpu_seconds: float | None = None,
     ) -> RunResult:
-        """Run pytest with `args` in the project root, in a child with the overlay."""
+        """Run pytest with `args` in the project root, in a child with the overlay and the
+        same boundary as `verify` (pytest's cache and temporary files go to the scratch)."""
         if isinstance(args, str):
             raise TypeError("args must be a list of pytest arguments, e.g. ['-q', 'tests']")
-        return self._run(
-            "tests", {"args": [str(a) for a in args or []]}, overlay, change_ids, timeout, memory_mb
-        )
+        options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
+        payload = {"args": [str(a) for a in args or []]}
+        return self._run("tests", payload, overlay, change_ids, timeout, options)
 
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""
@@ -167,86 +187,113 @@ class Sandbox:
         overlay: Iterable[OverlayModule],
         change_ids: Sequence[str],
         timeout: float,
-        memory_mb: int | None,
+        options: dict[str, Any],
     ) -> RunResult:
         modules = _checked_overlay(overlay)
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        if memory_mb is not None and memory_mb <= 0:
-            raise ValueError(f"memory_mb must be a positive number of MiB, not {memory_mb!r}")
+        for name in ("memory_mb", "cpu_seconds"):
+            if options[name] is not None and not options[name] > 0:
+                raise ValueError(f"{name} must be a positive number, not {options[name]!r}")
         with self._lock:
             run_id, folder = self.store.create()
             started_at, started = utc_now(), time.monotonic()
-            request = self._request(folder, run_id, kind, payload, modules, memory_mb)
+            scratch = self.scratch.folder(run_id)
             try:
+                readable = (
+                    *self.readable(),
+                    *_named_paths(payload.get("args") or [], self.project_root),
+                )
+                policy = policy_for(self.settings, readable, self.scratch.root, scratch, **options)
+                request = self._request(run_id, kind, payload, modules, policy)
                 template = self._template_for([m.name for m in modules])
             except SandboxError:
+                shutil.rmtree(scratch, ignore_errors=True)
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
+            scrubber = Scrubber.current()
             try:
-                ended = run_child(
-                    template,
-                    request,
-                    folder,
-                    timeout=timeout,
-                    output_cap=self.output_cap,
-                    while_running=lambda: _write_record(folder, request, modules),
-                )
-            except BaseException:  # interrupted: the template may still be reaping the child
-                template.close()
-                self._template = None
-                raise
-            if ended.template_lost:
-                template.close()
-                self._template = None
-            result = _result(
-                run_id,
-                kind,
-                folder,
-                payload,
-                modules,
-                list(change_ids),
-                ended,
-                memory_mb,
-                timeout,
-                started_at,
-                elapsed_since(started),
-            )
+                ended = self._child(template, request, folder, modules, timeout, scrubber)
+            finally:
+                _keep_junit(scratch, folder, scrubber)
+                shutil.rmtree(scratch, ignore_errors=True)
+            fields = {
+                "run_id": run_id,
+                "kind": kind,
+                "started_at": started_at,
+                "duration": elapsed_since(started),
+                "code": payload.get("code"),
+                "args": payload.get("args"),
+                "change_ids": list(change_ids),
+                "overlay_modules": [m.name for m in modules],
+                "record_path": str(folder),
+            }
+            result = build_result(fields, ended, policy=policy, timeout=timeout, scrubber=scrubber)
             self.store.save(result)
             self.store.prune(protect=run_id)
             return result
 
+    def _child(
+        self,
+        template: TemplateProcess,
+        request: dict[str, Any],
+        folder: Path,
+        modules: list[OverlayModule],
+        timeout: float,
+        scrubber: Scrubber,
+    ) -> RunExit:
+        """Run the request in a child of `template`; a lost template is replaced next time."""
+        try:
+            ended = run_child(
+                template,
+                request,
+                folder,
+                timeout=timeout,
+                output_cap=self.output_cap,
+                while_running=lambda: _write_record(folder, request, modules, scrubber),
+                scrubber=scrubber,
+            )
+        except BaseException:  # interrupted: the template may still be reaping the child
+            template.close()
+            self._template = None
+            raise
+        if ended.template_lost:
+            template.close()
+            self._template = None
+        return ended
+
     def _request(
         self,
-        folder: Path,
         run_id: str,
         kind: RunKind,
         payload: dict[str, Any],
         modules: list[OverlayModule],
-        memory_mb: int | None,
+        policy: BoundaryPolicy,
     ) -> dict[str, Any]:
-        """What the child needs; pytest runs also get the overlay on disk for xdist workers."""
+        """What the child needs; pytest runs also get the overlay on disk (in the scratch
+        folder) for xdist workers."""
         request: dict[str, Any] = {
             "kind": kind,
             **payload,
             "run_id": run_id,
-            "run_dir": str(folder),
             "cwd": str(self.project_root),
             "sys_path": list(sys.path),
-            "memory_mb": memory_mb,
+            "memory_mb": policy.memory_mb,
             "filename": f"<verify:{run_id}>",
             "overlay": [asdict(m) for m in modules],
             "environ": without_secrets(os.environ),
+            "boundary": policy.to_dict(),
         }
         if kind == "tests":
-            boot = _write_boot(folder)
-            save_overlay(modules, folder)
+            scratch = Path(policy.scratch)
+            boot = _write_boot(scratch)
+            save_overlay(modules, scratch)
             request["sys_path"] = [str(self.project_root), *request["sys_path"], boot]
             plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p]
             request["env"] = {
                 "PYTEST_PLUGINS": ",".join([*plugins, BOOT_MODULE]),
                 "PYTHONPATH": os.pathsep.join([boot, *request["sys_path"][:-1]]),
-                OVERLAY_ENV: str(folder / OVERLAY_MANIFEST),
+                OVERLAY_ENV: str(scratch / OVERLAY_MANIFEST),
             }
         return request
 
@@ -310,18 +357,44 @@ def _checked_overlay(overlay: Iterable[OverlayModule]) -> list[OverlayModule]:
     return modules
 
 
-def _write_record(folder: Path, request: dict[str, Any], modules: list[OverlayModule]) -> None:
-    """What ran, for people: the code or arguments, the request, the overlay's sources."""
+def _write_record(
+    folder: Path, request: dict[str, Any], modules: list[OverlayModule], scrubber: Scrubber
+) -> None:
+    """What ran, for people: the code or arguments, the request, the overlay's sources (all
+    scrubbed of secret values)."""
     if request["kind"] == "snippet":
-        (folder / "code.py").write_text(request["code"], encoding="utf-8")
+        (folder / "code.py").write_text(scrubber.text(request["code"]), encoding="utf-8")
     else:
         (folder / "args.json").write_text(json.dumps(request["args"]), encoding="utf-8")
-    if not (folder / OVERLAY_MANIFEST).exists():
-        save_overlay(modules, folder)
+    save_overlay([replace(m, source=scrubber.text(m.source)) for m in modules], folder)
     # The environment stays out of the record: it may hold credentials.
     described = {k: v for k, v in request.items() if k not in ("overlay", "environ")}
     described["overlay"] = [m.name for m in modules]
-    (folder / "request.json").write_text(json.dumps(described, indent=1), encoding="utf-8")
+    text = json.dumps(described, indent=1)
+    (folder / "request.json").write_text(scrubber.text(text), encoding="utf-8")
+
+
+def _named_paths(args: list[str], root: Path) -> list[str]:
+    """Folders holding the files and folders a pytest run names: a check may read what it
+    was asked to run, also outside the project (pytest lists the folder above a named one
+    to collect it)."""
+    found = []
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        path = (root / arg.split("::")[0]).resolve()
+        if path.exists() and not path.is_relative_to(root):
+            found.append(str(path.parent))
+    return found
+
+
+def _keep_junit(scratch: Path, folder: Path, scrubber: Scrubber) -> None:
+    """pytest's junit XML, from the scratch folder into the record, scrubbed."""
+    try:
+        data = (scratch / JUNIT).read_bytes()
+    except OSError:
+        return
+    (folder / JUNIT).write_bytes(scrubber.bytes(data))
 
 
 def _write_boot(folder: Path) -> str:
@@ -331,88 +404,3 @@ def _write_boot(folder: Path) -> str:
     child = Path(__file__).with_name("_child.py")
     (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)), encoding="utf-8")
     return str(boot)
-
-
-def _result(
-    run_id: str,
-    kind: RunKind,
-    folder: Path,
-    payload: dict[str, Any],
-    modules: list[OverlayModule],
-    change_ids: list[str],
-    ended: RunExit,
-    memory_mb: int | None,
-    timeout: float,
-    started_at: str,
-    duration: float,
-) -> RunResult:
-    child = ended.outcome
-    fields: dict[str, Any] = {
-        "run_id": run_id,
-        "kind": kind,
-        "started_at": started_at,
-        "duration": duration,
-        "code": payload.get("code"),
-        "args": payload.get("args"),
-        "stdout": ended.stdout,
-        "stderr": ended.stderr,
-        "change_ids": change_ids,
-        "overlay_modules": [m.name for m in modules],
-        "record_path": str(folder),
-        "exit_code": ended.exit_code,
-    }
-    if ended.exit_code is not None and ended.exit_code < 0:
-        fields["signal"] = signal.Signals(-ended.exit_code).name
-    for key in ("value_repr", "exc_type", "exc_message", "traceback"):
-        fields[key] = child.get(key)
-    if "tests" in child:
-        fields["tests"] = TestCounts(**child["tests"])
-        fields["failures"] = [TestFailure(**f) for f in child.get("failures", [])]
-    status, message = _classify(child, ended, memory_mb, timeout)
-    return RunResult(status=status, ok=status == "passed", message=message, **fields)
-
-
-def _classify(
-    child: dict[str, Any], ended: RunExit, memory_mb: int | None, timeout: float
-) -> tuple[RunStatus, str]:
-    """The run's status and a one-line message saying what happened."""
-    if ended.timed_out:
-        return "timed_out", f"killed after the {timeout:g} s timeout (with its process group)"
-    if ended.template_lost:
-        return "crashed", "the sandbox template process died during the run"
-    if child.get("harness_error"):
-        return "error", f"the sandbox could not run the request: {child.get('exc_message')}"
-    if "status" not in child:
-        code = ended.exit_code
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            if memory_mb is not None and name == "SIGKILL":
-                return "killed_memory", f"killed by {name} with a {memory_mb} MiB memory limit"
-            return "crashed", f"the child was killed by {name} before reporting a result"
-        return "crashed", f"the child exited with code {code} before reporting a result"
-    status: RunStatus = child["status"]
-    if status == "killed_memory":
-        return status, f"MemoryError under the {memory_mb} MiB memory limit"
-    if "tests" in child:
-        return status, _tests_message(child, ended)
-    if status == "passed":
-        return status, "the snippet ran to completion"
-    return status, f"{child.get('exc_type')}: {_first_line(child.get('exc_message') or '')}"
-
-
-def _tests_message(child: dict[str, Any], ended: RunExit) -> str:
-    tally = TestCounts(**child["tests"]).line()
-    if child.get("exc_type"):
-        return f"{child['exc_type']}: {_first_line(child.get('exc_message') or '')}"
-    if child.get("exc_message"):
-        return str(child["exc_message"])
-    if child["status"] == "error" and not child.get("failures"):
-        return f"pytest stopped with exit code {child.get('pytest_exit_code')}: " + _first_line(
-            ended.stderr or ended.stdout
-        )
-    return tally
-
-
-def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line[:200]

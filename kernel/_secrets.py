@@ -1,15 +1,42 @@
-"""Which environment variables hold secrets, so they stay out of sandbox runs and records.
+"""Secrets: which environment variables hold them, and scrubbing their values from text.
 
 A variable is a secret when its name ends in `_API_KEY`, `_API_KEYS` or `_TOKEN` (the
 provider keys liveforge reads) or in `_SECRET`, `_SECRET_KEY`, `_SECRET_ACCESS_KEY` or
 `_PASSWORD` (the usual names of other credentials, such as `AWS_SECRET_ACCESS_KEY`).
-Sandbox children do not get them: a verification snippet that prints its environment cannot
-leak a key into `sandbox_runs/`.
+Sandbox children do not get them, and neither do variables holding a value registered with
+`register_secrets` (keys read from variables with other names, such as a provider's
+`api_key_env`).
+
+`Scrubber` replaces secret values in text or bytes in every form a program might print
+them in: verbatim, with repr or JSON escapes, URL-encoded, hex, and as base64 (standard and
+URL-safe, at any alignment inside a longer encoded text):
+
+    scrub = Scrubber.current()            # the environment's secrets and registered values
+    scrub.text(record_text)               # "... [redacted] ..."
+
+Run records, `--json` output, transcripts, tool results and MCP results all go through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import ClassVar
+from urllib.parse import quote, quote_plus
+
+__all__ = [
+    "REDACTED",
+    "Scrubber",
+    "environment_secrets",
+    "is_secret_name",
+    "register_secrets",
+    "scrub",
+    "without_secrets",
+]
 
 SECRET_SUFFIXES = (
     "_API_KEY",
@@ -20,6 +47,14 @@ SECRET_SUFFIXES = (
     "_SECRET_ACCESS_KEY",
     "_PASSWORD",
 )
+REDACTED = "[redacted]"
+MIN_SECRET = 8
+"""Shorter values are not scrubbed: they would match ordinary text."""
+MIN_FRAGMENT = 8
+"""Shortest base64 fragment that still counts as the secret."""
+
+_registered: set[str] = set()
+_lock = threading.Lock()
 
 
 def is_secret_name(name: str) -> bool:
@@ -27,6 +62,119 @@ def is_secret_name(name: str) -> bool:
     return name.upper().endswith(SECRET_SUFFIXES)
 
 
+def register_secrets(values: Iterable[str]) -> None:
+    """Treat `values` as secrets in this process from now on (scrubbed everywhere, and a
+    variable holding one is not passed to sandbox runs)."""
+    with _lock:
+        _registered.update(v for v in values if len(v) >= MIN_SECRET)
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """Secret values in `env` (default: this process's environment) plus registered ones;
+    comma-separated key lists count as several values."""
+    env = os.environ if env is None else env
+    found = set(_registered)
+    for name, value in env.items():
+        if is_secret_name(name):
+            found.update(part.strip() for part in value.split(","))
+    return sorted(v for v in found if len(v) >= MIN_SECRET)
+
+
 def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of `env` without the secret variables."""
-    return {name: value for name, value in env.items() if not is_secret_name(name)}
+    """A copy of `env` without the secret variables (by name or by registered value)."""
+    registered = list(_registered)
+    return {
+        name: value
+        for name, value in env.items()
+        if not is_secret_name(name) and not any(s in value for s in registered)
+    }
+
+
+def encodings(secret: str) -> set[str]:
+    """The forms `secret` takes when a program prints it through a common encoding."""
+    raw = secret.encode("utf-8")
+    forms = {
+        secret,
+        repr(secret)[1:-1],
+        ascii(secret)[1:-1],
+        repr(raw)[2:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        raw.hex(),
+        raw.hex().upper(),
+    }
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms.update(_base64_fragments(raw, encode))
+    return {form for form in forms if len(form) >= MIN_SECRET}
+
+
+def _base64_fragments(raw: bytes, encode: object) -> set[str]:
+    """The base64 characters determined by `raw` alone, at each of the three alignments
+    it can have inside a longer encoded text."""
+    fragments = set()
+    for offset in range(3):
+        encoded = encode(b"\0" * offset + raw).decode("ascii")  # type: ignore[operator]
+        start = -(-8 * offset // 6)  # the first character made of secret bits only
+        end = 8 * (offset + len(raw)) // 6
+        fragments.add(encoded[start:end])
+    return {f for f in fragments if len(f) >= MIN_FRAGMENT}
+
+
+class Scrubber:
+    """Replaces secret values, in all their encodings, by `[redacted]`."""
+
+    _cache: ClassVar[dict[tuple[str, ...], Scrubber]] = {}
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET}))
+        forms = sorted({f for s in self.secrets for f in encodings(s)}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, forms))) if forms else None
+        self._bytes = re.compile(b"|".join(re.escape(f.encode()) for f in forms)) if forms else None
+        self.longest = max((len(f.encode()) for f in forms), default=0)
+
+    @classmethod
+    def of(cls, secrets: Iterable[str]) -> Scrubber:
+        """The scrubber for `secrets`, built once per distinct set."""
+        key = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET}))
+        scrubber = cls._cache.get(key)
+        if scrubber is None:
+            scrubber = cls._cache[key] = cls(key)
+        return scrubber
+
+    @classmethod
+    def current(cls, extra: Iterable[str] = ()) -> Scrubber:
+        """The scrubber for this process's environment secrets, registered values and
+        `extra`."""
+        return cls.of([*environment_secrets(), *extra])
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def text(self, text: str) -> str:
+        """`text` with every secret form replaced."""
+        return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
+
+    def bytes(self, data: bytes) -> bytes:
+        """`data` with every secret form (as UTF-8) replaced."""
+        if self._bytes is None:
+            return data
+        return self._bytes.sub(REDACTED.encode(), data)
+
+    def value(self, value: object) -> object:
+        """Strings inside lists, tuples and dicts (keys too) scrubbed; other values as is."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(v) for v in value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        return value
+
+
+def scrub(text: str, secrets: Iterable[str] | None = None) -> str:
+    """`text` without secret values in any encoding (default: the environment's secrets)."""
+    scrubber = Scrubber.current() if secrets is None else Scrubber.of(secrets)
+    return scrubber.text(text)

@@ -20,6 +20,8 @@ import importlib
 import importlib.util
 import json
 import os
+import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -159,10 +161,15 @@ def serve(sock_fd: int) -> None:
     )
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
+    boundary = child.load_sibling("_boundary")
+    boundary.become_subreaper()  # a run's orphans (setsid, double fork) come back here
+    rulesets: dict[str, int | None] = {}
     while True:
         request, fds = channel.receive(max_fds=3)
         if request is None:
             return
+        request["parent_pid"] = os.getpid()
+        request["ruleset_fd"] = _ruleset_for(request["boundary"], rulesets, boundary)
         pid = os.fork()
         if pid == 0:
             channel.sock.close()
@@ -174,12 +181,52 @@ def serve(sock_fd: int) -> None:
         except OSError:
             pass
         channel.send({"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        try:
-            os.killpg(pid, signal.SIGKILL)  # whatever the run left behind
-        except OSError:
-            pass
+        status = _wait_child(pid, channel)
+        boundary.kill_descendants()  # whatever the run left behind, wherever it went
+        if status is None:  # the client is gone: nobody will read a result, nor clean up
+            shutil.rmtree(request["boundary"]["scratch"], ignore_errors=True)
+            return
         channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
+
+
+def _ruleset_for(policy: dict[str, Any], cache: dict[str, int | None], boundary: Any) -> int | None:
+    """The Landlock ruleset fd of a run's policy, built once per distinct file-system and
+    network rules (every child only enforces it: adding each rule per run costs ms)."""
+    key = json.dumps([policy[k] for k in ("readable", "writable", "network", "landlock")])
+    if key not in cache:
+        if len(cache) >= 4:
+            for fd in cache.values():
+                if fd is not None:
+                    os.close(fd)
+            cache.clear()
+        cache[key] = boundary.prepare(boundary.BoundaryPolicy.from_dict(policy))
+    return cache[key]
+
+
+def _wait_child(pid: int, channel: LineChannel) -> int | None:
+    """The child's wait status; None when the client closed the connection first (the
+    front end died or gave up), after killing the child's process group."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here: wait without watching the client
+        return os.waitpid(pid, 0)[1]
+    try:
+        while True:
+            ready, _, _ = select.select([pidfd, channel.sock.fileno()], [], [])
+            if pidfd in ready:
+                return os.waitpid(pid, 0)[1]
+            chunk = channel.sock.recv(65536)
+            if not chunk:
+                for kill, target in ((os.killpg, pid), (os.kill, pid)):
+                    try:
+                        kill(target, signal.SIGKILL)
+                    except OSError:
+                        pass
+                os.waitpid(pid, 0)
+                return None
+            channel.feed(chunk)
+    finally:
+        os.close(pidfd)
 
 
 class TemplateProcess:

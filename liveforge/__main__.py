@@ -16,6 +16,7 @@ import liveforge
 from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, emit_error
 from liveforge.cli._faults import describe_fault
+from liveforge.kernel._boundary import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
 COMMAND_MODULES = [
@@ -89,7 +90,13 @@ def _plugin_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the process exit code."""
+    """Run the command line; returns the process exit code.
+
+    Run as a program (no `argv`), the process first makes itself non-dumpable: no check,
+    and no other process of the user, can read its environment (API keys) or memory
+    through /proc."""
+    if argv is None:
+        protect_process()
     parser = build_parser()
     _complete(parser)
     args = parser.parse_args(argv)

@@ -33,7 +33,7 @@ from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.impls.subagents import routes_for
 from liveforge.kernel import Runtime
-from liveforge.kernel._secrets import is_secret_name
+from liveforge.kernel._secrets import is_secret_name, register_secrets
 
 __all__ = ["build_agent", "known_secrets", "link_session", "open_toolbox"]
 
@@ -153,17 +153,17 @@ def build_agent(
     from liveforge.config import build_provider, load_config
 
     root = Path(project_root).resolve()
-    if provider is None or policy is None:
-        config = load_config(root, env)
-        policy = policy or config.permissions.policy()
+    config = load_config(root, env)
+    policy = policy or config.permissions.policy()
     if provider is None:
         provider = build_provider(config, env)
         settings = settings or config.agent_settings()
         context = context or config.context
     settings = settings or AgentSettings()
     context = context or ContextSettings()
-    runtime = runtime or Runtime(project_root=root)
+    runtime = runtime or Runtime(project_root=root, check_settings=config.sandbox.settings(root))
     secrets = known_secrets(provider, env)
+    register_secrets(secrets)  # tool results and sandbox runs keep them out as well
     session = (
         Session.open(root, resume, secrets=secrets)
         if resume

@@ -66,12 +66,15 @@ from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
+from liveforge.kernel._policy import CheckSettings
+from liveforge.kernel._secrets import register_secrets
 from liveforge.kernel.errors import ConfigError
 
 __all__ = [
     "LiveforgeConfig",
     "PermissionsConfig",
     "ProviderConfig",
+    "SandboxConfig",
     "build_provider",
     "load_config",
     "parse_model",
@@ -168,6 +171,35 @@ def parse_model(name: str) -> tuple[str, str]:
     return provider, model
 
 
+class SandboxConfig(BaseModel):
+    """The check boundary of `verify` and `run_tests` (`[tool.liveforge.sandbox]`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    network: bool = False
+    """Let checks open TCP connections (test suites that need loopback servers)."""
+    memory_mb: int | None = Field(default=2048, gt=0)
+    """Address space a check may add to the sandbox template's, MiB; null: no limit."""
+    cpu_seconds: float | None = Field(default=None, gt=0)
+    """CPU time of a check's process; null: only the wall-clock timeout."""
+    processes: int | None = Field(default=None, gt=0)
+    """More processes the user may have while a check runs (not binding for root)."""
+    output_bytes: int = Field(default=1 << 20, ge=1024)
+    """Bytes kept of each output stream (the middle of longer output is dropped)."""
+    readable: list[str] = Field(default_factory=list)
+    """Extra paths checks may read (besides the interpreter, libraries and project)."""
+    writable: list[str] = Field(default_factory=list)
+    """Extra paths checks may write (besides their scratch folder)."""
+    isolation: bool = True
+    """False turns the boundary off; every result then says `isolation: none`."""
+
+    def settings(self, project_root: Path) -> CheckSettings:
+        """The kernel's settings, relative paths taken from the project root."""
+        fields = self.model_dump()
+        for key in ("readable", "writable"):
+            fields[key] = tuple(str((project_root / p).resolve()) for p in fields[key])
+        return CheckSettings(**fields)
+
+
 class PermissionsConfig(BaseModel):
     """`[tool.liveforge.permissions]`: which tool calls run, ask first, or are refused."""
 
@@ -206,6 +238,8 @@ class LiveforgeConfig(BaseModel):
     (`[tool.liveforge.agent]`)."""
     context: ContextSettings | None = None
     """Context window and compaction (`[tool.liveforge.context]`)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The check boundary: network, limits, extra paths (`[tool.liveforge.sandbox]`)."""
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     """Permission mode and per-tool rules (`[tool.liveforge.permissions]`)."""
     gateway: GatewaySettings | None = None
@@ -300,6 +334,8 @@ def _credentials(provider: str, spec: ProviderConfig, env: Mapping[str, str]) ->
     extra_var = f"{provider.upper().replace('-', '_')}_API_KEYS"
     extras = [k.strip() for k in env.get(extra_var, "").split(",") if k.strip()]
     found += [Credential(name=f"{extra_var}[{i}]", key=SecretStr(k)) for i, k in enumerate(extras)]
+    # keys under any variable name are scrubbed everywhere and kept from sandbox runs
+    register_secrets(c.key.get_secret_value() for c in found)
     return found
 
 

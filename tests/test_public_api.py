@@ -8,6 +8,7 @@ PUBLIC = {
     "Change",
     "ChangeError",
     "ChangeStatus",
+    "CheckSettings",
     "ConfigError",
     "ExecutionResult",
     "ExecutionTimeout",

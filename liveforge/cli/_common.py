@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from liveforge.errors import CommandError, ExitCode
+from liveforge.kernel._secrets import Scrubber
 
 if TYPE_CHECKING:
     from liveforge.declarations.permissions import Mode
@@ -114,10 +115,13 @@ def project_dir(args: argparse.Namespace) -> Path:
 
 @contextlib.contextmanager
 def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
-    """A Runtime over the `--project` directory, closed (sandbox stopped) on exit."""
+    """A Runtime over the `--project` directory with the project's check boundary
+    (`[tool.liveforge.sandbox]`), closed (sandbox stopped) on exit."""
+    from liveforge.config import load_config
     from liveforge.kernel import Runtime
 
-    rt = Runtime(project_root=project_dir(args))
+    root = project_dir(args)
+    rt = Runtime(project_root=root, check_settings=load_config(root).sandbox.settings(root))
     try:
         yield rt
     finally:
@@ -130,10 +134,10 @@ def emit(
     """Print `payload` as JSON under `--json`, else `text`, on `out` (default sys.stdout)."""
     out = out or sys.stdout
     if getattr(args, "json", False):
-        json.dump(payload, out, indent=2, ensure_ascii=False, default=str)
-        out.write("\n")
-    else:
-        out.write(text if text.endswith("\n") else text + "\n")
+        text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+    # no key value is printed, in any encoding, whatever a check or a tool produced
+    text = Scrubber.current().text(text)
+    out.write(text if text.endswith("\n") else text + "\n")
     out.flush()
 
 
@@ -145,10 +149,10 @@ def emit_error(args: argparse.Namespace | None, error: BaseException, code: Exit
             "command": getattr(args, "command", None),
             "error": {"type": type(error).__name__, "message": str(error), "exit_code": int(code)},
         }
-        json.dump(payload, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        text = Scrubber.current().text(json.dumps(payload, indent=2, ensure_ascii=False))
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
-    sys.stderr.write(f"liveforge: error: {error}\n")
+    sys.stderr.write(Scrubber.current().text(f"liveforge: error: {error}") + "\n")
 
 
 def run_tool(

@@ -78,6 +78,7 @@ def register(commands: Any) -> None:
         default=VERIFY_TIMEOUT,
         help=f"seconds (default {VERIFY_TIMEOUT:g})",
     )
+    _network_arg(verify)
     add_common(verify)
     verify.set_defaults(handler=_verify)
 
@@ -96,6 +97,7 @@ def register(commands: Any) -> None:
         default=TESTS_TIMEOUT,
         help=f"seconds (default {TESTS_TIMEOUT:g})",
     )
+    _network_arg(test)
     test.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -114,6 +116,16 @@ def register(commands: Any) -> None:
     runs.add_argument("run_id", nargs="?", metavar="ID", help="a run id from the listing")
     add_common(runs)
     runs.set_defaults(handler=_runs)
+
+
+def _network_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        default=None,
+        help="let the check open TCP connections (off by default; `network = true` under "
+        "[tool.liveforge.sandbox] turns it on for every check)",
+    )
 
 
 def _patch_args(parser: argparse.ArgumentParser) -> None:
@@ -215,7 +227,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
     live = False if args.no_live else None
-    check = lambda: rt.verify(code, timeout=args.timeout, live=live)  # noqa: E731
+    check = lambda: rt.verify(code, timeout=args.timeout, live=live, network=args.network)  # noqa: E731
     result = _follow(args, rt, check, tests=False)
     return _report(args, rt, changes, result)
 
@@ -225,7 +237,10 @@ def _test(args: argparse.Namespace) -> int:
     with open_runtime(args) as rt:
         changes = apply_patches(rt, args.patch)
         result = _follow(
-            args, rt, lambda: rt.run_tests(pytest_args, timeout=args.timeout), tests=True
+            args,
+            rt,
+            lambda: rt.run_tests(pytest_args, timeout=args.timeout, network=args.network),
+            tests=True,
         )
         return _report(args, rt, changes, result)
 

@@ -82,9 +82,11 @@ class Worker:
 
         self.project = project
         self.channel = channel
-        self.runtime = Runtime(project_root=project)
+        config = load_config(project)
+        checks = config.sandbox.settings(project)
+        self.runtime = Runtime(project_root=project, check_settings=checks)
         self.questions = _Questions(channel)
-        self.policy = load_config(project).permissions.policy(mode or None)  # type: ignore[arg-type]
+        self.policy = config.permissions.policy(mode or None)  # type: ignore[arg-type]
         self.agents: dict[str, Any] = {}
         self.current: Any = None
         self.current_run = ""

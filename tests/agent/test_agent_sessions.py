@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -105,6 +106,24 @@ def test_secrets_never_reach_the_transcript(project, fake):
     text = agent.session.path.read_text()
     assert KEY not in text and "[redacted]" in text
     assert KEY not in str(fake.requests[-1].body["messages"][-1])
+
+
+def test_encoded_secrets_reach_neither_the_transcript_nor_the_model(project, fake):
+    """A tool result holding the key base64- or URL-encoded is scrubbed before the model
+    sees it and before the transcript keeps it."""
+    root, _ = project
+    code = (
+        "import base64, urllib.parse\n"
+        f"k = {KEY!r}\n"
+        "(base64.b64encode(b'Bearer ' + k.encode()).decode(), urllib.parse.quote('?' + k))"
+    )
+    fake.add(reply.tool_call("execute", {"code": code}), reply.text("done"))
+    agent = make_agent(root, fake)
+    run_turn(agent, "encode the key")
+    encoded = base64.b64encode(b"Bearer " + KEY.encode()).decode()[12:-4]
+    sent = str(fake.requests[-1].body["messages"])
+    assert encoded not in sent and "[redacted]" in sent
+    assert encoded not in agent.session.path.read_text()
 
 
 def test_sessions_are_listed_newest_first_with_title_and_state(project, fake):

@@ -78,6 +78,9 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40
     assert config.context is not None and "work-vllm" in config.providers
+    settings = config.sandbox.settings(tmp_path)
+    assert settings.cpu_seconds == 60 and not settings.network
+    assert settings.readable == (str((tmp_path / "../shared-data").resolve()),)
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + gateway)
     served = load_config(tmp_path, env={})
     assert served.gateway is not None and served.gateway.telegram is not None

@@ -13,13 +13,16 @@ from pathlib import Path
 import pytest
 from sandbox_support import process_gone, temp_package
 
+from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._sandbox import OverlayModule, Sandbox
 
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     root = tmp_path_factory.mktemp("faults")
-    with Sandbox(root, runs_dir=root / "runs", output_cap=256 << 10) as box:
+    # the tests' own folders are writable, so snippets can leave pid files there
+    settings = CheckSettings(writable=(str(tmp_path_factory.getbasetemp()),))
+    with Sandbox(root, runs_dir=root / "runs", output_cap=256 << 10, settings=settings) as box:
         yield box
 
 

@@ -103,6 +103,9 @@ def test_liveforge_toml_overrides_pyproject_and_defines_providers(tmp_path: Path
             "tool.liveforge.providers.x.base_url",
             "http:// or https://",
         ),
+        ("[sandbox]\nmemory_mb = -1", "tool.liveforge.sandbox.memory_mb", "greater than 0"),
+        ('[sandbox]\nnetwork = "maybe"', "tool.liveforge.sandbox.network", "boolean"),
+        ("[sandbox]\nwall = 5", "tool.liveforge.sandbox.wall", "unknown key"),
     ],
 )
 def test_bad_values_name_the_key_and_the_expected_form(
@@ -115,6 +118,18 @@ def test_bad_values_name_the_key_and_the_expected_form(
     assert info.value.key == key
     assert key in str(info.value) and fragment in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+def test_a_provider_key_under_any_variable_name_is_kept_from_checks(tmp_path: Path) -> None:
+    """A key read from a custom api_key_env variable counts as a secret from then on."""
+    from liveforge.kernel._secrets import Scrubber, without_secrets
+
+    text = '[providers.mine]\nprotocol = "openai"\nbase_url = "http://h/v1"\n'
+    root = _project(tmp_path, liveforge_toml=text + 'api_key_env = ["MINE_KEY_VAR"]\n')
+    env = {"MINE_KEY_VAR": "mine-secret-value-123", "LIVEFORGE_MODEL": "mine:m"}
+    load_config(root, env=env).routes(env)
+    assert without_secrets(env) == {"LIVEFORGE_MODEL": "mine:m"}
+    assert "mine-secret" not in Scrubber.current().text("key=mine-secret-value-123")
 
 
 def test_bad_environment_value_names_the_variable(tmp_path: Path) -> None:

@@ -1,0 +1,161 @@
+"""The check boundary seen from the front end: secrets never come out, and a killed front
+end takes its check's processes with it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from cli_support import cli_env, run_cli
+
+from liveforge.agent_setup import open_toolbox
+from liveforge.kernel import Runtime
+from liveforge.kernel._boundary import probe
+
+KEY = 'sk-fake-"quoted"/key+0123456789abcdef'
+LEAKS = textwrap.dedent("""
+    import base64, json, urllib.parse
+    key = open('.env').read().split('=', 1)[1].strip()
+    print(repr(key))
+    print(json.dumps({"key": key}))
+    print("https://example.invalid/?k=" + urllib.parse.quote(key, safe=""))
+    print(base64.b64encode(b"Authorization: " + key.encode()).decode())
+    print(key.encode().hex())
+    key
+""")
+
+
+def forms_of(key: str) -> list[str]:
+    """How LEAKS prints the key, computed here independently of the scrubber."""
+    return [
+        key,
+        repr(key)[1:-1],
+        json.dumps(key)[1:-1],
+        quote(key, safe=""),
+        base64.b64encode(b"Authorization: " + key.encode()).decode()[20:],
+        key.encode().hex(),
+        "0123456789abcdef",
+    ]
+
+
+def leaked(text: str) -> list[str]:
+    return [form for form in forms_of(KEY) if form in text]
+
+
+def test_secrets_printed_by_a_check_reach_no_output_and_no_file(sample: Path) -> None:
+    (sample / ".env").write_text(f"FAKE_API_KEY={KEY}\n")
+    done = run_cli("verify", "--json", "-c", LEAKS, cwd=sample, FAKE_API_KEY=KEY)
+    payload = json.loads(done.stdout)
+    assert payload["ok"], done.stdout
+    assert "[redacted]" in payload["run"]["stdout"]
+    assert not leaked(done.stdout + done.stderr)
+    for path in (sample / "sandbox_runs").rglob("*"):
+        if path.is_file():
+            assert not leaked(path.read_text(errors="replace")), path
+    done = run_cli("verify", "-c", LEAKS, cwd=sample, FAKE_API_KEY=KEY)
+    assert done.returncode == 0 and not leaked(done.stdout + done.stderr)
+
+
+def test_tool_results_carry_no_secret(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the model (and an MCP client) gets from a check is scrubbed too."""
+    (sample / ".env").write_text(f"FAKE_API_KEY={KEY}\n")
+    monkeypatch.setenv("FAKE_API_KEY", KEY)
+    monkeypatch.chdir(sample)
+    rt = Runtime(project_root=sample)
+    try:
+        result = open_toolbox(rt).call("verify", {"code": LEAKS})
+    finally:
+        rt.close()
+    assert "[redacted]" in result.text and not leaked(result.text)
+
+
+def _descendants(root: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _with_marker(marker: str) -> set[int]:
+    """The `sleep MARKER` processes."""
+    pids = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                argv = Path(f"/proc/{name}/cmdline").read_text().split("\0")
+            except OSError:
+                continue
+            if argv[0].endswith("sleep") and marker in argv:
+                pids.add(int(name))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _proc_visible() -> bool:
+    try:
+        Path("/proc/1/stat").read_text()
+    except OSError:  # e.g. this suite runs inside a check's boundary
+        return False
+    return True
+
+
+@pytest.mark.skipif(probe()[0] < 1, reason="needs Linux with Landlock")
+@pytest.mark.skipif(not _proc_visible(), reason="needs to see other processes in /proc")
+def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(sample: Path) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    code = textwrap.dedent(f"""
+        import subprocess
+        subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+        subprocess.Popen(["sleep", "{marker}"])
+        while True:
+            pass
+    """)
+    front = subprocess.Popen(
+        [sys.executable, "-m", "liveforge", "verify", "--timeout", "120", "-c", code],
+        cwd=sample,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(_with_marker(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_with_marker(marker)) == 2, "the check did not start"
+        tree = _descendants(front.pid) | _with_marker(marker)
+        front.send_signal(signal.SIGKILL)
+        front.wait()
+        deadline = time.monotonic() + 2
+        while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in tree if _alive(pid)]
+    finally:
+        front.kill()
+        for pid in _with_marker(marker):
+            os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,259 @@
+"""Hostile checks meet a real boundary: each is contained, reported, and changes nothing.
+
+Every test runs a real hostile snippet in a real sandbox child (Landlock on this kernel),
+then checks that nothing changed on disk outside the scratch folder and that the same
+sandbox still answers from its template.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_support import process_gone
+
+from liveforge.kernel._boundary import probe
+from liveforge.kernel._policy import CheckSettings
+from liveforge.kernel._sandbox import Sandbox
+
+pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI >= 6")
+
+
+class Places:
+    """The project a sandbox works on and a folder outside it, with their contents."""
+
+    def __init__(self, root: Path) -> None:
+        self.project = root / "project"
+        self.outside = root / "outside"
+        (self.project / "pkg").mkdir(parents=True)
+        (self.project / "pkg" / "__init__.py").write_text("")
+        (self.project / "pkg" / "mod.py").write_text("def f(x):\n    return x + 1\n")
+        self.outside.mkdir()
+        (self.outside / "notes.txt").write_text("keep me\n")
+
+    def snapshot(self) -> dict[str, bytes]:
+        files = {}
+        for top in (self.project, self.outside):
+            for path in sorted(top.rglob("*")):
+                if "sandbox_runs" in path.parts or "__pycache__" in path.parts:
+                    continue
+                files[str(path)] = path.read_bytes() if path.is_file() else b"<dir>"
+        return files
+
+
+@pytest.fixture(scope="module")
+def places(tmp_path_factory: pytest.TempPathFactory) -> Places:
+    return Places(tmp_path_factory.mktemp("boundary"))
+
+
+@pytest.fixture(scope="module")
+def sandbox(places: Places) -> Iterator[Sandbox]:
+    with Sandbox(places.project, settings=CheckSettings(memory_mb=512)) as box:
+        yield box
+
+
+@pytest.fixture(autouse=True)
+def nothing_changes(places: Places, sandbox: Sandbox) -> Iterator[None]:
+    """Files outside the scratch stay as they were; the sandbox keeps its template."""
+    before = places.snapshot()
+    yield
+    assert places.snapshot() == before
+    after = sandbox.verify("6 * 7")
+    assert (after.status, after.value_repr) == ("passed", "42")
+
+
+def denied(sandbox: Sandbox, code: str) -> str:
+    """Run `code`, expect the boundary to refuse it; the result's message."""
+    result = sandbox.verify(textwrap.dedent(code))
+    assert not result.ok and result.exc_type == "PermissionError", result.summary()
+    assert "the check's boundary denied it" in result.message
+    assert result.boundary is not None and result.boundary.isolation == "landlock"
+    return result.message
+
+
+def test_writes_appends_deletes_and_new_files_in_the_project_are_denied(
+    sandbox: Sandbox, places: Places
+) -> None:
+    module = places.project / "pkg" / "mod.py"
+    denied(sandbox, f"open({str(module)!r}, 'a').write('import os\\n')")
+    denied(sandbox, f"open({str(module)!r}, 'w').write('')")
+    denied(sandbox, f"import os\nos.remove({str(module)!r})")
+    denied(sandbox, f"open({str(places.project / 'planted.py')!r}, 'x').write('x = 1')")
+    denied(sandbox, f"import os\nos.rename({str(module)!r}, {str(module) + '.bak'!r})")
+
+
+def test_writes_and_deletes_outside_the_project_are_denied(
+    sandbox: Sandbox, places: Places
+) -> None:
+    notes = places.outside / "notes.txt"
+    denied(sandbox, f"open({str(notes)!r}, 'a').write('more')")
+    denied(sandbox, f"import os\nos.unlink({str(notes)!r})")
+    denied(sandbox, f"open({str(places.outside / 'planted')!r}, 'w').write('x')")
+    denied(sandbox, "open(__import__('os').path.expanduser('~/.planted'), 'w')")
+
+
+def test_the_scratch_folder_and_tempfiles_are_writable_and_gone_after_the_run(
+    sandbox: Sandbox,
+) -> None:
+    code = "import tempfile, os\nf = tempfile.NamedTemporaryFile(delete=False)\nf.write(b'x')\n"
+    code += "f.close()\nf.name"
+    result = sandbox.verify(code)
+    assert result.ok, result.summary()
+    scratch = eval(result.value_repr or "''")
+    assert result.boundary is not None and result.boundary.writable[0] in scratch
+    assert not os.path.exists(scratch)
+
+
+def test_the_environment_of_ancestors_is_unreadable(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_BOUNDARY_API_KEY", "sk-fake-boundary-0123456789")
+    message = denied(
+        sandbox,
+        f"import os\nfor pid in (os.getppid(), {os.getpid()}, 1):\n"
+        "    print(open(f'/proc/{pid}/environ').read())",
+    )
+    assert "sk-fake" not in message
+
+
+def test_credentials_on_the_machine_are_unreadable(sandbox: Sandbox) -> None:
+    """Password hashes, private TLS keys and the home folder stay out of reach, root or not."""
+    denied(sandbox, "open('/etc/shadow').read()")
+    for folder in ("/etc/ssl/private", "~"):
+        if os.path.isdir(os.path.expanduser(folder)):
+            denied(sandbox, f"import os\nos.listdir(os.path.expanduser({folder!r}))")
+    assert sandbox.verify("open('/etc/ssl/certs/ca-certificates.crt').read(1)").ok
+
+
+def test_signals_to_the_parent_and_the_front_end_are_denied(sandbox: Sandbox) -> None:
+    template = sandbox.template_pid
+    denied(sandbox, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    denied(sandbox, f"import os\nos.kill({os.getpid()}, 0)")
+    assert sandbox.template_pid == template
+
+
+def test_tcp_to_a_loopback_listener_is_denied_unless_asked_for(sandbox: Sandbox) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[object] = []
+    listener.settimeout(5)
+    thread = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
+    thread.start()
+    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()"
+    message = denied(sandbox, code)
+    assert "network off" in message and not accepted
+    allowed = sandbox.verify(code, network=True)
+    thread.join(5)
+    listener.close()
+    assert allowed.ok and allowed.boundary is not None and allowed.boundary.network
+    assert accepted
+
+
+def test_udp_and_sctp_sockets_are_denied_with_the_network_off(sandbox: Sandbox) -> None:
+    """Landlock covers TCP; the rest of the internet protocols are refused by seccomp."""
+    denied(sandbox, "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM)")
+    denied(sandbox, "import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_STREAM, 132)")
+    local = sandbox.verify("import socket\nsocket.socketpair()[0].close()")
+    assert local.ok, local.summary()
+
+
+def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
+    sandbox: Sandbox,
+) -> None:
+    code = textwrap.dedent("""
+        import os, subprocess, time
+        pids = []
+        for _ in range(50):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(300)
+                os._exit(0)
+            pids.append(pid)
+        for _ in range(3):
+            pids.append(subprocess.Popen(["sleep", "300"], start_new_session=True).pid)
+        if os.fork() == 0:  # a daemon: double fork, new session, parent gone
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(300)
+            os._exit(0)
+        pids
+    """)
+    result = sandbox.verify(code)
+    assert result.ok, result.summary()
+    pids = eval(result.value_repr or "[]")
+    assert len(pids) == 53
+    assert all(process_gone(pid, wait=2) for pid in pids)
+
+
+def test_two_gib_allocation_hits_the_memory_limit(sandbox: Sandbox) -> None:
+    result = sandbox.verify("block = bytearray(2 << 30)")
+    assert result.status == "killed_memory" and not result.ok
+    assert result.boundary is not None and result.boundary.hit == ["memory"]
+    assert "memory" in result.summary()
+
+
+def test_sleeping_forever_hits_the_wall_time(sandbox: Sandbox) -> None:
+    result = sandbox.verify("import time\ntime.sleep(10**6)", timeout=1)
+    assert result.status == "timed_out" and not result.ok
+    assert result.boundary is not None and result.boundary.hit == ["wall_time"]
+
+
+def test_a_busy_loop_hits_the_cpu_limit(places: Places) -> None:
+    with Sandbox(places.project, settings=CheckSettings(cpu_seconds=1)) as box:
+        result = box.verify("while True:\n    pass", timeout=20)
+    assert not result.ok and result.signal in ("SIGXCPU", "SIGKILL")
+    assert result.boundary is not None and result.boundary.hit == ["cpu"]
+
+
+def test_the_process_limit_is_applied_or_says_why_not(places: Places) -> None:
+    """Forking past the limit fails for a normal user; root is exempt, and the record says so."""
+    code = "import os\nfor _ in range(40):\n    if os.fork() == 0:\n        os._exit(0)"
+    with Sandbox(places.project, settings=CheckSettings(processes=20)) as box:
+        result = box.verify(code)
+    assert result.boundary is not None and result.boundary.limits["processes"] == 20
+    if os.geteuid() == 0:
+        assert any("does not bind root" in note for note in result.boundary.notes)
+    else:
+        assert result.exc_type == "BlockingIOError" and result.boundary.hit == ["processes"]
+
+
+def test_closed_std_streams_still_give_a_result(sandbox: Sandbox) -> None:
+    result = sandbox.verify("import os, sys\nprint('early', flush=True)\nos.close(1)\nos.close(2)")
+    assert result.ok and result.stdout == "early\n"
+
+
+def test_a_hundred_megabytes_of_output_are_truncated_and_reported(sandbox: Sandbox) -> None:
+    code = "import sys\nchunk = b'y' * (1 << 20)\nfor _ in range(100):\n"
+    code += "    sys.stdout.buffer.write(chunk)"
+    result = sandbox.verify(code, timeout=60)
+    assert result.boundary is not None and result.boundary.hit == ["output"]
+    assert Path(result.record_path, "stdout.txt").stat().st_size < 2 << 20
+
+
+def test_without_isolation_the_result_says_so(places: Places) -> None:
+    with Sandbox(places.project, settings=CheckSettings(isolation=False)) as box:
+        result = box.verify("1")
+    assert result.ok and result.boundary is not None
+    assert result.boundary.isolation == "none" and result.boundary.reason
+    assert "isolation: none" in result.summary()
+
+
+def test_the_records_folder_ignores_itself_in_git(sandbox: Sandbox, places: Places) -> None:
+    sandbox.verify("1")
+    runs = places.project / "sandbox_runs"
+    assert (runs / ".gitignore").read_text() == "*\n"
+    record = next(p for p in runs.iterdir() if p.is_dir())
+    assert record.stat().st_mode & 0o077 == 0
+
+
+def test_a_check_run_by_root_cannot_lift_its_limits(sandbox: Sandbox) -> None:
+    """Root keeps its uid but no capabilities: the hard memory limit stays."""
+    code = "import resource\ninf = resource.RLIM_INFINITY\n"
+    code += "resource.setrlimit(resource.RLIMIT_AS, (inf, inf))"
+    result = sandbox.verify(code)
+    assert not result.ok and result.exc_type == "ValueError", result.summary()
