@@ -27,6 +27,7 @@ import forwardpy
 
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
 from liveforge.declarations.tool_schema import ToolSchema
+from liveforge.declarations.tool_settings import ToolSettings
 
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime
@@ -68,15 +69,19 @@ class Toolbox(forwardpy.Object):
     """Which tools the model sees now, and dispatching its calls.
 
     ``packages`` are the tool packages scanned, in priority order (a name taken by an
-    earlier package hides later ones); ``limit`` bounds every result's characters.
+    earlier package hides later ones); ``limit`` bounds every result's characters;
+    ``settings`` chooses the tool profile and allow/deny lists (a tool they leave out is
+    absent from ``tools()`` and refused by ``call()``) and configures the tools themselves.
     """
 
     runtime: Runtime
     packages: list[str]
     limit: int
+    settings: ToolSettings = ToolSettings()
 
     def tools(self) -> list[Tool]:
-        """The tools visible now, in package, module and ``__all__`` order."""
+        """The tools visible now (the profile's, allowed, not denied), in package, module
+        and ``__all__`` order."""
         ...
 
     def specs(self) -> list[ToolSpec]:
