@@ -5,5 +5,6 @@ from liveforge.impls import providers as providers  # registers the provider @im
 from liveforge.impls import session_changes as session_changes  # Session: changes, restore
 from liveforge.impls import session_lock as session_lock  # Session: the project's turn lock
 from liveforge.impls import session_store as session_store  # Session: transcript, listing
+from liveforge.impls import shell as shell  # registers the Shell @impl bodies
 from liveforge.impls import system_prompt as system_prompt  # registers SystemPrompt bodies
 from liveforge.impls import toolbox as toolbox  # registers the Toolbox @impl bodies

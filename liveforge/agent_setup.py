@@ -23,6 +23,7 @@ from liveforge.declarations.compaction import Compactor, ContextSettings
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.self_patches import self_test_guard
@@ -55,22 +56,26 @@ def build_agent(
     settings: AgentSettings | None = None,
     context: ContextSettings | None = None,
     tool_packages: list[str] | None = None,
+    tool_settings: ToolSettings | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
     `provider` defaults to the project's configured models (`liveforge.config`); `resume`
     is a session id or "latest". Resuming re-applies the session's unpersisted changes to
-    the runtime; `agent.session.extra["restored"]` says how each one went.
+    the runtime; `agent.session.extra["restored"]` says how each one went. `tool_settings`
+    (default: the project's `[tool.liveforge.tools]`) choose the session's tool profile.
     """
     root = Path(project_root).resolve()
-    if provider is None:
+    if provider is None or tool_settings is None:
         from liveforge.config import build_provider, load_config
 
         config = load_config(root, env)
-        provider = build_provider(config, env)
-        settings = settings or config.agent_settings()
-        context = context or config.context
+        tool_settings = tool_settings or config.tools
+        if provider is None:
+            provider = build_provider(config, env)
+            settings = settings or config.agent_settings()
+            context = context or config.context
     settings = settings or AgentSettings()
     context = context or ContextSettings()
     runtime = runtime or Runtime(project_root=root)
@@ -82,7 +87,10 @@ def build_agent(
     )
     session.extra["restored"] = session.restore(runtime, settings.self_packages) if resume else []
     toolbox = Toolbox(
-        runtime=runtime, packages=list(tool_packages or []), limit=context.tool_result_limit
+        runtime=runtime,
+        packages=list(tool_packages or []),
+        limit=context.tool_result_limit,
+        settings=tool_settings,
     )
     agent = Agent(
         runtime=runtime,

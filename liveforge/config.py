@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel.errors import ConfigError
 
 __all__ = ["LiveforgeConfig", "ProviderConfig", "build_provider", "load_config", "parse_model"]
@@ -129,6 +130,9 @@ class LiveforgeConfig(BaseModel):
     (`[tool.liveforge.agent]`)."""
     context: ContextSettings | None = None
     """Context window and compaction (`[tool.liveforge.context]`)."""
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    """Tool profile, allow/deny lists and groups, and the file, shell and memory tools'
+    settings (`[tool.liveforge.tools]`)."""
 
     @field_validator("model")
     @classmethod

@@ -7,6 +7,7 @@ variable to set. `PersistApproval` asks the person before anything writes files.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import signal
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from liveforge.cli._common import CommandError
 from liveforge.cli._render import Renderer
+from liveforge.declarations.tool_settings import PROFILES
 from liveforge.kernel.errors import ConfigError, PersistError
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_PROVIDER_HINT",
     "PersistApproval",
+    "add_profile",
     "configured_provider",
     "drive_turn",
     "make_agent",
@@ -101,6 +104,16 @@ def _config(project: Path, model: str | None) -> LiveforgeConfig:
     return _checked(load)
 
 
+def add_profile(parser: argparse.ArgumentParser) -> None:
+    """The ``--profile`` option of the commands that run the agent."""
+    parser.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="the tools the model gets this session: minimal, coding, live (inspect, patch, "
+        "verify, persist) or full (default: configured, else full)",
+    )
+
+
 def _checked(build: Callable[[], T]) -> T:
     """`build()`, its configuration errors as usage errors that say what to set."""
     try:
@@ -119,21 +132,28 @@ def make_agent(
     provider: Provider | None = None,
     model: str | None = None,
     resume: str | None = None,
+    profile: str | None = None,
 ) -> tuple[Agent, PersistApproval]:
     """An agent on `project`, and the approval every persist of its runtime asks first.
 
     Without `provider`, the project's configuration gives the models and the `[agent]` and
-    `[context]` settings."""
+    `[context]` settings. `profile` replaces the configured tool profile for this session."""
     from liveforge.agent_setup import build_agent
     from liveforge.config import build_provider
 
     settings = context = None
+    config = _config(project, model)
     if provider is None:
-        config = _config(project, model)
         provider = _checked(lambda: build_provider(config))
         settings, context = config.agent_settings(), config.context
+    tools = config.tools.model_copy(update={"profile": profile}) if profile else config.tools
     agent = build_agent(
-        project, provider=provider, resume=resume, settings=settings, context=context
+        project,
+        provider=provider,
+        resume=resume,
+        settings=settings,
+        context=context,
+        tool_settings=tools,
     )
     approval = PersistApproval()
     agent.runtime.add_persist_guard(approval)

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from liveforge.cli._agent import (
     PersistApproval,
+    add_profile,
     configured_provider,
     drive_turn,
     make_agent,
@@ -60,13 +61,16 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--yes", action="store_true", help="do not ask before tools write files (persist)"
     )
+    add_profile(parser)
     add_common(parser, json_flag=False)
     parser.set_defaults(handler=_chat)
 
 
 def _chat(args: argparse.Namespace) -> int:
     project = project_dir(args)
-    agent, approval = make_agent(project, model=args.model, resume=args.resume)
+    agent, approval = make_agent(
+        project, model=args.model, resume=args.resume, profile=args.profile
+    )
     return asyncio.run(ChatApp(agent, project, yes=args.yes, approval=approval).run())
 
 

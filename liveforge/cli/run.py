@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from liveforge.cli._agent import drive_turn, make_agent, model_name
+from liveforge.cli._agent import add_profile, drive_turn, make_agent, model_name
 from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.impls.agent_turn import agent_state
@@ -43,6 +43,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--yes", action="store_true", help="allow tools that write files (persist) without asking"
     )
+    add_profile(parser)
     add_common(parser)
     parser.set_defaults(handler=_run)
 
@@ -95,7 +96,9 @@ def _run(args: argparse.Namespace) -> int:
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
-    agent, approval = make_agent(project_dir(args), model=args.model, resume=args.resume)
+    agent, approval = make_agent(
+        project_dir(args), model=args.model, resume=args.resume, profile=args.profile
+    )
     approval.approver = lambda modules: bool(args.yes)
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
