@@ -6,6 +6,8 @@
     tools        the tool catalogue (name and first line of each description)
     project      an overview of the project: its packages, modules and declarations
     instructions the project's instruction file: LIVEFORGE.md, else AGENTS.md
+    memories     the memories most relevant to the current turn (see `focus`), when the
+                 memory tools are available
 
 Parts are rebuilt only when what they show changed (the tool names, the runtime's change
 history), so asking for the prompt at every step is cheap.
@@ -52,4 +54,9 @@ class SystemPrompt(forwardpy.Object):
 
     def render(self) -> str:
         """The whole prompt text."""
+        ...
+
+    def focus(self, text: str) -> None:
+        """What the current turn is about: the memories most relevant to ``text`` are
+        offered in the prompt (within the memory settings' token budget)."""
         ...

@@ -153,6 +153,7 @@ def _begin(agent: Agent, user_input: str) -> Turn:
     number = agent.session.turn_started(user_input)
     turn = Turn(number=number)
     agent_state(agent).turn = turn
+    agent.prompt.focus(user_input)  # memories relevant to this turn join the prompt
     last = agent.session.messages[-1] if agent.session.messages else None
     if (
         last is not None

@@ -8,11 +8,15 @@ statuses) move, or when the instruction file changes on disk.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import forwardpy
 
+from liveforge.declarations.memory import Memory, memory_path
 from liveforge.declarations.prompt import PromptPart, SystemPrompt
+from liveforge.declarations.tool_settings import ToolSettings
+from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime
 from liveforge.tools.inspection import inspect_module
 
@@ -97,6 +101,29 @@ def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
     return (str(path), path.stat().st_mtime) if path else ("", 0.0)
 
 
+def _memories_part(prompt: SystemPrompt, tools: tuple[str, ...]) -> PromptPart | None:
+    settings = getattr(prompt.toolbox, "settings", None) or ToolSettings()
+    if "memory_search" not in tools or settings.memory.prompt_budget <= 0:
+        return None
+    memory = Memory(
+        path=memory_path(prompt.runtime.project_root, settings.memory), settings=settings.memory
+    )
+    query = prompt.__dict__.get("_focus", "")
+    try:
+        text = memory.for_prompt(query, settings.memory.prompt_budget)
+    except (LiveforgeError, sqlite3.Error) as exc:
+        text = f"(memories unavailable: {exc})"
+    if not text:
+        return None
+    title = "Memories of this project (memory_search finds more; memory_forget drops wrong ones)"
+    return PromptPart(name="memories", title=title, text=text)
+
+
+@forwardpy.impl(SystemPrompt.focus)
+def focus(self: SystemPrompt, text: str) -> None:
+    self.__dict__["_focus"] = text
+
+
 @forwardpy.impl(SystemPrompt.parts)
 def parts(self: SystemPrompt) -> list[PromptPart]:
     cache = _cache(self)
@@ -113,7 +140,8 @@ def parts(self: SystemPrompt) -> list[PromptPart]:
         cache["parts"] = [p for p in built if p is not None and p.text.strip()]
         cache["key"] = key
     found: list[PromptPart] = cache["parts"]  # type: ignore[assignment]
-    return list(found)
+    memories = _memories_part(self, key[0])  # last: the parts before it stay a stable prefix
+    return [*found, memories] if memories else list(found)
 
 
 @forwardpy.impl(SystemPrompt.render)
