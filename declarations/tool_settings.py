@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "BUILTIN_GROUPS",
@@ -150,3 +150,13 @@ class ToolSettings(_Section):
     files: FileSettings = Field(default_factory=FileSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+
+    @model_validator(mode="after")
+    def _known_groups(self) -> ToolSettings:
+        known = {*BUILTIN_GROUPS, CUSTOM_GROUP, *self.groups}
+        for name in [*self.allow, *self.deny]:
+            group = name.removeprefix("group:")
+            if name.startswith("group:") and group not in known:
+                listed = ", ".join(f"group:{g}" for g in sorted(known))
+                raise ValueError(f"unknown tool group {name!r}; known groups: {listed}")
+        return self

@@ -103,7 +103,8 @@ def _newest_is_persisted(rt: Any) -> bool:
     from liveforge.kernel import ChangeStatus
 
     live = [c for c in rt.history() if c.status is not ChangeStatus.ROLLED_BACK]
-    return bool(live) and live[-1].status is ChangeStatus.PERSISTED
+    # a file tool's write is on disk by itself: rolling it back puts the file back
+    return bool(live) and live[-1].status is ChangeStatus.PERSISTED and live[-1].kind != "file"
 
 
 def _show_diff(state: ChatState, diff: str) -> None:
@@ -116,7 +117,9 @@ def _show_diff(state: ChatState, diff: str) -> None:
 
 
 async def _diff(state: ChatState, args: list[str]) -> bool:
-    _show_diff(state, state.agent.runtime.diff(args[0] if args else None))
+    rt = state.agent.runtime
+    written = "" if args else rt.written_diff()  # files the file tools wrote, undoable
+    _show_diff(state, rt.diff(args[0] if args else None) + written)
     return True
 
 
@@ -221,7 +224,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
         "undo the last step: a persist (files back) or a change in memory; "
         "/undo ID rolls back that change and later ones of its module",
     ),
-    "/diff": (_diff, "unpersisted changes as a diff (memory vs files)"),
+    "/diff": (_diff, "unpersisted changes (memory vs files) and files written, as a diff"),
     "/persist": (_persist, "write the verified changes to files (asks first)"),
     "/runs": (_runs, "recent sandbox runs (/runs ID shows one)"),
     "/tests": (_tests, "run the project's tests in the sandbox (/tests -k name ...)"),
