@@ -30,7 +30,7 @@ def test_add_list_search_show_edit_rm(tmp_path: Path, capsys):
     assert shown.startswith("#1\ntags: ci\ncreated: ") and shown.endswith("\nCI runs pytest -n 2\n")
     run(capsys, "edit", "2", "Prices are integer cents, never floats", *project)
     data = json.loads(run(capsys, "list", "--json", *project)[1])
-    assert [m["text"] for m in data["memories"]][0] == "Prices are integer cents, never floats"
+    assert data["memories"][0]["text"] == "Prices are integer cents, never floats"
     assert data["ok"] is True and data["action"] == "list"
     assert run(capsys, "rm", "1", "2", *project)[1].count("deleted #") == 2
     assert run(capsys, "list", *project)[1] == "no memories\n"

@@ -76,3 +76,13 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40
     assert config.context is not None and "work-vllm" in config.providers
+
+
+def test_the_configuration_example_is_valid(tmp_path: Path):
+    """The README's `[tool.liveforge]` example loads as a pyproject.toml, every key known."""
+    from liveforge.config import load_config
+
+    (example,) = _blocks("toml")
+    (tmp_path / "pyproject.toml").write_text(example)
+    config = load_config(tmp_path, env={})
+    assert config.tools.deny == ["group:shell"] and config.tools.memory.embeddings is not None
