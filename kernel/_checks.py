@@ -14,6 +14,7 @@ from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import ModuleRegistry
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 
 class Checks:
@@ -48,7 +49,7 @@ class Checks:
         ]
 
     def verify(
-        self, code: str, *, timeout: float = 30.0, memory_mb: int | None = None
+        self, code: str, *, timeout: float = VERIFY_TIMEOUT, memory_mb: int | None = None
     ) -> RunResult:
         """Run a snippet in a sandboxed child that carries the overlay.
 
@@ -68,7 +69,7 @@ class Checks:
         self,
         args: Sequence[str] | None = None,
         *,
-        timeout: float = 300.0,
+        timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
     ) -> RunResult:
         """Run the project's own pytest suite (or `args`) in a sandbox with the overlay."""

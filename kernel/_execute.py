@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from liveforge.kernel._deadline import AsyncTimer
 from liveforge.kernel._sources import register_source
+from liveforge.kernel.defaults import EXECUTE_TIMEOUT
 from liveforge.kernel.errors import ExecutionTimeout
 
 _counter = itertools.count(1)
@@ -128,7 +129,9 @@ class _Watchdog:
         raise ExecutionTimeout("execution timed out")
 
 
-def execute(code: str, namespace: dict[str, Any], timeout: float | None = 5.0) -> ExecutionResult:
+def execute(
+    code: str, namespace: dict[str, Any], timeout: float | None = EXECUTE_TIMEOUT
+) -> ExecutionResult:
     """Execute `code` in `namespace`; never raises for errors in the code itself."""
     filename = f"<liveforge-exec-{next(_counter)}>"
     register_source(filename, code)

@@ -18,18 +18,24 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import forwardpy
-from forwardpy import core
-
+from liveforge.kernel import _forwardpy as fp
+from liveforge.kernel._forwardpy import active_impl, declared_names, is_stub_method
 from liveforge.kernel.errors import LiveforgeError
 
+__all__ = [
+    "ImplSignatureError",
+    "Snapshot",
+    "active_impl",
+    "check_impl_signature",
+    "install",
+    "is_declaration",
+    "merge_declaration",
+    "rebind",
+    "registrations_of",
+    "unregister",
+]
+
 _SIGNATURES = "__liveforge_declared_signatures__"
-_DECLARED_SETS = (
-    core._DECLARED_METHODS,
-    core._DECLARED_CLASSMETHODS,
-    core._DECLARED_STATICMETHODS,
-    core._DECLARED_PROPERTIES,
-)
 _MISSING = object()
 
 
@@ -78,7 +84,7 @@ def _stub_signatures(namespace: dict[str, Any]) -> dict[str, inspect.Signature]:
     signatures: dict[str, inspect.Signature] = {}
     for name, value in namespace.items():
         func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
-        if inspect.isfunction(func) and not name.startswith("_") and core._is_stub_method(func):
+        if inspect.isfunction(func) and not name.startswith("_") and is_stub_method(func):
             try:
                 signatures[name] = inspect.signature(func)
             except (TypeError, ValueError):
@@ -86,18 +92,15 @@ def _stub_signatures(namespace: dict[str, Any]) -> dict[str, inspect.Signature]:
     return signatures
 
 
-_original_new = core.ObjectMeta.__new__
-
-
 def _meta_new(
     mcs: type, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
 ) -> Any:
     defaults = _plain_values(namespace)
     signatures = _stub_signatures(namespace)
-    cls = _original_new(mcs, name, bases, namespace, **kwargs)
+    cls = fp.original_meta_new(mcs, name, bases, namespace, **kwargs)
     for attr, value in defaults.items():
         descriptor = cls.__dict__.get(attr)
-        if isinstance(descriptor, core.ForwardpyAttributeDescriptor):
+        if isinstance(descriptor, fp.AttributeDescriptor):
             descriptor.default = value  # type: ignore[attr-defined]
     type.__setattr__(cls, _SIGNATURES, signatures)
     return cls
@@ -140,11 +143,8 @@ def check_impl_signature(method: Any, func: Callable[..., Any]) -> None:
         )
 
 
-_original_impl = core.impl
-
-
 def _impl(method: Any, *, override: bool = False) -> Callable[[Callable[..., Any]], Any]:
-    register = _original_impl(method, override=override)
+    register = fp.original_impl(method, override=override)
 
     def decorator(func: Callable[..., Any]) -> Any:
         check_impl_signature(method, func)
@@ -153,18 +153,17 @@ def _impl(method: Any, *, override: bool = False) -> Callable[[Callable[..., Any
     return decorator
 
 
-_impl.__doc__ = _original_impl.__doc__
+_impl.__doc__ = fp.original_impl.__doc__
 
 
 def install() -> None:
-    """Install the extensions into forwardpy (idempotent)."""
-    if getattr(core, "_liveforge_installed", False):
-        return
-    core.ForwardpyAttributeDescriptor.__get__ = _descriptor_get  # type: ignore[method-assign]
-    core.ObjectMeta.__new__ = _meta_new  # type: ignore[method-assign]
-    core.impl = _impl
-    forwardpy.impl = _impl
-    core._liveforge_installed = True  # type: ignore[attr-defined]
+    """Install the extensions into forwardpy (idempotent: forwardpy's originals are wrapped
+    once, however often this runs).
+
+    forwardpy has no hooks for class creation, attribute access or `@impl` registration, so
+    these three are replaced process-wide (every forwardpy declaration, liveforge's own and a
+    managed project's, gets defaults and signature checks alike)."""
+    fp.install_hooks(descriptor_get=_descriptor_get, meta_new=_meta_new, impl=_impl)
 
 
 # -- registrations held by functions --------------------------------------------------------
@@ -172,72 +171,18 @@ def install() -> None:
 
 def is_declaration(cls: Any) -> bool:
     """True for forwardpy declaration classes (subclasses of forwardpy.Object)."""
-    return isinstance(cls, core.ObjectMeta)
+    return isinstance(cls, fp.ObjectMeta)
 
 
 def registrations_of(func: Any) -> list[tuple[type, str]]:
     """The (class, impl key) registrations whose active body is `func`."""
-    found = []
-    for (cls, key), _module in core._impl_sources.items():
-        if _registered(cls, key) is func:
-            found.append((cls, key))
-    return found
+    return [(cls, key) for (cls, key) in fp.impl_sources if fp.registered(cls, key) is func]
 
 
-def active_impl(cls: type, name: str) -> Any:
-    """The function currently implementing the declared member `name` of `cls` (a property's
-    getter for properties), or None while it is a stub."""
-    for klass in cls.__mro__:
-        func = core._method_registry.get(klass, {}).get(name)
-        if func is not None:
-            return func
-        prop = core._property_registry.get(klass, {}).get(name)
-        if prop is not None and prop._fget is not None:
-            return prop._fget
-    return None
-
-
-def _registered(cls: type, key: str) -> Any:
-    if key.endswith((".getter", ".setter")):
-        prop = core._property_registry.get(cls, {}).get(key.rsplit(".", 1)[0])
-        if prop is None:
-            return None
-        return prop._fget if key.endswith(".getter") else prop._fset
-    return core._method_registry.get(cls, {}).get(key)
-
-
-def unregister(cls: type, key: str) -> None:
-    """Drop one registration, restoring the stub (forwardpy's own semantics)."""
-    module = core._impl_sources.get((cls, key))
-    if module is None:
-        return
-    # unregister_module_impls works per module; narrow it to this key by hiding the others.
-    others = {k: v for k, v in core._impl_sources.items() if v == module and k != (cls, key)}
-    for k in others:
-        core._impl_sources[k] = "\0liveforge-hidden"
-    try:
-        forwardpy.unregister_module_impls(module)
-    finally:
-        core._impl_sources.update(others)
-
-
-def rebind(cls: type, key: str, func: Any) -> None:
-    """Point the registration (cls, key) at `func`, keeping its kind (method/class/static)."""
-    if key.endswith((".getter", ".setter")):
-        prop = core._property_registry[cls][key.rsplit(".", 1)[0]]
-        if key.endswith(".getter"):
-            prop._fget = func
-        else:
-            prop._fset = func
-        return
-    core._method_registry.setdefault(cls, {})[key] = func
-    func.__forwardpy_class__ = cls
-    if key in getattr(cls, core._DECLARED_CLASSMETHODS, set()):
-        type.__setattr__(cls, key, classmethod(func))
-    elif key in getattr(cls, core._DECLARED_STATICMETHODS, set()):
-        type.__setattr__(cls, key, staticmethod(func))
-    else:
-        type.__setattr__(cls, key, func)
+#: Drop one registration, restoring the stub (forwardpy's own semantics).
+unregister = fp.unregister_one
+#: Point the registration (cls, key) at `func`, keeping its kind (method/class/static).
+rebind = fp.set_impl
 
 
 # -- snapshots ------------------------------------------------------------------------------
@@ -247,27 +192,27 @@ class Snapshot:
     """The forwardpy registries and the class attributes they drive, restorable exactly."""
 
     def __init__(self) -> None:
-        self.methods = {cls: dict(m) for cls, m in core._method_registry.items()}
-        self.sources = dict(core._impl_sources)
-        self.attributes = dict(core._attribute_registry)
-        self.properties = {cls: dict(p) for cls, p in core._property_registry.items()}
+        self.methods = {cls: dict(m) for cls, m in fp.method_registry.items()}
+        self.sources = dict(fp.impl_sources)
+        self.attributes = dict(fp.attribute_registry)
+        self.properties = {cls: dict(p) for cls, p in fp.property_registry.items()}
         self.accessors = {
             prop: (prop._fget, prop._fset)
-            for props in core._property_registry.values()
+            for props in fp.property_registry.values()
             for prop in props.values()
         }
         self.class_attrs = {
             (cls, name): cls.__dict__.get(name, _MISSING)
-            for cls in core._method_registry
-            for name in _declared_names(cls)
+            for cls in fp.method_registry
+            for name in declared_names(cls)
         }
 
     def restore(self) -> None:
         """Put every registry and declared class attribute back as it was."""
-        _replace(core._method_registry, self.methods)
-        _replace(core._impl_sources, self.sources)
-        _replace(core._attribute_registry, self.attributes)
-        _replace(core._property_registry, self.properties)
+        _replace(fp.method_registry, self.methods)
+        _replace(fp.impl_sources, self.sources)
+        _replace(fp.attribute_registry, self.attributes)
+        _replace(fp.property_registry, self.properties)
         for prop, (fget, fset) in self.accessors.items():
             prop._fget, prop._fset = fget, fset
         for (cls, name), value in self.class_attrs.items():
@@ -283,13 +228,6 @@ def _replace(target: dict[Any, Any], saved: dict[Any, Any]) -> None:
     target.update({k: dict(v) if isinstance(v, dict) else v for k, v in saved.items()})
 
 
-def _declared_names(cls: type) -> set[str]:
-    names: set[str] = set()
-    for attr in _DECLARED_SETS:
-        names |= set(cls.__dict__.get(attr, ()))
-    return names
-
-
 # -- redefining a declaration class in place ------------------------------------------------
 
 
@@ -300,20 +238,20 @@ def merge_declaration(old: type, new: type) -> set[str]:
     members that are still declared and already implemented keep their implementation).
     """
     keep: set[str] = set()
-    old_impls = core._method_registry.get(old, {})
-    new_declared = _declared_names(new)
-    for name in _declared_names(old) - new_declared:
+    old_impls = fp.method_registry.get(old, {})
+    new_declared = declared_names(new)
+    for name in declared_names(old) - new_declared:
         for key in [
             k
-            for (c, k) in list(core._impl_sources)
+            for (c, k) in list(fp.impl_sources)
             if c is old and (k == name or k.startswith(name + "."))
         ]:
             unregister(old, key)
     for name in new_declared:
         if name in old_impls:
             keep.add(name)
-    old_props = core._property_registry.get(old, {})
-    new_props = core._property_registry.pop(new, {})
+    old_props = fp.property_registry.get(old, {})
+    new_props = fp.property_registry.pop(new, {})
     merged_props = {}
     for name, prop in new_props.items():
         if name in old_props:
@@ -322,10 +260,10 @@ def merge_declaration(old: type, new: type) -> set[str]:
         else:
             prop.owner_cls = old
             merged_props[name] = prop
-    core._property_registry[old] = merged_props
-    core._attribute_registry[old] = core._attribute_registry.pop(new, {})
-    core._method_registry.pop(new, None)
-    core._method_registry.setdefault(old, {})
+    fp.property_registry[old] = merged_props
+    fp.attribute_registry[old] = fp.attribute_registry.pop(new, {})
+    fp.method_registry.pop(new, None)
+    fp.method_registry.setdefault(old, {})
     for value in new.__dict__.values():
         func = getattr(value, "__func__", value)
         if getattr(func, "__forwardpy_class__", None) is new:

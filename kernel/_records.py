@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from liveforge.kernel.defaults import KEEP_RUNS
 from liveforge.kernel.errors import SandboxError
 
 RunKind = Literal["snippet", "tests"]
@@ -147,7 +148,7 @@ def _tail(text: str, count: int) -> str:
 class RunStore:
     """The folder of run records, with creation, loading and retention."""
 
-    def __init__(self, runs_dir: Path, keep: int = 50) -> None:
+    def __init__(self, runs_dir: Path, keep: int = KEEP_RUNS) -> None:
         if keep < 1:
             raise ValueError(f"keep must be at least 1 (got {keep}); it is how many runs to keep")
         self.runs_dir = Path(runs_dir)

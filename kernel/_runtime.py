@@ -38,6 +38,7 @@ from liveforge.kernel._targets import (
     splice,
 )
 from liveforge.kernel._virtual import VirtualModules
+from liveforge.kernel.defaults import EXECUTE_TIMEOUT, KEEP_RUNS
 from liveforge.kernel.errors import (
     ChangeError,
     PatchError,
@@ -66,7 +67,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         project_root: str | Path = ".",
         *,
         allow_kernel_patches: bool = False,
-        keep_runs: int = 50,
+        keep_runs: int = KEEP_RUNS,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self.allow_kernel_patches = allow_kernel_patches
@@ -272,7 +273,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
 
     # -- running ----------------------------------------------------------------------------
 
-    def execute(self, code: str, timeout: float | None = 5.0) -> ExecutionResult:
+    def execute(self, code: str, timeout: float | None = EXECUTE_TIMEOUT) -> ExecutionResult:
         """Run code in this process (REPL style, output captured); `rt` names this runtime.
 
         Errors in the code come back in the result; a runaway loop is interrupted at the

@@ -44,6 +44,7 @@ from liveforge.kernel._records import (
 from liveforge.kernel._runner import RunExit, run_child
 from liveforge.kernel._secrets import without_secrets
 from liveforge.kernel._template import TemplateProcess
+from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
 __all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]
@@ -70,7 +71,7 @@ class Sandbox:
         self,
         project_root: str | Path,
         runs_dir: str | Path | None = None,
-        keep_runs: int = 50,
+        keep_runs: int = KEEP_RUNS,
         *,
         preload: Sequence[str] = (),
         output_cap: int = 1 << 20,
@@ -96,7 +97,7 @@ class Sandbox:
         overlay: Iterable[OverlayModule] = (),
         change_ids: Sequence[str] = (),
         *,
-        timeout: float = 30.0,
+        timeout: float = VERIFY_TIMEOUT,
         memory_mb: int | None = None,
     ) -> RunResult:
         """Run `code` in a child with the overlay; the last expression's repr is the value.
@@ -114,7 +115,7 @@ class Sandbox:
         overlay: Iterable[OverlayModule] = (),
         change_ids: Sequence[str] = (),
         *,
-        timeout: float = 300.0,
+        timeout: float = TESTS_TIMEOUT,
         memory_mb: int | None = None,
     ) -> RunResult:
         """Run pytest with `args` in the project root, in a child with the overlay."""

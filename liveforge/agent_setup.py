@@ -30,7 +30,7 @@ from liveforge.impls.self_patches import self_test_guard
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name
 
-__all__ = ["build_agent", "known_secrets"]
+__all__ = ["build_agent", "known_secrets", "open_toolbox"]
 
 
 def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = None) -> list[str]:
@@ -110,3 +110,11 @@ def build_agent(
         if c.self_patch and c.replaces and c.key.startswith(epoch)
     ]
     return agent
+
+
+def open_toolbox(rt: Runtime) -> Toolbox:
+    """The toolbox over `rt`: liveforge's tools plus the project's own tools package."""
+    from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
+
+    packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
+    return Toolbox(runtime=rt, packages=packages, limit=1_000_000)

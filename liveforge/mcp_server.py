@@ -20,9 +20,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 import liveforge
-from liveforge.agent_setup import known_secrets
-from liveforge.cli._common import CommandError, open_toolbox
+from liveforge.agent_setup import known_secrets, open_toolbox
 from liveforge.impls.session_store import scrub_text, secret_values
+from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -45,11 +45,11 @@ INSTRUCTIONS = (
 
 
 def require_mcp() -> None:
-    """Raise a usage error naming the extra to install when the MCP SDK is missing."""
+    """Raise a configuration error naming the extra to install when the MCP SDK is missing."""
     try:
         import mcp.server.lowlevel  # noqa: F401
     except ImportError as exc:
-        raise CommandError(MISSING_MCP) from exc
+        raise ConfigError(MISSING_MCP) from exc
 
 
 def build_server(rt: Runtime) -> Server[Any, Any]:

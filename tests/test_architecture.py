@@ -112,3 +112,8 @@ def test_wheel_holds_every_module(tmp_path):
     expected = {name.replace(".", "/") for name in _modules()}
     missing = [n for n in expected if f"{n}.py" not in names and f"{n}/__init__.py" not in names]
     assert missing == []
+
+
+def test_the_mcp_front_end_does_not_reach_into_the_cli():
+    """Front ends share agent_setup, not each other's internals."""
+    assert [m for m in GRAPH["liveforge.mcp_server"] if m.startswith("liveforge.cli")] == []

@@ -6,35 +6,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from forwardpy import core
+from liveforge.kernel._forwardpy import active_impl, declared_names, method_registry
 
 __all__ = ["active_impl", "declared_names", "impl_location", "is_active_impl", "live_attr"]
-
-_SETS = (
-    core._DECLARED_METHODS,
-    core._DECLARED_CLASSMETHODS,
-    core._DECLARED_STATICMETHODS,
-    core._DECLARED_PROPERTIES,
-)
-
-
-def declared_names(cls: Any) -> set[str]:
-    """Names a forwardpy declaration class itself declares (empty for other objects)."""
-    if not isinstance(cls, type):
-        return set()
-    names: set[str] = set()
-    for attr in _SETS:
-        names |= set(cls.__dict__.get(attr, ()))
-    return names
-
-
-def active_impl(cls: type, name: str) -> Any:
-    """The function currently implementing ``cls.name``, or None while it is a stub."""
-    func = core._method_registry.get(cls, {}).get(name)
-    if func is None:
-        prop = core._property_registry.get(cls, {}).get(name)
-        func = getattr(prop, "_fget", None)
-    return func
 
 
 def impl_location(func: Any) -> tuple[str, int]:
@@ -48,7 +22,7 @@ def is_active_impl(func: Any) -> bool | None:
     cls = getattr(func, "__forwardpy_class__", None)
     if not isinstance(cls, type) or getattr(func, "__forwardpy_is_classmethod__", False):
         return None
-    registered = core._method_registry.get(cls, {}).get(getattr(func, "__name__", ""))
+    registered = method_registry.get(cls, {}).get(getattr(func, "__name__", ""))
     return registered is func
 
 

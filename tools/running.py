@@ -7,13 +7,14 @@ memory limits, so a crash or a hang never takes the session down.
 
 from __future__ import annotations
 
+from liveforge.kernel.defaults import EXECUTE_TIMEOUT, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.tools._context import runtime
 from liveforge.tools._output import clip_middle, plain
 
 __all__ = ["execute", "run_tests", "verify"]
 
 
-def execute(code: str, timeout: float = 5.0) -> str:
+def execute(code: str, timeout: float = EXECUTE_TIMEOUT) -> str:
     """Run Python code in the live process; shows output and the last expression's value.
 
     `rt` names the runtime. Use verify for code that might hang or crash.
@@ -26,7 +27,7 @@ def execute(code: str, timeout: float = 5.0) -> str:
     return clip_middle(plain(result.summary()))
 
 
-def verify(code: str, timeout: float = 30.0) -> str:
+def verify(code: str, timeout: float = VERIFY_TIMEOUT) -> str:
     """Run a check snippet in a sandboxed child carrying all unpersisted changes.
 
     A passing run marks the carried changes verified (persist needs that). Use assert.
@@ -39,7 +40,7 @@ def verify(code: str, timeout: float = 30.0) -> str:
     return clip_middle(plain(result.summary()), where=result.record_path)
 
 
-def run_tests(args: list[str] | None = None, timeout: float = 300.0) -> str:
+def run_tests(args: list[str] | None = None, timeout: float = TESTS_TIMEOUT) -> str:
     """Run pytest in a sandboxed child carrying all unpersisted changes: counts, failures.
 
     Args:

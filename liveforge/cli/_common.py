@@ -7,14 +7,12 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
-from enum import IntEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from liveforge.kernel.errors import LiveforgeError
+from liveforge.errors import CommandError, ExitCode
 
 if TYPE_CHECKING:
-    from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
 __all__ = [
@@ -24,28 +22,9 @@ __all__ = [
     "emit",
     "emit_error",
     "open_runtime",
-    "open_toolbox",
     "project_dir",
     "run_tool",
 ]
-
-
-class ExitCode(IntEnum):
-    """Process exit codes of the `liveforge` command (documented in the README)."""
-
-    OK = 0
-    CHECK_FAILED = 1
-    USAGE = 2
-    FAILED = 3
-    INTERRUPTED = 130
-
-
-class CommandError(LiveforgeError):
-    """A command cannot proceed; `exit_code` says why (usage by default)."""
-
-    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.USAGE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
@@ -87,16 +66,6 @@ def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
         rt.close()
 
 
-def open_toolbox(rt: Runtime) -> Toolbox:
-    """The toolbox over `rt`: liveforge's tools plus the project's own tools package."""
-    import liveforge.impls  # noqa: F401  (registers the Toolbox bodies)
-    from liveforge.declarations.toolbox import Toolbox
-    from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
-
-    packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
-    return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
-
-
 def emit(
     args: argparse.Namespace, payload: dict[str, Any], text: str, out: IO[str] | None = None
 ) -> None:
@@ -128,6 +97,8 @@ def run_tool(
     args: argparse.Namespace, name: str, arguments: dict[str, Any], extra: dict[str, Any]
 ) -> int:
     """Call one catalogue tool on a fresh runtime and print its result; the exit code."""
+    from liveforge.agent_setup import open_toolbox
+
     with open_runtime(args) as rt:
         result = open_toolbox(rt).call(name, arguments)
     payload = {

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from liveforge.cli._common import CommandError, ExitCode, add_common, emit, open_runtime
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -33,7 +34,12 @@ def register(commands: Any) -> None:
     )
     _patch_args(verify)
     verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
-    verify.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    verify.add_argument(
+        "--timeout",
+        type=float,
+        default=VERIFY_TIMEOUT,
+        help=f"seconds (default {VERIFY_TIMEOUT:g})",
+    )
     add_common(verify)
     verify.set_defaults(handler=_verify)
 
@@ -44,7 +50,9 @@ def register(commands: Any) -> None:
         "after `--` go to pytest.",
     )
     _patch_args(test)
-    test.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    test.add_argument(
+        "--timeout", type=float, default=TESTS_TIMEOUT, help=f"seconds (default {TESTS_TIMEOUT:g})"
+    )
     test.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,

@@ -14,7 +14,7 @@ from mcp.client.stdio import stdio_client
 
 import liveforge.impls  # noqa: F401  (registers the Toolbox bodies)
 from liveforge import Runtime
-from liveforge.cli._common import open_toolbox
+from liveforge.agent_setup import open_toolbox
 
 
 def _session(project: Path, calls: Any, received: list[Any] | None = None) -> Any:

@@ -1,0 +1,154 @@
+"""Every error liveforge raises, in one map; front ends import their errors from here.
+
+Each class lives with the layer that raises it (the kernel's in `liveforge.kernel.errors`,
+the agent's beside its declarations); this module re-exports all of them. Misuse errors also
+subclass the matching builtin, shown in brackets. `tests/test_errors_map.py` checks that the
+tree below is complete and true.
+
+* LiveforgeError
+  * PatchError — a patch could not be applied; the previous state is intact
+    * PatchSyntaxError [SyntaxError]
+    * PatchExecutionError — the new code raised while its module statements ran
+    * UnsupportedChange — a change the engine cannot make live (it says why)
+  * ImplSignatureError [TypeError] — an @impl body does not fit its declaration
+  * TargetNotFound [LookupError] — no such dotted path
+  * ProtectedTarget [PermissionError] — the kernel refuses patches to itself
+  * UnpersistedChanges — a reload would drop in-memory changes
+  * ChangeError [LookupError] — no such change, or it cannot be rolled back
+  * ExecutionTimeout [TimeoutError] — in-process code ran past its timeout
+  * PersistError — files were not written
+    * PersistConflict — the file changed on disk since it was loaded
+    * UnsafePath [PermissionError] — the file lies outside the project
+    * UnverifiedChange — no passing check since the change's last edit
+  * SandboxError — a check could not be started or run
+  * ConfigError [ValueError] — a bad setting, naming its key and file
+  * PermissionDenied [PermissionError] — the permission mode or a rule refused a tool call
+  * NoRuntime [RuntimeError] — a tool was called outside a runtime
+  * ToolDefinitionError [TypeError] — a tool's signature cannot become a JSON schema
+  * ArgumentError [ValueError] — a model's tool arguments do not fit the schema
+  * SessionError — a session could not be opened or written
+    * SessionBusy — another front end is running a turn in this project
+  * CompactionError — the conversation could not be summarised
+  * ProviderError — a model request failed (classified for retry and failover)
+    * AuthenticationError
+    * BillingError
+    * RateLimitError
+    * OverloadedError
+    * ServerError
+    * ProviderTimeout [TimeoutError]
+    * ProviderConnectionError [ConnectionError]
+    * MalformedResponse
+    * ModelNotFound
+    * BadRequestError [ValueError]
+      * ContextOverflowError
+    * StreamInterrupted
+  * CommandError — a command-line usage error, with its exit code
+
+Not errors but signals, internal to one concern and never shown to a user: `TurnOver` (how
+a turn ends), `CallCancelled` (a cancelled model call), `DeadlineExceeded` (a
+BaseException the toolbox deadline raises inside a tool call).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from liveforge.declarations.compaction import CompactionError
+from liveforge.declarations.permissions import PermissionDenied
+from liveforge.declarations.provider_errors import (
+    AuthenticationError,
+    BadRequestError,
+    BillingError,
+    ContextOverflowError,
+    MalformedResponse,
+    ModelNotFound,
+    OverloadedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitError,
+    ServerError,
+    StreamInterrupted,
+)
+from liveforge.declarations.session import SessionBusy, SessionError
+from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
+from liveforge.kernel._forward import ImplSignatureError
+from liveforge.kernel.errors import (
+    ChangeError,
+    ConfigError,
+    ExecutionTimeout,
+    LiveforgeError,
+    PatchError,
+    PatchExecutionError,
+    PatchSyntaxError,
+    PersistConflict,
+    PersistError,
+    ProtectedTarget,
+    SandboxError,
+    TargetNotFound,
+    UnpersistedChanges,
+    UnsafePath,
+    UnsupportedChange,
+    UnverifiedChange,
+)
+from liveforge.tools._context import NoRuntime
+
+__all__ = [
+    "ArgumentError",
+    "AuthenticationError",
+    "BadRequestError",
+    "BillingError",
+    "ChangeError",
+    "CommandError",
+    "CompactionError",
+    "ConfigError",
+    "ContextOverflowError",
+    "ExecutionTimeout",
+    "ExitCode",
+    "ImplSignatureError",
+    "LiveforgeError",
+    "MalformedResponse",
+    "ModelNotFound",
+    "NoRuntime",
+    "OverloadedError",
+    "PatchError",
+    "PatchExecutionError",
+    "PatchSyntaxError",
+    "PermissionDenied",
+    "PersistConflict",
+    "PersistError",
+    "ProtectedTarget",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderTimeout",
+    "RateLimitError",
+    "SandboxError",
+    "ServerError",
+    "SessionBusy",
+    "SessionError",
+    "StreamInterrupted",
+    "TargetNotFound",
+    "ToolDefinitionError",
+    "UnpersistedChanges",
+    "UnsafePath",
+    "UnsupportedChange",
+    "UnverifiedChange",
+]
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of the `liveforge` command (documented in the README)."""
+
+    OK = 0
+    CHECK_FAILED = 1
+    USAGE = 2
+    FAILED = 3
+    INTERRUPTED = 130
+
+
+class CommandError(LiveforgeError):
+    """A command cannot proceed; `exit_code` says why (usage by default)."""
+
+    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
