@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from liveforge.declarations.tool_settings import MemorySettings
 from liveforge.kernel.errors import LiveforgeError
 
-__all__ = ["Memory", "MemoryItem", "MemoryNotFound", "memory_path"]
+__all__ = ["EmbeddingError", "Memory", "MemoryItem", "MemoryNotFound", "memory_path"]
 
 
 class MemoryNotFound(LiveforgeError, LookupError):
@@ -34,6 +34,10 @@ class MemoryNotFound(LiveforgeError, LookupError):
             f"no memory #{memory_id}; list them (liveforge memory list, or memory_search)."
         )
         self.memory_id = memory_id
+
+
+class EmbeddingError(LiveforgeError):
+    """The embedding provider could not be reached or answered something unusable."""
 
 
 class MemoryItem(BaseModel):

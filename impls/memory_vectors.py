@@ -16,17 +16,13 @@ import sqlite3
 
 import httpx
 
+from liveforge.declarations.memory import EmbeddingError
 from liveforge.declarations.tool_settings import EmbeddingSettings
-from liveforge.kernel.errors import LiveforgeError
 
-__all__ = ["EmbeddingError", "embed", "fuse", "nearest", "pack"]
+__all__ = ["embed", "fuse", "nearest", "pack"]
 
 RRF_K = 60
 """The usual constant of reciprocal rank fusion: 1 / (k + rank)."""
-
-
-class EmbeddingError(LiveforgeError):
-    """The embedding provider could not be reached or answered something unusable."""
 
 
 def embed(settings: EmbeddingSettings | None, texts: list[str]) -> list[list[float]]:

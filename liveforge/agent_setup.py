@@ -113,8 +113,11 @@ def build_agent(
 
 
 def open_toolbox(rt: Runtime) -> Toolbox:
-    """The toolbox over `rt`: liveforge's tools plus the project's own tools package."""
+    """The toolbox over `rt`: liveforge's tools plus the project's own tools package, with
+    the project's tool profile and settings (`[tool.liveforge.tools]`)."""
+    from liveforge.config import load_config
     from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
 
     packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
-    return Toolbox(runtime=rt, packages=packages, limit=1_000_000)
+    settings = load_config(rt.project_root).tools
+    return Toolbox(runtime=rt, packages=packages, limit=1_000_000, settings=settings)

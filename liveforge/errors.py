@@ -26,6 +26,10 @@ tree below is complete and true.
   * NoRuntime [RuntimeError] — a tool was called outside a runtime
   * ToolDefinitionError [TypeError] — a tool's signature cannot become a JSON schema
   * ArgumentError [ValueError] — a model's tool arguments do not fit the schema
+  * EditRefused [ValueError] — a file edit or patch that does not apply; nothing written
+  * CommandRefused [PermissionError] — the shell allow/deny lists refused a command
+  * MemoryNotFound [LookupError] — no memory has this id
+  * EmbeddingError — the embedding provider failed (memory vector search)
   * SessionError — a session could not be opened or written
     * SessionBusy — another front end is running a turn in this project
   * CompactionError — the conversation could not be summarised
@@ -54,6 +58,8 @@ from __future__ import annotations
 from enum import IntEnum
 
 from liveforge.declarations.compaction import CompactionError
+from liveforge.declarations.files import EditRefused
+from liveforge.declarations.memory import EmbeddingError, MemoryNotFound
 from liveforge.declarations.permissions import PermissionDenied
 from liveforge.declarations.provider_errors import (
     AuthenticationError,
@@ -71,6 +77,7 @@ from liveforge.declarations.provider_errors import (
     StreamInterrupted,
 )
 from liveforge.declarations.session import SessionBusy, SessionError
+from liveforge.declarations.shell import CommandRefused
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
 from liveforge.kernel._forward import ImplSignatureError
 from liveforge.kernel.errors import (
@@ -100,14 +107,18 @@ __all__ = [
     "BillingError",
     "ChangeError",
     "CommandError",
+    "CommandRefused",
     "CompactionError",
     "ConfigError",
     "ContextOverflowError",
+    "EditRefused",
+    "EmbeddingError",
     "ExecutionTimeout",
     "ExitCode",
     "ImplSignatureError",
     "LiveforgeError",
     "MalformedResponse",
+    "MemoryNotFound",
     "ModelNotFound",
     "NoRuntime",
     "OverloadedError",

@@ -63,9 +63,7 @@ def test_the_docstring_tree_shows_each_error_under_its_real_base():
     for name in exported:
         cls = getattr(errors, name)
         bases = [b for b in cls.__bases__ if issubclass(b, errors.LiveforgeError)]
-        builtins = {b.__name__ for b in cls.__bases__ if b.__module__ == "builtins"} - {
-            "Exception"
-        }
+        builtins = {b.__name__ for b in cls.__bases__ if b.__module__ == "builtins"} - {"Exception"}
         parent, listed = tree[name]
         assert parent == (bases[0].__name__ if bases else None), name
         assert listed == builtins, name
