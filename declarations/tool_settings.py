@@ -112,7 +112,7 @@ class ShellSettings(_Section):
     output_limit: int = Field(default=20_000, gt=0)
     """Characters of a command's output the model receives (head and tail kept)."""
     memory_mb: int | None = Field(default=2048, gt=0)
-    """Address-space limit of a command inside the check boundary (None: no limit)."""
+    """Data (heap) limit of a command inside the check boundary (None: no limit)."""
 
 
 class EmbeddingSettings(_Section):

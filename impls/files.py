@@ -65,8 +65,21 @@ def read(self: Files, path: str, start: int = 1, end: int | None = None) -> str:
     last = len(lines) if end is None else min(end, len(lines))
     if first > len(lines) or last < first:
         return f"{path} has {len(lines)} lines; ask for start between 1 and {len(lines)}."
-    head = f"{path} lines {first}-{last} of {len(lines)}\n"
+    head = f"{path} lines {first}-{last} of {len(lines)}\n" + _stale_note(self, path)
     return head + number_lines([line.rstrip("\n") for line in lines[first - 1 : last]], first)
+
+
+def _stale_note(files: Files, path: str) -> str:
+    """A line saying the running module differs from this file, when it does."""
+    rt = files.runtime
+    module = rt.module_for_file(files.resolve(path))
+    record = rt.registry.get(module) if module else None
+    if record is None or not record.dirty:
+        return ""
+    return (
+        f"(module {module} has changes in memory not in this file: view_source('{module}') "
+        "shows what runs; persist or rollback before editing the file)\n"
+    )
 
 
 @forwardpy.impl(Files.write)

@@ -130,7 +130,9 @@ def _argv(shell: Shell, command: str, boundary: bool) -> list[str]:
         return [bash, "-c", command]
     limits = [f"ulimit -f {FILE_LIMIT_KB}"]
     if shell.settings.memory_mb:
-        limits.append(f"ulimit -v {shell.settings.memory_mb * 1024}")
+        # the data limit counts memory written to, not address space reserved (a JVM, node
+        # or Go binary reserves far more than it uses and fails under an address limit)
+        limits.append(f"ulimit -d {shell.settings.memory_mb * 1024}")
     # the limits apply to this shell and everything it starts; then the command replaces it
     prelude = " && ".join(limits) + ' && exec "$0" -c "$1"'
     return [bash, "-c", prelude, bash, command]

@@ -56,7 +56,7 @@ def confined(project_root: Path, path: str | Path, roots: Sequence[str | Path] =
     the project root and the extra `roots` (`UnsafePath` names the allowed places)."""
     given = Path(path).expanduser()
     if given.is_absolute():
-        for root in roots:
+        for root in [Path(r).expanduser() for r in roots]:
             if Path(os.path.realpath(given)).is_relative_to(os.path.realpath(root)):
                 return safe_destination(root, given)
     try:
@@ -102,7 +102,7 @@ class FileWrites:
         dest = confined(self.project_root, path, roots)
         label = self._file_label(dest)
         with self._lock:
-            module = self._module_of_file(dest)
+            module = self.module_for_file(dest)
             if module is not None:
                 return self._write_module_file(module, dest, text, label)
             return self._write_plain_file(dest, text, label)
@@ -210,8 +210,8 @@ class FileWrites:
         the change created it)."""
         restore(self._file_records[change.id], force=True)
 
-    def _module_of_file(self, dest: Path) -> str | None:
-        """The loaded module whose source file is `dest`, if any."""
+    def module_for_file(self, dest: Path) -> str | None:
+        """The loaded module whose source file is `dest` (a real path), if any."""
         for record in self.registry.records():
             if not record.virtual and _same(record.filename, dest):
                 return record.name

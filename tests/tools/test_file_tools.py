@@ -128,3 +128,16 @@ def test_file_tools_declare_their_effects():
     assert {effect_of(f) for f in (files.write_file, files.edit_file, files.apply_patch)} == {
         "write"
     }
+
+
+def test_reading_a_module_file_that_memory_has_moved_past_says_so(project, box):
+    """After a patch in memory, read_file of that module's file says the file is not what
+    runs; editing the file is refused until the patch is persisted or rolled back."""
+    importlib.import_module(f"{project.pkg}.shapes")
+    box.call("patch", {"path": f"{project.pkg}.shapes.UNIT", "source": "UNIT = 2.0\n"})
+    read = call(box, "read_file", path=f"{project.pkg}/shapes.py", start=1, end=3)
+    assert f"module {project.pkg}.shapes has changes in memory not in this file" in read.text
+    refused = call(
+        box, "edit_file", path=f"{project.pkg}/shapes.py", old_string="UNIT = 1.0", new_string="x"
+    )
+    assert refused.is_error and "changes in memory that the file lacks (c1)" in refused.text

@@ -55,7 +55,7 @@ def test_exec_runs_in_a_project_folder_and_refuses_one_outside(rt, project):
 def test_the_boundary_keeps_secrets_out_and_outside_it_they_are_there(rt, monkeypatch):
     """Inside the boundary a *_API_KEY variable is absent; boundary=false passes it."""
     monkeypatch.setenv("SHELLTEST_API_KEY", "sk-very-secret")
-    command = 'echo "key=${SHELLTEST_API_KEY:-none}"; ulimit -v'
+    command = 'echo "key=${SHELLTEST_API_KEY:-none}"; ulimit -d'
     inside = make_box(rt, memory_mb=512).call("exec", {"command": command}).text
     assert "key=none" in inside and str(512 * 1024) in inside
     outside = make_box(rt).call("exec", {"command": command, "boundary": False}).text
