@@ -21,7 +21,7 @@ import difflib
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,9 +95,9 @@ class FileWrites:
 
         The file of a loaded Python module is patched in memory (the module runs the new
         code at once) and written, as one change; that module must have no changes in
-        memory that its file lacks. Any other file is written as text, in its own newline
-        style (the text's ``\\n`` become the file's line ending). `roots` are folders
-        outside the project that may be written too.
+        memory that its file lacks, and the persist guards must agree. Any other file is
+        written as text, in its own newline style (the text's ``\\n`` become the file's line
+        ending). `roots` are folders outside the project that may be written too.
         """
         dest = confined(self.project_root, path, roots)
         label = self._file_label(dest)
@@ -128,6 +128,7 @@ class FileWrites:
 
     if TYPE_CHECKING:  # provided by Runtime
         _lock: threading.RLock
+        _persist_guards: list[Callable[[list[str]], None]]
 
         def _record(self, name: str) -> ModuleRecord: ...
 
@@ -149,6 +150,8 @@ class FileWrites:
             )
         with self.transaction():
             change = self.patch_module(module, text)
+            for guard in list(self._persist_guards):  # as for persist: e.g. self-tests
+                guard([module])
             write = PlannedWrite(dest, text, loaded=record.loaded, module=module)
             self._file_records[change.id] = persist_files(self.project_root, [write])
         record.loaded = read_source(dest)

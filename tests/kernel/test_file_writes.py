@@ -108,3 +108,21 @@ def test_a_module_with_unpersisted_patches_refuses_a_file_write(rt, project):
     with pytest.raises(PersistError, match=r"changes in memory that the file lacks \(c1\)"):
         rt.write_file(mod.__file__, "def f():\n    return 2\n")
     assert mod.f() == 5
+
+
+def test_persist_guards_decide_module_file_writes_too(rt, project):
+    """A guard that refuses (say, the person declined) leaves module and file unchanged."""
+    mod = project.module("def f():\n    return 1\n")
+    seen = []
+
+    def guard(modules):
+        seen.append(modules)
+        raise PersistError("declined")
+
+    rt.add_persist_guard(guard)
+    with pytest.raises(PersistError, match="declined"):
+        rt.write_file(mod.__file__, "def f():\n    return 2\n")
+    assert seen == [[mod.__name__]] and mod.f() == 1
+    assert open(mod.__file__).read() == "def f():\n    return 1\n"
+    rt.write_file("notes.txt", "plain files are not modules\n")
+    assert seen == [[mod.__name__]]
