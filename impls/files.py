@@ -84,7 +84,10 @@ def _stale_note(files: Files, path: str) -> str:
 
 @forwardpy.impl(Files.write)
 def write(self: Files, path: str, content: str) -> Change:
-    return self.runtime.write_file(self.resolve(path), content, roots=self.settings.allow_paths)
+    dest = self.resolve(path)
+    if dest.is_dir():
+        raise EditRefused(f"{path or '.'} is a folder; give the path of a file.", path=path)
+    return self.runtime.write_file(dest, content, roots=self.settings.allow_paths)
 
 
 @forwardpy.impl(Files.edit)
@@ -123,9 +126,12 @@ def _lines_of(text: str, needle: str) -> str:
 
 @forwardpy.impl(Files.apply_patch)
 def apply_patch(self: Files, patch: str) -> list[Change]:
-    planned = [_planned(self, diff) for diff in _parse(patch)]
+    planned: dict[str, str] = {}  # path -> text after the diffs so far (a file may recur)
+    for diff in _parse(patch):
+        path, text = _planned(self, diff, planned)
+        planned[path] = text
     with self.runtime.transaction() as changes:  # a failing write undoes the earlier ones
-        for path, text in planned:
+        for path, text in planned.items():
             self.write(path, text)
     return list(changes)
 
@@ -179,16 +185,22 @@ def _parse(patch: str) -> list[whatthepatch.patch.diffobj]:
     return diffs
 
 
-def _planned(files: Files, diff: whatthepatch.patch.diffobj) -> tuple[str, str]:
-    """The file a diff changes and its text after the diff; refused if a hunk does not fit."""
+def _planned(
+    files: Files, diff: whatthepatch.patch.diffobj, pending: dict[str, str]
+) -> tuple[str, str]:
+    """The file a diff changes and its text after the diff (on top of ``pending``, the texts
+    earlier diffs of the same patch made); refused if a hunk does not fit."""
     old_path, new_path = diff.header.old_path, diff.header.new_path
     if new_path == _DEV_NULL:
         raise EditRefused(f"the patch deletes {old_path}; the file tools do not delete files.")
     if old_path not in (_DEV_NULL, new_path):
         raise EditRefused(f"the patch renames {old_path} to {new_path}; renames are not applied.")
     creating = old_path == _DEV_NULL
-    before = [] if creating else _text(files, files.resolve(new_path)).split("\n")
-    if creating and files.resolve(new_path).exists():
+    if new_path in pending:
+        before = [] if creating else pending[new_path].split("\n")
+    else:
+        before = [] if creating else _text(files, files.resolve(new_path)).split("\n")
+    if creating and (new_path in pending or files.resolve(new_path).exists()):
         raise EditRefused(f"the patch creates {new_path}, which already exists.", path=new_path)
     try:
         after = whatthepatch.apply_diff(diff, before)

@@ -46,6 +46,9 @@ def test_read_file_refuses_binaries_big_files_and_paths_outside(project, box, tm
     assert refused.is_error and "outside the project root" in refused.text
     assert "PRIVATE KEY" not in refused.text
     assert call(box, "read_file", path="../x").is_error
+    for folder in ("", "."):
+        refused = call(box, "write_file", path=folder, content="x")
+        assert refused.is_error and "is a folder" in refused.text
     box_small = Toolbox(runtime=box.runtime, packages=["liveforge.tools"], limit=8000)
     box_small.settings = ToolSettings(files=FileSettings(max_read_bytes=4))
     big = box_small.call("read_file", {"path": "blob.bin"})
@@ -101,6 +104,12 @@ def test_apply_patch_changes_and_creates_files_or_nothing(project, box):
     assert (project.root / "docs" / "new.md").read_text() == "# New\npage\n"
     assert "+Run it quickly." in call(box, "diff").text
     assert not call(box, "apply_patch", patch="just words").text.startswith("c")
+    twice = (
+        "--- a/docs/guide.md\n+++ b/docs/guide.md\n@@ -1 +1 @@\n-# Guide\n+# The guide\n"
+        "--- a/docs/guide.md\n+++ b/docs/guide.md\n@@ -3 +3 @@\n-The end.\n+Fin.\n"
+    )
+    assert not call(box, "apply_patch", patch=twice).is_error
+    assert guide.read_text() == "# The guide\nRun it quickly.\nFin.\n"
 
 
 def test_editing_a_loaded_module_file_is_live_and_one_rollback_restores_both(project, box):
