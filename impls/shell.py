@@ -288,9 +288,15 @@ def processes(self: Shell) -> list[ProcessInfo]:
     return [_refresh(item) for item in _processes(self).items.values()]
 
 
+_OWNER = os.getpid()
+
+
 @atexit.register
 def _stop_all() -> None:
-    """Background processes do not outlive the program that started them."""
+    """Background processes do not outlive the program that started them (and a forked
+    child, a live check say, leaves its parent's processes alone)."""
+    if os.getpid() != _OWNER:
+        return
     for table in list(_registry.values()):
         for item in table.items.values():
             if item.popen.poll() is None:
