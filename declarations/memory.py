@@ -69,7 +69,7 @@ class Memory(forwardpy.Object):
     settings: MemorySettings
 
     def write(self, text: str, tags: list[str] | None = None) -> MemoryItem:
-        """Keep a new memory."""
+        """Keep a new memory (the same text again updates the one kept, tags merged)."""
         ...
 
     def search(self, query: str, limit: int = 5) -> list[MemoryItem]:

@@ -88,6 +88,10 @@ def _clean(text: str, tags: list[str] | None) -> tuple[str, list[str]]:
 @forwardpy.impl(Memory.write)
 def write(self: Memory, text: str, tags: list[str] | None = None) -> MemoryItem:
     text, tags = _clean(text, tags)
+    with _connect(self) as db:
+        same = db.execute("SELECT id, tags FROM memories WHERE text = ?", (text,)).fetchone()
+    if same is not None:  # remembered already: keep one, with the tags of both
+        return self.edit(same[0], text, sorted({*json.loads(same[1]), *tags}))
     vector = embed(self.settings.embeddings, [text])[0] if self.settings.embeddings else None
     now = time.time()
     with _connect(self) as db:

@@ -109,6 +109,8 @@ def test_edit_keeps_the_index_in_step_and_hostile_queries_are_plain_words(store)
     for query in ['"unbalanced', "NEAR(a b)", "a* OR -b", "col:val", "'; DROP TABLE memories"]:
         store.search(query)  # no sqlite3.OperationalError
     assert fts_query('say "hi" OR bye') == '"say" OR "hi" OR "or" OR "bye"'
+    again = store.write("gamma delta", tags=["y"])
+    assert (again.id, again.tags, len(store.items())) == (item.id, ["x", "y"], 1)
     with pytest.raises(MemoryNotFound):
         store.forget(99)
     with pytest.raises(ValueError, match="needs text"):
