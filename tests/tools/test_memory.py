@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
-from liveforge.declarations.memory import Memory, MemoryNotFound
+from liveforge.declarations.memory import EmbeddingError, Memory, MemoryNotFound
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.tool_settings import EmbeddingSettings, MemorySettings, ToolSettings
 from liveforge.declarations.toolbox import Toolbox
@@ -125,11 +125,15 @@ class _Embeddings(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        data = [
-            {"index": i, "embedding": [_on(topic, text) + 0.01 for topic in self.TOPICS]}
-            for i, text in enumerate(body["input"])
-        ]
-        payload = json.dumps({"data": data}).encode()
+        vectors = [[_on(topic, text) + 0.01 for topic in self.TOPICS] for text in body["input"]]
+        if self.path == "/api/embed":  # Ollama's own endpoint
+            answer: dict[str, object] = {"embeddings": vectors}
+        elif self.path == "/v1/embeddings":
+            answer = {"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]}
+        else:
+            self.send_error(404)
+            return
+        payload = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -144,13 +148,15 @@ def _on(topic: tuple[str, ...], text: str) -> float:
     return float(any(word in text.lower() for word in topic))
 
 
-def test_hybrid_search_finds_by_meaning_what_words_miss(tmp_path):
+@pytest.mark.parametrize("protocol", ["openai", "ollama"])
+def test_hybrid_search_finds_by_meaning_what_words_miss(tmp_path, protocol):
     """With embeddings, a query sharing no word with a memory still finds it by vector."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"http://127.0.0.1:{server.server_port}/v1"
-        settings = MemorySettings(embeddings=EmbeddingSettings(base_url=url, model="fake"))
+        url = f"http://127.0.0.1:{server.server_port}" + ("/v1" if protocol == "openai" else "")
+        embeddings = EmbeddingSettings(protocol=protocol, base_url=url, model="fake")
+        settings = MemorySettings(embeddings=embeddings)
         store = Memory(path=tmp_path / "m.sqlite", settings=settings)
         store.write("The deploy script needs the VPN.")
         store.write("Prices are integer cents.")
@@ -159,6 +165,11 @@ def test_hybrid_search_finds_by_meaning_what_words_miss(tmp_path):
         assert [m.text for m in found] == ["The deploy script needs the VPN."]
         plain = Memory(path=tmp_path / "m.sqlite", settings=MemorySettings())
         assert plain.search("how do we ship a release") == []  # words alone miss it
+        wrong = EmbeddingSettings(protocol=protocol, base_url=url + "/nowhere", model="fake")
+        broken = Memory(path=tmp_path / "m.sqlite", settings=MemorySettings(embeddings=wrong))
+        with pytest.raises(EmbeddingError, match=r"embedding request to .* failed"):
+            broken.write("not kept")
+        assert "not kept" not in [m.text for m in plain.items()]
     finally:
         server.shutdown()
 
