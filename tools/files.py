@@ -7,6 +7,8 @@ file of a loaded Python module patches the running module too, in the same step.
 
 from __future__ import annotations
 
+import re
+
 from liveforge.declarations.files import Files
 from liveforge.declarations.permissions import effect
 from liveforge.kernel import Change
@@ -14,6 +16,8 @@ from liveforge.tools._context import runtime, settings
 from liveforge.tools._output import clip
 
 __all__ = ["apply_patch", "edit_file", "read_file", "write_file"]
+
+_NUMBERED = re.compile(r"^\s*\d+ ")
 
 
 def _files() -> Files:
@@ -29,7 +33,11 @@ def read_file(path: str, start: int = 1, end: int | None = None) -> str:
         start: first line to show (1-based)
         end: last line to show (inclusive); omit for the end of the file
     """
-    return clip(_files().read(path, start, end), None, lambda n: f"read_file({path!r}, start=N)")
+    text = _files().read(path, start, end)
+    numbered = [i for i, line in enumerate(text.splitlines()) if _NUMBERED.match(line)]
+    head = numbered[0] if numbered else 0  # the lines before the first numbered one
+    first = max(start, 1)
+    return clip(text, None, lambda n: f"read_file({path!r}, start={first + n - 1 - head})")
 
 
 @effect("write")

@@ -34,6 +34,10 @@ def test_read_file_numbers_lines_and_takes_a_range(project, box):
     assert not result.is_error
     assert result.text == "notes.txt lines 10-12 of 30\n10 line 10\n11 line 11\n12 line 12\n"
     assert "has 30 lines" in call(box, "read_file", path="notes.txt", start=99).text
+    small = Toolbox(runtime=box.runtime, packages=["liveforge.tools"], limit=120)
+    cut = small.call("read_file", {"path": "notes.txt", "start": 5}).text
+    shown = [line for line in cut.splitlines() if line.lstrip()[:1].isdigit()]
+    assert f"read_file('notes.txt', start={int(shown[-1].split()[0]) + 1})" in cut
 
 
 def test_read_file_refuses_binaries_big_files_and_paths_outside(project, box, tmp_path_factory):
