@@ -86,6 +86,8 @@ def command_names(command: str) -> list[str]:
 def check(self: Shell, command: str) -> None:
     if not command.strip():
         raise CommandRefused("the command is empty; give a shell command to run.")
+    if "\0" in command:
+        raise CommandRefused("the command contains a NUL byte, which no shell can run.")
     try:
         names = command_names(command)
     except ValueError as exc:
@@ -191,6 +193,8 @@ def run(
 ) -> ShellResult:
     self.check(command)
     folder = _folder(self, cwd)
+    if timeout is not None and timeout <= 0:
+        raise CommandRefused(f"timeout must be a positive number of seconds, not {timeout}.")
     seconds = min(timeout or self.settings.timeout, self.settings.max_timeout)
     scratch = Path(tempfile.mkdtemp(prefix="liveforge-exec-"))
     try:

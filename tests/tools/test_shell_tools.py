@@ -50,6 +50,15 @@ def test_exec_runs_in_a_project_folder_and_refuses_one_outside(rt, project):
     )
     refused = make_box(rt).call("exec", {"command": "pwd", "cwd": ".."})
     assert refused.is_error and "cwd refused" in refused.text
+    for bad, why in (
+        ({"command": "echo a\0b"}, "NUL byte"),
+        ({"command": "   "}, "empty"),
+        ({"command": "echo 'unclosed"}, "cannot be parsed"),
+        ({"command": "true", "timeout": -1}, "positive number"),
+        ({"command": "true", "cwd": "missing"}, "not a folder"),
+    ):
+        result = make_box(rt).call("exec", bad)
+        assert result.is_error and why in result.text, (bad, result.text)
 
 
 def test_the_boundary_keeps_secrets_out_and_outside_it_they_are_there(rt, monkeypatch):
