@@ -158,3 +158,20 @@ def test_a_memory_written_in_one_session_is_found_in_the_next(project, fake, age
     assert "#1 The user wants areas rounded to 2 places." in sent
     system = json.dumps(fake.requests[-2].body)
     assert "Memories of this project" in system
+
+
+def test_a_denied_tool_is_not_offered_and_a_call_anyway_is_refused(project, fake, agent_on):
+    """[tool.liveforge.tools] deny = ["group:shell"]: the request's tool list has no exec,
+    and a model that calls it anyway gets a refusal it can read; nothing runs."""
+    root, _ = project
+    (root / "pyproject.toml").write_text('[tool.liveforge.tools]\ndeny = ["group:shell"]\n')
+    fake.add(
+        reply.tool_call("exec", {"command": f"touch {root / 'ran'}"}),
+        reply.text("Shell commands are not available here."),
+    )
+    events = run_turn(agent_on(), "touch a file")
+    offered = json.dumps(fake.requests[0].body["tools"])
+    assert '"read_file"' in offered and '"exec"' not in offered and '"process"' not in offered
+    (finished,) = of_type(events, "tool_finished")
+    assert finished.is_error and "exec is not available in this session" in finished.summary
+    assert not (root / "ran").exists()
