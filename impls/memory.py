@@ -50,6 +50,8 @@ END;
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
 _COLUMNS = "id, text, tags, created, updated"
+_ready: set[tuple[str, int]] = set()
+"""Database files (path, inode) whose schema this process has made sure of."""
 _CANDIDATES = 50
 """Rows each ranking contributes before the hybrid fusion."""
 
@@ -65,7 +67,10 @@ def _connect(memory: Memory) -> Iterator[sqlite3.Connection]:
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, timeout=10)
     try:
-        connection.executescript(_SCHEMA)
+        key = (str(path.resolve()), path.stat().st_ino if path.exists() else 0)
+        if key not in _ready:  # the schema script costs more than a search
+            connection.executescript(_SCHEMA)
+            _ready.add((key[0], path.stat().st_ino))
         with connection:
             yield connection
     finally:
@@ -114,7 +119,7 @@ def search(self: Memory, query: str, limit: int = 5) -> list[MemoryItem]:
             "SELECT m.id, m.text, m.tags, m.created, m.updated, bm25(memories_fts, 1.0, 0.5) "
             "AS rank FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
             "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
-            (words, max(limit, _CANDIDATES)),
+            (words, max(limit, _CANDIDATES) if self.settings.embeddings else limit),
         ).fetchall()
         ranked = [_item(row[:5], -row[5]) for row in rows]
         if self.settings.embeddings:
