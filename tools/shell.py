@@ -80,6 +80,11 @@ def _report(result: ShellResult) -> str:
         head = f"timed out after {result.seconds:.1f}s: killed (exit {result.exit_code})"
     else:
         head = f"exit {result.exit_code} in {result.seconds:.1f}s"
-    where = "" if result.boundary else " (outside the check boundary)"
+    # say what the boundary is, never more: files and network are not walled in here yet
+    where = (
+        " [boundary: no secrets, limits; isolation of files and network: none]"
+        if result.boundary
+        else " (outside the check boundary)"
+    )
     body = result.output if result.output.strip() else "(no output)"
     return f"$ {result.command}\n{head}{where}\n{body}"
