@@ -28,13 +28,37 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING
 
-import forwardpy
 from pydantic import BaseModel, ConfigDict, Field
 
+from liveforge.declarations.contract import Contract, fresh
+from liveforge.declarations.events import (
+    AgentEvent,
+    Cancelled,
+    Compacted,
+    ErrorEvent,
+    FinalAnswer,
+    Notice,
+    PatchApplied,
+    Runaway,
+    SelfPatchesApplied,
+    SelfPatchesRolledBack,
+    TextDelta,
+    Thinking,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEndReason,
+    TurnLimit,
+    TurnStarted,
+    VerificationResult,
+)
 from liveforge.declarations.messages import Usage
+from liveforge.declarations.turn import AgentState
+from liveforge.kernel._safety import Rescue, SafetyNet
 
 if TYPE_CHECKING:
     from liveforge.declarations.compaction import Compactor
@@ -66,6 +90,7 @@ __all__ = [
     "TurnLimit",
     "TurnStarted",
     "VerificationResult",
+    "rolled_back_note",
 ]
 
 
@@ -86,7 +111,9 @@ class AgentSettings(BaseModel):
     """Sampling temperature; None leaves the provider's default."""
     self_packages: tuple[str, ...] = ("liveforge.",)
     """Module prefixes that make up the agent itself. Patches to them are queued and take
-    effect at the next step boundary; persisting them requires `self_tests` to pass."""
+    effect at the next step boundary, on probation until a turn that began with them ends
+    cleanly (rolled back if the agent machinery fails first); persisting them requires
+    `self_tests` to pass."""
     self_tests: tuple[str, ...] | None = None
     """pytest arguments for liveforge's own suite, run in the sandbox with the overlay before
     a self-patch is persisted. None: the `tests` folder next to the liveforge sources."""
@@ -94,196 +121,17 @@ class AgentSettings(BaseModel):
     """Seconds the self-test run may take."""
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TurnStarted(_Event):
-    """A turn began: the user's input is in the conversation."""
-
-    type: Literal["turn_started"] = "turn_started"
-    session_id: str
-    turn: int
-    user_input: str
-
-
-class TextDelta(_Event):
-    """A piece of the model's answer text."""
-
-    type: Literal["text_delta"] = "text_delta"
-    text: str
-
-
-class Thinking(_Event):
-    """A piece of the model's reasoning."""
-
-    type: Literal["thinking"] = "thinking"
-    text: str
-
-
-class ToolStarted(_Event):
-    """The model called a tool; it is running now."""
-
-    type: Literal["tool_started"] = "tool_started"
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-class ToolFinished(_Event):
-    """A tool call returned. `summary` is the first lines of what the model receives."""
-
-    type: Literal["tool_finished"] = "tool_finished"
-    call_id: str
-    name: str
-    is_error: bool
-    summary: str
-    duration: float
-    chars: int
-    """Length of the full result the model receives."""
-    deferred: bool = False
-    """A self-patch queued until the step boundary (its outcome follows there)."""
-
-
-class PatchApplied(_Event):
-    """A change to the live program, with the diff of its module."""
-
-    type: Literal["patch_applied"] = "patch_applied"
-    change_id: str
-    target: str
-    kind: str
-    diff: str
-    self_patch: bool = False
-
-
-class VerificationResult(_Event):
-    """A sandbox run (verify / run_tests) finished."""
-
-    type: Literal["verification"] = "verification"
-    run_id: str
-    kind: str
-    """"snippet" or "tests"."""
-    ok: bool
-    headline: str
-
-
-class SelfPatchesApplied(_Event):
-    """Queued patches to liveforge itself took effect at the step boundary (or failed as a
-    batch, `ok=False`, leaving nothing applied)."""
-
-    type: Literal["self_patches_applied"] = "self_patches_applied"
-    change_ids: list[str]
-    ok: bool
-    message: str
-
-
-class SelfPatchesRolledBack(_Event):
-    """Self-patches broke the loop machinery and were undone; the turn continues."""
-
-    type: Literal["self_patches_rolled_back"] = "self_patches_rolled_back"
-    change_ids: list[str]
-    reason: str
-
-
-class Compacted(_Event):
-    """Older turns were summarised to make room in the context window."""
-
-    type: Literal["compacted"] = "compacted"
-    tokens_before: int
-    tokens_after: int
-    messages_summarised: int
-    outputs_truncated: int
-
-
-class Notice(_Event):
-    """Something worth showing that needs no action (a retry, a failover, a restore)."""
-
-    type: Literal["notice"] = "notice"
-    kind: str
-    text: str
-
-
-class ErrorEvent(_Event):
-    """The turn failed for a reason outside the model's control (provider, context)."""
-
-    type: Literal["error"] = "error"
-    error_type: str
-    message: str
-
-
-class FinalAnswer(_Event):
-    """The model answered without calling tools: the turn's result."""
-
-    type: Literal["final_answer"] = "final_answer"
-    text: str
-
-
-class TurnLimit(_Event):
-    """The turn used its step budget."""
-
-    type: Literal["turn_limit"] = "turn_limit"
-    steps: int
-
-
-class Runaway(_Event):
-    """The model repeated a call; the turn was stopped and the model told so."""
-
-    type: Literal["runaway"] = "runaway"
-    name: str
-    arguments: dict[str, Any]
-    repeats: int
-
-
-class Cancelled(_Event):
-    """The turn was cancelled; `open_calls` got a "cancelled" result."""
-
-    type: Literal["cancelled"] = "cancelled"
-    open_calls: list[str]
-
-
-TurnEndReason = Literal["answer", "turn_limit", "runaway", "cancelled", "error"]
-
-
-class TurnEnded(_Event):
-    """The last event of every turn."""
-
-    type: Literal["turn_ended"] = "turn_ended"
-    reason: TurnEndReason
-    steps: int
-    usage: Usage
-    """Tokens used by this turn's model requests (compaction included)."""
-    context_tokens: int
-    """Estimated size of the conversation now."""
-
-
-AgentEvent = Annotated[
-    TurnStarted
-    | TextDelta
-    | Thinking
-    | ToolStarted
-    | ToolFinished
-    | PatchApplied
-    | VerificationResult
-    | SelfPatchesApplied
-    | SelfPatchesRolledBack
-    | Compacted
-    | Notice
-    | ErrorEvent
-    | FinalAnswer
-    | TurnLimit
-    | Runaway
-    | Cancelled
-    | TurnEnded,
-    Field(discriminator="type"),
-]
-
-
-class Agent(forwardpy.Object):
+class Agent(Contract):
     """Runs turns of a session against a live runtime, through a provider and a toolbox.
 
     Construct with keyword arguments (all required): `runtime`, `provider`, `toolbox`,
     `session`, `compactor`, `prompt`, `settings`. `liveforge.agent_setup.build_agent` wires
     them from a project's configuration.
+
+    `run` is not a replaceable body: it is the turn-boundary watchdog (below) around the
+    replaceable `turn`, and an agent's runtime refuses patches to this module, so a
+    self-patch that breaks the loop — its recovery code included — is rolled back and the
+    session goes on.
     """
 
     runtime: Runtime
@@ -293,15 +141,41 @@ class Agent(forwardpy.Object):
     compactor: Compactor
     prompt: SystemPrompt
     settings: AgentSettings
+    state: AgentState = fresh(AgentState)
+    """The current turn, the tool worker and the safety net: the bodies' typed state."""
 
     def run(self, user_input: str) -> AsyncIterator[AgentEvent]:
         """Run one turn for `user_input`; yields events, the last one `TurnEnded`.
 
-        Raises `SessionBusy` when another front end holds the project's turn lock. Faults of
-        liveforge itself propagate (after the conversation is made consistent); provider
-        failures end the turn with an `ErrorEvent`. Closing the iterator early, or
-        cancelling the task, leaves the session valid for the next turn.
+        Raises `SessionBusy` when another front end holds the project's turn lock. A fault
+        while self-patches are on probation rolls them back (`SelfPatchesRolledBack`) and the
+        session goes on; other faults of liveforge itself propagate (after the conversation
+        is made consistent); provider failures end the turn with an `ErrorEvent`. Closing
+        the iterator early, or cancelling the task, leaves the session valid for the next
+        turn.
         """
+        return _guarded_turn(self, user_input)
+
+    def safety_net(self) -> SafetyNet:
+        """The kernel's record of this agent's self-patches (created on first use): each is
+        on probation until a turn that began with it ends cleanly, and is rolled back when
+        the agent machinery fails before that."""
+        if self.state.net is None:
+            self.state.net = SafetyNet(self.runtime, self.settings.self_packages)
+        return self.state.net
+
+    def tool_running(self) -> bool:
+        """True while a tool call is still running in the worker (say, after a cancel)."""
+        return self.state.tool_running()
+
+    def turn(self, user_input: str) -> AsyncGenerator[AgentEvent, None]:
+        """The replaceable body of a turn, as `run` describes it; `run` watches it."""
+        ...
+
+    def settle(self, rescue: Rescue) -> None:
+        """After the watchdog rolled back self-patches because a fault escaped `turn`:
+        answer the open tool calls, record the rollback and the turn's end, and tell the
+        model with its next request."""
         ...
 
     def cancel(self) -> None:
@@ -323,3 +197,98 @@ class Agent(forwardpy.Object):
     async def aclose(self) -> None:
         """Release the provider's connections and the tool worker."""
         ...
+
+
+# -- the turn-boundary watchdog ---------------------------------------------------------------
+#
+# The agent may patch every @impl body of its loop, the code that recovers from a fault
+# included. What must survive that lives where its patches cannot reach: the kernel's
+# SafetyNet (it reads self-patches from the runtime's history and rolls them back) and this
+# module (an agent's runtime protects liveforge.declarations by file location). Nothing of
+# the watched bodies runs here until after a rollback, when they are back to what worked:
+#
+#   begin   the turn starts: changes made before it are not its doing
+#   turn    events pass through; TurnEnded is held back
+#   clean   the turn ended: its self-patches leave probation (and the transcript says so)
+#   fault   an exception escaped the turn: roll back every self-patch on probation, let
+#           the restored bodies settle the conversation, end the turn with an error; with
+#           nothing on probation the fault is liveforge's own and propagates
+
+
+def rolled_back_note(rescue: Rescue) -> str:
+    """What the model is told after its self-patches were undone."""
+    return (
+        f"[liveforge] Your self-patches {', '.join(rescue.change_ids)} broke the agent loop "
+        f"({rescue.reason}) and were rolled back automatically. The session goes on without "
+        "them; fix the cause before patching liveforge again."
+    )
+
+
+async def _guarded_turn(agent: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
+    """`Agent.run`: one turn of the replaceable loop, inside the safety net."""
+    net = agent.safety_net()
+    net.begin()
+    ended: TurnEnded | None = None
+    try:
+        async with contextlib.aclosing(agent.turn(user_input)) as events:
+            async for event in events:
+                if isinstance(event, TurnEnded):
+                    ended = event
+                else:
+                    yield event
+        if ended is None:
+            raise RuntimeError("the turn's body returned without ending the turn")
+        agent.session.confirm(net.due())
+        net.confirm()
+    except Exception as fault:
+        for event in _recover(agent, net, fault, ended):
+            yield event
+        return
+    yield ended
+
+
+def _recover(
+    agent: Agent, net: SafetyNet, fault: Exception, ended: TurnEnded | None
+) -> list[AgentEvent]:
+    """Roll back the suspects of a fault that escaped the turn, and end the turn cleanly.
+
+    First the self-patches on probation; if the agent machinery still fails (a confirmed
+    self-patch in a path that only faults take, say), every self-patch of this process.
+    A fault that no self-patch explains is raised."""
+    error, undone = fault, list[str]()
+    for everything in (False, True):
+        rescue = net.rescue(error, everything=everything)
+        if rescue is None:
+            continue
+        undone += rescue.change_ids
+        try:
+            return _rescued(agent, Rescue(tuple(undone), rescue.reason), error, ended)
+        except Exception as again:
+            error = again
+    raise error
+
+
+def _rescued(
+    agent: Agent, rescue: Rescue, fault: Exception, ended: TurnEnded | None
+) -> list[AgentEvent]:
+    """The end of a turn whose self-patches the watchdog rolled back."""
+    turn = agent.state.turn
+    agent.settle(rescue)
+    events: list[AgentEvent] = [
+        SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
+    ]
+    if ended is None:
+        events.append(
+            ErrorEvent(
+                error_type=type(fault).__name__,
+                message=f"the agent loop failed and the turn was stopped: {rescue.reason}. "
+                "The self-patches that broke it were rolled back; the session goes on.",
+            )
+        )
+        ended = TurnEnded(
+            reason="error",
+            steps=turn.steps if turn else 0,
+            usage=turn.usage if turn else Usage(),
+            context_tokens=agent.context_tokens(),
+        )
+    return [*events, ended]

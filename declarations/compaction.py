@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import forwardpy
 from pydantic import BaseModel, ConfigDict, Field
 
+from liveforge.declarations.contract import Contract
 from liveforge.declarations.messages import Message, Usage
 from liveforge.kernel.errors import LiveforgeError
 
@@ -93,7 +93,7 @@ class Compaction(BaseModel):
     """Summarisation requests sent (more than one after an overflow)."""
 
 
-class Compactor(forwardpy.Object):
+class Compactor(Contract):
     """Estimates sizes, bounds tool results and summarises old turns. Construct with
     `settings=ContextSettings(...)`."""
 

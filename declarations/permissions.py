@@ -20,27 +20,38 @@ boundary. Per-tool rules (`Rules`) override the table: ``deny`` always wins, the
     policy = Policy(mode="ask", rules=Rules(deny=("execute",)))
     policy.decide("persist", "write")     # Decision.ASK
     policy.decide("execute", "execute")   # Decision.DENY
+
+Who answers an `ASK` is the front end's `Approver`: it gets an `ApprovalRequest` (the tool,
+its effect, its arguments and a preview of what will happen) and says yes or no. Work a
+person started themselves (a slash command, a confirmed `/persist`) runs inside
+`approved()`, where nothing asks again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, TypeVar, get_args
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, get_args
 
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = [
     "MODES",
+    "ApprovalRequest",
+    "Approver",
     "Decision",
     "Effect",
     "Mode",
     "PermissionDenied",
     "Policy",
     "Rules",
+    "approved",
     "effect",
     "effect_of",
+    "is_approved",
 ]
 
 Mode = Literal["read-only", "ask", "auto-edit", "full-auto"]
@@ -131,3 +142,35 @@ def effect_of(func: Callable[..., object]) -> Effect:
     effect short of a shell), so a new tool is asked about until it says what it does."""
     kind: Effect = getattr(func, _ATTRIBUTE, "execute")
     return kind
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One question for a person: may `tool` run with `arguments`? `preview` shows what
+    will happen (a diff, the code to run, the files to write)."""
+
+    tool: str
+    effect: Effect
+    arguments: dict[str, Any] = field(default_factory=dict)
+    preview: str = ""
+
+
+Approver = Callable[[ApprovalRequest], bool]
+"""A front end's answer to an `ASK`: True runs the call, False refuses it."""
+
+_approved: ContextVar[bool] = ContextVar("liveforge_approved", default=False)
+
+
+@contextlib.contextmanager
+def approved() -> Iterator[None]:
+    """Everything inside this block was approved already: no policy question is asked."""
+    token = _approved.set(True)
+    try:
+        yield
+    finally:
+        _approved.reset(token)
+
+
+def is_approved() -> bool:
+    """True inside `approved()` (in this thread, or a task or thread that copied its context)."""
+    return _approved.get()

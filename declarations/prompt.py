@@ -21,16 +21,18 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import forwardpy
 from pydantic import BaseModel, ConfigDict
+
+from liveforge.declarations.contract import Contract, fresh
 
 if TYPE_CHECKING:
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
-__all__ = ["PromptPart", "SystemPrompt"]
+__all__ = ["PromptCache", "PromptPart", "SystemPrompt"]
 
 
 class PromptPart(BaseModel):
@@ -42,11 +44,21 @@ class PromptPart(BaseModel):
     text: str
 
 
-class SystemPrompt(forwardpy.Object):
+@dataclass
+class PromptCache:
+    """Parts built already, with what they were built from (rebuilt when that changes)."""
+
+    key: object = None
+    """What `parts` were built from: tool names, the change history, the instruction file."""
+    parts: list[PromptPart] = field(default_factory=list)
+
+
+class SystemPrompt(Contract):
     """Builds the system prompt of an agent working on `runtime` with `toolbox`."""
 
     runtime: Runtime
     toolbox: Toolbox
+    cache: PromptCache = fresh(PromptCache)
 
     def parts(self) -> list[PromptPart]:
         """The prompt's sections, in order (empty sections left out)."""

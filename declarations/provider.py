@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -310,6 +311,8 @@ class Provider(forwardpy.Object):
     states: list[RouteState]
     active_route: int
     http: httpx.AsyncClient | None
+    owned_http: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None
+    """The client this provider made itself (for `http` None), with the loop it serves."""
 
     def __init__(
         self,
@@ -328,6 +331,7 @@ class Provider(forwardpy.Object):
         ]
         self.active_route = 0
         self.http = http
+        self.owned_http = None
 
     def __repr__(self) -> str:
         return f"Provider(routes={[r.name for r in self.routes]!r})"

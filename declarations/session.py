@@ -10,6 +10,7 @@ Records (field `t`):
     usage       tokens a model request reported (the context-size anchor)
     change      a change to the live program (whole sources, to re-apply on resume)
     status      a change's new status (rolled_back, persisted, verified)
+    confirmed   self-patches a turn ended cleanly with (no longer on probation)
     compaction  the conversation was replaced by a summary + recent messages
     note        something that happened (self-patch rollback, restore problems, ...)
     turn        a turn started / ended (with its reason)
@@ -17,7 +18,10 @@ Records (field `t`):
 
 Resume replays the records: the whole conversation (compactions included) and the
 runtime's unpersisted changes, re-applied in order; a change that no longer applies is
-reported, never silently dropped. Known secret values are scrubbed from every record.
+reported, never silently dropped. A self-patch is re-applied only once a turn has ended
+cleanly with it (`confirmed`): one still on probation when the process stopped — rolled back
+or crashing — is reported and left out, so resume starts from the last state that worked.
+Known secret values are scrubbed from every record.
 Turns of one project are serialised by a lock file; a second front end gets `SessionBusy`
 naming the process that holds it.
 
@@ -32,12 +36,13 @@ Example::
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
-import forwardpy
 from pydantic import BaseModel, ConfigDict
 
+from liveforge.declarations.contract import Contract, fresh
 from liveforge.declarations.messages import Message, Usage
 from liveforge.kernel.errors import LiveforgeError
 
@@ -51,6 +56,7 @@ __all__ = [
     "SessionBusy",
     "SessionError",
     "SessionInfo",
+    "SessionLive",
     "SessionState",
     "sessions_dir",
 ]
@@ -106,6 +112,8 @@ class ChangeRecord(BaseModel):
     target_after: str | None = None
     status: str = "applied"
     self_patch: bool = False
+    confirmed: bool = False
+    """A self-patch a turn ended cleanly with; only confirmed self-patches are re-applied."""
     replaces: str | None = None
     """Key of the change this one re-applied on resume."""
 
@@ -131,7 +139,19 @@ class SessionInfo(BaseModel):
     holder_pid: int | None = None
 
 
-class Session(forwardpy.Object):
+@dataclass
+class SessionLive:
+    """What an open session keeps besides its data: the transcript handle and an index."""
+
+    transcript: IO[str] | None = None
+    """The open transcript file (opened on the first write, closed by `close_transcript`)."""
+    by_key: dict[str, ChangeRecord] | None = None
+    """`changes` by key, built on first use."""
+    restored: list[str] = field(default_factory=list)
+    """What resuming re-applied (the lines `restore` returned), for front ends to show."""
+
+
+class Session(Contract):
     """A conversation with its transcript file, token estimates and recorded changes."""
 
     id: str
@@ -148,8 +168,13 @@ class Session(forwardpy.Object):
     changes: list[ChangeRecord]
     turns: int
     secrets: list[str]
-    extra: dict[str, Any]
-    """Free-form state impls may keep (not persisted)."""
+    created: float
+    """When the session began (seconds since the epoch)."""
+    epoch: int = 1
+    """How many times the transcript was opened; change keys start with it."""
+    open_turn: bool = False
+    """A turn started and has not ended (in this process, or in one that stopped)."""
+    live: SessionLive = fresh(SessionLive)
 
     @staticmethod
     def create(
@@ -205,13 +230,18 @@ class Session(forwardpy.Object):
         the new changes."""
         ...
 
+    def confirm(self, change_ids: list[str]) -> None:
+        """Record that a turn ended cleanly with these self-patches (this process's ids)."""
+        ...
+
     def unpersisted(self) -> list[ChangeRecord]:
         """Live changes not yet written to files, oldest first."""
         ...
 
     def restore(self, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) -> list[str]:
         """Re-apply the unpersisted changes to `runtime`; one line per change saying how it
-        went ("re-applied c3 pkg.mod.f as c1", "c4 pkg.mod no longer applies: ...")."""
+        went ("re-applied c3 pkg.mod.f as c1", "c4 pkg.mod no longer applies: ..."). The
+        lines are kept in `live.restored` too. Self-patches never confirmed are left out."""
         ...
 
     def turn_lock(self) -> AbstractContextManager[None]:

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import forwardpy
-
+from liveforge.declarations.contract import Contract, fresh
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
+from liveforge.declarations.permissions import Approver, Effect, Policy, effect_of
 from liveforge.declarations.tool_schema import ToolSchema
 from liveforge.declarations.tool_settings import ToolSettings
 
@@ -43,6 +43,11 @@ class Tool:
     module: str
     func: Callable[..., Any]
     schema: ToolSchema
+
+    @property
+    def effect(self) -> Effect:
+        """What calling it can do to the world (`liveforge.declarations.permissions`)."""
+        return effect_of(self.func)
 
     def spec(self) -> ToolSpec:
         """The provider-neutral description a model receives."""
@@ -65,19 +70,28 @@ class ToolResult:
         return ToolResultBlock(tool_use_id=tool_use_id, content=self.text, is_error=self.is_error)
 
 
-class Toolbox(forwardpy.Object):
+class Toolbox(Contract):
     """Which tools the model sees now, and dispatching its calls.
 
     ``packages`` are the tool packages scanned, in priority order (a name taken by an
-    earlier package hides later ones); ``limit`` bounds every result's characters;
-    ``settings`` chooses the tool profile and allow/deny lists (a tool they leave out is
-    absent from ``tools()`` and refused by ``call()``) and configures the tools themselves.
+    earlier package hides later ones); ``limit`` bounds every result's characters.
+    ``policy`` decides which calls run, which ask ``approver`` first and which are refused
+    (a toolbox without a policy uses the default, ``ask``; without an approver nobody can
+    say yes, so an ``ask`` is refused with a message the model can act on). ``settings``
+    chooses the tool profile and allow/deny lists (a tool they leave out is absent from
+    ``tools()`` and refused by ``call()``) and configures the tools themselves.
     """
 
     runtime: Runtime
-    packages: list[str]
+    packages: list[str] = fresh(list)
+    """Empty: liveforge's own tools, then each `<package>.tools` of the project."""
     limit: int
-    settings: ToolSettings = ToolSettings()
+    policy: Policy = fresh(Policy)
+    """The permission mode and rules; the default is ``ask``."""
+    approver: Approver | None = None
+    """Answers the calls the policy asks about; None: nobody can say yes."""
+    settings: ToolSettings = fresh(ToolSettings)
+    """The tool profile, allow/deny lists, and the file, shell and memory tools' settings."""
 
     def tools(self) -> list[Tool]:
         """The tools visible now (the profile's, allowed, not denied), in package, module
@@ -98,6 +112,7 @@ class Toolbox(forwardpy.Object):
         """Validate ``arguments`` (a dict or a JSON object text) and run tool ``name``.
 
         Never raises for the model's mistakes: unknown tools, bad arguments, errors raised by
-        the tool and running past ``timeout`` seconds all come back as ``is_error`` results.
+        the tool, running past ``timeout`` seconds and calls the policy refuses (or the
+        person declines) all come back as ``is_error`` results.
         """
         ...

@@ -1,95 +1,114 @@
 """`Agent` bodies: the turn loop.
 
-    run(input):  lock the project's turns, record the input, then step until TurnOver:
-      step:      check limits -> model request (streamed) -> no tool calls: FinalAnswer
+    turn(input): lock the project's turns, record the input, then step until `ending` says
+                 the turn is over (agent_turn: the one place that decides it)
+      step:      model request (streamed) -> no tool calls: Answered
                  -> run the tool calls -> apply queued self-patches at the boundary
-      fault:     an exception in the loop machinery with unconfirmed self-patches rolls them
-                 back, tells the model and steps again; otherwise it propagates
+      fault:     the safety net rolls back the self-patches on probation, the model is told,
+                 and the turn steps on; with none on probation the fault is a Failed step
       always:    open tool calls are answered, changes tracked, the turn's end recorded
 
-The model's own mistakes never reach this level: the toolbox turns them into tool results.
+`Agent.run` (the protected watchdog) drives `turn`; if a fault escapes it — say a
+self-patch broke this module — the watchdog rolls back and calls `settle`. The model's own
+mistakes never reach this level: the toolbox turns them into tool results.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import forwardpy
 
 from liveforge.declarations.agent import (
     Agent,
     AgentEvent,
-    Cancelled,
     Compacted,
-    FinalAnswer,
     Notice,
     SelfPatchesRolledBack,
     TurnEnded,
     TurnEndReason,
-    TurnLimit,
     TurnStarted,
+    rolled_back_note,
 )
-from liveforge.declarations.messages import (
-    Message,
-    ModelResponse,
-    TextBlock,
-    ToolResultBlock,
-)
+from liveforge.declarations.messages import Message, ModelResponse, TextBlock, ToolResultBlock
+from liveforge.declarations.turn import Turn
 from liveforge.impls.agent_model import call_model, compact_now
 from liveforge.impls.agent_tools import run_tools
 from liveforge.impls.agent_turn import (
-    Turn,
-    TurnOver,
+    STEP_OUTCOMES,
+    Answered,
+    Ending,
+    Failed,
+    Going,
+    StepOutcome,
     add_note,
-    agent_state,
     close_open_calls,
+    ending,
 )
-from liveforge.impls.self_patches import fault_summary, roll_back_unconfirmed
 from liveforge.impls.session_store import close_transcript
+from liveforge.kernel._safety import Rescue
 
 __all__: list[str] = []
 
 
-@forwardpy.impl(Agent.run)
-async def run(self: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
+@forwardpy.impl(Agent.turn)
+async def turn(self: Agent, user_input: str) -> AsyncGenerator[AgentEvent, None]:
     with self.session.turn_lock():
-        turn = _begin(self, user_input)
+        current = _begin(self, user_input)
         reason: TurnEndReason = "error"
         try:
-            yield TurnStarted(session_id=self.session.id, turn=turn.number, user_input=user_input)
-            for line in self.session.extra.pop("restored", None) or []:
-                yield Notice(kind="restored", text=line)
-            while True:
-                try:
-                    async for event in _step(self, turn):
-                        yield event
-                except TurnOver:
-                    raise
-                except Exception as fault:
-                    yield _recover(self, turn, fault)
-        except TurnOver as over:
-            reason = over.reason
-            yield over.event
+            yield TurnStarted(
+                session_id=self.session.id, turn=current.number, user_input=user_input
+            )
+            if not self.state.restore_told:
+                self.state.restore_told = True
+                for line in self.session.live.restored:
+                    yield Notice(kind="restored", text=line)
+            async for item in _steps(self, current):
+                if isinstance(item, Ending):
+                    reason = item.reason
+                    yield item.event
+                else:
+                    yield item
         except (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt):
             reason = "cancelled"
             raise
         finally:
-            _end(self, turn, reason)
+            _end(self, current, reason)
         yield TurnEnded(
-            reason=reason, steps=turn.steps, usage=turn.usage, context_tokens=self.context_tokens()
+            reason=reason,
+            steps=current.steps,
+            usage=current.usage,
+            context_tokens=self.context_tokens(),
         )
 
 
-async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent]:
-    """One model request and the tool calls it asks for; raises TurnOver to end the turn."""
-    if turn.token.cancelled:
-        raise TurnOver("cancelled", Cancelled(open_calls=[]))
+async def _steps(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent | Ending]:
+    """Step until `ending` ends the turn; its `Ending` is the last item."""
+    outcome: StepOutcome = Going()
+    while (end := ending(agent, turn, outcome)) is None:
+        outcome = Going()
+        try:
+            async for item in _step(agent, turn):
+                if isinstance(item, STEP_OUTCOMES):
+                    outcome = item
+                else:
+                    yield item
+        except Exception as fault:
+            rescue = agent.safety_net().rescue(fault)
+            if rescue is None:
+                outcome = Failed(fault)
+                continue
+            _report_rescue(agent, turn, rescue)
+            yield SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
+    yield end
+
+
+async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent | StepOutcome]:
+    """One model request and the tool calls it asks for; the last item is its outcome."""
     turn.steps += 1
-    if turn.steps > agent.settings.max_steps:
-        raise TurnOver("turn_limit", TurnLimit(steps=turn.steps - 1))
     last = turn.steps == agent.settings.max_steps
-    agent_state(agent).start_trial()
     response: ModelResponse | None = None
     async for item in call_model(agent, turn, last_step=last):
         if isinstance(item, ModelResponse):
@@ -97,47 +116,35 @@ async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent]:
         else:
             yield item
     assert response is not None
-    if response.stop_reason == "pause_turn" and not response.tool_calls:
-        return  # the provider paused a long answer: the next request continues it
+    if turn.token.cancelled or (response.stop_reason == "pause_turn" and not response.tool_calls):
+        return  # cancelled, or the provider paused a long answer: the next request goes on
     if not response.tool_calls:
-        agent_state(agent).confirm()
-        raise TurnOver("answer", FinalAnswer(text=response.text))
+        yield Answered(response.text)
+        return
     turn.open_calls = response.tool_calls
     if last:
         close_open_calls(agent, turn, "not run: the turn's step limit was reached")
-        raise TurnOver("turn_limit", TurnLimit(steps=turn.steps))
+        return
     async for event in run_tools(agent, turn, response.tool_calls):
         yield event
 
 
-def _recover(agent: Agent, turn: Turn, fault: Exception) -> AgentEvent:
-    """Roll back unconfirmed self-patches after a loop fault; re-raise when there are none."""
-    if not agent_state(agent).unconfirmed:
-        raise fault
-    reason = fault_summary(fault)
-    close_open_calls(agent, turn, f"interrupted: the agent loop failed ({reason})")
-    undone = roll_back_unconfirmed(agent)
-    if not undone:
-        raise fault
+def _report_rescue(agent: Agent, turn: Turn, rescue: Rescue) -> None:
+    """After the safety net rolled back: close the open calls, record it, tell the model."""
+    close_open_calls(agent, turn, f"interrupted: the agent loop failed ({rescue.reason})")
     agent.session.track(agent.runtime, agent.settings.self_packages)
-    agent.session.note("self_patch_rollback", reason, change_ids=undone)
-    add_note(
-        agent,
-        f"[liveforge] Your self-patches {', '.join(undone)} broke the agent loop "
-        f"({reason}) and were rolled back automatically. The session goes on without "
-        "them; fix the cause before patching liveforge again.",
-    )
-    return SelfPatchesRolledBack(change_ids=undone, reason=reason)
+    agent.session.note("self_patch_rollback", rescue.reason, change_ids=list(rescue.change_ids))
+    add_note(agent, rolled_back_note(rescue))
 
 
 def _track_unreported(agent: Agent) -> None:
     """Record changes made outside this turn's tool calls; the model hears of them next."""
     new = agent.session.track(agent.runtime, agent.settings.self_packages)
-    agent_state(agent).unreported += [f"{c.id} {c.kind} {c.target} [{c.status.value}]" for c in new]
+    agent.state.unreported += [f"{c.id} {c.kind} {c.target} [{c.status.value}]" for c in new]
 
 
 def _report_unreported(agent: Agent) -> None:
-    state = agent_state(agent)
+    state = agent.state
     if state.unreported:
         add_note(
             agent,
@@ -150,9 +157,8 @@ def _report_unreported(agent: Agent) -> None:
 
 def _begin(agent: Agent, user_input: str) -> Turn:
     _track_unreported(agent)
-    number = agent.session.turn_started(user_input)
-    turn = Turn(number=number)
-    agent_state(agent).turn = turn
+    turn = Turn(number=agent.session.turn_started(user_input))
+    agent.state.turn = turn
     agent.prompt.focus(user_input)  # memories relevant to this turn join the prompt
     last = agent.session.messages[-1] if agent.session.messages else None
     if (
@@ -183,19 +189,28 @@ def _end(agent: Agent, turn: Turn, reason: TurnEndReason) -> None:
         )
     _track_unreported(agent)
     agent.session.turn_ended(reason)
-    agent_state(agent).turn = None
+    agent.state.turn = None
+
+
+@forwardpy.impl(Agent.settle)
+def settle(self: Agent, rescue: Rescue) -> None:
+    turn = self.state.turn or Turn(number=self.session.turns)
+    _report_rescue(self, turn, rescue)
+    if self.session.open_turn:
+        self.session.turn_ended("error")
+    self.state.turn = None
 
 
 @forwardpy.impl(Agent.cancel)
 def cancel(self: Agent) -> None:
-    turn = agent_state(self).turn
+    turn = self.state.turn
     if turn is not None:
         turn.token.cancel()
 
 
 @forwardpy.impl(Agent.compact)
 async def compact(self: Agent) -> Compacted | None:
-    if agent_state(self).turn is not None:
+    if self.state.turn is not None:
         raise RuntimeError("compact() runs between turns; this agent is in a turn now.")
     with self.session.turn_lock():
         return await compact_now(self, None, force=True)
@@ -221,12 +236,10 @@ def context_tokens(self: Agent) -> int:
 
 @forwardpy.impl(Agent.aclose)
 async def aclose(self: Agent) -> None:
-    state = agent_state(self)
+    state = self.state
     if state.executor is not None:
         state.executor.shutdown(wait=False, cancel_futures=True)
         state.executor = None
     close_transcript(self.session)
-    close = getattr(self.runtime, "close", None)
-    if close is not None:
-        close()  # the sandbox's template process; it restarts if the runtime is used again
+    self.runtime.close()  # the sandbox's template process; it restarts if the runtime is used again
     await self.provider.aclose()

@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING
 
 from liveforge.declarations.agent import (
     AgentEvent,
-    Cancelled,
     Compacted,
-    ErrorEvent,
     Notice,
     TextDelta,
     Thinking,
@@ -34,12 +32,8 @@ from liveforge.declarations.messages import (
     ThinkingDelta,
 )
 from liveforge.declarations.messages import TextDelta as ModelText
-from liveforge.declarations.provider_errors import (
-    ContextOverflowError,
-    ProviderError,
-    StreamInterrupted,
-)
-from liveforge.impls.agent_turn import Turn, TurnOver, agent_state
+from liveforge.declarations.provider_errors import ContextOverflowError, StreamInterrupted
+from liveforge.declarations.turn import Turn
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
@@ -135,12 +129,12 @@ async def _make_room(agent: Agent, turn: Turn, previous: int) -> AsyncIterator[A
 async def call_model(
     agent: Agent, turn: Turn, *, last_step: bool
 ) -> AsyncIterator[AgentEvent | ModelResponse]:
-    """Stream one request; the last item yielded is the response (already in the session)."""
+    """Stream one request; the last item yielded is the response (already in the session).
+
+    Provider and compaction failures propagate: the loop's `ending` decides what they mean.
+    A cancelled answer keeps its text only, and the turn's token says it was cancelled."""
     if agent.compactor.needs_compaction(agent.context_tokens()):
-        try:
-            event = await compact_now(agent, turn, force=False)
-        except (CompactionError, ProviderError) as exc:
-            raise _failed(agent, exc)  # noqa: B904
+        event = await compact_now(agent, turn, force=False)
         if event is not None:
             yield event
     while True:
@@ -151,19 +145,8 @@ async def call_model(
             return
         except ContextOverflowError as overflow:
             yield Notice(kind="context", text=f"context window exceeded: {overflow.detail}")
-            try:
-                async for room_event in _make_room(agent, turn, _size(request)):
-                    yield room_event
-            except (CompactionError, ProviderError) as exc:
-                raise _failed(agent, exc)  # noqa: B904
-
-
-def _failed(agent: Agent, exc: Exception) -> Exception:
-    """What a provider or context failure becomes: the end of the turn, or — while
-    self-patches are unconfirmed — a fault for the loop's rollback handler."""
-    if agent_state(agent).unconfirmed:
-        return exc
-    return TurnOver("error", ErrorEvent(error_type=type(exc).__name__, message=str(exc)))
+            async for room_event in _make_room(agent, turn, _size(request)):
+                yield room_event
 
 
 async def _stream(
@@ -188,14 +171,10 @@ async def _stream(
                 )
             elif isinstance(event, Done):
                 response = event.response
-    except ContextOverflowError:
-        raise
     except StreamInterrupted as exc:
         turn.usage = turn.usage + exc.partial.usage
         _keep_text(agent, exc.partial.text, "[the answer was cut off by a provider error]")
-        raise _failed(agent, exc)  # noqa: B904
-    except ProviderError as exc:
-        raise _failed(agent, exc)  # noqa: B904
+        raise
     assert response is not None, "a provider stream ended without its Done event"
     yield _keep(agent, turn, response)
 
@@ -205,8 +184,9 @@ def _keep(agent: Agent, turn: Turn, response: ModelResponse) -> ModelResponse:
     turn.usage = turn.usage + response.usage
     content = [b for b in response.content if not (isinstance(b, TextBlock) and not b.text)]
     if response.stop_reason == "cancelled" or turn.token.cancelled:
+        turn.token.cancel()
         _keep_text(agent, response.text, "[interrupted by the user]")
-        raise TurnOver("cancelled", Cancelled(open_calls=[]))
+        return response
     message = Message(role="assistant", content=content or [TextBlock(text="(no answer)")])
     tokens = response.usage.output_tokens or agent.compactor.estimate(message)
     agent.session.append(message, tokens=tokens)

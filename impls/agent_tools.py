@@ -8,7 +8,9 @@ model's mistakes come back from the toolbox as error results; an exception escap
 toolbox is a liveforge fault and propagates.
 
 A call identical to earlier ones of this turn (`runaway_repeats` times, with no change to
-the program in between) is not run: the model is told why and the turn stops.
+the program in between) is not run: the model is told why, and `run_tools` reports it
+(`Repeated`) for the loop's `ending` to stop the turn. A cancelled turn simply stops
+running calls; `ending` sees the token.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from liveforge.declarations.agent import (
     AgentEvent,
-    Cancelled,
     PatchApplied,
-    Runaway,
     SelfPatchesApplied,
     ToolFinished,
     ToolStarted,
@@ -31,7 +31,8 @@ from liveforge.declarations.agent import (
 )
 from liveforge.declarations.messages import Message, ToolResultBlock, ToolUseBlock
 from liveforge.declarations.toolbox import ToolResult
-from liveforge.impls.agent_turn import Turn, TurnOver, agent_state, close_open_calls
+from liveforge.declarations.turn import Turn
+from liveforge.impls.agent_turn import Repeated, close_open_calls
 from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
 
@@ -53,11 +54,12 @@ def summary_of(text: str) -> str:
     return "\n".join(lines[:_SUMMARY_LINES]) + more
 
 
-async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T:
-    """Run `func` in the tool worker; TurnOver(cancelled) if the turn is cancelled first."""
+async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T | None:
+    """Run `func` in the tool worker; None when the turn is cancelled first (the call may
+    go on in the background)."""
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(agent_state(agent).tool_worker(), func, *args)
-    agent_state(agent).running = cast("asyncio.Future[object]", future)
+    future = loop.run_in_executor(agent.state.tool_worker(), func, *args)
+    agent.state.running = cast("asyncio.Future[object]", future)
     future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
     stop: asyncio.Future[None] = loop.create_future()
 
@@ -75,9 +77,7 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
     finally:
         turn.token.remove_callback(wake)
         stop.cancel()
-    if future.done():
-        return future.result()
-    raise TurnOver("cancelled", Cancelled(open_calls=turn.unanswered()))
+    return future.result() if future.done() else None
 
 
 def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
@@ -91,7 +91,7 @@ def _runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> bool:
     return turn.repeats[key] >= agent.settings.runaway_repeats
 
 
-def _stop_runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> TurnOver:
+def _stop_runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> Repeated:
     repeats = agent.settings.runaway_repeats
     turn.results[call.id] = ToolResultBlock(
         tool_use_id=call.id,
@@ -104,7 +104,7 @@ def _stop_runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> TurnOver:
         ),
     )
     close_open_calls(agent, turn, "not run: the turn was stopped (a repeated call)")
-    return TurnOver("runaway", Runaway(name=call.name, arguments=call.input, repeats=repeats))
+    return Repeated(name=call.name, arguments=call.input, repeats=repeats)
 
 
 def _keep(agent: Agent, turn: Turn, call: ToolUseBlock, result: ToolResult) -> str:
@@ -126,7 +126,6 @@ def _changes(agent: Agent, turn: Turn) -> list[AgentEvent]:
         for c in new
         if c.kind != "reload" and is_self_module(c.module, agent.settings.self_packages)
     ]
-    agent_state(agent).on_probation(selves)
     return [
         PatchApplied(
             change_id=c.id, target=c.target, kind=c.kind, diff=c.diff(), self_patch=c.id in selves
@@ -137,10 +136,7 @@ def _changes(agent: Agent, turn: Turn) -> list[AgentEvent]:
 
 def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
     """Events for sandbox runs not reported yet (newest first from the runtime)."""
-    runs = getattr(agent.runtime, "runs", None)
-    if runs is None:
-        return []
-    rows = runs()
+    rows = agent.runtime.runs()
     if turn.seen_runs is None:
         turn.seen_runs = set()
     fresh = [r for r in rows if r.run_id not in turn.seen_runs]
@@ -156,6 +152,8 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
         _runs(agent, turn)  # what existed before this turn is not news
     started = time.monotonic()
     result = await in_worker(agent, turn, _call_tool, agent, call)
+    if result is None:
+        return
     text = _keep(agent, turn, call, result)
     yield ToolFinished(
         call_id=call.id,
@@ -172,7 +170,10 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
 async def _boundary(
     agent: Agent, turn: Turn, queued: list[ToolUseBlock]
 ) -> AsyncIterator[AgentEvent]:
-    results, ids, ok = await in_worker(agent, turn, apply_batch, agent, queued)
+    batch = await in_worker(agent, turn, apply_batch, agent, queued)
+    if batch is None:
+        return
+    results, ids, ok = batch
     for call in queued:
         _keep(agent, turn, call, results[call.id])
     message = (
@@ -187,15 +188,19 @@ async def _boundary(
 
 async def run_tools(
     agent: Agent, turn: Turn, calls: list[ToolUseBlock]
-) -> AsyncIterator[AgentEvent]:
-    """Run the calls of the newest assistant message and append their results message."""
+) -> AsyncIterator[AgentEvent | Repeated]:
+    """Run the calls of the newest assistant message and append their results message.
+
+    Stops early, leaving the calls open, when the turn is cancelled; the last item is a
+    `Repeated` when a call was a runaway (the calls are closed then)."""
     turn.open_calls, turn.results = list(calls), {}
     queued: list[ToolUseBlock] = []
     for call in calls:
         if turn.token.cancelled:
-            raise TurnOver("cancelled", Cancelled(open_calls=turn.unanswered()))
+            return
         if _runaway(agent, turn, call):
-            raise _stop_runaway(agent, turn, call)
+            yield _stop_runaway(agent, turn, call)
+            return
         yield ToolStarted(call_id=call.id, name=call.name, arguments=call.input)
         if is_self_patch(agent, call):
             queued.append(call)
@@ -211,10 +216,11 @@ async def run_tools(
             continue
         async for event in _one(agent, turn, call):
             yield event
-    agent_state(agent).confirm()  # this step ran with them: they are good
-    if queued:
+    if queued and not turn.token.cancelled:
         async for event in _boundary(agent, turn, queued):
             yield event
+    if turn.token.cancelled:
+        return
     blocks = [turn.results[c.id] for c in calls]
     message = Message.tool_results(blocks)
     turn.open_calls, turn.results = [], {}

@@ -1,114 +1,119 @@
-"""The state of one turn, and the exceptions that end it.
+"""How a turn ends, and keeping the conversation valid whatever ended it.
 
-A turn ends by raising `TurnOver` carrying the event that says why (final answer, step
-limit, runaway, cancellation, provider error). Whatever ends it, `close_open_calls` answers
-every tool call of the newest assistant message, keeping results that came back and marking
-the rest cancelled, so the next request satisfies the pairing rule.
+A step says what happened as a `StepOutcome`; `ending` is the one place that decides whether
+that ends the turn, and how:
+
+    the turn's token was cancelled      -> "cancelled"   Cancelled(open calls)
+    Answered: no tool calls             -> "answer"      FinalAnswer
+    Failed: provider / context error    -> "error"       ErrorEvent
+    Failed: any other exception         -> raised: a fault of liveforge itself
+    Repeated: the same call again       -> "runaway"     Runaway
+    the step budget is used up          -> "turn_limit"  TurnLimit
+    otherwise                           -> None: the turn goes on
+
+A fault while self-patches are on probation never gets here: the loop hands it to the
+safety net first, which rolls them back, and the turn goes on (see `agent_loop`).
+Whatever ends a turn, `close_open_calls` answers every tool call of the newest assistant
+message, keeping results that came back and marking the rest cancelled, so the next
+request satisfies the pairing rule.
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
-import concurrent.futures
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from liveforge.declarations.agent import AgentEvent, TurnEndReason
-from liveforge.declarations.messages import (
-    ContentBlock,
-    Message,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
+from liveforge.declarations.agent import (
+    AgentEvent,
+    Cancelled,
+    ErrorEvent,
+    FinalAnswer,
+    Runaway,
+    TurnEndReason,
+    TurnLimit,
 )
-from liveforge.declarations.provider import CancelToken
+from liveforge.declarations.compaction import CompactionError
+from liveforge.declarations.messages import ContentBlock, Message, TextBlock, ToolResultBlock
+from liveforge.declarations.provider_errors import ProviderError
+from liveforge.declarations.turn import Turn
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
 
-__all__ = ["Turn", "TurnOver", "add_note", "agent_state", "close_open_calls"]
+__all__ = [
+    "STEP_OUTCOMES",
+    "Answered",
+    "Ending",
+    "Failed",
+    "Going",
+    "Repeated",
+    "StepOutcome",
+    "add_note",
+    "close_open_calls",
+    "ending",
+]
+
+TURN_ERRORS = (ProviderError, CompactionError)
+"""Failures outside the model's and liveforge's control: they end the turn with an error."""
 
 
-class TurnOver(Exception):
-    """Ends the turn; `event` says why (FinalAnswer, TurnLimit, Runaway, ...)."""
-
-    def __init__(self, reason: TurnEndReason, event: AgentEvent) -> None:
-        super().__init__(f"turn over: {reason}")
-        self.reason = reason
-        self.event = event
+@dataclass(frozen=True)
+class Going:
+    """The step ran (tool calls, a paused answer): nothing in it ends the turn."""
 
 
-@dataclass
-class AgentState:
-    """What an agent keeps between turns (not part of its declared contract)."""
+@dataclass(frozen=True)
+class Answered:
+    """The model answered without calling tools."""
 
-    turn: Turn | None = None
-    unconfirmed: list[str] = field(default_factory=list)
-    """Self-patch change ids applied since the last step that completed with them."""
-    trial: list[str] = field(default_factory=list)
-    """The unconfirmed ids in effect when the current step started."""
-    executor: concurrent.futures.ThreadPoolExecutor | None = None
-    running: asyncio.Future[object] | None = None
-    """The newest tool call handed to the worker (it may outlive a cancelled turn)."""
-    unreported: list[str] = field(default_factory=list)
-    """Changes found between steps (e.g. a cancelled call that finished in the background),
-    not yet told to the model."""
-
-    def start_trial(self) -> None:
-        """A step starts: the self-patches in effect now are what it will confirm."""
-        self.trial = list(self.unconfirmed)
-
-    def confirm(self) -> None:
-        """The step completed: the self-patches it ran with are good."""
-        self.unconfirmed = [i for i in self.unconfirmed if i not in self.trial]
-        self.trial = []
-
-    def on_probation(self, change_ids: list[str]) -> None:
-        """Self-changes made outside the queue (e.g. by `execute`) wait for confirmation."""
-        self.unconfirmed += [i for i in change_ids if i not in self.unconfirmed]
-
-    def tool_running(self) -> bool:
-        """True while a tool call is still running in the worker (say, after a cancel)."""
-        return self.running is not None and not self.running.done()
-
-    def tool_worker(self) -> concurrent.futures.ThreadPoolExecutor:
-        """One worker thread: tool calls never overlap, even one left running by a cancel."""
-        if self.executor is None:
-            self.executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="liveforge-tool"
-            )
-        return self.executor
+    text: str
 
 
-def agent_state(agent: Agent) -> AgentState:
-    """The agent's between-turn state, created on first use."""
-    state: AgentState | None = agent.__dict__.get("_state")
-    if state is None:
-        state = AgentState()
-        agent.__dict__["_state"] = state
-    return state
+@dataclass(frozen=True)
+class Failed:
+    """The step raised `error` (and no self-patch on probation explains it)."""
+
+    error: Exception
 
 
-@dataclass
-class Turn:
-    """One user turn in progress."""
+@dataclass(frozen=True)
+class Repeated:
+    """The model repeated a call `repeats` times; it was not run."""
 
-    number: int
-    token: CancelToken = field(default_factory=CancelToken)
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    repeats: collections.Counter[str] = field(default_factory=collections.Counter)
-    open_calls: list[ToolUseBlock] = field(default_factory=list)
-    results: dict[str, ToolResultBlock] = field(default_factory=dict)
-    seen_runs: set[str] | None = None
-    loop: asyncio.AbstractEventLoop | None = None
+    name: str
+    arguments: dict[str, Any]
+    repeats: int
 
-    def unanswered(self) -> list[str]:
-        """Ids of open calls with no result yet."""
-        return [c.id for c in self.open_calls if c.id not in self.results]
+
+StepOutcome = Going | Answered | Failed | Repeated
+STEP_OUTCOMES = (Going, Answered, Failed, Repeated)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the turn ended: the reason, and the event that says it."""
+
+    reason: TurnEndReason
+    event: AgentEvent
+
+
+def ending(agent: Agent, turn: Turn, outcome: StepOutcome) -> Ending | None:
+    """The end of the turn after a step with `outcome`, or None when it goes on."""
+    if turn.token.cancelled:
+        return Ending("cancelled", Cancelled(open_calls=turn.unanswered()))
+    match outcome:
+        case Answered(text=text):
+            return Ending("answer", FinalAnswer(text=text))
+        case Failed(error=error) if isinstance(error, TURN_ERRORS):
+            return Ending("error", ErrorEvent(error_type=type(error).__name__, message=str(error)))
+        case Failed(error=error):
+            raise error
+        case Repeated(name=name, arguments=arguments, repeats=repeats):
+            return Ending("runaway", Runaway(name=name, arguments=arguments, repeats=repeats))
+    if turn.steps >= agent.settings.max_steps:
+        return Ending("turn_limit", TurnLimit(steps=turn.steps))
+    return None
 
 
 def close_open_calls(agent: Agent, turn: Turn, note: str = CANCELLED_RESULT) -> list[str]:

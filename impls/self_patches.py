@@ -3,10 +3,11 @@
 A `patch` call whose target is part of liveforge (not the kernel, which refuses patches) is
 not run when the model asks: it is queued, and after the step's other tool calls the queue
 is applied as one transaction, so the loop never runs half-changed code and a failing patch
-leaves none of its batch behind. Applied self-patches stay *unconfirmed* until a step has
-completed with them in place; if the loop machinery fails before that, they are rolled back
-(`roll_back_unconfirmed`) and the turn goes on. Self-changes that bypass the queue (say
-`rt.patch` inside `execute`) take effect at once, but are on probation the same way.
+leaves none of its batch behind. Applied self-patches are *on probation* until a turn ends
+cleanly with them in place: the kernel's `SafetyNet` (`Agent.safety_net()`) reads them from
+the runtime's history — self-changes that bypass the queue, say `rt.patch` inside
+`execute`, included — and rolls them back if the agent machinery fails before that (see
+`agent_loop` and the watchdog in `liveforge.declarations.agent`).
 
 Persisting while a self-patch is unpersisted first runs liveforge's own test suite in the
 sandbox with the overlay (`self_test_guard`, a persist guard on the runtime); a failure
@@ -15,13 +16,11 @@ refuses the persist.
 
 from __future__ import annotations
 
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from liveforge.declarations.messages import ToolUseBlock
 from liveforge.declarations.toolbox import ToolResult
-from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.session_changes import is_self_module
 from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
 
@@ -31,9 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "apply_batch",
     "default_self_tests",
-    "fault_summary",
     "is_self_patch",
-    "roll_back_unconfirmed",
     "self_test_guard",
 ]
 
@@ -86,32 +83,7 @@ def apply_batch(
             failed.result.text + "\nNone of this step's self-patches was applied.", is_error=True
         )
         return results, [], False
-    ids = [c.id for c in changes]
-    agent_state(agent).unconfirmed.extend(ids)
-    return results, ids, True
-
-
-def fault_summary(fault: BaseException) -> str:
-    """One paragraph naming the fault and the innermost liveforge frame it came from."""
-    frames = [
-        f
-        for f in traceback.extract_tb(fault.__traceback__)
-        if "liveforge" in f.filename or "/impls/" in f.filename or f.filename.startswith("<")
-    ]
-    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-    return f"{type(fault).__name__}: {fault}{where}"
-
-
-def roll_back_unconfirmed(agent: Agent) -> list[str]:
-    """Undo the self-patches not yet confirmed by a completed step, newest first."""
-    state = agent_state(agent)
-    ids, state.unconfirmed = list(state.unconfirmed), []
-    live = {c.id for c in agent.runtime.history() if c.status.value != "rolled_back"}
-    undone: list[str] = []
-    for change_id in reversed(ids):
-        if change_id in live and change_id not in undone:
-            undone += [c.id for c in agent.runtime.rollback(change_id)]
-    return undone
+    return results, [c.id for c in changes], True
 
 
 def default_self_tests() -> list[str] | None:

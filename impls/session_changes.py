@@ -20,6 +20,7 @@ import forwardpy
 
 from liveforge.declarations.session import ChangeRecord, Session
 from liveforge.impls.session_store import write_record
+from liveforge.kernel._safety import watched
 from liveforge.kernel.errors import LiveforgeError
 
 if TYPE_CHECKING:
@@ -27,29 +28,27 @@ if TYPE_CHECKING:
 
 __all__ = ["is_self_module"]
 
-_KERNEL = "liveforge.kernel"
-
 
 def is_self_module(module: str, prefixes: tuple[str, ...]) -> bool:
     """True for modules of the agent itself (and never for the protected kernel)."""
-    if module == _KERNEL or module.startswith(_KERNEL + "."):
-        return False
-    return any(module == p.rstrip(".") or module.startswith(p) for p in prefixes)
+    return watched(module, prefixes)
 
 
 def _seen(session: Session) -> dict[str, ChangeRecord]:
-    seen: dict[str, ChangeRecord] | None = session.__dict__.get("_seen")
+    seen = session.live.by_key
     if seen is None:
-        seen = {c.key: c for c in session.changes}
-        session.__dict__["_seen"] = seen
+        seen = session.live.by_key = {c.key: c for c in session.changes}
     return seen
 
 
 def _record_new(
-    session: Session, change: Change, prefixes: tuple[str, ...], replaces: str | None = None
+    session: Session,
+    change: Change,
+    prefixes: tuple[str, ...],
+    replaces: ChangeRecord | None = None,
 ) -> ChangeRecord:
     record = ChangeRecord(
-        key=f"{session.extra['epoch']}:{change.id}",
+        key=f"{session.epoch}:{change.id}",
         change_id=change.id,
         target=change.target,
         module=change.module,
@@ -59,7 +58,8 @@ def _record_new(
         target_after=change.target_after,
         status=change.status.value,
         self_patch=is_self_module(change.module, prefixes),
-        replaces=replaces,
+        replaces=replaces.key if replaces else None,
+        confirmed=replaces.confirmed if replaces else False,
     )
     write_record(session, "change", change=record.model_dump(mode="json"))
     session.changes.append(record)
@@ -74,7 +74,7 @@ def _set_status(session: Session, record: ChangeRecord, status: str) -> None:
 
 @forwardpy.impl(Session.track)
 def track(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) -> list[Change]:
-    seen, epoch, new = _seen(self), self.extra["epoch"], []
+    seen, epoch, new = _seen(self), self.epoch, []
     for change in runtime.history():
         record = seen.get(f"{epoch}:{change.id}")
         if record is None:
@@ -94,19 +94,34 @@ def unpersisted(self: Session) -> list[ChangeRecord]:
 def restore(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) -> list[str]:
     self.track(runtime, self_prefixes)
     lines = []
-    for record in [
-        c for c in self.unpersisted() if not c.key.startswith(f"{self.extra['epoch']}:")
-    ]:
+    for record in [c for c in self.unpersisted() if not c.key.startswith(f"{self.epoch}:")]:
         lines.append(_reapply(self, runtime, record, self_prefixes))
     if lines:
         self.note("restored", "\n".join(lines))
+    self.live.restored = lines
     return lines
+
+
+@forwardpy.impl(Session.confirm)
+def confirm(self: Session, change_ids: list[str]) -> None:
+    records = [_seen(self).get(f"{self.epoch}:{i}") for i in change_ids]
+    keys = [r.key for r in records if r is not None and not r.confirmed]
+    if keys:
+        write_record(self, "confirmed", keys=keys)
+        for key in keys:
+            _seen(self)[key].confirmed = True
 
 
 def _reapply(
     session: Session, runtime: Runtime, record: ChangeRecord, prefixes: tuple[str, ...]
 ) -> str:
     label = f"{record.change_id} {record.kind} {record.target}"
+    if record.self_patch and not record.confirmed:
+        _set_status(session, record, "superseded")
+        return (
+            f"{label}: not re-applied: a self-patch still on probation when the session "
+            "stopped (no turn had ended cleanly with it); patch again if still wanted"
+        )
     if record.kind == "reload":
         _set_status(session, record, "superseded")
         return f"{label}: a reload from disk; the file is what is loaded now"
@@ -127,7 +142,7 @@ def _reapply(
     except LiveforgeError as exc:
         _set_status(session, record, "superseded")
         return f"{label}: no longer applies: {type(exc).__name__}: {exc}"
-    _record_new(session, change, prefixes, replaces=record.key)
+    _record_new(session, change, prefixes, replaces=record)
     _set_status(session, record, "superseded")
     return f"{label}: {how} as {change.id} (unverified: verify before persisting)"
 

@@ -85,21 +85,20 @@ def _blank(root: Path, session_id: str, secrets: list[str] | None) -> Session:
         changes=[],
         turns=0,
         secrets=secret_values(secrets or []),
-        extra={"epoch": 1, "created": time.time(), "open_turn": False},
+        created=time.time(),
     )
 
 
 def _handle(session: Session) -> IO[str]:
-    handle: IO[str] | None = session.__dict__.get("_transcript")
+    handle = session.live.transcript
     if handle is None or handle.closed:
-        handle = session.path.open("a", encoding="utf-8")
-        session.__dict__["_transcript"] = handle
+        handle = session.live.transcript = session.path.open("a", encoding="utf-8")
     return handle
 
 
 def close_transcript(session: Session) -> None:
     """Close the transcript file handle (the next write opens it again)."""
-    handle: IO[str] | None = session.__dict__.pop("_transcript", None)
+    handle, session.live.transcript = session.live.transcript, None
     if handle is not None:
         handle.close()
 
@@ -137,7 +136,7 @@ def create(
         id=session.id,
         root=str(root),
         version=_version(),
-        created=session.extra["created"],
+        created=session.created,
     )
     return session
 
@@ -163,8 +162,8 @@ def open_(root: str | Path, session_id: str, *, secrets: list[str] | None = None
         )
     _refuse_if_running(root, session_id)
     replay(session, _read_records(session.path))
-    session.extra["epoch"] += 1
-    write_record(session, "open", epoch=session.extra["epoch"])
+    session.epoch += 1
+    write_record(session, "open", epoch=session.epoch)
     _close_interrupted(session)
     return session
 
@@ -205,7 +204,7 @@ def replay(session: Session, records: Iterator[dict[str, Any]]) -> None:
     for record in records:
         kind = record.get("t")
         if kind == "header":
-            session.extra["created"] = record.get("created", record.get("at", 0.0))
+            session.created = float(record.get("created", record.get("at", 0.0)))
         elif kind == "message":
             session.messages.append(Message.model_validate(record["message"]))
             session.tokens.append(int(record.get("tokens", 0)))
@@ -220,7 +219,7 @@ def replay(session: Session, records: Iterator[dict[str, Any]]) -> None:
             session.tokens = [int(t) for t in record["tokens"]]
             session.last_usage, session.usage_at = None, 0
         elif kind == "open":
-            session.extra["epoch"] = int(record.get("epoch", session.extra["epoch"]))
+            session.epoch = int(record.get("epoch", session.epoch))
         else:
             _replay_other(session, kind, record, by_key)
 
@@ -234,19 +233,23 @@ def _replay_other(
         session.changes.append(change)
     elif kind == "status" and record.get("key") in by_key:
         by_key[record["key"]].status = str(record["status"])
+    elif kind == "confirmed":
+        for key in record.get("keys", []):
+            if key in by_key:
+                by_key[key].confirmed = True
     elif kind == "turn":
         if record.get("event") == "started":
             session.turns = int(record.get("turn", session.turns + 1))
-            session.extra["open_turn"] = True
+            session.open_turn = True
         else:
-            session.extra["open_turn"] = False
+            session.open_turn = False
     elif kind == "title":
         session.title = str(record.get("title", ""))
 
 
 def _close_interrupted(session: Session) -> None:
     """A crash mid-step can leave tool calls unanswered; answer them so requests stay valid."""
-    if session.extra.get("open_turn"):
+    if session.open_turn:
         session.note(
             "interrupted",
             "the previous turn was interrupted (the process ended "
@@ -314,7 +317,7 @@ def note(self: Session, kind: str, text: str, **data: Any) -> None:
 @forwardpy.impl(Session.turn_started)
 def turn_started(self: Session, user_input: str) -> int:
     self.turns += 1
-    self.extra["open_turn"] = True
+    self.open_turn = True
     write_record(self, "turn", event="started", turn=self.turns, pid=os.getpid())
     if not self.title:
         self.title = " ".join(user_input.split())[:80]
@@ -324,7 +327,7 @@ def turn_started(self: Session, user_input: str) -> int:
 
 @forwardpy.impl(Session.turn_ended)
 def turn_ended(self: Session, reason: str) -> None:
-    self.extra["open_turn"] = False
+    self.open_turn = False
     write_record(self, "turn", event="ended", turn=self.turns, reason=reason)
 
 
@@ -346,15 +349,13 @@ def info(self: Session) -> SessionInfo:
     from liveforge.impls.session_lock import holder
 
     pid, held_session = holder(self.root)
-    running = self.extra.get("open_turn") and held_session == self.id
-    state: SessionState = (
-        "running" if running else ("interrupted" if self.extra.get("open_turn") else "idle")
-    )
-    updated = self.path.stat().st_mtime if self.path.exists() else self.extra["created"]
+    running = self.open_turn and held_session == self.id
+    state: SessionState = "running" if running else ("interrupted" if self.open_turn else "idle")
+    updated = self.path.stat().st_mtime if self.path.exists() else self.created
     return SessionInfo(
         id=self.id,
         title=self.title or "(no turns yet)",
-        created=self.extra["created"],
+        created=self.created,
         updated=updated,
         state=state,
         turns=self.turns,

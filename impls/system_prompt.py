@@ -14,6 +14,7 @@ from pathlib import Path
 import forwardpy
 
 from liveforge.declarations.memory import Memory, memory_path
+from liveforge.declarations.permissions import Decision
 from liveforge.declarations.prompt import PromptPart, SystemPrompt
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel.errors import LiveforgeError
@@ -47,26 +48,28 @@ bodies elsewhere. Patching a declared method patches its active @impl body. Your
 behaviour is code too: liveforge.declarations holds your contracts, liveforge.impls their \
 bodies, liveforge.tools your tools. Patches to liveforge itself take effect after the \
 current step and are undone automatically if they break you; persisting them runs \
-liveforge's own test suite first. liveforge.kernel cannot be patched.
+liveforge's own test suite first. The files of liveforge.kernel and \
+liveforge.declarations cannot be patched (a declared method's @impl body can).
 
 Tool results are cut when long; ask for a narrower part rather than repeating a call. \
 When you have the answer, say it plainly and stop calling tools."""
 
 
-def _cache(prompt: SystemPrompt) -> dict[str, object]:
-    cache: dict[str, object] | None = prompt.__dict__.get("_cache")
-    if cache is None:
-        cache = {}
-        prompt.__dict__["_cache"] = cache
-    return cache
+_PERMISSION_NOTES = {
+    Decision.ASK: " [asks the user first]",
+    Decision.DENY: " [refused in this permission mode]",
+}
 
 
 def _tools_part(prompt: SystemPrompt) -> PromptPart:
+    policy = prompt.toolbox.policy
     lines = []
     for tool in prompt.toolbox.tools():
         first = (tool.schema.description or "").strip().splitlines()
-        lines.append(f"- {tool.name}: {first[0] if first else ''}".rstrip(": "))
-    return PromptPart(name="tools", title="Tools", text="\n".join(lines))
+        note = _PERMISSION_NOTES.get(policy.decide(tool.name, tool.effect), "")
+        lines.append(f"- {tool.name}: {first[0] if first else ''}".rstrip(": ") + note)
+    head = f"Permission mode: {policy.mode}.\n"
+    return PromptPart(name="tools", title="Tools", text=head + "\n".join(lines))
 
 
 def _project_part(prompt: SystemPrompt) -> PromptPart:
@@ -126,22 +129,21 @@ def focus(self: SystemPrompt, text: str) -> None:
 
 @forwardpy.impl(SystemPrompt.parts)
 def parts(self: SystemPrompt) -> list[PromptPart]:
-    cache = _cache(self)
+    cache = self.cache
     # statuses too: a rollback changes the program without adding to the history
     changes = tuple((c.id, c.status.value) for c in self.runtime.history())
     key = (tuple(t.name for t in self.toolbox.tools()), changes, _instructions_key(self))
-    if cache.get("key") != key:
+    if cache.key != key:
         built = [
             PromptPart(name="identity", title="", text=IDENTITY),
             _tools_part(self),
             _project_part(self),
             _instructions_part(self),
         ]
-        cache["parts"] = [p for p in built if p is not None and p.text.strip()]
-        cache["key"] = key
-    found: list[PromptPart] = cache["parts"]  # type: ignore[assignment]
+        cache.parts = [p for p in built if p is not None and p.text.strip()]
+        cache.key = key
     memories = _memories_part(self, key[0])  # last: the parts before it stay a stable prefix
-    return [*found, memories] if memories else list(found)
+    return [*cache.parts, memories] if memories else list(cache.parts)
 
 
 @forwardpy.impl(SystemPrompt.render)

@@ -1,13 +1,15 @@
 """Default behaviour of the Toolbox: discover tool modules, describe them, dispatch calls.
 
 Discovery is done afresh on every call (schemas are cached per function version), so tool
-modules created, changed or emptied in memory take effect at the next call. A call binds the
-toolbox's runtime for the tools (``liveforge.tools.runtime()``), runs under a deadline, and
-turns every failure the model can fix into an ``is_error`` result.
+modules created, changed or emptied in memory take effect at the next call. A call passes
+the permission gate (``liveforge.impls.approvals``: the policy, and the approver when the
+policy asks), binds the toolbox's runtime for the tools (``liveforge.tools.runtime()``), runs
+under a deadline, and turns every failure the model can fix into an ``is_error`` result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import inspect
@@ -24,9 +26,11 @@ from typing import Any
 import forwardpy
 
 from liveforge.declarations.messages import ToolSpec
+from liveforge.declarations.permissions import approved
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError, ToolSchema
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
+from liveforge.impls.approvals import in_tool_call, refusal
 from liveforge.impls.tool_profiles import visible_names
 from liveforge.kernel._deadline import DeadlineExceeded, deadline
 from liveforge.kernel.errors import LiveforgeError
@@ -57,10 +61,9 @@ def project_tool_packages(project_root: str | Path) -> list[str]:
 
 
 def _packages(box: Toolbox) -> list[str]:
-    packages = getattr(box, "packages", None)
-    if packages:
-        return list(packages)
-    root = getattr(box.runtime, "project_root", ".")
+    if box.packages:
+        return list(box.packages)
+    root = box.runtime.project_root
     return [BUILTIN_PACKAGE, *project_tool_packages(root)]
 
 
@@ -157,7 +160,7 @@ def problems(self: Toolbox) -> list[str]:
 def call(
     self: Toolbox, name: str, arguments: dict[str, Any] | str, timeout: float | None = None
 ) -> ToolResult:
-    limit = getattr(self, "limit", None) or DEFAULT_LIMIT
+    limit = self.limit or DEFAULT_LIMIT
     found = _discover(self)[0]
     available = {tool.name: tool for tool in _visible(self, found)}
     tool = available.get(name)
@@ -169,10 +172,24 @@ def call(
         values = tool.schema.validate(_parse_arguments(name, arguments))
     except ArgumentError as exc:
         return ToolResult(str(exc), is_error=True)
+    refused = refusal(self, tool.name, tool.effect, values)
+    if refused is not None:
+        return ToolResult(refused, is_error=True)
     seconds = _effective_timeout(timeout, values)
-    with limited_to(limit):
+    # an allowed write (persist) is not asked about again by the runtime's persist guard
+    writes = approved() if tool.effect == "write" else contextlib.nullcontext()
+    with limited_to(limit), in_tool_call(), writes:
         text, is_error = _run(self, tool, values, seconds)
-    return ToolResult(clip(text, limit, _more_hint), is_error=is_error)
+    return ToolResult(_news(self) + clip(text, limit, _more_hint), is_error=is_error)
+
+
+def _news(box: Toolbox) -> str:
+    """A first line telling of files other liveforge processes wrote since the last call."""
+    news = getattr(box.runtime, "foreign_writes", None)
+    lines = [write.describe() for write in news()] if news is not None else []
+    if not lines:
+        return ""
+    return f"[{'; '.join(lines)}. Reload what you change next from its file.]\n"
 
 
 def _parse_arguments(name: str, arguments: dict[str, Any] | str) -> Any:

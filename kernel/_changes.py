@@ -103,6 +103,12 @@ class History:
 
     def get(self, change_id: str) -> Change:
         """The change with this id; `ChangeError` lists the known ids otherwise."""
+        if not isinstance(change_id, str) or not change_id.strip():
+            raise ChangeError(
+                f"{change_id!r} is not a change id; give one shown by history() (e.g. 'c3'), "
+                "or none for the newest change. Nothing was changed.",
+                change_id=str(change_id),
+            )
         for change in self._changes:
             if change.id == change_id:
                 return change

@@ -42,10 +42,25 @@ class ExecutionResult(BaseModel):
     traceback: str | None = None
     timed_out: bool = False
     duration: float = 0.0
+    files_changed: list[str] = []
+    """Project files the code created, changed or deleted (relative paths)."""
+    files_diff: str = ""
+    """What changed in them, as a unified diff."""
+    files_unrestorable: list[str] = []
+    """Changed files too large to have been kept: undo cannot put them back."""
 
     def summary(self) -> str:
-        """Compact text for a model or a terminal."""
+        """Compact text for a model or a terminal; files the code wrote come first."""
         parts = []
+        if self.files_changed:
+            parts.append(
+                "[this code changed project files: "
+                + ", ".join(self.files_changed)
+                + " — not through persist; the user can undo it with /undo (rt.unpersist())]"
+            )
+            if self.files_unrestorable:
+                parts.append(f"[too large to restore: {', '.join(self.files_unrestorable)}]")
+            parts.append(self.files_diff.rstrip("\n"))
         if self.stdout:
             parts.append(self.stdout.rstrip("\n"))
         if self.stderr:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
+from liveforge.kernel.errors import PersistConflict, PersistError, UndecodableSource, UnsafePath
 
 COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 TEMP_SUFFIX = ".liveforge-tmp"
@@ -72,13 +72,27 @@ def read_source(path: str | Path) -> SourceFile:
     path = Path(path)
     data = path.read_bytes()
     info = path.stat()
-    encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-    text = data.decode(encoding)
+    text, encoding = decode_python(data, str(path))
     newline = detect_newline(text)
     fingerprint = Fingerprint(info.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
     return SourceFile(
         path, _to_lf(text), encoding, newline, stat.S_IMODE(info.st_mode), fingerprint
     )
+
+
+def decode_python(data: bytes, path: str) -> tuple[str, str]:
+    """The text of Python source bytes and its encoding (coding cookie, BOM or UTF-8);
+    `UndecodableSource` naming `path` when the bytes are not text in that encoding."""
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError as exc:  # an unknown or conflicting coding cookie
+        raise UndecodableSource(path, "its declared encoding", str(exc.msg)) from None
+    try:
+        return data.decode(encoding), encoding
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        detail = f"byte {data[exc.start]:#04x} on line {line}: {exc.reason}"
+        raise UndecodableSource(path, encoding, detail) from None
 
 
 def detect_newline(text: str) -> str:

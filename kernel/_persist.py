@@ -31,7 +31,13 @@ from liveforge.kernel._files import (
     read_source,
     restore,
 )
-from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, register_source
+from liveforge.kernel._journal import ForeignWrite, Journal
+from liveforge.kernel._sources import (
+    ModuleRecord,
+    ModuleRegistry,
+    check_module_name,
+    register_source,
+)
 from liveforge.kernel._update import refile_code
 from liveforge.kernel.errors import PersistError, TargetNotFound, UnverifiedChange
 
@@ -62,6 +68,10 @@ class _Undo:
     record: PersistRecord
     #: module name -> (loaded before, virtual before, filename before, change ids persisted)
     states: dict[str, tuple[SourceFile | None, bool, str, list[str]]] = field(default_factory=dict)
+    #: how many changes history held when the files were written (what came after)
+    after: int = 0
+    #: the files' diff, for writes made by code run in the process (not by persist)
+    diff: str = ""
 
 
 PersistGuard = Callable[[list[str]], None]
@@ -76,10 +86,17 @@ class Persistence:
     _history: History
     _persist_stack: list[_Undo]
     _persist_guards: list[PersistGuard]
+    _journal: Journal
 
     def _init_persistence(self) -> None:
         self._persist_stack = []
         self._persist_guards = []
+        self._journal = Journal(self.project_root)
+
+    def foreign_writes(self) -> list[ForeignWrite]:
+        """Files other runtimes (other processes) wrote to this project since the last call:
+        reload those modules before changing them, or their persist will conflict."""
+        return self._journal.news()
 
     def add_persist_guard(self, guard: PersistGuard) -> None:
         """Run `guard(module_names)` before every persist — `force` does not skip it — so a
@@ -108,7 +125,11 @@ class Persistence:
             PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
             for r in records
         ]
-        undo = _Undo(persist_files(self.project_root, writes, force=force))
+        # Under the lock the files are checked against what was loaded, then written: a
+        # second runtime's stale persist is a conflict, never a lost update.
+        with self._journal.locked():
+            undo = _Undo(persist_files(self.project_root, writes, force=force))
+            self._journal.record("persisted", [w.path for w in writes], [r.name for r in records])
         changed: list[str] = []
         for record, write in zip(records, writes, strict=True):
             ids = [c.id for c in self._history.unpersisted(record.name)]
@@ -117,10 +138,30 @@ class Persistence:
             for change in self._history.unpersisted(record.name):
                 change.status = ChangeStatus.PERSISTED
             changed.extend(ids)
+        undo.after = len(self._history.all())
         self._persist_stack.append(undo)
         return Persisted(
             modules=[r.name for r in records], paths=[str(w.path) for w in writes], changes=changed
         )
+
+    def record_file_writes(self, record: PersistRecord, diff: str) -> None:
+        """Keep files written outside `persist` (by code run in this process) as an undoable
+        step: the next `unpersist` puts them back."""
+        self._persist_stack.append(_Undo(record, after=len(self._history.all()), diff=diff))
+        with self._journal.locked():
+            self._journal.record("ran code that wrote", record.paths, [])
+
+    def files_are_newest(self) -> bool:
+        """True when the newest step still in effect wrote files (a persist, or code run in
+        this process), so undoing means putting files back rather than a rollback."""
+        if not self._persist_stack:
+            return False
+        later = self._history.all()[self._persist_stack[-1].after :]
+        return all(c.status is ChangeStatus.ROLLED_BACK for c in later)
+
+    def file_writes_diff(self) -> str:
+        """What code run in this process wrote to files and can still be undone."""
+        return "".join(undo.diff for undo in self._persist_stack)
 
     def unpersist(self, *, force: bool = False) -> Persisted:
         """Undo the newest persist: files as they were; memory keeps the changes (unpersisted
@@ -128,7 +169,9 @@ class Persistence:
         if not self._persist_stack:
             raise PersistError("there is no persist to undo in this runtime.")
         undo = self._persist_stack[-1]
-        restore(undo.record, force=force)
+        with self._journal.locked():
+            restore(undo.record, force=force)
+            self._journal.record("put back", undo.record.paths, list(undo.states))
         self._persist_stack.pop()
         for name, (loaded, virtual, filename, ids) in undo.states.items():
             record = self.registry.get(name)
@@ -143,18 +186,24 @@ class Persistence:
                         ChangeStatus.VERIFIED if change.verified else ChangeStatus.APPLIED
                     )
         return Persisted(
-            modules=list(undo.states),
+            modules=list(undo.states) or [self._label_path(p) for p in undo.record.paths],
             paths=[str(p) for p in undo.record.paths],
             changes=[i for s in undo.states.values() for i in s[3]],
             action="restored",
         )
+
+    def _label_path(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.project_root))
+        except ValueError:
+            return str(path)
 
     def _to_persist(self, modules: Sequence[str] | None) -> list[ModuleRecord]:
         if modules is None:
             return self.registry.dirty()
         chosen: dict[str, ModuleRecord] = {}
         for name in modules:
-            record = self.registry.get(name)
+            record = self.registry.get(check_module_name(name))
             if record is None:
                 raise TargetNotFound(
                     name,

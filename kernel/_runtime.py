@@ -21,11 +21,13 @@ from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._filewrites import FILE_KIND, FileWrites
 from liveforge.kernel._persist import Persistence
+from liveforge.kernel._safety import KERNEL_DIR, protected_file
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
     capture_sources_under,
+    check_module_name,
     importable,
 )
 from liveforge.kernel._stmts import index
@@ -38,6 +40,7 @@ from liveforge.kernel._targets import (
     splice,
 )
 from liveforge.kernel._virtual import VirtualModules
+from liveforge.kernel._watch import FileWatch
 from liveforge.kernel.defaults import EXECUTE_TIMEOUT, KEEP_RUNS
 from liveforge.kernel.errors import (
     ChangeError,
@@ -45,6 +48,7 @@ from liveforge.kernel.errors import (
     PatchSyntaxError,
     ProtectedTarget,
     TargetNotFound,
+    UndecodableSource,
     UnpersistedChanges,
 )
 
@@ -71,10 +75,14 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self.allow_kernel_patches = allow_kernel_patches
+        self.protected: list[Path] = [KERNEL_DIR]
+        """Files and folders whose modules refuse patches, whatever name they were imported
+        under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
         self.keep_runs = keep_runs
         self._sandbox: Sandbox | None = None
         self._init_persistence()
         self._init_file_writes()
+        self._file_watch = FileWatch(self.project_root)
         self.registry = ModuleRegistry()
         self._history = History()
         self._lock = threading.RLock()
@@ -112,7 +120,11 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
 
     def diff(self, module: str | None = None) -> str:
         """Unified diff of in-memory source against disk, for one module or all changed."""
-        records = [self._record(module)] if module else self.registry.dirty()
+        records = (
+            [self._record(check_module_name(module))]
+            if module is not None
+            else self.registry.dirty()
+        )
         chunks = []
         for record in records:
             label = self._label(record)
@@ -141,7 +153,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         module_name, path = self._split(target)
         if not path:
             return self.patch_module(module_name, source)
-        self._check_protected(target, module_name)
+        self._check_protected(target, module_name, by_file=False)  # the file: after redirect
         with self._lock:
             record = self._record(module_name)
             module_name, path, impl_record = self._redirect(module_name, path, record)
@@ -171,6 +183,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
 
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
         """Replace a whole module's source; creates a virtual module when none exists."""
+        check_module_name(name)
         self._check_protected(name, name)
         with self._lock:
             if name not in sys.modules and self.registry.get(name) is None and not importable(name):
@@ -185,6 +198,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         With `dependents`, modules that imported names from it with `from ... import` get
         those names re-bound (functions and classes are live anyway; constants are not).
         """
+        check_module_name(module)
         self._check_protected(module, module)
         with self._lock:
             record = self._record(module)
@@ -241,9 +255,9 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         same module (newest first). Returns the changes rolled back."""
         with self._lock:
             live = self._history.live()
-            if not live:
+            if change_id is None and not live:
                 raise ChangeError("there is nothing to roll back: no live changes.")
-            change = self._history.get(change_id) if change_id else live[-1]
+            change = self._history.get(change_id) if change_id is not None else live[-1]
             if change.status is ChangeStatus.ROLLED_BACK:
                 raise ChangeError(
                     f"change {change.id} is already rolled back.", change_id=change.id
@@ -261,7 +275,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         with self._lock:
             later = (
                 self._history.after(self._history.get(change_id))
-                if change_id
+                if change_id is not None
                 else self._history.live()
             )
             self._check_undoable(later)
@@ -277,9 +291,29 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         """Run code in this process (REPL style, output captured); `rt` names this runtime.
 
         Errors in the code come back in the result; a runaway loop is interrupted at the
-        timeout. For risky code use `verify`, which runs in a killable sandbox.
+        timeout. For risky code use `verify`, which runs in a killable sandbox. Project
+        files the code writes are listed in the result (with a diff) and `unpersist()`
+        puts them back.
         """
-        return execute(code, self.namespace, timeout)
+        self._file_watch.start()
+        stack = len(self._persist_stack)
+        try:
+            result = execute(code, self.namespace, timeout)
+        finally:
+            # what the code persisted through this runtime is undone as that persist
+            persisted = {p for u in self._persist_stack[stack:] for p in u.record.paths}
+            written = self._file_watch.changes(exclude=persisted)
+            if written is not None and written.record.backups:
+                self.record_file_writes(written.record, written.diff)
+        if written is None:
+            return result
+        return result.model_copy(
+            update={
+                "files_changed": written.paths,
+                "files_diff": written.diff,
+                "files_unrestorable": written.unrestorable,
+            }
+        )
 
     # -- internals --------------------------------------------------------------------------
 
@@ -391,14 +425,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
                 )
 
     def _split(self, target: str) -> tuple[str, list[str]]:
-        parts = target.split(".")
-        if not target or not all(p.isidentifier() for p in parts):
-            raise TargetNotFound(
-                target,
-                [],
-                hint="A target is a dotted path such as "
-                "'pkg.mod', 'pkg.mod.func' or 'pkg.mod.Class.method'.",
-            )
+        parts = check_module_name(target, what="dotted path").split(".")
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
             if name in sys.modules or self.registry.get(name) or importable(name):
@@ -411,6 +438,8 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         if record is None:
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)
+            except UndecodableSource:
+                raise
             except Exception as exc:
                 raise PatchError(
                     f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
@@ -462,11 +491,24 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
             return module_name, path, record
         return impl_module.__name__, [binding], self._record(impl_module.__name__)
 
-    def _check_protected(self, target: str, module_name: str) -> None:
+    def protect(self, path: str | Path) -> None:
+        """Refuse patches to the modules loaded from `path` (a file, or a folder and all
+        under it), by file location: another import name does not get around it."""
+        resolved = Path(path).resolve()
+        if resolved not in self.protected:
+            self.protected.append(resolved)
+
+    def _check_protected(self, target: str, module_name: str, *, by_file: bool = True) -> None:
         if self.allow_kernel_patches:
             return
         if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):
             raise ProtectedTarget(target)
+        if by_file and protected_file(module_name, self.protected):
+            raise ProtectedTarget(
+                target,
+                place=f"a protected file ({sys.modules[module_name].__file__})",
+                hint="It keeps the running program safe; change what it calls instead.",
+            )
 
     def _label(self, record: ModuleRecord) -> str:
         if record.virtual:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import keyword
 import linecache
 import os
 import sys
 import types
 from dataclasses import dataclass, field
 
-from liveforge.kernel._files import SourceFile, read_source
+from liveforge.kernel._files import SourceFile, decode_python, read_source
 from liveforge.kernel._stmts import Index
+from liveforge.kernel.errors import InvalidName
 
 VIRTUAL_PREFIX = "<liveforge-virtual>/"
 
@@ -172,7 +174,7 @@ class _CapturingLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname: str) -> types.CodeType:
         path = self.get_filename(fullname)
-        source = importlib.util.decode_source(self.get_data(path))
+        source = decode_python(self.get_data(path), path)[0]
         LOADED_SOURCES[path] = source
         return compile(source, path, "exec", dont_inherit=True)
 
@@ -221,6 +223,15 @@ def loaded_source(filename: str) -> tuple[str, bool]:
     if entry is not None and len(entry) == 4 and entry[1] is None:
         return "".join(entry[2]), True
     return read_source(filename).text, False
+
+
+def check_module_name(name: object, what: str = "module name") -> str:
+    """`name` when it is a dotted module name (or path); `InvalidName` otherwise."""
+    if not isinstance(name, str) or not all(
+        part.isidentifier() and not keyword.iskeyword(part) for part in name.split(".")
+    ):
+        raise InvalidName(str(name), what=what)
+    return name
 
 
 def importable(name: str) -> bool:

@@ -6,7 +6,10 @@
      │    ├── PatchExecutionError     new source raised while executing
      │    └── UnsupportedChange       the change cannot be made in place (e.g. __slots__)
      ├── TargetNotFound               no such dotted path (close matches)  (+ LookupError)
-     ├── ProtectedTarget              kernel modules without opt-in         (+ PermissionError)
+     ├── InvalidName                  '', '.', '../x' as a module name or path (+ ValueError)
+     ├── UndecodableSource            a source file that is not text in its encoding
+     │                                                                    (+ UnicodeError)
+     ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
      ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
@@ -89,14 +92,44 @@ class TargetNotFound(LiveforgeError, LookupError):
         return str(self.args[0])
 
 
-class ProtectedTarget(LiveforgeError, PermissionError):
-    """The target belongs to liveforge's kernel, which is protected from patches."""
+class InvalidName(LiveforgeError, ValueError):
+    """A module name or dotted path that cannot name anything (``''``, ``'.'``, ``'../x'``)."""
 
-    def __init__(self, target: str) -> None:
-        self.target = target
+    def __init__(self, name: str, *, what: str = "module name") -> None:
+        self.name = name
         super().__init__(
-            f"{target!r} is part of liveforge.kernel, which refuses patches. Create the runtime "
-            "with Runtime(allow_kernel_patches=True) to allow them."
+            f"{name!r} is not a valid {what}: it must be dotted Python identifiers such as "
+            "'pkg.mod' or 'pkg.mod.Class.method' (no slashes, no empty parts, no keywords). "
+            "Nothing was changed."
+        )
+
+
+class UndecodableSource(LiveforgeError, UnicodeError):
+    """A Python source file whose bytes are not text in its declared (or default) encoding."""
+
+    def __init__(self, path: str, encoding: str, detail: str) -> None:
+        self.path = path
+        self.encoding = encoding
+        super().__init__(
+            f"{path} cannot be read as {encoding} text ({detail}), so liveforge cannot load "
+            "it as Python source. Save it as UTF-8, or declare its encoding on the first or "
+            "second line (PEP 263), e.g. '# -*- coding: latin-1 -*-'."
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ProtectedTarget(LiveforgeError, PermissionError):
+    """The target belongs to liveforge's kernel (or another protected file), which refuses
+    patches."""
+
+    def __init__(self, target: str, *, place: str = "liveforge.kernel", hint: str = "") -> None:
+        self.target = target
+        self.place = place
+        super().__init__(
+            f"{target!r} is part of {place}, which refuses patches. "
+            + (hint or "Create the runtime with Runtime(allow_kernel_patches=True) to allow them.")
         )
 
 

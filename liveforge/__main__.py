@@ -15,7 +15,7 @@ import liveforge
 from liveforge.cli._common import CommandError, ExitCode, emit_error
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
-COMMAND_MODULES = ["chat", "demo", "run", "reading", "checking", "memory", "mcp"]
+COMMAND_MODULES = ["chat", "demo", "run", "reading", "checking", "memory", "mcp", "serve"]
 """Modules of liveforge.cli, in help order; each has `register(commands)`."""
 
 

@@ -27,6 +27,10 @@ Example pyproject.toml::
     [tool.liveforge.retry]
     max_attempts = 5
 
+    [tool.liveforge.permissions]
+    mode = "auto-edit"
+    deny = ["execute"]
+
 Secrets come from the environment only, never from files: each provider reads the
 variables listed in its `api_key_env` (built-ins: ANTHROPIC_API_KEY / OPENAI_API_KEY, plus
 comma-separated extra keys in ANTHROPIC_API_KEYS / OPENAI_API_KEYS). Keys are held as
@@ -47,11 +51,20 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
+from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 from liveforge.declarations.tool_settings import ToolSettings
+from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel.errors import ConfigError
 
-__all__ = ["LiveforgeConfig", "ProviderConfig", "build_provider", "load_config", "parse_model"]
+__all__ = [
+    "LiveforgeConfig",
+    "PermissionsConfig",
+    "ProviderConfig",
+    "build_provider",
+    "load_config",
+    "parse_model",
+]
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -111,6 +124,25 @@ def parse_model(name: str) -> tuple[str, str]:
     return provider, model
 
 
+class PermissionsConfig(BaseModel):
+    """`[tool.liveforge.permissions]`: which tool calls run, ask first, or are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mode: Mode | None = None
+    """read-only, ask, auto-edit or full-auto; unset: the front end's default (ask)."""
+    allow: list[str] = Field(default_factory=list)
+    """Tools that run without asking, whatever the mode."""
+    ask: list[str] = Field(default_factory=list)
+    """Tools that ask first (unless denied or allowed)."""
+    deny: list[str] = Field(default_factory=list)
+    """Tools that never run; wins over `allow`."""
+
+    def policy(self, mode: Mode | None = None) -> Policy:
+        """The policy: `mode` if given (a command-line choice), else the configured one."""
+        rules = Rules(allow=tuple(self.allow), ask=tuple(self.ask), deny=tuple(self.deny))
+        return Policy(mode=mode or self.mode or "ask", rules=rules)
+
+
 class LiveforgeConfig(BaseModel):
     """The validated `[tool.liveforge]` table."""
 
@@ -130,6 +162,12 @@ class LiveforgeConfig(BaseModel):
     (`[tool.liveforge.agent]`)."""
     context: ContextSettings | None = None
     """Context window and compaction (`[tool.liveforge.context]`)."""
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    """Permission mode and per-tool rules (`[tool.liveforge.permissions]`)."""
+    gateway: GatewaySettings | None = None
+    """`liveforge serve`: approvals and the Telegram channel (`[tool.liveforge.gateway]`)."""
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    """Scheduled runs of the gateway (`[[tool.liveforge.schedule]]`)."""
     tools: ToolSettings = Field(default_factory=ToolSettings)
     """Tool profile, allow/deny lists and groups, and the file, shell and memory tools'
     settings (`[tool.liveforge.tools]`)."""

@@ -11,8 +11,11 @@ tree below is complete and true.
     * PatchExecutionError — the new code raised while its module statements ran
     * UnsupportedChange — a change the engine cannot make live (it says why)
   * ImplSignatureError [TypeError] — an @impl body does not fit its declaration
+  * ContractFieldError [TypeError] — a declaration built with an unknown or without a field
   * TargetNotFound [LookupError] — no such dotted path
-  * ProtectedTarget [PermissionError] — the kernel refuses patches to itself
+  * InvalidName [ValueError] — '', '.', '../x' given as a module name or dotted path
+  * UndecodableSource [UnicodeError] — a source file that is not text in its encoding
+  * ProtectedTarget [PermissionError] — the kernel (or another protected file) refuses patches
   * UnpersistedChanges — a reload would drop in-memory changes
   * ChangeError [LookupError] — no such change, or it cannot be rolled back
   * ExecutionTimeout [TimeoutError] — in-process code ran past its timeout
@@ -47,10 +50,11 @@ tree below is complete and true.
       * ContextOverflowError
     * StreamInterrupted
   * CommandError — a command-line usage error, with its exit code
+  * GatewayError — the gateway refused a client's request (the message says why)
 
-Not errors but signals, internal to one concern and never shown to a user: `TurnOver` (how
-a turn ends), `CallCancelled` (a cancelled model call), `DeadlineExceeded` (a
-BaseException the toolbox deadline raises inside a tool call).
+Not errors but signals, internal to one concern and never shown to a user: `CallCancelled`
+(a cancelled model call), `DeadlineExceeded` (a BaseException the toolbox deadline raises
+inside a tool call). How a turn ends is not an exception at all: `impls.agent_turn.ending`.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from liveforge.declarations.compaction import CompactionError
+from liveforge.declarations.contract import ContractFieldError
 from liveforge.declarations.files import EditRefused
 from liveforge.declarations.memory import EmbeddingError, MemoryNotFound
 from liveforge.declarations.permissions import PermissionDenied
@@ -79,11 +84,13 @@ from liveforge.declarations.provider_errors import (
 from liveforge.declarations.session import SessionBusy, SessionError
 from liveforge.declarations.shell import CommandRefused
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
+from liveforge.gateway.core import GatewayError
 from liveforge.kernel._forward import ImplSignatureError
 from liveforge.kernel.errors import (
     ChangeError,
     ConfigError,
     ExecutionTimeout,
+    InvalidName,
     LiveforgeError,
     PatchError,
     PatchExecutionError,
@@ -93,6 +100,7 @@ from liveforge.kernel.errors import (
     ProtectedTarget,
     SandboxError,
     TargetNotFound,
+    UndecodableSource,
     UnpersistedChanges,
     UnsafePath,
     UnsupportedChange,
@@ -111,11 +119,14 @@ __all__ = [
     "CompactionError",
     "ConfigError",
     "ContextOverflowError",
+    "ContractFieldError",
     "EditRefused",
     "EmbeddingError",
     "ExecutionTimeout",
     "ExitCode",
+    "GatewayError",
     "ImplSignatureError",
+    "InvalidName",
     "LiveforgeError",
     "MalformedResponse",
     "MemoryNotFound",
@@ -140,6 +151,7 @@ __all__ = [
     "StreamInterrupted",
     "TargetNotFound",
     "ToolDefinitionError",
+    "UndecodableSource",
     "UnpersistedChanges",
     "UnsafePath",
     "UnsupportedChange",

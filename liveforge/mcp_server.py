@@ -8,10 +8,16 @@ read afresh on every `tools/list`, so tools the agent adds in memory appear with
 worker thread, leaving the event loop free to answer pings during long sandbox runs. The
 values of key-like environment variables are redacted from results, as from transcripts.
 
+Each tool carries MCP annotations derived from its effect (`readOnlyHint`,
+`destructiveHint`, `idempotentHint`, `openWorldHint`), so a client knows which calls to ask
+its user about. The permission policy still applies on this side: `--mode read-only`
+refuses every call that is not a look or a check; in `ask` and `auto-edit` a call the
+client sent counts as approved by the client's user.
+
 Needs the `mcp` extra (`pip install "liveforge[mcp]"`); mcp 1.x is pinned because 2.x
 renames the server API.
 
-    liveforge mcp --project path/to/project
+    liveforge mcp --project path/to/project [--mode read-only]
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ from liveforge.impls.session_store import scrub_text, secret_values
 from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
+    from mcp import types
     from mcp.server.lowlevel import Server
 
+    from liveforge.declarations.permissions import ApprovalRequest, Effect, Policy
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
-__all__ = ["MISSING_MCP", "build_server", "require_mcp", "serve_stdio"]
+__all__ = ["MISSING_MCP", "build_server", "require_mcp", "serve_stdio", "tool_annotations"]
 
 MISSING_MCP = (
     "`liveforge mcp` needs the MCP SDK, which is an optional extra: install it with "
@@ -52,14 +60,44 @@ def require_mcp() -> None:
         raise ConfigError(MISSING_MCP) from exc
 
 
-def build_server(rt: Runtime) -> Server[Any, Any]:
-    """An MCP server exposing the Toolbox over `rt` (not yet connected to a transport)."""
+#: effect -> (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)
+_HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
+    "read": (True, False, True, False),
+    "check": (True, False, True, False),
+    "memory": (False, False, False, False),
+    "write": (False, True, False, False),
+    "execute": (False, True, False, True),
+    "shell": (False, True, False, True),
+}
+
+
+def tool_annotations(effect: Effect) -> types.ToolAnnotations:
+    """The MCP annotations of a tool with this effect."""
+    from mcp import types
+
+    read_only, destructive, idempotent, open_world = _HINTS[effect]
+    return types.ToolAnnotations(
+        readOnlyHint=read_only,
+        destructiveHint=destructive,
+        idempotentHint=idempotent,
+        openWorldHint=open_world,
+    )
+
+
+def _client_approved(request: ApprovalRequest) -> bool:
+    """MCP clients ask their user before a call they send; the call is that approval."""
+    return True
+
+
+def build_server(rt: Runtime, policy: Policy | None = None) -> Server[Any, Any]:
+    """An MCP server exposing the Toolbox over `rt` under `policy` (default: ask, answered
+    by the client), not yet connected to a transport."""
     require_mcp()
     import anyio.to_thread
     from mcp import types
     from mcp.server.lowlevel import Server
 
-    toolbox = open_toolbox(rt)
+    toolbox = open_toolbox(rt, policy=policy, approver=_client_approved)
     secrets = secret_values(known_secrets(None))
     server: Server[Any, Any] = Server(
         "liveforge", version=liveforge.__version__, instructions=INSTRUCTIONS
@@ -69,11 +107,16 @@ def build_server(rt: Runtime) -> Server[Any, Any]:
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
-        specs = await anyio.to_thread.run_sync(toolbox.specs)
-        known[0] = {spec.name for spec in specs}
+        tools = await anyio.to_thread.run_sync(toolbox.tools)
+        known[0] = {tool.name for tool in tools}
         return [
-            types.Tool(name=spec.name, description=spec.description, inputSchema=spec.input_schema)
-            for spec in specs
+            types.Tool(
+                name=tool.name,
+                description=tool.schema.description,
+                inputSchema=tool.schema.input_schema,
+                annotations=tool_annotations(tool.effect),
+            )
+            for tool in tools
         ]
 
     @server.call_tool(validate_input=False)
@@ -103,9 +146,9 @@ def _names(toolbox: Toolbox) -> set[str]:
     return {spec.name for spec in toolbox.specs()}
 
 
-def serve_stdio(rt: Runtime) -> None:
-    """Serve `rt`'s tools over stdin/stdout until the client disconnects."""
-    server = build_server(rt)
+def serve_stdio(rt: Runtime, policy: Policy | None = None) -> None:
+    """Serve `rt`'s tools over stdin/stdout under `policy` until the client disconnects."""
+    server = build_server(rt, policy)
     import anyio
     from mcp.server.stdio import stdio_server
 

@@ -7,6 +7,7 @@ and any note about object identity (e.g. a function that had to be rebound).
 
 from __future__ import annotations
 
+from liveforge.declarations.permissions import effect
 from liveforge.kernel import Change
 from liveforge.tools._context import runtime
 from liveforge.tools._output import clip
@@ -14,6 +15,7 @@ from liveforge.tools._output import clip
 __all__ = ["diff", "history", "patch", "persist", "reload", "rollback"]
 
 
+@effect("memory")
 def patch(path: str, source: str, module: bool = False) -> str:
     """Replace one definition, or a whole module, in the running program (memory only).
 
@@ -30,6 +32,7 @@ def patch(path: str, source: str, module: bool = False) -> str:
     return _applied(change)
 
 
+@effect("memory")
 def reload(module: str, dependents: bool = False, force: bool = False) -> str:
     """Re-read a module from its file and apply it in place.
 
@@ -41,6 +44,7 @@ def reload(module: str, dependents: bool = False, force: bool = False) -> str:
     return _applied(runtime().reload(module, dependents=dependents, force=force))
 
 
+@effect("memory")
 def rollback(change_id: str | None = None) -> str:
     """Undo the newest change, or change_id with the later changes of its module.
 
@@ -51,6 +55,7 @@ def rollback(change_id: str | None = None) -> str:
     return "rolled back:\n" + "\n".join(_line(change) for change in undone)
 
 
+@effect("read")
 def history(limit: int = 20) -> str:
     """Recorded changes, newest last: id, kind, target, status, names touched.
 
@@ -66,6 +71,7 @@ def history(limit: int = 20) -> str:
     return "\n".join(head + [_line(change) for change in shown])
 
 
+@effect("read")
 def diff(module: str | None = None) -> str:
     """Unified diff of in-memory source against the files (what persist would write), and
     of the files written this session (write_file, edit_file, apply_patch).
@@ -79,6 +85,7 @@ def diff(module: str | None = None) -> str:
     return clip(text, None, lambda n: "ask for one module at a time: diff(module)")
 
 
+@effect("write")
 def persist(modules: list[str] | None = None, force: bool = False) -> str:
     """Write changed modules' in-memory source to their files, all or nothing.
 

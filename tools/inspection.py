@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from liveforge.declarations.permissions import effect
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
 from liveforge.tools._declared import (
@@ -36,6 +37,7 @@ _STYLES = {
 """How collapsed modules are shown, most detailed first; a tree over the limit steps down."""
 
 
+@effect("read")
 def inspect_module(path: str = "", depth: int = 2) -> str:
     """Tree of packages, modules, classes and functions with signatures and line numbers.
 
@@ -229,6 +231,7 @@ def _qualnames(view: ModuleView, entries: list[Entry]) -> list[str]:
     return out
 
 
+@effect("read")
 def view_source(path: str, start: int | None = None, end: int | None = None) -> str:
     """In-memory source of a module, class or function, with line numbers.
 

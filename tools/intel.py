@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import jedi
 
+from liveforge.declarations.permissions import effect
 from liveforge.declarations.tool_schema import ArgumentError
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
@@ -36,6 +37,7 @@ _KINDS = {
 _MAX_RESULTS = 60
 
 
+@effect("read")
 def find(query: str, kind: Kind | None = None) -> str:
     """Find definitions by name across the project, in-memory changes included.
 
@@ -88,6 +90,7 @@ def _signature(name: Any) -> str:
     return text[text.index("(") :] if "(" in text else ""
 
 
+@effect("read")
 def references(path: str) -> str:
     """Where a definition is used, in files and in in-memory modules.
 
@@ -183,6 +186,7 @@ def _render_refs(rt: Any, target: str, found: set[tuple[str, int, int]]) -> str:
     return _bounded([header, *lines], "ask about a narrower target")
 
 
+@effect("read")
 def complete(code: str, line: int | None = None, column: int | None = None) -> str:
     """Completions at a position in code, against the live program's namespaces.
 

@@ -7,6 +7,7 @@ memory limits, so a crash or a hang never takes the session down.
 
 from __future__ import annotations
 
+from liveforge.declarations.permissions import effect
 from liveforge.kernel.defaults import EXECUTE_TIMEOUT, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.tools._context import runtime
 from liveforge.tools._output import clip_middle, plain
@@ -14,6 +15,7 @@ from liveforge.tools._output import clip_middle, plain
 __all__ = ["execute", "run_tests", "verify"]
 
 
+@effect("execute")
 def execute(code: str, timeout: float = EXECUTE_TIMEOUT) -> str:
     """Run Python code in the live process; shows output and the last expression's value.
 
@@ -27,6 +29,7 @@ def execute(code: str, timeout: float = EXECUTE_TIMEOUT) -> str:
     return clip_middle(plain(result.summary()))
 
 
+@effect("check")
 def verify(code: str, timeout: float = VERIFY_TIMEOUT) -> str:
     """Run a check snippet in a sandboxed child carrying all unpersisted changes.
 
@@ -40,6 +43,7 @@ def verify(code: str, timeout: float = VERIFY_TIMEOUT) -> str:
     return clip_middle(plain(result.summary()), where=result.record_path)
 
 
+@effect("check")
 def run_tests(args: list[str] | None = None, timeout: float = TESTS_TIMEOUT) -> str:
     """Run pytest in a sandboxed child carrying all unpersisted changes: counts, failures.
 

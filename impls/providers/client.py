@@ -93,12 +93,10 @@ def _http(provider: Provider) -> httpx.AsyncClient:
     if provider.http is not None:
         return provider.http
     loop = asyncio.get_running_loop()
-    owned = provider.__dict__.get("_owned_http")
+    owned = provider.owned_http
     if owned is None or owned[0] is not loop or owned[1].is_closed:
-        owned = (loop, httpx.AsyncClient(verify=_ssl_context()))
-        provider.__dict__["_owned_http"] = owned
-    client: httpx.AsyncClient = owned[1]
-    return client
+        owned = provider.owned_http = (loop, httpx.AsyncClient(verify=_ssl_context()))
+    return owned[1]
 
 
 async def _route_calls(
@@ -269,6 +267,6 @@ def describe(self: Provider) -> str:
 
 @forwardpy.impl(Provider.aclose)
 async def aclose(self: Provider) -> None:
-    owned = self.__dict__.pop("_owned_http", None)
+    owned, self.owned_http = self.owned_http, None
     if owned is not None:
         await owned[1].aclose()

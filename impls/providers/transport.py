@@ -12,7 +12,7 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import NoReturn
 
@@ -123,15 +123,21 @@ async def _decode(
     with scope.interruptible():
         async for chunk in _body(response):
             batch: Batch = []
-            for name, data in feed(chunk):
-                batch += decode(name, data)
+            failure = _decode_into(batch, feed(chunk), decode)
             if batch:
                 # The consumer runs while this generator is suspended at `yield`: its awaits
                 # must not be interrupted; arm() then raises if the token fired meanwhile.
                 scope.disarm()
                 yield batch
                 scope.arm()
-    tail = [event for name, data in parser.flush() for event in decode(name, data)]
+            if failure is not None:
+                raise failure
+    tail: Batch = []
+    failure = _decode_into(tail, parser.flush(), decode)
+    if failure is not None:
+        if tail:
+            yield tail
+        raise failure
     if not decoder.finished:
         raise ProviderConnectionError(
             "the stream ended before the end-of-message event",
@@ -139,6 +145,21 @@ async def _decode(
             model=route.model,
         )
     yield [*tail, Done(response=decoder.finish())]
+
+
+def _decode_into(
+    batch: Batch,
+    events: list[tuple[str | None, str]],
+    decode: Callable[[str | None, str], list[StreamEvent]],
+) -> ProviderError | None:
+    """Decode `events` into `batch`; a decoding error stops there and is returned, so the
+    events before it still reach the consumer (what was shown is what the response keeps)."""
+    for name, data in events:
+        try:
+            batch += decode(name, data)
+        except ProviderError as exc:
+            return exc
+    return None
 
 
 def _reraise(error: ProviderError, decoder: StreamDecoder | None) -> NoReturn:

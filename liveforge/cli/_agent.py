@@ -2,37 +2,38 @@
 
 Shared by `chat`, `run` and `demo`: the provider comes from the project's configuration
 (or is given, as the demo's replay is); a missing key becomes a usage error that names the
-variable to set. `PersistApproval` asks the person before anything writes files.
+variable to set. The agent's permission policy is the project's `[tool.liveforge.permissions]`
+with the command line's `--mode` (or `--yes`) over it; the front end answers its questions.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from liveforge.cli._common import CommandError
 from liveforge.cli._render import Renderer
 from liveforge.declarations.tool_settings import PROFILES
-from liveforge.kernel.errors import ConfigError, PersistError
+from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
     from liveforge.config import LiveforgeConfig
     from liveforge.declarations.agent import Agent, TurnEnded
+    from liveforge.declarations.permissions import Approver, Mode, Policy
     from liveforge.declarations.provider import Provider
 
 __all__ = [
     "NO_PROVIDER_HINT",
-    "PersistApproval",
     "add_profile",
     "configured_provider",
     "drive_turn",
     "make_agent",
     "model_name",
+    "policy_of",
 ]
 
 T = TypeVar("T")
@@ -42,38 +43,6 @@ NO_PROVIDER_HINT = (
     "OPENAI_API_KEY, ollama:llama3.1 needs a running Ollama and no key. To see liveforge "
     "work without any key or network, run `liveforge demo`."
 )
-
-
-class PersistApproval:
-    """A persist guard that asks the person before liveforge writes files.
-
-    It sits on the runtime (`Runtime.add_persist_guard`), so it holds however the persist is
-    reached: the model's persist tool, `rt.persist()` inside its `execute`, or a slash command.
-    `approver(modules)` answers; a refusal reaches the model as an error it can read. A
-    person who has just confirmed (`/persist`) is not asked twice: see `granted`.
-    """
-
-    def __init__(self) -> None:
-        self.approver: Callable[[list[str]], bool] | None = None
-        self._granted = 0
-
-    def __call__(self, modules: list[str]) -> None:
-        if self._granted or self.approver is None or not modules:
-            return
-        if not self.approver(modules):
-            raise PersistError(
-                f"the user declined to write {', '.join(modules)} to files; the changes stay "
-                "in memory only. Ask what they want instead of retrying."
-            )
-
-    @contextlib.contextmanager
-    def granted(self) -> Iterator[None]:
-        """Persists inside this block were approved already (the person just said yes)."""
-        self._granted += 1
-        try:
-            yield
-        finally:
-            self._granted -= 1
 
 
 def model_name(provider: Provider) -> str:
@@ -132,9 +101,12 @@ def make_agent(
     provider: Provider | None = None,
     model: str | None = None,
     resume: str | None = None,
+    mode: Mode | None = None,
+    approver: Approver | None = None,
     profile: str | None = None,
-) -> tuple[Agent, PersistApproval]:
-    """An agent on `project`, and the approval every persist of its runtime asks first.
+) -> Agent:
+    """An agent on `project` whose tool calls follow the project's permission policy, in
+    `mode` if given; `approver` answers the calls the policy asks about.
 
     Without `provider`, the project's configuration gives the models and the `[agent]` and
     `[context]` settings. `profile` replaces the configured tool profile for this session."""
@@ -147,17 +119,22 @@ def make_agent(
         provider = _checked(lambda: build_provider(config))
         settings, context = config.agent_settings(), config.context
     tools = config.tools.model_copy(update={"profile": profile}) if profile else config.tools
-    agent = build_agent(
+    return build_agent(
         project,
         provider=provider,
         resume=resume,
         settings=settings,
         context=context,
+        policy=config.permissions.policy(mode),
+        approver=approver,
         tool_settings=tools,
     )
-    approval = PersistApproval()
-    agent.runtime.add_persist_guard(approval)
-    return agent, approval
+
+
+def policy_of(agent: Agent) -> Policy:
+    """The permission policy the agent's toolbox applies."""
+
+    return agent.toolbox.policy
 
 
 async def drive_turn(agent: Agent, renderer: Renderer, text: str) -> TurnEnded:

@@ -13,12 +13,15 @@ from typing import IO, TYPE_CHECKING, Any
 from liveforge.errors import CommandError, ExitCode
 
 if TYPE_CHECKING:
+    from liveforge.declarations.permissions import Mode
     from liveforge.kernel import Runtime
 
 __all__ = [
     "CommandError",
     "ExitCode",
     "add_common",
+    "add_mode",
+    "chosen_mode",
     "emit",
     "emit_error",
     "open_runtime",
@@ -41,6 +44,36 @@ def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> No
             action="store_true",
             help="print one JSON object with stable keys instead of text",
         )
+
+
+def add_mode(parser: argparse.ArgumentParser, *, yes: bool = True) -> None:
+    """Add `--mode MODE` (the permission mode) and, optionally, `--yes` (= full-auto)."""
+    from liveforge.declarations.permissions import MODES
+
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        help="permission mode: read-only (look and check only), ask (ask before anything "
+        "changes the program, files or runs code; the default), auto-edit (patches in "
+        "memory and checks run freely; writing files and running code ask), full-auto "
+        "(nothing asks). Default: [tool.liveforge.permissions] mode, else ask",
+    )
+    if yes:
+        parser.add_argument(
+            "--yes", action="store_true", help="allow every tool without asking (--mode full-auto)"
+        )
+
+
+def chosen_mode(args: argparse.Namespace) -> Mode | None:
+    """The mode `--mode`/`--yes` chose, or None to use the configured one."""
+    mode: Mode | None = getattr(args, "mode", None)
+    if getattr(args, "yes", False):
+        if mode not in (None, "full-auto"):
+            raise CommandError(
+                f"--yes means --mode full-auto, which contradicts --mode {mode}; give one of them."
+            )
+        return "full-auto"
+    return mode
 
 
 def project_dir(args: argparse.Namespace) -> Path:

@@ -8,7 +8,6 @@ Commands that change or check the program go through the same tools the model us
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,8 +19,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from liveforge.cli._agent import PersistApproval
 from liveforge.cli._render import Renderer
+from liveforge.declarations.permissions import approved
 
 __all__ = ["COMMANDS", "ChatState", "dispatch"]
 
@@ -39,13 +38,13 @@ class ChatState:
     """Asks the person a yes/no question (answers yes at once under --yes)."""
     switch_model: Callable[[str], str]
     """Points the agent at another model; returns its display name."""
-    approval: PersistApproval | None = None
-    """The runtime's persist approval (a person's /persist has already said yes)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Run one catalogue tool on the agent's runtime."""
-        result = self.agent.toolbox.call(name, arguments, timeout=None)
+        """Run one catalogue tool on the agent's runtime, as the person's own command (the
+        permission policy governs the agent, not the person)."""
+        with approved():
+            result = self.agent.toolbox.call(name, arguments, timeout=None)
         return result.text, result.is_error
 
     def say(self, text: str, style: str = "") -> None:
@@ -85,26 +84,16 @@ async def _tool_command(state: ChatState, label: str, name: str, arguments: dict
 
 async def _undo(state: ChatState, args: list[str]) -> bool:
     rt = state.agent.runtime
-    if not args and _newest_is_persisted(rt):
-        # the last thing done was writing files: put the files back first (the change stays
-        # in memory, unpersisted again); the next /undo rolls the change back
+    if not args and rt.files_are_newest():
+        # the last thing done was writing files (a persist, or code run by execute): put
+        # the files back first; a persisted change stays in memory, unpersisted again
         done = await _in_thread(state, "restoring the files…", rt.unpersist)
-        state.say(
-            done.summary() + "\n(the change is in memory again; /undo once more to roll it back)"
-        )
+        state.say(done.summary() + "\n(files restored; /undo again undoes the step before)")
         state.agent.session.track(rt)
         return True
     arguments = {"change_id": args[0]} if args else {}
     await _tool_command(state, "rolling back…", "rollback", arguments)
     return True
-
-
-def _newest_is_persisted(rt: Any) -> bool:
-    from liveforge.kernel import ChangeStatus
-
-    live = [c for c in rt.history() if c.status is not ChangeStatus.ROLLED_BACK]
-    # a file tool's write is on disk by itself: rolling it back puts the file back
-    return bool(live) and live[-1].status is ChangeStatus.PERSISTED and live[-1].kind != "file"
 
 
 def _show_diff(state: ChatState, diff: str) -> None:
@@ -118,8 +107,12 @@ def _show_diff(state: ChatState, diff: str) -> None:
 
 async def _diff(state: ChatState, args: list[str]) -> bool:
     rt = state.agent.runtime
-    written = "" if args else rt.written_diff()  # files the file tools wrote, undoable
-    _show_diff(state, rt.diff(args[0] if args else None) + written)
+    written = "" if args else rt.file_writes_diff()
+    if written:
+        state.say("files written by code the agent ran (/undo puts them back):", "bold yellow")
+        _show_diff(state, written)
+    # files the file tools wrote (undone by /undo too), then memory against the files
+    _show_diff(state, rt.diff(args[0] if args else None) + ("" if args else rt.written_diff()))
     return True
 
 
@@ -132,8 +125,7 @@ async def _persist(state: ChatState, args: list[str]) -> bool:
     if not await state.confirm("Write these changes to the files?"):
         state.say("not persisted; the changes stay in memory", "yellow")
         return True
-    with state.approval.granted() if state.approval else contextlib.nullcontext():
-        await _tool_command(state, "persisting…", "persist", {})
+    await _tool_command(state, "persisting…", "persist", {})
     return True
 
 

@@ -4,14 +4,17 @@ The person types; the agent streams its answer, tool calls show as compact lines
 patches as coloured diffs (`_render`). Input has history, multi-line editing and completion
 (`_chat_input`); lines starting with / are commands (`_slash`). Ctrl-C cancels the running
 turn and keeps the session; Ctrl-D (or /quit) leaves, and the transcript stays in
-`.liveforge/sessions/` for `--resume`. Before a tool writes files the person is asked,
-unless `--yes` was given.
+`.liveforge/sessions/` for `--resume`. Tool calls follow the permission mode (`--mode`,
+`--yes` = full-auto, else `[tool.liveforge.permissions]`, else ask): a call the policy asks
+about shows what it will do (a diff, the code) and waits for y / n / a (always, for this
+tool in this chat).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import signal
 from collections.abc import Coroutine
 from pathlib import Path
@@ -22,16 +25,17 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from liveforge.cli._agent import (
-    PersistApproval,
     add_profile,
     configured_provider,
     drive_turn,
     make_agent,
     model_name,
+    policy_of,
 )
-from liveforge.cli._common import ExitCode, add_common, project_dir
+from liveforge.cli._common import ExitCode, add_common, add_mode, chosen_mode, project_dir
 from liveforge.cli._render import Renderer
 from liveforge.cli._slash import COMMANDS, ChatState, dispatch
+from liveforge.declarations.permissions import ApprovalRequest
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["ChatApp", "register"]
@@ -58,9 +62,7 @@ def register(commands: Any) -> None:
         help="continue a session: its conversation and unpersisted changes "
         "(the latest when no ID is given)",
     )
-    parser.add_argument(
-        "--yes", action="store_true", help="do not ask before tools write files (persist)"
-    )
+    add_mode(parser)
     add_profile(parser)
     add_common(parser, json_flag=False)
     parser.set_defaults(handler=_chat)
@@ -68,10 +70,10 @@ def register(commands: Any) -> None:
 
 def _chat(args: argparse.Namespace) -> int:
     project = project_dir(args)
-    agent, approval = make_agent(
-        project, model=args.model, resume=args.resume, profile=args.profile
+    agent = make_agent(
+        project, model=args.model, resume=args.resume, mode=chosen_mode(args), profile=args.profile
     )
-    return asyncio.run(ChatApp(agent, project, yes=args.yes, approval=approval).run())
+    return asyncio.run(ChatApp(agent, project).run())
 
 
 class ChatApp:
@@ -82,15 +84,14 @@ class ChatApp:
         agent: Any,
         project: Path,
         *,
-        yes: bool = False,
         console: Console | None = None,
-        approval: PersistApproval | None = None,
     ) -> None:
         from liveforge.cli._chat_input import make_prompt_session
 
         self.agent = agent
         self.project = project
-        self.yes = yes
+        self.yes = policy_of(agent).mode == "full-auto"
+        self.always: set[str] = set()
         self.console = console or Console(highlight=False)
         self.renderer = Renderer(self.console, model=model_name(agent.provider))
         self.prompt = make_prompt_session(project, COMMANDS)
@@ -102,11 +103,10 @@ class ChatApp:
             model=self.renderer.model,
             confirm=self.confirm,
             switch_model=self.switch_model,
-            approval=approval,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
-        if approval is not None:
-            approval.approver = self._approve_from_worker
+        self._question: concurrent.futures.Future[bool] | None = None
+        agent.toolbox.approver = self._approve_from_worker
 
     async def run(self) -> int:
         """Chat until Ctrl-D or /quit; returns the exit code."""
@@ -147,6 +147,8 @@ class ChatApp:
                     style="bold red",
                 )
             )
+        finally:
+            self._close_question()
         return True
 
     async def _interruptible(self, work: Coroutine[Any, Any, bool]) -> bool:
@@ -175,12 +177,13 @@ class ChatApp:
         self.console.print(
             Text.assemble(
                 ("liveforge chat", "bold"),
-                f" · {self.project} · model {self.renderer.model} · session {session.id}",
+                f" · {self.project} · model {self.renderer.model} · session {session.id}"
+                f" · mode {policy_of(self.agent).mode}",
                 style="dim",
             ),
             soft_wrap=True,
         )
-        for line in session.extra.get("restored", []):
+        for line in session.live.restored:
             self.console.print(Text(f"· resumed: {line}", style="dim yellow"))
         self.console.print(
             Text(
@@ -205,21 +208,45 @@ class ChatApp:
             return False
         return answer.strip().lower() in ("y", "yes")
 
-    def _approve_from_worker(self, modules: list[str]) -> bool:
-        """Called in the agent's tool worker before a persist writes files."""
-        if self.yes:
+    def _approve_from_worker(self, request: ApprovalRequest) -> bool:
+        """The toolbox's approver: called in the agent's tool worker when the policy asks."""
+        if request.tool in self.always:
             return True
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(self._ask("persist"), self._loop).result()
+        self._question = asyncio.run_coroutine_threadsafe(self._ask(request), self._loop)
+        try:
+            return self._question.result()
+        except concurrent.futures.CancelledError:  # the turn ended while the question was open
+            return False
 
-    async def _ask(self, name: str) -> bool:
+    def _close_question(self) -> None:
+        """Withdraw a permission question still open when its turn ended (cancelled)."""
+        if self._question is not None and not self._question.done():
+            self._question.cancel()
+        self._question = None
+
+    async def _ask(self, request: ApprovalRequest) -> bool:
         self.renderer.close()
-        diff = self.agent.runtime.diff()
-        if diff.strip():
+        self.console.print(
+            Text(f"The agent wants to run {request.tool} ({request.effect}):", style="bold yellow")
+        )
+        if request.preview.strip():
+            lexer = "diff" if request.preview.lstrip().startswith(("---", "write")) else "python"
             self.console.print(
-                Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
+                Syntax(request.preview, lexer, theme="ansi_dark", background_color="default")
             )
-        return await self.confirm(f"The agent wants to {name} these changes to files. Allow?")
+        try:
+            answer = await self.prompt.prompt_async(
+                f"Allow {request.tool}? [y]es / [N]o / [a]lways in this chat ",
+                completer=None,
+                multiline=False,
+            )
+        except (KeyboardInterrupt, EOFError):
+            return False
+        choice = answer.strip().lower()
+        if choice in ("a", "always"):
+            self.always.add(request.tool)
+        return choice in ("y", "yes", "a", "always")
 
     # -- model -------------------------------------------------------------------------------
 

@@ -88,8 +88,9 @@ def _demo(args: argparse.Namespace) -> int:
     _banner(console, target)
     with FakeProvider(script=replay_script(), model=REPLAY_MODEL) as fake:
         route = fake.route("anthropic", model=REPLAY_MODEL, name=f"replay:{REPLAY_MODEL}")
-        agent, approval = make_agent(target, provider=Provider([route]))
-        approval.approver = _auto_approve(console)
+        agent = make_agent(
+            target, provider=Provider([route]), mode="ask", approver=_auto_approve(console)
+        )
         console.print(Text.assemble(("you › ", "bold green"), TASK))
         try:
             asyncio.run(_turn(agent, Renderer(console, model=route.name)))
@@ -99,10 +100,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _auto_approve(console: Console) -> Any:
-    def approve(modules: list[str]) -> bool:
+    def approve(request: Any) -> bool:
         console.print(
             Text(
-                "  (demo: persist approved automatically; `liveforge chat` asks first)", style="dim"
+                f"  (demo: {request.tool} approved automatically; `liveforge chat` asks first)",
+                style="dim",
             )
         )
         return True

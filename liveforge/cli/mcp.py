@@ -1,11 +1,14 @@
-"""`liveforge mcp`: serve the tool catalogue to MCP clients over stdio (see mcp_server)."""
+"""`liveforge mcp`: serve the tool catalogue to MCP clients over stdio (see mcp_server).
+
+`--mode` narrows what clients may run (`--mode read-only`: look and check only); the
+client's own approval of each call answers the questions of `ask` and `auto-edit`."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from liveforge.cli._common import ExitCode, add_common, open_runtime
+from liveforge.cli._common import ExitCode, add_common, add_mode, chosen_mode, open_runtime
 
 __all__ = ["register"]
 
@@ -24,15 +27,18 @@ def register(commands: Any) -> None:
         action="store_true",
         help="let clients patch liveforge.kernel itself (off by default)",
     )
+    add_mode(parser, yes=False)
     add_common(parser, json_flag=False)
     parser.set_defaults(handler=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from liveforge.config import load_config
     from liveforge.mcp_server import require_mcp, serve_stdio
 
     require_mcp()
     with open_runtime(args) as rt:
         rt.allow_kernel_patches = args.allow_kernel_patches
-        serve_stdio(rt)
+        policy = load_config(rt.project_root).permissions.policy(chosen_mode(args))
+        serve_stdio(rt, policy)
     return ExitCode.OK

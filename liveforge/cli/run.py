@@ -1,9 +1,13 @@
 """`liveforge run -p PROMPT`: one non-interactive agent task; the exit code says how it went.
 
 Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, runaway,
-provider error), 130 when interrupted. Tools that write files (persist) run only with
-`--yes`; without it the model is told the call was declined. With `--json` one object is
-printed at the end: the answer, the changes, the sandbox runs, token usage and the session.
+provider error), 3 when liveforge itself failed, 130 when interrupted. Nobody is there to
+answer a permission question, so
+in `ask` mode (the default) every call that would ask is refused with a message the model
+can act on; `--mode auto-edit`, `--mode full-auto` (or `--yes`) let more run. With `--json`
+one object is printed at the end, however the turn went — a fault of the agent machinery
+included: the answer, the changes, self-patches rolled back, what a resume re-applied, the
+sandbox runs, token usage, the session, and under `fault` what failed.
 """
 
 from __future__ import annotations
@@ -16,10 +20,17 @@ from typing import Any
 
 from rich.console import Console
 
-from liveforge.cli._agent import add_profile, drive_turn, make_agent, model_name
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
+from liveforge.cli._agent import add_profile, drive_turn, make_agent, model_name, policy_of
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    add_mode,
+    chosen_mode,
+    emit,
+    project_dir,
+)
 from liveforge.cli._render import Renderer
-from liveforge.impls.agent_turn import agent_state
 
 __all__ = ["register"]
 
@@ -40,9 +51,7 @@ def register(commands: Any) -> None:
         metavar="ID",
         help="continue a session (the latest when no ID is given)",
     )
-    parser.add_argument(
-        "--yes", action="store_true", help="allow tools that write files (persist) without asking"
-    )
+    add_mode(parser)
     add_profile(parser)
     add_common(parser)
     parser.set_defaults(handler=_run)
@@ -56,9 +65,12 @@ class _Collector:
         self.patches: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.rolled_back: list[dict[str, Any]] = []
 
     def event(self, event: Any) -> None:
-        if event.type == "final_answer":
+        if event.type == "self_patches_rolled_back":
+            self.rolled_back.append({"change_ids": event.change_ids, "reason": event.reason})
+        elif event.type == "final_answer":
             self.answer = event.text
         elif event.type == "patch_applied":
             self.patches.append(
@@ -96,33 +108,46 @@ def _run(args: argparse.Namespace) -> int:
     # a tool call cancelled by Ctrl-C may still be running `execute`, which captures
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
-    agent, approval = make_agent(
-        project_dir(args), model=args.model, resume=args.resume, profile=args.profile
+    agent = make_agent(
+        project_dir(args),
+        model=args.model,
+        resume=args.resume,
+        mode=chosen_mode(args),
+        profile=args.profile,
     )
-    approval.approver = lambda modules: bool(args.yes)
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))
+    ended, fault = None, None
     try:
         ended = asyncio.run(_one_turn(agent, renderer, prompt))
+    except Exception as exc:  # a fault of liveforge itself: report it, in JSON too
+        fault = {"type": type(exc).__name__, "message": str(exc)}
+        console.print_exception(max_frames=8)
     finally:
         agent.runtime.close()
-    ok = ended is not None and ended.reason == "answer"
+    ok = fault is None and ended is not None and ended.reason == "answer"
     payload = {
         "ok": ok,
         "command": "run",
         "project": str(agent.runtime.project_root),
         "reason": ended.reason if ended else "error",
+        "mode": policy_of(agent).mode,
         "answer": collector.answer,
         "patches": collector.patches,
         "runs": collector.runs,
         "errors": collector.errors,
+        "rolled_back": collector.rolled_back,
+        "restored": agent.session.live.restored,
+        "fault": fault,
         "session_id": agent.session.id,
         "transcript": str(agent.session.path),
         "usage": ended.usage.model_dump() if ended else None,
     }
     if args.json:
         emit(args, payload, json.dumps(payload), out=stdout)
+    if fault is not None:
+        return ExitCode.FAILED
     if ended is not None and ended.reason == "cancelled":
         return ExitCode.INTERRUPTED
     return ExitCode.OK if ok else ExitCode.CHECK_FAILED
@@ -132,7 +157,7 @@ async def _one_turn(agent: Any, renderer: Renderer, prompt: str) -> Any:
     try:
         return await drive_turn(agent, renderer, prompt)
     finally:
-        if agent_state(agent).tool_running():
+        if agent.tool_running():
             # the process cannot exit before the call's thread ends: say why it waits
             renderer.console.print(
                 "a cancelled tool call is still running; liveforge exits "

@@ -87,6 +87,8 @@ class StreamFault:
     after_events: int
     error_kind: str = "overloaded"
     message: str = ""
+    same_chunk: bool = False
+    """Send the events before the fault and the fault itself as one network chunk."""
 
 
 @dataclass(frozen=True)
@@ -181,9 +183,12 @@ class Reply:
         """Report `model` instead of the requested model name."""
         return replace(self, model=model)
 
-    def error_after(self, events: int, kind: str = "overloaded", message: str = "") -> Reply:
-        """Send an in-stream error event (after HTTP 200) once `events` events went out."""
-        return replace(self, fault=StreamFault("error", events, kind, message))
+    def error_after(
+        self, events: int, kind: str = "overloaded", message: str = "", *, same_chunk: bool = False
+    ) -> Reply:
+        """Send an in-stream error event (after HTTP 200) once `events` events went out;
+        `same_chunk` sends those events and the error in one network chunk."""
+        return replace(self, fault=StreamFault("error", events, kind, message, same_chunk))
 
     def disconnect_after(self, events: int) -> Reply:
         """Drop the connection once `events` events went out."""

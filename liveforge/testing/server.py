@@ -335,13 +335,17 @@ class FakeProvider:
         handler.end_headers()
         stream_fault = item.fault
         started = time.monotonic()
+        held = b""  # events that go out in one chunk with the fault (same_chunk)
         try:
             for count, event in enumerate(events):
                 if stream_fault is not None and count == stream_fault.after_events:
-                    self._inject(handler, protocol, stream_fault, request_id)
+                    self._inject(handler, protocol, stream_fault, request_id, held)
                     return True
                 if item.delay:  # on a fixed schedule, so sleep overshoot does not add up
                     time.sleep(max(0.0, started + (count + 1) * item.delay - time.monotonic()))
+                if stream_fault is not None and stream_fault.same_chunk:
+                    held += event
+                    continue
                 _write_chunk(handler, event)
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
@@ -350,7 +354,11 @@ class FakeProvider:
             handler.close_connection = True
             return False
 
-    def _inject(self, handler: _Handler, protocol: str, stream_fault: Any, request_id: str) -> None:
+    def _inject(
+        self, handler: _Handler, protocol: str, stream_fault: Any, request_id: str, held: bytes
+    ) -> None:
+        if held and stream_fault.kind != "error":
+            _write_chunk(handler, held)
         if stream_fault.kind == "disconnect":
             handler._drop()
             return
@@ -370,6 +378,8 @@ class FakeProvider:
             event = openai_format.error_chunk(
                 stream_fault.error_kind, stream_fault.message, self.dialect
             )
+        if stream_fault.kind == "error":
+            event = held + event
         if event:
             _write_chunk(handler, event)
         handler.wfile.write(b"0\r\n\r\n")

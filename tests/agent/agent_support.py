@@ -14,6 +14,7 @@ from typing import Any
 from liveforge.agent_setup import build_agent
 from liveforge.declarations.agent import Agent, AgentEvent, AgentSettings
 from liveforge.declarations.compaction import ContextSettings
+from liveforge.declarations.permissions import Policy
 from liveforge.declarations.provider import Provider, RetryPolicy
 from liveforge.kernel import Runtime
 from liveforge.testing import FakeProvider
@@ -71,8 +72,9 @@ def make_agent(
     runtime: Runtime | None = None,
     settings: AgentSettings | None = None,
     context: ContextSettings | None = None,
+    policy: Policy | None = None,
 ) -> Agent:
-    """An agent on `root` talking to `fake` over loopback HTTP."""
+    """An agent on `root` talking to `fake` over loopback HTTP (full-auto unless `policy`)."""
     route = fake.route(protocol, keys=["sk-test-secret-key-0123456789"])  # type: ignore[arg-type]
     provider = Provider([route], retry=FAST_RETRY)
     return build_agent(
@@ -83,6 +85,7 @@ def make_agent(
         settings=settings or AgentSettings(),
         context=context,
         env={},
+        policy=policy or Policy(mode="full-auto"),
     )
 
 

@@ -8,7 +8,6 @@ import uuid
 import pytest
 from agent_support import dedent, make_agent, of_type, run_turn
 
-from liveforge.impls.agent_turn import agent_state
 from liveforge.testing import reply
 
 BROKEN_BUILD_REQUEST = dedent("""
@@ -117,7 +116,7 @@ def test_self_patch_that_breaks_the_loop_is_rolled_back_and_the_session_continue
         assert "were rolled back automatically" in told
         transcript = agent.session.path.read_text()
         assert '"what": "self_patch_rollback"' in transcript
-        assert agent_state(agent).unconfirmed == []
+        assert agent.safety_net().probation == []
         fake.add(reply.text("still here"))
         assert run_turn(agent, "are you ok?")[-1].reason == "answer"
     finally:
@@ -173,16 +172,19 @@ def test_resumed_self_patches_are_on_probation_again(project, fake):
     fake.add(
         reply.tool_call("patch", {"path": "liveforge.impls.compaction.cut_text", "source": kept}),
         reply.text("done"),
+        reply.text("fine"),
     )
     first = make_agent(root, fake)
     run_turn(first, "patch your truncation")
-    assert agent_state(first).unconfirmed == []
+    assert len(first.safety_net().probation) == 1  # it has not run a whole turn yet
+    run_turn(first, "how are you?")
+    assert first.safety_net().probation == [] and len(first.safety_net().confirmed) == 1
     first.runtime.rollback_to(None)
     resumed = make_agent(root, fake, resume=first.session.id)
     try:
-        assert "re-applied" in resumed.session.extra["restored"][0]
+        assert "re-applied" in resumed.session.live.restored[0]
         live = [c.id for c in resumed.runtime.history() if c.status.value == "applied"]
-        assert agent_state(resumed).unconfirmed == live and len(live) == 1
+        assert resumed.safety_net().probation == live and len(live) == 1
         assert "[cut]" in resumed.runtime.source("liveforge.impls.compaction.cut_text")
     finally:
         _undo_all(resumed)

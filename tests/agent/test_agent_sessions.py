@@ -24,13 +24,14 @@ CHILD = textwrap.dedent("""
     import asyncio, sys
     from pydantic import SecretStr
     from liveforge.agent_setup import build_agent
+    from liveforge.declarations.permissions import Policy
     from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 
     root, url = sys.argv[1], sys.argv[2]
     route = Route(name="anthropic:test-model", protocol="anthropic", model="test-model",
                   base_url=url, credentials=[Credential(name="k", key=SecretStr({key!r}))])
     agent = build_agent(root, provider=Provider([route], retry=RetryPolicy(max_attempts=1)),
-                        env={{}})
+                        env={{}}, policy=Policy(mode="full-auto"))
     print(agent.session.id, flush=True)
 
     async def main():
@@ -202,5 +203,5 @@ def test_resume_reports_a_change_that_no_longer_applies(project, fake):
     (root / pkg / "geometry.py").write_text("Y = 2\n")
     for name in [m for m in sys.modules if m.startswith(pkg)]:
         del sys.modules[name]
-    lines = make_agent(root, fake, resume="latest").session.extra["restored"]
+    lines = make_agent(root, fake, resume="latest").session.live.restored
     assert "no longer applies" in lines[0]

@@ -11,7 +11,6 @@ from liveforge.declarations.compaction import Compactor, ContextSettings
 from liveforge.declarations.messages import Message, TextBlock
 from liveforge.declarations.provider import CancelToken
 from liveforge.declarations.session import Session, SessionBusy
-from liveforge.impls.agent_turn import agent_state
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import reply
 
@@ -97,7 +96,7 @@ def test_a_change_finished_by_a_cancelled_call_is_reported_to_the_model(project,
                 agent.cancel()
 
     asyncio.run(cancel_when_started())
-    agent_state(agent).tool_worker().submit(lambda: None).result(timeout=30)  # call done
+    agent.state.tool_worker().submit(lambda: None).result(timeout=30)  # call done
     assert run_turn(agent, "what now?")[-1].reason == "answer"
     note = fake.requests[-1].body["messages"][-1]["content"][-1]["text"]
     assert f"{pkg}.geometry.perimeter" in note and "in effect" in note

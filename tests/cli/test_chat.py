@@ -64,7 +64,7 @@ def test_chat_streams_patches_undoes_cancels_and_saves(sample: Path):
         reply.text("Yes, still here."),
     ]
     with FakeProvider(script=script) as fake:
-        child = _spawn(sample, fake)
+        child = _spawn(sample, fake, "--mode", "auto-edit")
         _say(child, "fix the bulk discount")
         _shown(child, "Looking at the cart now.")
         _shown(child, "● patch(")
@@ -104,16 +104,19 @@ def test_chat_streams_patches_undoes_cancels_and_saves(sample: Path):
 
 
 def test_chat_asks_before_persisting_and_honours_no(sample: Path):
-    """A persist call waits for the person; answering n leaves the file untouched."""
+    """In auto-edit a patch runs at once, a persist call shows the diff and waits for the
+    person; answering n leaves the file untouched."""
     script = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.tool_call("persist", {}),
         reply.text("Understood, not saved."),
     ]
     with FakeProvider(script=script) as fake:
-        child = _spawn(sample, fake)
+        child = _spawn(sample, fake, "--mode", "auto-edit")
         _say(child, "fix and save")
-        _shown(child, "wants to persist these changes to files. Allow? [y/N]")
+        _shown(child, "The agent wants to run persist (write):")
+        _shown(child, "+        if self.quantity >= BULK_QUANTITY:")
+        _shown(child, "Allow persist? [y]es / [N]o")
         child.send("n\r")
         _shown(child, "Understood, not saved.")
         child.expect_exact(PROMPT)
@@ -220,7 +223,7 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         reply.text("Patched in memory."),
     ]
     with FakeProvider(script=first) as fake:
-        child = _spawn(sample, fake)
+        child = _spawn(sample, fake, "--mode", "auto-edit")
         _say(child, "remember the word avocado and fix the discount")
         _shown(child, "Patched in memory.")
         child.expect_exact(PROMPT)

@@ -17,12 +17,12 @@ from liveforge import Runtime
 from liveforge.agent_setup import open_toolbox
 
 
-def _session(project: Path, calls: Any, received: list[Any] | None = None) -> Any:
-    """Run `calls(session)` against a `liveforge mcp` child serving `project`; messages the
-    server sends on its own (notifications) go to `received`."""
+def _session(project: Path, calls: Any, received: list[Any] | None = None, *options: str) -> Any:
+    """Run `calls(session)` against a `liveforge mcp` child serving `project` (with command
+    line `options`); messages the server sends on its own (notifications) go to `received`."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "liveforge", "mcp", "--project", str(project)],
+        args=["-m", "liveforge", "mcp", "--project", str(project), *options],
         cwd=str(project),
         env=cli_env(),
     )
@@ -145,3 +145,33 @@ def test_a_tool_module_made_in_memory_is_listed_and_callable(sample: Path):
     assert _text(counted) == "1 changes"
     kinds = [type(getattr(m, "root", m)).__name__ for m in received]
     assert "ToolListChangedNotification" in kinds
+
+
+def test_tools_carry_annotations_from_their_effect(sample: Path):
+    """readOnlyHint / destructiveHint / idempotentHint follow each tool's declared effect."""
+    listed = {t.name: t.annotations for t in _session(sample, lambda s: s.list_tools()).tools}
+    assert listed["view_source"].readOnlyHint and listed["verify"].readOnlyHint
+    assert listed["view_source"].idempotentHint and not listed["view_source"].destructiveHint
+    assert not listed["patch"].readOnlyHint and not listed["patch"].destructiveHint
+    assert listed["persist"].destructiveHint and not listed["persist"].readOnlyHint
+    assert listed["execute"].destructiveHint and listed["execute"].openWorldHint
+
+
+def test_read_only_mode_refuses_writes_with_a_message_and_keeps_looking(sample: Path):
+    """`liveforge mcp --mode read-only`: view and verify work; patch and execute are refused
+    with a message the client's model can act on, and nothing changes."""
+
+    async def calls(s: ClientSession) -> list[Any]:
+        return [
+            await s.call_tool("view_source", {"path": "pricing.cart.Line.subtotal"}),
+            await s.call_tool("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+            await s.call_tool("execute", {"code": "open('pricing/x.txt', 'w').write('x')"}),
+            await s.call_tool("diff", {}),
+        ]
+
+    viewed, patched, executed, diff = _session(sample, calls, None, "--mode", "read-only")
+    assert not viewed.isError and "subtotal" in _text(viewed)
+    for refused in (patched, executed):
+        assert refused.isError and "refused by 'read-only' mode" in _text(refused)
+        assert "Do not retry" in _text(refused)
+    assert _text(diff) == "no changes" and not (sample / "pricing" / "x.txt").exists()

@@ -68,21 +68,25 @@ def test_exit_code_table_matches_the_code():
 
 
 def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
-    """The README's [tool.liveforge] example loads without a configuration error."""
+    """Each of the README's [tool.liveforge] examples loads without a configuration error."""
     from liveforge.config import load_config
 
-    (example,) = _blocks("toml")
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + example)
+    gateway, main = _blocks("toml")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + main)
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40
     assert config.context is not None and "work-vllm" in config.providers
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + gateway)
+    served = load_config(tmp_path, env={})
+    assert served.gateway is not None and served.gateway.telegram is not None
+    assert [entry.name for entry in served.schedule] == ["nightly-tests"]
 
 
 def test_the_configuration_example_is_valid(tmp_path: Path):
     """The README's `[tool.liveforge]` example loads as a pyproject.toml, every key known."""
     from liveforge.config import load_config
 
-    (example,) = _blocks("toml")
+    example = next(b for b in _blocks("toml") if "[tool.liveforge.tools]" in b)
     (tmp_path / "pyproject.toml").write_text(example)
     config = load_config(tmp_path, env={})
     assert config.tools.deny == ["group:shell"] and config.tools.memory.embeddings is not None

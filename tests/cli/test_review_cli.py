@@ -93,7 +93,7 @@ def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
     from liveforge.declarations.session import Session
 
     with FakeProvider(script=[]) as fake:
-        agent, _ = make_agent(sample, provider=Provider([fake.route("anthropic")]))
+        agent = make_agent(sample, provider=Provider([fake.route("anthropic")]), mode="auto-edit")
         try:
             agent.toolbox.call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX})
             console = Console(file=StringIO())
@@ -137,7 +137,7 @@ def test_ctrl_c_during_execute_still_prints_the_json_report(sample: Path, tmp_pa
     script = [reply.tool_call("execute", {"code": code, "timeout": 30}), reply.text("late")]
     with FakeProvider(script=script) as fake:
         child = subprocess.Popen(
-            [sys.executable, "-m", "liveforge", "run", "-p", "slow", "--json"],
+            [sys.executable, "-m", "liveforge", "run", "-p", "slow", "--json", "--yes"],
             cwd=sample,
             env=cli_env(**_env(fake)),
             stdout=subprocess.PIPE,

@@ -25,7 +25,16 @@ def test_run_answers_with_patch_and_exit_0(sample: Path):
         reply.text("Fixed the boundary in memory."),
     ]
     with FakeProvider(script=script) as fake:
-        result = run_cli("run", "-p", "fix the bulk discount", "--json", cwd=sample, **_env(fake))
+        result = run_cli(
+            "run",
+            "-p",
+            "fix the bulk discount",
+            "--json",
+            "--mode",
+            "auto-edit",
+            cwd=sample,
+            **_env(fake),
+        )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["reason"] == "answer"
@@ -35,23 +44,31 @@ def test_run_answers_with_patch_and_exit_0(sample: Path):
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
 
 
-def test_persist_without_yes_is_declined_and_the_file_kept(sample: Path):
-    """Without --yes the persist call is declined; the model is told and the file is unchanged."""
+def test_persist_in_auto_edit_is_refused_with_nobody_to_ask(sample: Path):
+    """In auto-edit the patch runs; the persist would ask, and with nobody to ask it is
+    refused with a message saying how to allow it. The file is unchanged."""
     script = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.tool_call("persist", {}),
         reply.text("I could not save it."),
     ]
     with FakeProvider(script=script) as fake:
-        result = run_cli("run", "-p", "fix and save", "--json", cwd=sample, **_env(fake))
-        declined = fake.requests[2].body["messages"][-1]["content"][0]
+        result = run_cli(
+            "run", "-p", "fix and save", "--json", "--mode", "auto-edit", cwd=sample, **_env(fake)
+        )
+        patched = fake.requests[1].body["messages"][-1]["content"][0]
+        refused = fake.requests[2].body["messages"][-1]["content"][0]
     assert result.returncode == 0
-    assert declined["is_error"] is True and "declined" in str(declined["content"])
+    assert not patched.get("is_error")
+    assert refused["is_error"] is True and "needs the user's approval" in str(refused["content"])
+    assert "--mode full-auto" in str(refused["content"])
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
 
 
-def test_persist_through_execute_without_yes_is_declined_too(sample: Path):
-    """`rt.persist()` inside execute asks for approval like the persist tool does."""
+def test_persist_through_allowed_execute_still_needs_approval(sample: Path):
+    """`rt.persist()` inside an execute the config allows asks the policy like the persist
+    tool does: refused here, file unchanged."""
+    (sample / "liveforge.toml").write_text('[permissions]\nallow = ["execute"]\n')
     code = "rt.persist(force=True)"
     script = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
@@ -59,11 +76,66 @@ def test_persist_through_execute_without_yes_is_declined_too(sample: Path):
         reply.text("Not saved."),
     ]
     with FakeProvider(script=script) as fake:
-        result = run_cli("run", "-p", "fix and save", "--json", cwd=sample, **_env(fake))
+        result = run_cli(
+            "run", "-p", "fix and save", "--json", "--mode", "auto-edit", cwd=sample, **_env(fake)
+        )
         answered = fake.requests[2].body["messages"][-1]["content"][0]
     assert result.returncode == 0
-    assert "declined" in str(answered["content"])
+    assert "PermissionDenied" in str(answered["content"])
+    assert "persist (write) needs the user's approval" in str(answered["content"])
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()
+
+
+def test_yes_lets_the_persist_through(sample: Path):
+    """--yes is full-auto: patch and persist run without a question and reach the file."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("persist", {"force": True}),
+        reply.text("Saved."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix and save", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    assert "quantity >= BULK" in (sample / "pricing" / "cart.py").read_text()
+
+
+def test_read_only_refuses_the_patch_with_a_message_the_model_can_act_on(sample: Path):
+    """--mode read-only: inspecting works, the patch is refused and says how to allow it."""
+    script = [
+        reply.tool_call("view_source", {"path": "pricing.cart.Line.subtotal"}),
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("I may only look."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli(
+            "run", "-p", "fix", "--json", "--mode", "read-only", cwd=sample, **_env(fake)
+        )
+        viewed = fake.requests[1].body["messages"][-1]["content"][0]
+        refused = fake.requests[2].body["messages"][-1]["content"][0]
+    assert result.returncode == 0
+    assert not viewed.get("is_error") and "subtotal" in str(viewed["content"])
+    text = str(refused["content"])
+    assert refused["is_error"] and "refused by 'read-only' mode" in text and "Do not retry" in text
+    report = json.loads(result.stdout)
+    assert report["patches"] == [] and report["mode"] == "read-only"
+
+
+def test_ask_mode_refuses_a_patch_with_nobody_to_ask_and_yes_contradicting_mode_is_usage(
+    sample: Path,
+):
+    """The default mode (ask) refuses a patch in a run without a person; `--yes --mode
+    read-only` is a usage error."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Could not patch."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix", cwd=sample, **_env(fake))
+        refused = fake.requests[1].body["messages"][-1]["content"][0]
+        both = run_cli("run", "-p", "x", "--yes", "--mode", "read-only", cwd=sample, **_env(fake))
+    assert result.returncode == 0
+    assert "patch (memory) needs the user's approval in 'ask' mode" in str(refused["content"])
+    assert both.returncode == 2 and "--yes means --mode full-auto" in both.stderr
 
 
 def test_provider_failure_ends_with_exit_1(sample: Path):

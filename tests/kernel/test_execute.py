@@ -64,3 +64,56 @@ def test_large_output_is_capped(rt):
     """Output beyond the cap is dropped with a marker, not held whole."""
     result = rt.execute("print('x' * 1_000_000)")
     assert len(result.stdout) < 300_000 and "more characters of output dropped" in result.stdout
+
+
+def test_files_the_code_writes_are_reported_and_unpersist_puts_them_back(rt, project):
+    """Created, changed and deleted project files are listed with a diff, and one
+    unpersist() restores all three; files in skipped folders (.git) are not watched."""
+    changed = project.write(project.name("c"), "x = 1\n")
+    doomed = project.write(project.name("d"), "y = 2\n")
+    doomed.chmod(0o640)
+    (project.root / ".git").mkdir()
+    code = (
+        f"import pathlib\n"
+        f"pathlib.Path({str(changed)!r}).write_text('x = 99\\n')\n"
+        f"pathlib.Path({str(doomed)!r}).unlink()\n"
+        f"pathlib.Path({str(project.root / 'new.txt')!r}).write_text('hello\\n')\n"
+        f"pathlib.Path({str(project.root / '.git' / 'HEAD')!r}).write_text('ref\\n')\n"
+    )
+    result = rt.execute(code)
+    assert result.ok
+    assert result.files_changed == sorted([changed.name, doomed.name, "new.txt"])
+    assert "-x = 1\n+x = 99" in result.files_diff and "+hello" in result.files_diff
+    assert result.summary().startswith("[this code changed project files: ")
+    assert rt.files_are_newest() and "+x = 99" in rt.file_writes_diff()
+    restored = rt.unpersist()
+    assert sorted(restored.modules) == sorted([changed.name, doomed.name, "new.txt"])
+    assert changed.read_text() == "x = 1\n" and doomed.read_text() == "y = 2\n"
+    assert doomed.stat().st_mode & 0o777 == 0o640
+    assert not (project.root / "new.txt").exists()
+    assert not rt.files_are_newest() and rt.file_writes_diff() == ""
+
+
+def test_code_that_writes_nothing_reports_nothing_and_a_later_patch_is_undone_first(rt, project):
+    """No file change, no report; after a file write, a newer live patch is what undo
+    meets first (files_are_newest is False until it is rolled back)."""
+    module = project.module("def f():\n    return 1\n")
+    assert rt.execute("1 + 1").files_changed == []
+    rt.execute(f"open({str(project.root / 'note.txt')!r}, 'w').write('n')")
+    change = rt.patch(f"{module.__name__}.f", "def f():\n    return 2\n")
+    assert not rt.files_are_newest()
+    rt.rollback(change.id)
+    assert rt.files_are_newest()
+
+
+def test_a_persist_made_by_the_code_is_undone_as_that_persist_not_twice(rt, project):
+    """Files the code wrote through rt.persist() are the persist's undo step, not also a
+    watched write: one unpersist puts the file back and leaves nothing behind."""
+    module = project.module("def f():\n    return 1\n")
+    path = project.root / f"{module.__name__}.py"
+    rt.patch(f"{module.__name__}.f", "def f():\n    return 2\n")
+    result = rt.execute("rt.persist(force=True)")
+    assert result.ok and result.files_changed == []
+    assert "return 2" in path.read_text()
+    rt.unpersist()
+    assert path.read_text() == "def f():\n    return 1\n" and not rt.files_are_newest()

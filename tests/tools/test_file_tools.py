@@ -9,17 +9,19 @@ import importlib
 import pytest
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
-from liveforge.declarations.permissions import effect_of
+from liveforge.declarations.permissions import Policy, effect_of
 from liveforge.declarations.tool_settings import FileSettings, ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.kernel import Runtime
 from liveforge.tools import files
 
+FULL_AUTO = Policy(mode="full-auto")  # these tests are about the tools, not the gate
+
 
 @pytest.fixture
 def box(project):
     runtime = Runtime(project_root=project.root)
-    yield Toolbox(runtime=runtime, packages=["liveforge.tools"], limit=8000)
+    yield Toolbox(policy=FULL_AUTO, runtime=runtime, packages=["liveforge.tools"], limit=8000)
     runtime.close()
 
 
@@ -34,7 +36,7 @@ def test_read_file_numbers_lines_and_takes_a_range(project, box):
     assert not result.is_error
     assert result.text == "notes.txt lines 10-12 of 30\n10 line 10\n11 line 11\n12 line 12\n"
     assert "has 30 lines" in call(box, "read_file", path="notes.txt", start=99).text
-    small = Toolbox(runtime=box.runtime, packages=["liveforge.tools"], limit=120)
+    small = Toolbox(policy=FULL_AUTO, runtime=box.runtime, packages=["liveforge.tools"], limit=120)
     cut = small.call("read_file", {"path": "notes.txt", "start": 5}).text
     shown = [line for line in cut.splitlines() if line.lstrip()[:1].isdigit()]
     assert f"read_file('notes.txt', start={int(shown[-1].split()[0]) + 1})" in cut
@@ -53,7 +55,9 @@ def test_read_file_refuses_binaries_big_files_and_paths_outside(project, box, tm
     for folder in ("", "."):
         refused = call(box, "write_file", path=folder, content="x")
         assert refused.is_error and "is a folder" in refused.text
-    box_small = Toolbox(runtime=box.runtime, packages=["liveforge.tools"], limit=8000)
+    box_small = Toolbox(
+        policy=FULL_AUTO, runtime=box.runtime, packages=["liveforge.tools"], limit=8000
+    )
     box_small.settings = ToolSettings(files=FileSettings(max_read_bytes=4))
     big = box_small.call("read_file", {"path": "blob.bin"})
     assert big.is_error and "byte limit" in big.text

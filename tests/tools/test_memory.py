@@ -12,11 +12,14 @@ import pytest
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
 from liveforge.declarations.memory import EmbeddingError, Memory, MemoryNotFound
+from liveforge.declarations.permissions import Policy
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.tool_settings import EmbeddingSettings, MemorySettings, ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.memory import fts_query
 from liveforge.kernel import Runtime
+
+FULL_AUTO = Policy(mode="full-auto")  # these tests are about the tools, not the gate
 
 NOTES = [
     "Run the test suite with `python -m pytest -n 2`; the full run takes about two minutes.",
@@ -83,12 +86,12 @@ def test_top3_hit_rate_on_a_labelled_set(store, capsys):
 def test_written_in_one_session_found_in_the_next(project, tmp_path):
     """memory_write in one toolbox (runtime), memory_search in a fresh one over the project."""
     first = Runtime(project_root=project.root)
-    box = Toolbox(runtime=first, packages=["liveforge.tools"], limit=8000)
+    box = Toolbox(policy=FULL_AUTO, runtime=first, packages=["liveforge.tools"], limit=8000)
     written = box.call("memory_write", {"text": "Deploys need the VPN.", "tags": ["ops"]})
     assert written.text == "remembered #1 [ops] Deploys need the VPN."
     first.close()
     second = Runtime(project_root=project.root)
-    box = Toolbox(runtime=second, packages=["liveforge.tools"], limit=8000)
+    box = Toolbox(policy=FULL_AUTO, runtime=second, packages=["liveforge.tools"], limit=8000)
     assert box.call("memory_search", {"query": "how do deploys work"}).text == (
         "#1 [ops] Deploys need the VPN."
     )
@@ -178,7 +181,9 @@ def test_relevant_memories_join_the_system_prompt_within_the_budget(project):
     """The memories matching the turn come first, and the budget bounds how many."""
     rt = Runtime(project_root=project.root)
     settings = ToolSettings(memory=MemorySettings(prompt_budget=30))
-    box = Toolbox(runtime=rt, packages=["liveforge.tools"], limit=8000, settings=settings)
+    box = Toolbox(
+        policy=FULL_AUTO, runtime=rt, packages=["liveforge.tools"], limit=8000, settings=settings
+    )
     for text in NOTES:
         box.call("memory_write", {"text": text})
     prompt = SystemPrompt(runtime=rt, toolbox=box)

@@ -18,6 +18,8 @@ from liveforge.impls.shell import command_names
 from liveforge.kernel import Runtime
 from liveforge.tools import shell
 
+FULL_AUTO = Policy(mode="full-auto")  # these tests are about the tools, not the gate
+
 
 @pytest.fixture
 def rt(project):
@@ -27,7 +29,7 @@ def rt(project):
 
 
 def make_box(rt, **shell_settings):
-    box = Toolbox(runtime=rt, packages=["liveforge.tools"], limit=8000)
+    box = Toolbox(policy=FULL_AUTO, runtime=rt, packages=["liveforge.tools"], limit=8000)
     box.settings = ToolSettings(shell=ShellSettings(**shell_settings))
     return box
 
@@ -145,3 +147,31 @@ def test_shell_tools_are_asked_about_in_ask_mode_and_refused_in_read_only():
         assert Policy(mode="ask").decide(tool.__name__, effect_of(tool)) is Decision.ASK
         assert Policy(mode="read-only").decide(tool.__name__, effect_of(tool)) is Decision.DENY
     assert os.name == "posix"
+
+
+def test_the_gate_asks_with_the_exact_command_and_read_only_refuses(rt, project):
+    """ask mode: the approver sees the exact command (declined: it does not run);
+    read-only: refused without asking."""
+    marker = project.root / "ran.txt"
+    command = f"touch {marker} && echo 'quoted; $HOME'"
+    asked = []
+
+    def decline(request):
+        asked.append(request)
+        return False
+
+    box = Toolbox(runtime=rt, packages=["liveforge.tools"], limit=8000)
+    box.policy, box.approver = Policy(mode="ask"), decline
+    result = box.call("exec", {"command": command})
+    assert result.is_error and "declined exec" in result.text and not marker.exists()
+    (request,) = asked
+    assert (request.tool, request.effect, request.arguments["command"]) == (
+        "exec",
+        "shell",
+        command,
+    )
+    assert command in request.preview
+    box.policy = Policy(mode="read-only")
+    refused = box.call("exec", {"command": command})
+    assert refused.is_error and "read-only" in refused.text and len(asked) == 1
+    assert not marker.exists()

@@ -8,9 +8,12 @@ import pytest
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
 from liveforge.config import load_config
+from liveforge.declarations.permissions import Policy
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.kernel import ConfigError, Runtime
+
+FULL_AUTO = Policy(mode="full-auto")  # these tests are about the tools, not the gate
 
 CODE = ["complete", "find", "inspect_module", "references", "view_source"]
 FILES = ["apply_patch", "edit_file", "read_file", "write_file"]
@@ -46,7 +49,13 @@ def rt(project):
 
 def box_for(rt, project, **settings):
     packages = ["liveforge.tools", f"{project.pkg}.tools"]
-    return Toolbox(runtime=rt, packages=packages, limit=8000, settings=ToolSettings(**settings))
+    return Toolbox(
+        policy=FULL_AUTO,
+        runtime=rt,
+        packages=packages,
+        limit=8000,
+        settings=ToolSettings(**settings),
+    )
 
 
 @pytest.mark.parametrize("profile", list(PINNED))

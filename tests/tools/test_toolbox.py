@@ -11,13 +11,19 @@ import pytest
 
 import liveforge.impls.toolbox  # noqa: F401  (registers the default bodies)
 from liveforge.declarations.messages import ToolSpec
+from liveforge.declarations.permissions import Policy
 from liveforge.declarations.toolbox import Toolbox, ToolResult
 from liveforge.impls.toolbox import project_tool_packages
 from liveforge.kernel import Runtime
 
 
 def make_box(project, runtime=None, limit: int = 8000) -> Toolbox:
-    return Toolbox(runtime=runtime, packages=[f"{project.pkg}.tools"], limit=limit)
+    return Toolbox(
+        runtime=runtime,
+        packages=[f"{project.pkg}.tools"],
+        limit=limit,
+        policy=Policy(mode="full-auto"),
+    )
 
 
 def add_tool_module(project, name: str, source: str) -> None:
@@ -284,3 +290,25 @@ def test_toolbox_limit_governs_the_tools_own_truncation(project):
     text = box.call("view_source", {"path": f"{project.pkg}.shapes"}).text
     assert len(text) <= 400
     assert f"not shown; view_source('{project.pkg}.shapes', start=" in text
+
+
+def test_an_unmarked_tool_asks_and_a_failing_approver_refuses_without_raising(project):
+    """A project tool without an effect counts as execute: in ask mode the approver is
+    asked (with the arguments as the preview); an approver that raises refuses the call."""
+    asked = []
+
+    def approver(request):
+        asked.append(request)
+        if request.arguments["a"] == 0:
+            raise RuntimeError("terminal closed")
+        return True
+
+    box = make_box(project)
+    box.policy, box.approver = Policy(mode="ask"), approver
+    assert box.call("add", {"a": 2}) == ToolResult("3")
+    refused = box.call("add", {"a": 0})
+    assert refused.is_error and "asking the user about add failed" in refused.text
+    assert [(r.tool, r.effect) for r in asked] == [("add", "execute")] * 2
+    assert '"a": 2' in asked[0].preview
+    box.policy = Policy(mode="read-only")
+    assert "refused by 'read-only' mode" in box.call("add", {"a": 1}).text and len(asked) == 2

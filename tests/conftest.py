@@ -1,4 +1,4 @@
-"""Fixtures for the command-line tests: a fresh copy of the demo's sample project."""
+"""Fixtures shared by the test folders: a fresh copy of the demo's sample project."""
 
 from __future__ import annotations
 

@@ -1,0 +1,165 @@
+"""The permission gate: may this tool call run now?
+
+The toolbox asks `refusal(box, name, effect, values)` before every call. The policy
+(`liveforge.declarations.permissions`) decides; an ``ask`` goes to the front end's approver
+with a preview of what will happen (the diff a patch or persist makes, the code `execute`
+runs). The answer is ``None`` (run it) or the text of a refusal the model can act on.
+
+Code a tool runs can reach the runtime itself (`rt.persist()` inside `execute`), so the
+agent's runtime also carries `persist_guard`: a persist made during a tool call that was not
+itself an allowed write asks the policy again, with the files' diff as the preview.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import textwrap
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from liveforge.declarations.permissions import (
+    ApprovalRequest,
+    Decision,
+    Effect,
+    PermissionDenied,
+    Policy,
+    is_approved,
+)
+from liveforge.declarations.toolbox import Toolbox
+from liveforge.kernel.errors import LiveforgeError
+
+__all__ = ["HOW_TO_ALLOW", "in_tool_call", "persist_guard", "preview", "refusal"]
+
+HOW_TO_ALLOW = (
+    "The user can allow it with a more permissive mode (`--mode auto-edit` or "
+    "`--mode full-auto`, or `--yes`, on the command line; `mode` under "
+    "[tool.liveforge.permissions] in pyproject.toml) or by adding the tool to that table's "
+    "`allow` list."
+)
+_PREVIEW_LINES = 80
+
+
+def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> str | None:
+    """None when tool `name` may run with `values`; else why not, in words the model can
+    act on."""
+    if is_approved():
+        return None
+    policy: Policy = box.policy
+    decision = policy.decide(name, effect)
+    if decision is Decision.ALLOW:
+        return None
+    what = f"{name} ({effect})"
+    if decision is Decision.DENY:
+        by = "a deny rule" if name in policy.rules.deny else f"{policy.mode!r} mode"
+        return (
+            f"not run: {what} is refused by {by}. Do not retry it; do what you can with "
+            f"the tools this mode allows and tell the user what is left. {HOW_TO_ALLOW}"
+        )
+    approver = box.approver
+    if approver is None:
+        return (
+            f"not run: {what} needs the user's approval in {policy.mode!r} mode, and nobody "
+            "is here to approve it (a non-interactive run). Do not retry it; finish with "
+            f"what you can do without it and tell the user what is left. {HOW_TO_ALLOW}"
+        )
+    request = ApprovalRequest(name, effect, dict(values), preview(box, name, values))
+    try:
+        yes = approver(request)
+    except Exception as exc:  # a front end that cannot ask any more (closed, cancelled)
+        return (
+            f"not run: asking the user about {name} failed ({type(exc).__name__}: {exc}). "
+            "Nothing was changed; tell the user what you wanted to do."
+        )
+    if yes:
+        return None
+    return (
+        f"not run: the user declined {name}. Nothing was changed. Do not retry it as "
+        "it was; ask the user what they want instead."
+    )
+
+
+_calling: ContextVar[bool] = ContextVar("liveforge_tool_call", default=False)
+
+
+@contextlib.contextmanager
+def in_tool_call() -> Iterator[None]:
+    """Mark the running code as a tool call the model asked for (see `persist_guard`)."""
+    token = _calling.set(True)
+    try:
+        yield
+    finally:
+        _calling.reset(token)
+
+
+def persist_guard(box: Toolbox, modules: list[str]) -> None:
+    """A runtime persist guard: a persist reached from inside a tool call that was not an
+    allowed write (say, `rt.persist()` in `execute`) needs the policy's yes too."""
+    if not _calling.get():
+        return  # the program or the person persisting: not the agent's call
+    why = refusal(box, "persist", "write", {"modules": modules})
+    if why is not None:
+        raise PermissionDenied(why, tool="persist", mode=box.policy.mode)
+
+
+def preview(box: Toolbox, name: str, values: dict[str, Any]) -> str:
+    """What a call of tool `name` will do, for a person deciding whether to allow it."""
+    try:
+        text = _specific(box, name, values)
+    except (LiveforgeError, LookupError, OSError, ValueError):
+        text = None  # e.g. a patch of a name that does not exist yet: show the arguments
+    if text is None:
+        text = _arguments(values)
+    lines = text.splitlines()
+    if len(lines) > _PREVIEW_LINES:
+        lines = [*lines[:_PREVIEW_LINES], f"… ({len(lines) - _PREVIEW_LINES} more lines)"]
+    return "\n".join(lines)
+
+
+def _specific(box: Toolbox, name: str, values: dict[str, Any]) -> str | None:
+    rt = box.runtime
+    if name == "execute":
+        return f"run in the live process:\n{values.get('code', '')}"
+    if name == "persist":
+        diff = rt.diff(None) if not values.get("modules") else _diffs(rt, values["modules"])
+        force = " (force: over unverified changes or edits on disk)" if values.get("force") else ""
+        return f"write to files{force}:\n{diff or '(nothing to write)'}"
+    if name == "patch" and not values.get("module"):
+        return _patch_diff(rt.source(values["path"]), values["source"], values["path"])
+    if name == "patch":
+        old = rt.source(values["path"]) if values["path"] in _managed(rt) else ""
+        return _patch_diff(old, values["source"], values["path"])
+    if name == "reload":
+        return f"re-read {values['module']} from its file" + (
+            " (dropping its unpersisted changes)" if values.get("force") else ""
+        )
+    if name == "rollback":
+        which = values.get("change_id") or "the newest change"
+        return f"roll back {which} (and the later changes of its module)"
+    return None
+
+
+def _diffs(rt: Any, modules: list[str]) -> str:
+    return "".join(rt.diff(m) for m in modules)
+
+
+def _managed(rt: Any) -> set[str]:
+    return {record.name for record in rt.registry.records()}
+
+
+def _patch_diff(old: str, new: str, path: str) -> str:
+    old, new = textwrap.dedent(old), textwrap.dedent(new)  # a method's source is indented
+    new = new if new.endswith("\n") else new + "\n"
+    diff = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"{path} (now)",
+        tofile=f"{path} (patched, in memory)",
+    )
+    return "".join(diff) or f"{path}: no change"
+
+
+def _arguments(values: dict[str, Any]) -> str:
+    return json.dumps(values, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,314 @@
+"""The gateway's core: sessions, the run queue, event fan-out and approvals, for one project.
+
+Independent of the transport: a client is anything with `async send(message)`. Runs of a
+project go one at a time (the project's live program has one turn lock), in the order the
+store keeps: steered runs first, then oldest first; a session's runs therefore also go one at
+a time (its lane). Events go to the client that started the run and to every client watching
+its session; an approval question goes to the run's owner (else to its session's watchers)
+and is refused when nobody answers within `approval_timeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any, Protocol
+
+from liveforge.gateway.protocol import PROTOCOL_VERSION
+from liveforge.gateway.store import GatewayStore, RunRow
+from liveforge.gateway.workers import ProjectWorker
+from liveforge.kernel import __version__
+from liveforge.kernel.errors import LiveforgeError
+
+__all__ = ["Client", "Gateway", "GatewayError"]
+
+
+class GatewayError(LiveforgeError):
+    """A request the gateway refuses; the message says what to do instead."""
+
+
+class Client(Protocol):
+    """A connected client: the gateway only sends to it."""
+
+    async def send(self, message: dict[str, Any]) -> None: ...
+
+
+class Gateway:
+    """One project's sessions and runs, served to any number of clients."""
+
+    def __init__(self, project: Path, *, approval_timeout: float = 300.0, mode: str = "") -> None:
+        self.project = project
+        self.store = GatewayStore(project / ".liveforge" / "gateway.db")
+        self.worker = ProjectWorker(project, self._on_worker, mode)
+        self.approval_timeout = approval_timeout
+        self.watchers: dict[str, set[Client]] = {}
+        self.owners: dict[str, Client] = {}
+        self.questions: dict[str, tuple[str, asyncio.TimerHandle]] = {}
+        self.current: RunRow | None = None
+        self.aborted: set[str] = set()
+        self.seq: dict[str, int] = {}
+        self.interrupted: list[RunRow] = []
+        self._wake = asyncio.Event()
+        self._dispatcher: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Recover the store after a restart and start dispatching queued runs."""
+        self.interrupted, _queued = self.store.recover()
+        self._dispatcher = asyncio.create_task(self._dispatch())
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop dispatching; the running run is aborted and the worker ends."""
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            await asyncio.gather(self._dispatcher, return_exceptions=True)
+        if self.current is not None:
+            await self.worker.send("abort", run=self.current.id)
+        await self.worker.stop()
+        self.store.close()
+
+    def forget(self, client: Client) -> None:
+        """A client disconnected: it watches nothing and owns nothing any more."""
+        for clients in self.watchers.values():
+            clients.discard(client)
+        for run, owner in list(self.owners.items()):
+            if owner is client:
+                del self.owners[run]
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def request(self, client: Client | None, message: Any) -> dict[str, Any]:
+        """Answer one client request (after `connect`); raises GatewayError to refuse.
+        A run requested without a client (a scheduled one) reports to its session's
+        watchers."""
+        handler = getattr(self, "_" + message.type.replace(".", "_"))
+        result: dict[str, Any] = await handler(client, message)
+        return result
+
+    async def _run(self, client: Client | None, message: Any) -> dict[str, Any]:
+        self.store.ensure_session(message.session, message.input)
+        run, duplicate = self.store.add_run(message.session, message.input, message.idempotency_key)
+        if client is not None:
+            self.watchers.setdefault(message.session, set()).add(client)
+        if not duplicate:
+            if client is not None:
+                self.owners[run.id] = client
+            await self._status(run, "queued", position=self._position(run.id))
+            self._wake.set()
+        return {"run": run.id, "session": run.session, "status": run.status, "duplicate": duplicate}
+
+    async def _steer(self, client: Client, message: Any) -> dict[str, Any]:
+        self.store.ensure_session(message.session, message.input)
+        run, _ = self.store.add_run(message.session, message.input, "", priority=1)
+        self.owners[run.id] = client
+        self.watchers.setdefault(message.session, set()).add(client)
+        if self.current is not None and self.current.session == message.session:
+            self.aborted.add(self.current.id)
+            await self.worker.send("abort", run=self.current.id)
+        await self._status(run, "queued", position=self._position(run.id))
+        self._wake.set()
+        return {"run": run.id, "session": run.session, "status": "queued"}
+
+    async def _abort(self, client: Client, message: Any) -> dict[str, Any]:
+        run = self.store.run(message.run)
+        if run is None:
+            raise GatewayError(f"no run {message.run!r}; runs.list shows the known runs")
+        if run.status == "queued":
+            self.store.finish(run.id, "aborted", reason="aborted")
+            await self._status(run, "aborted")
+        elif self.current is not None and self.current.id == run.id:
+            self.aborted.add(run.id)
+            await self.worker.send("abort", run=run.id)
+        else:
+            raise GatewayError(f"run {run.id} has already ended ({run.status})")
+        return {"run": run.id, "aborting": True}
+
+    async def _approve(self, client: Client, message: Any) -> dict[str, Any]:
+        return await self._answer(message.request, True)
+
+    async def _deny(self, client: Client, message: Any) -> dict[str, Any]:
+        return await self._answer(message.request, False)
+
+    async def _answer(self, request: str, allow: bool) -> dict[str, Any]:
+        entry = self.questions.pop(request, None)
+        if entry is None:
+            raise GatewayError(f"no open question {request!r}: it was answered or timed out")
+        entry[1].cancel()
+        await self.worker.send("answer", request=request.split("/", 1)[1], allow=allow)
+        return {"request": request, "allowed": allow}
+
+    async def _watch(self, client: Client, message: Any) -> dict[str, Any]:
+        self.watchers.setdefault(message.session, set()).add(client)
+        return {"session": message.session}
+
+    async def _sessions_list(self, client: Client, message: Any) -> dict[str, Any]:
+        sessions = [
+            {"session": s.name, "title": s.title, "created": s.created}
+            for s in self.store.sessions()
+        ]
+        return {"sessions": sessions}
+
+    async def _sessions_history(self, client: Client, message: Any) -> dict[str, Any]:
+        session = self.store.session(message.session or "")
+        if session is None:
+            raise GatewayError(f"no session {message.session!r}; sessions.list shows them")
+        reply = await self.worker.query("sessions.history", session.agent_session)
+        return {"session": session.name, **self._reply(reply)}
+
+    async def _changes_diff(self, client: Client, message: Any) -> dict[str, Any]:
+        return self._reply(await self.worker.query("changes.diff"))
+
+    async def _runs_list(self, client: Client, message: Any) -> dict[str, Any]:
+        runs = [r.public() for r in self.store.runs(message.session)]
+        checks = self._reply(await self.worker.query("checks")) if self.worker.alive else {}
+        return {"runs": runs, "missed_schedules": self.store.missed(), **checks}
+
+    async def _health(self, client: Client, message: Any) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "protocol": PROTOCOL_VERSION,
+            "version": __version__,
+            "project": str(self.project),
+            "worker": self.worker.alive,
+            "running": self.current.id if self.current else None,
+            "queued": len(self.store.queued()),
+            "interrupted": [r.id for r in self.interrupted],
+            "missed_schedules": self.store.missed(),
+        }
+
+    @staticmethod
+    def _reply(reply: dict[str, Any]) -> dict[str, Any]:
+        if not reply.get("ok"):
+            error = reply.get("error") or {}
+            raise GatewayError(error.get("message", "the project worker failed"))
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def _position(self, run_id: str) -> int:
+        ids = [r.id for r in self.store.queued()]
+        return ids.index(run_id) + (1 if self.current else 0) if run_id in ids else 0
+
+    async def _dispatch(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self.current is not None:
+                continue
+            queued = self.store.queued()
+            if not queued:
+                continue
+            run = self.current = queued[0]
+            self.store.start(run.id)
+            self.seq[run.id] = 0
+            session = self.store.session(run.session)
+            try:
+                await self.worker.send(
+                    "run",
+                    run=run.id,
+                    input=run.input,
+                    agent_session=session.agent_session if session else "",
+                )
+            except (RuntimeError, OSError) as exc:
+                await self._ended(run, "failed", error=f"the project worker did not start: {exc}")
+
+    async def _on_worker(self, message: dict[str, Any]) -> None:
+        kind, run = message["kind"], self.current
+        if kind == "exited":
+            if run is not None:
+                await self._ended(
+                    run, "failed", error=f"the project worker exited ({message['code']})"
+                )
+            return
+        if run is None or message.get("run") != run.id:
+            return
+        if kind == "started":
+            self.store.bind_agent_session(run.session, message["agent_session"])
+            await self._status(run, "running")
+        elif kind == "event":
+            seq = self.seq[run.id]
+            self.seq[run.id] = seq + 1
+            event = {"type": "event", "run": run.id, "session": run.session, "seq": seq}
+            await self._fan_out(run, {**event, "at": message["at"], "event": message["event"]})
+        elif kind == "ask":
+            await self._ask(run, message["request"], message["question"])
+        elif kind == "ended":
+            status = (
+                "aborted"
+                if run.id in self.aborted
+                else ("done" if not message["error"] else "failed")
+            )
+            await self._ended(
+                run,
+                status,
+                reason=message["reason"],
+                answer=message["answer"],
+                error=message["error"],
+            )
+
+    async def _ended(
+        self, run: RunRow, status: str, *, reason: str = "", answer: str = "", error: str = ""
+    ) -> None:
+        self.store.finish(run.id, status, reason=reason, answer=answer, error=error)
+        self.aborted.discard(run.id)
+        self.seq.pop(run.id, None)
+        for key, (owner_run, timer) in list(self.questions.items()):
+            if owner_run == run.id:
+                timer.cancel()
+                del self.questions[key]
+        self.current = None
+        await self._status(run, status, reason=reason)
+        self.owners.pop(run.id, None)
+        self._wake.set()
+
+    async def _ask(self, run: RunRow, request: str, question: str) -> None:
+        key = f"{run.id}/{request}"
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(
+            self.approval_timeout, lambda: asyncio.ensure_future(self._expire(key))
+        )
+        self.questions[key] = (run.id, timer)
+        owner = self.owners.get(run.id)
+        targets = [owner] if owner else list(self.watchers.get(run.session, ()))
+        message = {
+            "type": "approval",
+            "request": key,
+            "run": run.id,
+            "session": run.session,
+            "question": question,
+        }
+        for client in targets:
+            await _send(client, message)
+
+    async def _expire(self, key: str) -> None:
+        if key in self.questions:
+            with contextlib.suppress(GatewayError):
+                await self._answer(key, False)
+
+    async def _status(
+        self, run: RunRow, status: str, *, reason: str = "", position: int = 0
+    ) -> None:
+        message = {
+            "type": "run_status",
+            "run": run.id,
+            "session": run.session,
+            "status": status,
+            "reason": reason,
+            "position": position,
+        }
+        await self._fan_out(run, message)
+
+    async def _fan_out(self, run: RunRow, message: dict[str, Any]) -> None:
+        targets = set(self.watchers.get(run.session, ()))
+        owner = self.owners.get(run.id)
+        if owner is not None:
+            targets.add(owner)
+        for client in targets:
+            await _send(client, message)
+
+
+async def _send(client: Client, message: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):  # a client that went away misses the message
+        await client.send(message)

@@ -1,0 +1,191 @@
+"""The gateway's WebSocket protocol, version 1: every message a client and the server send.
+
+Messages are JSON objects with a `type`. A client's requests carry an `id`; the server
+answers each with one `result` carrying the same `id` (`ok` and `result`, or `error`).
+Everything else the server sends is unsolicited: `event` (one agent event of a run, numbered
+per run by `seq`), `run_status` (queued / running / done / aborted / interrupted / failed)
+and `approval` (a question for the client that owns the run; answer with `approve` or
+`deny`). The JSON Schema of both directions ships as `protocol-v1.json` beside this module
+(`schema()` builds it; a test keeps the file equal to it).
+
+    {"type": "connect", "id": "1", "token": "..."}
+    {"type": "run", "id": "2", "session": "main", "input": "fix the bug", "idempotency_key": "k1"}
+    {"type": "result", "id": "2", "ok": true, "result": {"run": "r-…", "status": "queued"}}
+    {"type": "event", "run": "r-…", "session": "main", "seq": 0, "event": {"type": …}}
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "ClientMessage",
+    "ErrorInfo",
+    "ServerMessage",
+    "parse_client",
+    "schema",
+    "shipped_schema",
+]
+
+PROTOCOL_VERSION = 1
+_ID = Field(min_length=1, max_length=200, description="the client's id for this request")
+_SESSION = Field(
+    min_length=1,
+    max_length=100,
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$",
+    description="session name: letters, digits, _ . : -",
+)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Connect(_Message):
+    """First message of a connection: authenticates it (the token is needed off loopback)."""
+
+    type: Literal["connect"]
+    id: str = _ID
+    token: str = ""
+    client: str = Field(default="", max_length=200, description="a name for logs")
+
+
+class Run(_Message):
+    """Start a run: `input` for the agent of `session` (created on first use). A retried
+    request with the same `idempotency_key` returns the first run instead of a new one."""
+
+    type: Literal["run"]
+    id: str = _ID
+    session: str = _SESSION
+    input: str = Field(min_length=1, max_length=200_000)
+    idempotency_key: str = Field(default="", max_length=200)
+
+
+class Abort(_Message):
+    """Stop a run: a queued run is dropped, a running one cancelled (its session stays)."""
+
+    type: Literal["abort"]
+    id: str = _ID
+    run: str
+
+
+class Steer(_Message):
+    """Redirect a session: its running turn is cancelled and `input` runs next, ahead of
+    anything queued."""
+
+    type: Literal["steer"]
+    id: str = _ID
+    session: str = _SESSION
+    input: str = Field(min_length=1, max_length=200_000)
+
+
+class Answer(_Message):
+    """Answer an `approval` question of one of this client's runs."""
+
+    type: Literal["approve", "deny"]
+    id: str = _ID
+    request: str
+
+
+class Watch(_Message):
+    """Receive the events of `session`'s runs on this connection too."""
+
+    type: Literal["watch"]
+    id: str = _ID
+    session: str = _SESSION
+
+
+class Query(_Message):
+    """Read-only requests: sessions, a session's history, the diff, runs, health."""
+
+    type: Literal["sessions.list", "sessions.history", "changes.diff", "runs.list", "health"]
+    id: str = _ID
+    session: str | None = None
+
+
+ClientMessage = Annotated[
+    Connect | Run | Abort | Steer | Answer | Watch | Query, Field(discriminator="type")
+]
+
+
+class ErrorInfo(BaseModel):
+    """Why a request failed: a type name and a message that says what to do."""
+
+    type: str
+    message: str
+
+
+class Result(_Message):
+    """The answer to the request with the same `id`."""
+
+    type: Literal["result"] = "result"
+    id: str
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
+
+
+class Event(_Message):
+    """One agent event of a run (the same objects `liveforge run --json` reports)."""
+
+    type: Literal["event"] = "event"
+    run: str
+    session: str
+    seq: int = Field(ge=0, description="position of the event in its run, from 0")
+    at: float = Field(description="when the agent produced the event (server clock, Unix s)")
+    event: dict[str, Any]
+
+
+class RunStatus(_Message):
+    """A run changed state. `reason` is the turn's end reason when it is done."""
+
+    type: Literal["run_status"] = "run_status"
+    run: str
+    session: str
+    status: Literal["queued", "running", "done", "aborted", "interrupted", "failed"]
+    reason: str = ""
+    position: int = Field(default=0, ge=0, description="place in the queue when queued")
+
+
+class Approval(_Message):
+    """A question the permission policy asks before a run may go on."""
+
+    type: Literal["approval"] = "approval"
+    request: str
+    run: str
+    session: str
+    question: str
+
+
+ServerMessage = Annotated[Result | Event | RunStatus | Approval, Field(discriminator="type")]
+
+_CLIENT: TypeAdapter[Any] = TypeAdapter(ClientMessage)
+_SERVER: TypeAdapter[Any] = TypeAdapter(ServerMessage)
+
+
+def parse_client(text: str | bytes) -> Any:
+    """A client message from its JSON text; raises pydantic's ValidationError or ValueError."""
+    return _CLIENT.validate_json(text)
+
+
+def schema() -> dict[str, Any]:
+    """The protocol's JSON Schema: both directions, versioned."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"liveforge gateway protocol v{PROTOCOL_VERSION}",
+        "version": PROTOCOL_VERSION,
+        "client": _CLIENT.json_schema(),
+        "server": _SERVER.json_schema(),
+    }
+
+
+def shipped_schema() -> dict[str, Any]:
+    """The schema file shipped in the package."""
+    text = resources.files(__package__).joinpath("protocol-v1.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data

@@ -1,0 +1,129 @@
+"""Running the gateway: bind rules, uvicorn, and a clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
+from liveforge.kernel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from liveforge.gateway.core import Gateway
+
+__all__ = ["is_loopback", "serve"]
+
+TOKEN_VARIABLE = "LIVEFORGE_GATEWAY_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str) -> None:
+    """Refuse to listen beyond loopback without a token."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"listening on {host} lets other machines drive this project; set a token in "
+            f"{TOKEN_VARIABLE} (clients send it in connect), or listen on 127.0.0.1",
+            key="serve.host",
+        )
+
+
+def serve(
+    project: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str = "",
+    allowed_origins: tuple[str, ...] = (),
+    mode: str = "",
+    announce: TextIO | None = None,
+) -> None:
+    """Serve `project` until interrupted; prints the address once it listens. `mode` is
+    the permission mode (empty: `[tool.liveforge.permissions]`, else ask)."""
+    check_bind(host, token)
+    run = _serve(project, host, port, token, allowed_origins, mode, announce or sys.stdout)
+    asyncio.run(run)
+
+
+async def _serve(
+    project: Path,
+    host: str,
+    port: int,
+    token: str,
+    allowed_origins: tuple[str, ...],
+    mode: str,
+    announce: TextIO,
+) -> None:
+    import uvicorn
+
+    from liveforge.config import load_config
+    from liveforge.gateway.app import build_app
+    from liveforge.gateway.core import Gateway
+
+    config = load_config(project)
+    settings = config.gateway or GatewaySettings()
+    gateway = Gateway(project, approval_timeout=settings.approval_timeout, mode=mode)
+    await gateway.start()
+    extras = _extras(gateway, settings, config.schedule)
+    for extra in extras:
+        await extra.start()
+    app = build_app(gateway, token=token, allowed_origins=allowed_origins)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            bound = server.servers[0].sockets[0].getsockname()
+            shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+            announce.write(f"liveforge gateway on http://{shown}:{bound[1]}/ (project {project})\n")
+            announce.flush()
+        await task
+    finally:
+        for extra in extras:
+            await extra.stop()
+        await gateway.stop()
+
+
+def _extras(
+    gateway: Gateway, settings: GatewaySettings, schedule: list[ScheduleEntry]
+) -> list[Any]:
+    """The Telegram channel (when configured and its token is set) and the scheduler."""
+    from liveforge.gateway.schedule import Scheduler
+    from liveforge.gateway.telegram import TelegramChannel
+
+    extras: list[Any] = []
+    telegram: TelegramChannel | None = None
+    if settings.telegram is not None:
+        bot_token = os.environ.get(settings.telegram.token_env, "")
+        if not bot_token:
+            raise ConfigError(
+                f"[gateway.telegram] is configured but {settings.telegram.token_env} is not "
+                "set; export the bot token from @BotFather, or remove the table",
+                key="gateway.telegram.token_env",
+            )
+        telegram = TelegramChannel(gateway, settings.telegram, bot_token)
+        extras.append(telegram)
+
+    def deliver(entry: ScheduleEntry, session: str) -> Any:
+        if entry.deliver.startswith("telegram:") and telegram is not None:
+            return telegram.for_chat(int(entry.deliver.split(":", 1)[1]))
+        return None
+
+    if schedule:
+        extras.append(Scheduler(gateway, schedule, deliver))
+    return extras

@@ -1,0 +1,183 @@
+"""A Telegram bot as a gateway channel: Bot API long polling in, streamed answers out.
+
+Each chat is its own session (`telegram:CHAT_ID`); only `allowed_users` are heard. An update
+is run with its update id as the idempotency key, so an update delivered twice (say, after
+a restart) never starts two runs. The answer streams into one message, edited as text
+arrives (at most once a second, Telegram's pace), and is split at line breaks when it
+outgrows Telegram's 4096 characters. Questions of the permission policy are asked in the
+chat and answered with /approve or /deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from liveforge.gateway.core import Gateway, GatewayError
+from liveforge.gateway.protocol import Answer, Run
+from liveforge.gateway.settings import TelegramSettings
+
+__all__ = ["LIMIT", "TelegramChannel", "split_message"]
+
+LIMIT = 4096
+_EDIT_EVERY = 1.0
+
+
+def split_message(text: str, limit: int = LIMIT) -> list[str]:
+    """`text` in pieces of at most `limit` characters, cut at line breaks where possible."""
+    pieces = []
+    while len(text) > limit:
+        cut = text.rfind("\n", 0, limit)
+        cut = cut if cut > limit // 2 else limit
+        pieces.append(text[:cut])
+        text = text[cut:].lstrip("\n")
+    return [*pieces, text] if text or not pieces else pieces
+
+
+@dataclass
+class _Reply:
+    """The answer being streamed to one chat."""
+
+    chat: int
+    text: str = ""
+    message_id: int | None = None
+    shown: str = ""
+    edited: float = field(default=0.0)
+
+
+class TelegramChannel:
+    """Serves a gateway to Telegram chats; a gateway client for the runs it starts."""
+
+    def __init__(self, gateway: Gateway, settings: TelegramSettings, token: str) -> None:
+        self.gateway = gateway
+        self.settings = settings
+        self.base = f"{settings.api_base.rstrip('/')}/bot{token}"
+        self.http = httpx.AsyncClient(timeout=settings.poll_timeout + 15)
+        self.replies: dict[str, _Reply] = {}
+        self.questions: dict[int, str] = {}
+        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._pending_chat: int | None = None
+
+    async def start(self) -> None:
+        """Start polling for updates and delivering answers."""
+        self._tasks = [asyncio.create_task(self._poll()), asyncio.create_task(self._deliver())]
+
+    async def stop(self) -> None:
+        """Stop polling; close the HTTP client."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.http.aclose()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Gateway messages for this channel's runs (queued: the gateway never waits)."""
+        if message.get("type") == "run_status" and message.get("status") == "queued":
+            chat = self._pending_chat
+            if chat is not None and message["run"] not in self.replies:
+                self.replies[message["run"]] = _Reply(chat=chat)
+        self.outbox.put_nowait(message)
+
+    def for_chat(self, chat: int) -> TelegramChannel:
+        """This channel as the client of a run whose answer goes to `chat` (a schedule's)."""
+        self._pending_chat = chat
+        return self
+
+    # -- in ------------------------------------------------------------------------------
+
+    async def _poll(self) -> None:
+        offset, pause = 0, 1.0
+        while True:
+            try:
+                updates = await self._call(
+                    "getUpdates", offset=offset, timeout=self.settings.poll_timeout
+                )
+                pause = 1.0
+            except (httpx.HTTPError, ValueError) as exc:
+                sys.stderr.write(f"liveforge gateway: telegram getUpdates failed: {exc}\n")
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 30.0)
+                continue
+            for update in updates:
+                offset = max(offset, update["update_id"] + 1)
+                with contextlib.suppress(GatewayError):
+                    await self._handle(update)
+
+    async def _handle(self, update: dict[str, Any]) -> None:
+        message = update.get("message") or {}
+        user = (message.get("from") or {}).get("id")
+        chat = (message.get("chat") or {}).get("id")
+        text = (message.get("text") or "").strip()
+        if user not in self.settings.allowed_users or chat is None or not text:
+            return
+        if text in ("/approve", "/deny") and chat in self.questions:
+            request = self.questions.pop(chat)
+            answer = Answer.model_validate({"type": text[1:], "id": "telegram", "request": request})
+            await self.gateway.request(self, answer)
+            return
+        run = Run(
+            type="run",
+            id="telegram",
+            session=f"telegram:{chat}",
+            input=text,
+            idempotency_key=f"telegram:{update['update_id']}",
+        )
+        await self.gateway.request(self.for_chat(chat), run)
+
+    # -- out -----------------------------------------------------------------------------
+
+    async def _deliver(self) -> None:
+        while True:
+            message = await self.outbox.get()
+            try:
+                await self._show(message)
+            except (httpx.HTTPError, ValueError) as exc:
+                sys.stderr.write(f"liveforge gateway: telegram delivery failed: {exc}\n")
+
+    async def _show(self, message: dict[str, Any]) -> None:
+        reply = self.replies.get(message.get("run", ""))
+        if reply is None:
+            return
+        kind = message["type"]
+        if kind == "event" and message["event"]["type"] == "text_delta":
+            reply.text += message["event"]["text"]
+            if time.monotonic() - reply.edited >= _EDIT_EVERY:
+                await self._render(reply, reply.text[:LIMIT])
+        elif kind == "approval":
+            self.questions[reply.chat] = message["request"]
+            await self._call(
+                "sendMessage",
+                chat_id=reply.chat,
+                text=f"{message['question']}\nReply /approve or /deny.",
+            )
+        elif kind == "run_status" and message["status"] in ("done", "aborted", "failed"):
+            del self.replies[message["run"]]
+            text = reply.text or f"(no answer: the run ended {message['status']})"
+            first, *rest = split_message(text)
+            await self._render(reply, first)
+            for piece in rest:
+                await self._call("sendMessage", chat_id=reply.chat, text=piece)
+
+    async def _render(self, reply: _Reply, text: str) -> None:
+        reply.edited = time.monotonic()
+        if reply.message_id is None:
+            sent = await self._call("sendMessage", chat_id=reply.chat, text=text)
+            reply.message_id, reply.shown = sent["message_id"], text
+        elif text != reply.shown:
+            await self._call(
+                "editMessageText", chat_id=reply.chat, message_id=reply.message_id, text=text
+            )
+            reply.shown = text
+
+    async def _call(self, method: str, **params: Any) -> Any:
+        response = await self.http.post(f"{self.base}/{method}", json=params)
+        data = response.json()
+        if not data.get("ok"):
+            raise ValueError(f"{method}: {data.get('description', response.status_code)}")
+        return data["result"]

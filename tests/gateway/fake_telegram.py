@@ -1,0 +1,83 @@
+"""A fake Telegram Bot API on loopback: getUpdates long polling, sendMessage, editMessageText."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = "123456:TEST-token"
+
+
+class FakeTelegram:
+    """Queue updates with `say`; read what the bot sent in `calls`."""
+
+    def __init__(self) -> None:
+        self.updates: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.changed = threading.Condition()
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(100)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                params = json.loads(self.rfile.read(length) or b"{}")
+                token, _, method = self.path.removeprefix("/bot").partition("/")
+                if token != TOKEN:
+                    self._reply(401, {"ok": False, "description": "Unauthorized"})
+                    return
+                self._reply(200, {"ok": True, "result": fake.handle(method, params)})
+
+            def _reply(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def handle(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "getUpdates":
+            with self.changed:
+                self.changed.wait_for(
+                    lambda: any(u["update_id"] >= params.get("offset", 0) for u in self.updates),
+                    timeout=min(float(params.get("timeout", 0)), 2.0),
+                )
+                return [u for u in self.updates if u["update_id"] >= params.get("offset", 0)]
+        with self.changed:
+            self.calls.append((method, params))
+            self.changed.notify_all()
+        if method != "sendMessage":
+            return True
+        return {"message_id": next(self._message_ids), "chat": {"id": params.get("chat_id")}}
+
+    def say(self, text: str, *, user: int, chat: int | None = None) -> None:
+        """A user sends `text` to the bot."""
+        update = {
+            "update_id": next(self._update_ids),
+            "message": {"from": {"id": user}, "chat": {"id": chat or user}, "text": text},
+        }
+        with self.changed:
+            self.updates.append(update)
+            self.changed.notify_all()
+
+    def wait_for(self, done: Any, timeout: float = 60) -> None:
+        with self.changed:
+            if not self.changed.wait_for(lambda: done(self.calls), timeout=timeout):
+                raise AssertionError(f"timed out; the bot sent {self.calls}")
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

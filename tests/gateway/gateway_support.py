@@ -1,0 +1,122 @@
+"""A real gateway in a child process, and a small synchronous WebSocket client for tests."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import ClientConnection, connect
+
+from liveforge.testing import FakeProvider
+
+_ids = itertools.count(1)
+
+
+def gateway_env(fake: FakeProvider | None, **extra: str) -> dict[str, str]:
+    """The gateway's environment: no outside keys or config, the fake as the model."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_API_KEYS", "_BASE_URL", "_TOKEN"))
+        and not k.startswith("LIVEFORGE_")
+    }
+    if fake is not None:
+        env.update(
+            ANTHROPIC_BASE_URL=fake.base_url,
+            ANTHROPIC_API_KEY="test-key",
+            LIVEFORGE_MODEL="anthropic:test-model",
+        )
+    env.update(extra)
+    return env
+
+
+class GatewayProcess:
+    """`liveforge serve` on a free loopback port (or `host`), started and stopped by tests."""
+
+    def __init__(
+        self, project: Path, env: dict[str, str], host: str = "127.0.0.1", mode: str = "full-auto"
+    ) -> None:
+        command = ["serve", "--project", str(project), "--host", host, "--port", "0"]
+        command += ["--mode", mode]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "liveforge", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"gateway did not start: {self.process.stderr.read()}")  # type: ignore[union-attr]
+        self.url = line.split()[3]
+        self.ws_url = self.url.replace("http://", "ws://").replace("0.0.0.0", "127.0.0.1") + "ws"
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Stop the gateway with `sig`; its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=20)
+        finally:
+            for stream in (self.process.stdout, self.process.stderr):
+                if stream:
+                    stream.close()
+
+
+class Client:
+    """A protocol client: requests wait for their result; everything else is collected."""
+
+    def __init__(self, url: str, token: str = "", **options: Any) -> None:
+        self.ws: ClientConnection = connect(url, open_timeout=10, **options).__enter__()
+        self.inbox: list[dict[str, Any]] = []
+        self.hello = self.request("connect", token=token)
+
+    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Send one request and return its result message (other messages are kept)."""
+        request_id = str(next(_ids))
+        self.ws.send(json.dumps({"type": kind, "id": request_id, **fields}))
+        while True:
+            message = self.receive()
+            if message.get("type") == "result" and message.get("id") == request_id:
+                return message
+            self.inbox.append(message)
+
+    def receive(self, timeout: float = 30) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.ws.recv(timeout=timeout))
+        return data
+
+    def until(
+        self, done: Callable[[dict[str, Any]], bool], timeout: float = 60
+    ) -> list[dict[str, Any]]:
+        """Messages up to and including the first for which `done` is true."""
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.inbox:
+                message = self.inbox.pop(0)
+            else:
+                try:
+                    message = self.receive(timeout=max(0.1, deadline - time.monotonic()))
+                except TimeoutError:
+                    raise AssertionError(f"timed out; messages so far: {seen}") from None
+            seen.append(message)
+            if done(message):
+                return seen
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def ended(run: str) -> Callable[[dict[str, Any]], bool]:
+    """True for the final run_status message of `run`."""
+    final = {"done", "aborted", "interrupted", "failed"}
+    return lambda m: m.get("type") == "run_status" and m["run"] == run and m["status"] in final

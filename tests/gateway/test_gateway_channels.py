@@ -1,0 +1,157 @@
+"""The Telegram channel against a fake Bot API, and scheduled runs."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from fake_telegram import TOKEN, FakeTelegram
+from gateway_support import Client, GatewayProcess, gateway_env
+
+from liveforge.gateway.core import Gateway
+from liveforge.gateway.cron import Cron
+from liveforge.gateway.schedule import Scheduler
+from liveforge.gateway.settings import ScheduleEntry
+from liveforge.gateway.telegram import split_message
+from liveforge.testing import FakeProvider, reply
+
+ALLOWED = 4242
+
+
+def _configure(project: Path, text: str) -> None:
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as handle:
+        handle.write("\n" + text)
+
+
+@pytest.fixture
+def telegram():
+    fake = FakeTelegram()
+    yield fake
+    fake.close()
+
+
+def _final_text(calls: list, chat: int) -> str:
+    """What the chat shows: each message's last text, in order."""
+    shown: dict[int, str] = {}
+    order: list[int] = []
+    ids = iter(range(100, 10_000))
+    for method, params in calls:
+        if params.get("chat_id") != chat:
+            continue
+        if method == "sendMessage":
+            key = next(ids)
+            order.append(key)
+            shown[key] = params["text"]
+        elif method == "editMessageText":
+            shown[params["message_id"]] = params["text"]
+    return "\n".join(shown[k] for k in order)
+
+
+def test_a_message_in_a_streamed_answer_out_and_long_answers_split(sample, telegram):
+    """An allowed user's message runs on the chat's session; the answer arrives in the chat,
+    split into messages of at most 4096 characters; strangers are ignored."""
+    long_answer = "\n".join(f"line {i} " + "x" * 60 for i in range(140))  # ~9,500 characters
+    _configure(
+        sample,
+        "[tool.liveforge.gateway.telegram]\n"
+        f'allowed_users = [{ALLOWED}]\napi_base = "{telegram.base}"\npoll_timeout = 1\n',
+    )
+    script = [reply.text("Hello from the bot.").chunked(4), reply.text(long_answer)]
+    with FakeProvider(script=script) as fake:
+        gateway = GatewayProcess(sample, gateway_env(fake, TELEGRAM_BOT_TOKEN=TOKEN))
+        try:
+            telegram.say("who goes there?", user=999)
+            telegram.say("hello", user=ALLOWED)
+            telegram.wait_for(lambda calls: "Hello from the bot." in _final_text(calls, ALLOWED))
+            telegram.say("tell me everything", user=ALLOWED)
+            telegram.wait_for(lambda calls: "line 139" in _final_text(calls, ALLOWED))
+            sent = [p["text"] for m, p in telegram.calls if m == "sendMessage"]
+            assert all(len(text) <= 4096 for text in sent)
+            assert len(sent) >= 4  # one for the greeting, at least three for the long answer
+            assert not [p for m, p in telegram.calls if p.get("chat_id") == 999]
+            assert len(fake.requests) == 2
+            client = Client(gateway.ws_url)
+            sessions = client.request("sessions.list")["result"]["sessions"]
+            assert [s["session"] for s in sessions] == [f"telegram:{ALLOWED}"]
+            client.close()
+        finally:
+            gateway.stop()
+
+
+def test_split_message_cuts_at_line_breaks():
+    """Pieces stay under the limit, cut after whole lines, and lose nothing but the breaks."""
+    text = "\n".join("y" * 50 for _ in range(30))
+    pieces = split_message(text, limit=200)
+    assert all(len(p) <= 200 for p in pieces)
+    assert "\n".join(pieces) == text
+    assert split_message("short") == ["short"]
+
+
+def test_cron_fields_ranges_steps_and_days():
+    """Five-field cron: steps, ranges, lists; either day field matches when both are set."""
+    cron = Cron("*/15 9-17 * * 1-5")
+    assert cron.matches(datetime(2026, 11, 23, 9, 30))  # a Monday
+    assert not cron.matches(datetime(2026, 11, 22, 9, 30))  # a Sunday
+    assert not cron.matches(datetime(2026, 11, 23, 9, 31))
+    either = Cron("0 0 1 * 0")
+    assert either.matches(datetime(2026, 11, 1, 0, 0)) and either.matches(datetime(2026, 11, 22))
+    with pytest.raises(ValueError, match="minute field '61'"):
+        Cron("61 * * * *")
+    with pytest.raises(ValueError, match="5 fields"):
+        Cron("* * *")
+
+
+def test_missed_scheduled_runs_after_a_restart_are_reported(sample):
+    """Firings that fell while the gateway was down are listed, not dropped or run."""
+    _configure(
+        sample,
+        '[[tool.liveforge.schedule]]\nname = "every-minute"\ncron = "* * * * *"\n'
+        'session = "ops"\ninput = "check the tests"\n',
+    )
+    db = sample / ".liveforge" / "gateway.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE schedules (name TEXT PRIMARY KEY, last REAL NOT NULL)")
+        conn.execute("INSERT INTO schedules VALUES ('every-minute', ?)", (time.time() - 185,))
+    gateway = GatewayProcess(sample, gateway_env(None))
+    try:
+        client = Client(gateway.ws_url)
+        [missed] = client.request("health")["result"]["missed_schedules"]
+        assert missed["name"] == "every-minute" and missed["count"] >= 3
+        assert client.request("runs.list")["result"]["runs"] == []
+        client.close()
+    finally:
+        gateway.stop()
+
+
+def test_a_due_schedule_starts_one_run_however_often_it_is_fired(sample, monkeypatch):
+    """The same entry and minute give one run (idempotent), which runs to its answer."""
+    entry = ScheduleEntry(name="nightly", cron="0 3 * * *", session="nightly", input="go")
+
+    async def scenario(fake: FakeProvider) -> str:
+        gateway = Gateway(sample)
+        await gateway.start()
+        try:
+            scheduler = Scheduler(gateway, [entry], lambda entry, session: None)
+            minute = datetime(2026, 11, 24, 3, 0)
+            first = await scheduler.fire_due(minute)
+            again = await scheduler.fire_due(minute)
+            assert first == again and len(first) == 1
+            assert await scheduler.fire_due(datetime(2026, 11, 24, 3, 1)) == []
+            deadline = time.monotonic() + 120
+            while gateway.store.run(first[0]).status != "done":  # type: ignore[union-attr]
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+            return gateway.store.run(first[0]).answer  # type: ignore[union-attr]
+        finally:
+            await gateway.stop()
+
+    with FakeProvider(script=[reply.text("nightly report")]) as fake:
+        for name, value in gateway_env(fake).items():
+            if name.startswith(("ANTHROPIC", "LIVEFORGE")):
+                monkeypatch.setenv(name, value)
+        assert asyncio.run(scenario(fake)) == "nightly report"
