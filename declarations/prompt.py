@@ -59,6 +59,8 @@ class SystemPrompt(Contract):
     runtime: Runtime
     toolbox: Toolbox
     cache: PromptCache = fresh(PromptCache)
+    topic: str = ""
+    """What the current turn is about (set by `focus`): memories relevant to it are offered."""
 
     def parts(self) -> list[PromptPart]:
         """The prompt's sections, in order (empty sections left out)."""

@@ -111,7 +111,7 @@ def _memories_part(prompt: SystemPrompt, tools: tuple[str, ...]) -> PromptPart |
     memory = Memory(
         path=memory_path(prompt.runtime.project_root, settings.memory), settings=settings.memory
     )
-    query = prompt.__dict__.get("_focus", "")
+    query = prompt.topic
     try:
         text = memory.for_prompt(query, settings.memory.prompt_budget)
     except (LiveforgeError, sqlite3.Error) as exc:
@@ -124,7 +124,7 @@ def _memories_part(prompt: SystemPrompt, tools: tuple[str, ...]) -> PromptPart |
 
 @forwardpy.impl(SystemPrompt.focus)
 def focus(self: SystemPrompt, text: str) -> None:
-    self.__dict__["_focus"] = text
+    self.topic = text
 
 
 @forwardpy.impl(SystemPrompt.parts)
