@@ -7,6 +7,8 @@
     project      an overview of the project: its packages, modules and declarations
     instructions the project's instruction file: LIVEFORGE.md, else AGENTS.md, else CLAUDE.md
     skills       one line per skill (`liveforge.declarations.skills`); load_skill loads one
+    memories     the memories most relevant to the current turn (see `focus`), when the
+                 memory tools are available
 
 Parts are rebuilt only when what they show changed (the tool names, the runtime's change
 history, the instruction and skill files), so asking for the prompt at every step is cheap.
@@ -58,6 +60,8 @@ class SystemPrompt(Contract):
     runtime: Runtime
     toolbox: Toolbox
     cache: PromptCache = fresh(PromptCache)
+    topic: str = ""
+    """What the current turn is about (set by `focus`): memories relevant to it are offered."""
 
     def parts(self) -> list[PromptPart]:
         """The prompt's sections, in order (empty sections left out)."""
@@ -65,4 +69,9 @@ class SystemPrompt(Contract):
 
     def render(self) -> str:
         """The whole prompt text."""
+        ...
+
+    def focus(self, text: str) -> None:
+        """What the current turn is about: the memories most relevant to ``text`` are
+        offered in the prompt (within the memory settings' token budget)."""
         ...

@@ -27,6 +27,7 @@ from liveforge.declarations.contract import Contract, fresh
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
 from liveforge.declarations.permissions import Approver, Effect, Policy, effect_of
 from liveforge.declarations.tool_schema import ToolSchema
+from liveforge.declarations.tool_settings import ToolSettings
 
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime
@@ -79,7 +80,9 @@ class Toolbox(Contract):
     (``liveforge.tools._context.service``); ``limit`` bounds every result's characters.
     ``policy`` decides which calls run, which ask ``approver`` first and which are refused
     (a toolbox without a policy uses the default, ``ask``; without an approver nobody can
-    say yes, so an ``ask`` is refused with a message the model can act on).
+    say yes, so an ``ask`` is refused with a message the model can act on). ``settings``
+    chooses the tool profile and allow/deny lists (a tool they leave out is absent from
+    ``tools()`` and refused by ``call()``) and configures the tools themselves.
     """
 
     runtime: Runtime
@@ -93,9 +96,12 @@ class Toolbox(Contract):
     """The permission mode and rules; the default is ``ask``."""
     approver: Approver | None = None
     """Answers the calls the policy asks about; None: nobody can say yes."""
+    settings: ToolSettings = fresh(ToolSettings)
+    """The tool profile, allow/deny lists, and the file, shell and memory tools' settings."""
 
     def tools(self) -> list[Tool]:
-        """The tools visible now, in package, module and ``__all__`` order."""
+        """The tools visible now (the profile's, allowed, not denied), in package, module
+        and ``__all__`` order."""
         ...
 
     def specs(self) -> list[ToolSpec]:

@@ -159,6 +159,7 @@ def _begin(agent: Agent, user_input: str) -> Turn:
     _track_unreported(agent)
     turn = Turn(number=agent.session.turn_started(user_input))
     agent.state.turn = turn
+    agent.prompt.focus(user_input)  # memories relevant to this turn join the prompt
     last = agent.session.messages[-1] if agent.session.messages else None
     if (
         last is not None

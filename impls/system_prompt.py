@@ -9,13 +9,17 @@ or when the instruction file or a skill file changes on disk.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import forwardpy
 
+from liveforge.declarations.memory import Memory, memory_path
 from liveforge.declarations.permissions import Decision
 from liveforge.declarations.prompt import PromptPart, SystemPrompt
 from liveforge.declarations.skills import SkillLibrary
+from liveforge.declarations.tool_settings import ToolSettings
+from liveforge.kernel.errors import LiveforgeError
 from liveforge.tools._context import using_runtime
 from liveforge.tools.inspection import inspect_module
 
@@ -116,6 +120,29 @@ def _instructions_key(prompt: SystemPrompt) -> tuple[str, float]:
     return (str(path), path.stat().st_mtime) if path else ("", 0.0)
 
 
+def _memories_part(prompt: SystemPrompt, tools: tuple[str, ...]) -> PromptPart | None:
+    settings = getattr(prompt.toolbox, "settings", None) or ToolSettings()
+    if "memory_search" not in tools or settings.memory.prompt_budget <= 0:
+        return None
+    memory = Memory(
+        path=memory_path(prompt.runtime.project_root, settings.memory), settings=settings.memory
+    )
+    query = prompt.topic
+    try:
+        text = memory.for_prompt(query, settings.memory.prompt_budget)
+    except (LiveforgeError, sqlite3.Error) as exc:
+        text = f"(memories unavailable: {exc})"
+    if not text:
+        return None
+    title = "Memories of this project (memory_search finds more; memory_forget drops wrong ones)"
+    return PromptPart(name="memories", title=title, text=text)
+
+
+@forwardpy.impl(SystemPrompt.focus)
+def focus(self: SystemPrompt, text: str) -> None:
+    self.topic = text
+
+
 @forwardpy.impl(SystemPrompt.parts)
 def parts(self: SystemPrompt) -> list[PromptPart]:
     cache = self.cache
@@ -137,7 +164,8 @@ def parts(self: SystemPrompt) -> list[PromptPart]:
         ]
         cache.parts = [p for p in built if p is not None and p.text.strip()]
         cache.key = key
-    return list(cache.parts)
+    memories = _memories_part(self, key[0])  # last: the parts before it stay a stable prefix
+    return [*cache.parts, memories] if memories else list(cache.parts)
 
 
 @forwardpy.impl(SystemPrompt.render)

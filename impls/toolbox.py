@@ -28,8 +28,10 @@ import forwardpy
 from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.permissions import approved
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError, ToolSchema
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.impls.approvals import in_tool_call, refusal
+from liveforge.impls.tool_profiles import visible_names
 from liveforge.kernel._deadline import DeadlineExceeded, deadline
 from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel.errors import LiveforgeError
@@ -136,9 +138,18 @@ def _collect(module_name: str, tools: dict[str, Tool], problems: list[str]) -> N
             problems.append(f"{module_name}.{name}: {exc}")
 
 
+def _settings(box: Toolbox) -> ToolSettings:
+    return getattr(box, "settings", None) or ToolSettings()
+
+
+def _visible(box: Toolbox, found: list[Tool]) -> list[Tool]:
+    names = visible_names(_settings(box), [tool.name for tool in found])
+    return [tool for tool in found if tool.name in names]
+
+
 @forwardpy.impl(Toolbox.tools)
 def tools(self: Toolbox) -> list[Tool]:
-    return _discover(self)[0]
+    return _visible(self, _discover(self)[0])
 
 
 @forwardpy.impl(Toolbox.specs)
@@ -156,8 +167,11 @@ def call(
     self: Toolbox, name: str, arguments: dict[str, Any] | str, timeout: float | None = None
 ) -> ToolResult:
     limit = self.limit or DEFAULT_LIMIT
-    available = {tool.name: tool for tool in self.tools()}
+    found = _discover(self)[0]
+    available = {tool.name: tool for tool in _visible(self, found)}
     tool = available.get(name)
+    if tool is None and any(t.name == name for t in found):
+        return ToolResult(_left_out(name, _settings(self)), is_error=True)
     if tool is None:
         return ToolResult(_unknown(name, list(available)), is_error=True)
     try:
@@ -210,8 +224,8 @@ def _effective_timeout(timeout: float | None, values: dict[str, Any]) -> float:
 
 def _run(box: Toolbox, tool: Tool, values: dict[str, Any], seconds: float) -> tuple[str, bool]:
     try:
-        services = getattr(box, "services", None) or {}
-        with using_runtime(box.runtime), using_services(services), deadline(seconds):
+        runtime = using_runtime(box.runtime, _settings(box))
+        with runtime, using_services(box.services), deadline(seconds):
             value = tool.func(**values)
     except DeadlineExceeded:
         return (
@@ -231,6 +245,14 @@ def _short_traceback(exc: BaseException) -> str:
     """The innermost frames of a tool's exception, enough to find the faulty line."""
     frames = traceback.extract_tb(exc.__traceback__)[-4:]
     return "".join(traceback.format_list(frames)).rstrip()
+
+
+def _left_out(name: str, settings: ToolSettings) -> str:
+    return (
+        f"{name} is not available in this session (tool profile {settings.profile!r}, "
+        "allow/deny lists of [tool.liveforge.tools]); do the task with the tools you have, "
+        "or tell the user it needs that tool."
+    )
 
 
 def _unknown(name: str, available: list[str]) -> str:

@@ -20,6 +20,7 @@ from liveforge.kernel._checks import Checks
 from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
+from liveforge.kernel._filewrites import FILE_KIND, FileWrites
 from liveforge.kernel._persist import Persistence
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._reexports import origin
@@ -72,7 +73,7 @@ def _import_advice(exc: Exception) -> str:
     return "fix the import error first."
 
 
-class Runtime(Checks, Persistence, VirtualModules):
+class Runtime(Checks, Persistence, VirtualModules, FileWrites):
     """A live view of a running program's modules: patch, reload, run, check, undo.
 
     Example::
@@ -101,6 +102,7 @@ class Runtime(Checks, Persistence, VirtualModules):
         self.check_settings = check_settings or CheckSettings()
         self._sandbox: Sandbox | None = None
         self._init_persistence()
+        self._init_file_writes()
         self._file_watch = FileWatch(self.project_root)
         self.registry = ModuleRegistry()
         self._history = History()
@@ -424,7 +426,12 @@ class Runtime(Checks, Persistence, VirtualModules):
         return change
 
     def _undo(self, change: Change) -> None:
+        if change.kind == FILE_KIND:
+            self._restore_file(change)
         record = self.registry.get(change.module)
+        if change.kind == FILE_KIND and (record is None or change.before is None):
+            change.status = ChangeStatus.ROLLED_BACK  # a plain file: nothing in memory
+            return
         if record is None:
             raise ChangeError(
                 f"module {change.module!r} of change {change.id} is no longer "
@@ -446,12 +453,16 @@ class Runtime(Checks, Persistence, VirtualModules):
                 module, record.index, change.before, record.filename, change.target
             )
             record.source, record.index = change.before, new_index
+        if change.kind == FILE_KIND:
+            record.loaded = read_source(record.filename)
         change.status = ChangeStatus.ROLLED_BACK
         if change.id in record.change_ids:
             record.change_ids.remove(change.id)
 
     def _check_undoable(self, changes: list[Change]) -> None:
-        """Refuse, before undoing anything, a rollback that would orphan a written file."""
+        """Refuse, before undoing anything, a rollback that would orphan a written file or
+        lose an edit made to a file after a file change wrote it."""
+        self._check_files_undoable(changes)
         for change in changes:
             record = self.registry.get(change.module)
             if change.before is None and record is not None and not record.virtual:

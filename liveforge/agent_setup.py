@@ -27,6 +27,7 @@ from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.subagents import ChildSpec, SubAgents
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.approvals import persist_guard
 from liveforge.impls.plugins import attach
@@ -126,6 +127,7 @@ def build_agent(
     settings: AgentSettings | None = None,
     context: ContextSettings | None = None,
     tool_packages: list[str] | None = None,
+    tool_settings: ToolSettings | None = None,
     env: Mapping[str, str] | None = None,
     policy: Policy | None = None,
     approver: Approver | None = None,
@@ -149,12 +151,16 @@ def build_agent(
     `agent.session.live.plugin_problems`. `parent` and `spec` build a sub-agent
     (`liveforge.declarations.subagents`): its session is linked to the parent's, and it
     shares the parent's runtime.
+    `tool_settings` (default: the project's `[tool.liveforge.tools]`) choose the session's
+    tool profile.
     """
     from liveforge.config import build_provider, load_config
 
     root = Path(project_root).resolve()
-    config = load_config(root, env)
-    policy = policy or config.permissions.policy()
+    if provider is None or policy is None or tool_settings is None:
+        config = load_config(root, env)
+        policy = policy or config.permissions.policy()
+        tool_settings = tool_settings or config.tools
     if provider is None:
         provider = build_provider(config, env)
         settings = settings or config.agent_settings()
@@ -183,6 +189,7 @@ def build_agent(
         limit=context.tool_result_limit,
         policy=parent.toolbox.policy if parent is not None else policy,
         approver=parent.toolbox.approver if parent is not None else approver,
+        settings=parent.toolbox.settings if parent is not None else tool_settings,
     )
     agent = Agent(
         runtime=runtime,
@@ -221,7 +228,9 @@ def open_toolbox(
     rt: Runtime, *, policy: Policy | None = None, approver: Approver | None = None
 ) -> Toolbox:
     """The toolbox over `rt`: liveforge's tools plus the project's own tools package, under
-    `policy` (default: ask, with nobody to ask — enough for the read and check tools)."""
+    `policy` (default: ask, with nobody to ask — enough for the read and check tools), with
+    the project's tool profile and settings (`[tool.liveforge.tools]`)."""
+    from liveforge.config import load_config
     from liveforge.impls.toolbox import BUILTIN_PACKAGE, project_tool_packages
 
     packages = [BUILTIN_PACKAGE, *project_tool_packages(rt.project_root)]
@@ -231,4 +240,5 @@ def open_toolbox(
         limit=1_000_000,
         policy=policy or Policy(),
         approver=approver,
+        settings=load_config(rt.project_root).tools,
     )

@@ -65,6 +65,7 @@ from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._secrets import register_secrets
@@ -246,6 +247,9 @@ class LiveforgeConfig(BaseModel):
     """`liveforge serve`: approvals and the Telegram channel (`[tool.liveforge.gateway]`)."""
     schedule: list[ScheduleEntry] = Field(default_factory=list)
     """Scheduled runs of the gateway (`[[tool.liveforge.schedule]]`)."""
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    """Tool profile, allow/deny lists and groups, and the file, shell and memory tools'
+    settings (`[tool.liveforge.tools]`)."""
 
     @field_validator("model")
     @classmethod

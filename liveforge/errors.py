@@ -30,6 +30,10 @@ tree below is complete and true.
   * NoRuntime [RuntimeError] — a tool was called outside a runtime
   * ToolDefinitionError [TypeError] — a tool's signature cannot become a JSON schema
   * ArgumentError [ValueError] — a model's tool arguments do not fit the schema
+  * EditRefused [ValueError] — a file edit or patch that does not apply; nothing written
+  * CommandRefused [PermissionError] — the shell allow/deny lists refused a command
+  * MemoryNotFound [LookupError] — no memory has this id
+  * EmbeddingError — the embedding provider failed (memory vector search)
   * SessionError — a session could not be opened or written
     * SessionBusy — another front end is running a turn in this project
   * CompactionError — the conversation could not be summarised
@@ -62,6 +66,8 @@ from enum import IntEnum
 
 from liveforge.declarations.compaction import CompactionError
 from liveforge.declarations.contract import ContractFieldError
+from liveforge.declarations.files import EditRefused
+from liveforge.declarations.memory import EmbeddingError, MemoryNotFound
 from liveforge.declarations.permissions import PermissionDenied
 from liveforge.declarations.provider_errors import (
     AuthenticationError,
@@ -79,6 +85,7 @@ from liveforge.declarations.provider_errors import (
     StreamInterrupted,
 )
 from liveforge.declarations.session import SessionBusy, SessionError
+from liveforge.declarations.shell import CommandRefused
 from liveforge.declarations.skills import SkillNotFound
 from liveforge.declarations.subagents import SubAgentError
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
@@ -114,10 +121,13 @@ __all__ = [
     "BillingError",
     "ChangeError",
     "CommandError",
+    "CommandRefused",
     "CompactionError",
     "ConfigError",
     "ContextOverflowError",
     "ContractFieldError",
+    "EditRefused",
+    "EmbeddingError",
     "ExecutionTimeout",
     "ExitCode",
     "GatewayError",
@@ -125,6 +135,7 @@ __all__ = [
     "InvalidName",
     "LiveforgeError",
     "MalformedResponse",
+    "MemoryNotFound",
     "ModelNotFound",
     "NoRuntime",
     "OverloadedError",

@@ -13,9 +13,10 @@ is refused, and an unmarked tool counts as "execute". The Toolbox
 
 Core tools: inspection (inspect_module, view_source), intel (find, references, complete),
 changes (patch, reload, rollback, history, diff, persist), running (execute, verify,
-run_tests).
+run_tests), files (read_file, write_file, edit_file, apply_patch), shell (exec, process),
+memory (memory_write, memory_search, memory_forget).
 """
 
-from liveforge.tools._context import NoRuntime, runtime, using_runtime
+from liveforge.tools._context import NoRuntime, runtime, settings, using_runtime
 
-__all__ = ["NoRuntime", "runtime", "using_runtime"]
+__all__ = ["NoRuntime", "runtime", "settings", "using_runtime"]

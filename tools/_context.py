@@ -18,14 +18,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel.errors import LiveforgeError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime
 
-__all__ = ["NoRuntime", "runtime", "service", "using_runtime", "using_services"]
+__all__ = ["NoRuntime", "runtime", "service", "settings", "using_runtime", "using_services"]
 
 _current: ContextVar[Runtime | None] = ContextVar("liveforge_tool_runtime", default=None)
+_settings: ContextVar[ToolSettings | None] = ContextVar("liveforge_tool_settings", default=None)
 _services: ContextVar[Mapping[str, object] | None] = ContextVar(
     "liveforge_tool_services", default=None
 )
@@ -49,13 +51,21 @@ def runtime() -> Runtime:
     return current
 
 
+def settings() -> ToolSettings:
+    """The tool settings of the current tool call (the toolbox's), else the defaults."""
+    return _settings.get() or ToolSettings()
+
+
 @contextmanager
-def using_runtime(rt: Runtime) -> Iterator[Runtime]:
-    """Bind ``rt`` as the runtime tools work on, for the duration of the ``with`` block."""
+def using_runtime(rt: Runtime, tool_settings: ToolSettings | None = None) -> Iterator[Runtime]:
+    """Bind ``rt`` as the runtime tools work on (and ``tool_settings`` as their settings),
+    for the duration of the ``with`` block."""
     token = _current.set(rt)
+    settings_token = _settings.set(tool_settings)
     try:
         yield rt
     finally:
+        _settings.reset(settings_token)
         _current.reset(token)
 
 

@@ -73,12 +73,13 @@ def history(limit: int = 20) -> str:
 
 @effect("read")
 def diff(module: str | None = None) -> str:
-    """Unified diff of in-memory source against the files (what persist would write).
+    """Unified diff of in-memory source against the files (what persist would write), and
+    of the files written this session (write_file, edit_file, apply_patch).
 
     Args:
-        module: one module; omit for every changed module
+        module: one module; omit for every changed module and written file
     """
-    text = runtime().diff(module)
+    text = runtime().diff(module) + ("" if module else runtime().written_diff())
     if not text:
         return f"{module}: memory matches disk" if module else "no changes"
     return clip(text, None, lambda n: "ask for one module at a time: diff(module)")

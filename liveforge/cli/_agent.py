@@ -8,6 +8,7 @@ with the command line's `--mode` (or `--yes`) over it; the front end answers its
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import CommandError
 from liveforge.cli._render import Renderer
+from liveforge.declarations.tool_settings import PROFILES
 from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NO_PROVIDER_HINT",
+    "add_profile",
     "configured_provider",
     "drive_turn",
     "make_agent",
@@ -71,6 +74,16 @@ def _config(project: Path, model: str | None) -> LiveforgeConfig:
     return _checked(load)
 
 
+def add_profile(parser: argparse.ArgumentParser) -> None:
+    """The ``--profile`` option of the commands that run the agent."""
+    parser.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="the tools the model gets this session: minimal, coding, live (inspect, patch, "
+        "verify, persist) or full (default: configured, else full)",
+    )
+
+
 def _checked(build: Callable[[], T]) -> T:
     """`build()`, its configuration errors as usage errors that say what to set."""
     try:
@@ -91,12 +104,13 @@ def make_agent(
     resume: str | None = None,
     mode: Mode | None = None,
     approver: Approver | None = None,
+    profile: str | None = None,
 ) -> Agent:
     """An agent on `project` whose tool calls follow the project's permission policy, in
     `mode` if given; `approver` answers the calls the policy asks about.
 
     Without `provider`, the project's configuration gives the models and the `[agent]` and
-    `[context]` settings."""
+    `[context]` settings. `profile` replaces the configured tool profile for this session."""
     from liveforge.agent_setup import build_agent
     from liveforge.config import build_provider
 
@@ -105,6 +119,7 @@ def make_agent(
     if provider is None:
         provider = _checked(lambda: build_provider(config))
         settings, context = config.agent_settings(), config.context
+    tools = config.tools.model_copy(update={"profile": profile}) if profile else config.tools
     return build_agent(
         project,
         provider=provider,
@@ -113,6 +128,7 @@ def make_agent(
         context=context,
         policy=config.permissions.policy(mode),
         approver=approver,
+        tool_settings=tools,
     )
 
 

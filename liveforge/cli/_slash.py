@@ -112,7 +112,8 @@ async def _diff(state: ChatState, args: list[str]) -> bool:
     if written:
         state.say("files written by code the agent ran (/undo puts them back):", "bold yellow")
         _show_diff(state, written)
-    _show_diff(state, rt.diff(args[0] if args else None))
+    # files the file tools wrote (undone by /undo too), then memory against the files
+    _show_diff(state, rt.diff(args[0] if args else None) + ("" if args else rt.written_diff()))
     return True
 
 
@@ -278,7 +279,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
         "undo the last step: a persist (files back) or a change in memory; "
         "/undo ID rolls back that change and later ones of its module",
     ),
-    "/diff": (_diff, "unpersisted changes as a diff (memory vs files)"),
+    "/diff": (_diff, "unpersisted changes (memory vs files) and files written, as a diff"),
     "/verify": (_verify, "run CODE in the sandbox with the changes: /verify assert f(2) == 4"),
     "/persist": (
         _persist,

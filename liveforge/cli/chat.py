@@ -25,6 +25,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from liveforge.cli._agent import (
+    add_profile,
     configured_provider,
     drive_turn,
     make_agent,
@@ -83,13 +84,16 @@ def register(commands: Any) -> None:
         "(the latest when no ID is given)",
     )
     add_mode(parser)
+    add_profile(parser)
     add_common(parser, json_flag=False)
     parser.set_defaults(handler=_chat)
 
 
 def _chat(args: argparse.Namespace) -> int:
     project = project_dir(args)
-    agent = make_agent(project, model=args.model, resume=args.resume, mode=chosen_mode(args))
+    agent = make_agent(
+        project, model=args.model, resume=args.resume, mode=chosen_mode(args), profile=args.profile
+    )
     return asyncio.run(ChatApp(agent, project).run())
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
-from liveforge.cli._agent import drive_turn, make_agent, model_name, policy_of
+from liveforge.cli._agent import add_profile, drive_turn, make_agent, model_name, policy_of
 from liveforge.cli._common import (
     CommandError,
     ExitCode,
@@ -63,6 +63,7 @@ def register(commands: Any) -> None:
         help="continue a session (the latest when no ID is given)",
     )
     add_mode(parser)
+    add_profile(parser)
     add_common(parser)
     parser.set_defaults(handler=_run)
 
@@ -119,7 +120,11 @@ def _run(args: argparse.Namespace) -> int:
     # sys.stdout and sys.stderr while it runs: output goes to the streams we started with
     stdout = sys.stdout
     agent = make_agent(
-        project_dir(args), model=args.model, resume=args.resume, mode=chosen_mode(args)
+        project_dir(args),
+        model=args.model,
+        resume=args.resume,
+        mode=chosen_mode(args),
+        profile=args.profile,
     )
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()

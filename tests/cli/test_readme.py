@@ -85,3 +85,13 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     served = load_config(tmp_path, env={})
     assert served.gateway is not None and served.gateway.telegram is not None
     assert [entry.name for entry in served.schedule] == ["nightly-tests"]
+
+
+def test_the_configuration_example_is_valid(tmp_path: Path):
+    """The README's `[tool.liveforge]` example loads as a pyproject.toml, every key known."""
+    from liveforge.config import load_config
+
+    example = next(b for b in _blocks("toml") if "[tool.liveforge.tools]" in b)
+    (tmp_path / "pyproject.toml").write_text(example)
+    config = load_config(tmp_path, env={})
+    assert config.tools.deny == ["group:shell"] and config.tools.memory.embeddings is not None

@@ -1,0 +1,101 @@
+# mypy: disable-error-code="empty-body"
+"""The agent's shell: run a command to its end, or in the background, under limits.
+
+Commands run with ``bash -c`` in a folder of the project, by default *inside the check
+boundary*: the environment without secrets (the kernel's `without_secrets`), its own process
+group (killed whole at the timeout or on kill), stdin closed, memory and file-size limits.
+``boundary=False`` runs it as a terminal would (full environment, no limits but the timeout);
+the permission policy asks before any shell call (effect ``shell``), so that is a person's
+decision. The configured allow/deny lists of command names are checked first, in every part
+of a pipeline or command list.
+
+    shell = Shell(runtime=rt, settings=ShellSettings())
+    result = shell.run("pytest -q", cwd=".", timeout=60)
+    result.exit_code, result.output, result.timed_out
+    pid = shell.start("python -m http.server 8000")
+    shell.poll(pid); shell.read(pid); shell.kill(pid)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import forwardpy
+from pydantic import BaseModel
+
+from liveforge.declarations.tool_settings import ShellSettings
+from liveforge.kernel.errors import LiveforgeError
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Runtime
+
+__all__ = ["CommandRefused", "ProcessInfo", "Shell", "ShellResult"]
+
+
+class CommandRefused(LiveforgeError, PermissionError):
+    """A command the allow/deny lists (or a bad folder) refuse; it did not run."""
+
+    def __init__(self, message: str, *, command: str = "") -> None:
+        super().__init__(message)
+        self.command = command
+
+
+class ShellResult(BaseModel):
+    """How a command ended: exit code (negative: killed by that signal), output, timing."""
+
+    command: str
+    cwd: str
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    seconds: float = 0.0
+    boundary: bool = True
+
+
+class ProcessInfo(BaseModel):
+    """A background process: its id, command, whether it runs, and its exit code."""
+
+    id: str
+    command: str
+    pid: int
+    running: bool
+    exit_code: int | None = None
+    seconds: float = 0.0
+    output_bytes: int = 0
+
+
+class Shell(forwardpy.Object):
+    """Running shell commands for the agent, to the end or in the background."""
+
+    runtime: Runtime
+    settings: ShellSettings
+
+    def check(self, command: str) -> None:
+        """Raise `CommandRefused` if the allow/deny lists refuse any command in ``command``."""
+        ...
+
+    def run(
+        self, command: str, cwd: str = ".", timeout: float | None = None, boundary: bool = True
+    ) -> ShellResult:
+        """Run ``command`` to its end (killed at ``timeout`` seconds) and return the result."""
+        ...
+
+    def start(self, command: str, cwd: str = ".", boundary: bool = True) -> ProcessInfo:
+        """Start ``command`` in the background; its output is kept for `read`."""
+        ...
+
+    def poll(self, process_id: str) -> ProcessInfo:
+        """Whether the background process still runs, and its exit code when it ended."""
+        ...
+
+    def read(self, process_id: str) -> str:
+        """The output the background process wrote since the last read."""
+        ...
+
+    def kill(self, process_id: str) -> ProcessInfo:
+        """Stop the background process and its children (SIGTERM, then SIGKILL)."""
+        ...
+
+    def processes(self) -> list[ProcessInfo]:
+        """The background processes of this runtime, running or ended."""
+        ...
