@@ -51,6 +51,8 @@ BUILTIN_GROUPS: dict[str, tuple[str, ...]] = {
     "files": ("read_file", "write_file", "edit_file", "apply_patch"),
     "shell": ("exec", "process"),
     "memory": ("memory_write", "memory_search", "memory_forget"),
+    "skills": ("load_skill",),
+    "agents": ("spawn_agent", "agents_list", "agent_send", "agent_result", "agent_accept"),
     "live": (
         "patch",
         "reload",
@@ -73,13 +75,14 @@ PROFILES: dict[str, tuple[str, ...] | None] = {
         "group:files",
         "group:shell",
         "group:memory",
+        "group:skills",
         "verify",
         "run_tests",
         "diff",
         "history",
         "rollback",
     ),
-    "live": ("group:code", "group:live", "group:custom"),
+    "live": ("group:code", "group:live", "group:skills", "group:custom"),
     "full": None,
 }
 """Each profile's tools and groups; ``None`` is every tool."""

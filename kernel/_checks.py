@@ -16,6 +16,7 @@ from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel._sources import ModuleRegistry
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
@@ -90,7 +91,10 @@ class Checks:
             memory_mb=memory_mb,
             network=network,
         )
-        if live is not False and _livefork.available():
+        # a fresh-import run that was stopped (timeout, a kill, Ctrl-C) has nothing to compare
+        # against: the live run is skipped rather than waited for
+        stopped = result.status in ("timed_out", "crashed", "killed_memory")
+        if live is not False and _livefork.available() and not stopped:
             result = self._compare_live(result, code, timeout, memory_mb)
         self._mark(result, carried)
         return result
@@ -99,7 +103,7 @@ class Checks:
         self, result: RunResult, code: str, timeout: float, memory_mb: int | None
     ) -> RunResult:
         """Add the live-process run of `code` to `result`, and whether the two disagree."""
-        checked = _livefork.run_live(code, timeout=timeout, memory_mb=memory_mb)
+        checked = _scrubbed(_livefork.run_live(code, timeout=timeout, memory_mb=memory_mb))
         divergent = _disagree(result, checked)
         update: dict[str, object] = {"live": checked, "divergent": divergent}
         if divergent:
@@ -173,3 +177,18 @@ def _disagree(fresh: RunResult, live: _livefork.LiveCheck) -> bool:
 
 # Object addresses differ between any two processes; they are no disagreement.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _scrubbed(checked: _livefork.LiveCheck) -> _livefork.LiveCheck:
+    """The live run with secret values scrubbed as the sandbox's run records are (so the
+    two compare alike and no key reaches the record)."""
+    scrubber = Scrubber.current()
+    if not scrubber:
+        return checked
+    fields = ("value_repr", "exc_message", "traceback", "stdout", "stderr")
+    update = {
+        name: scrubber.text(text)
+        for name in fields
+        if isinstance(text := getattr(checked, name), str)
+    }
+    return checked.model_copy(update=update)

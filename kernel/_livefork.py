@@ -42,6 +42,8 @@ from liveforge.kernel._secrets import is_secret_name
 
 LiveStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
 _OUTPUT_LIMIT = 100_000
+_RUNNING: set[int] = set()
+"""Pids of live checks being waited for."""
 _KEPT: list[Any] = []
 
 
@@ -94,7 +96,11 @@ def run_live(
             os.close(read_end)
             _child(code, out.fileno(), err.fileno(), write_end, memory_mb, boundary)
         os.close(write_end)
-        raw, status = _collect(pid, read_end, timeout)
+        _RUNNING.add(pid)
+        try:
+            raw, status = _collect(pid, read_end, timeout)
+        finally:
+            _RUNNING.discard(pid)
         fields = _outcome(raw, status, timeout)
         fields["stdout"], fields["stderr"] = _read(out), _read(err)
     duration = time.monotonic() - started
@@ -102,6 +108,19 @@ def run_live(
     return LiveCheck(
         duration=duration, ok=fields["status"] == "passed", isolation=isolation, **fields
     )
+
+
+def stop_all() -> list[int]:
+    """Kill every live check of this process in progress, with what it started (each leads
+    a session of its own); their pids. The waiting caller then reports it as killed."""
+    stopped = sorted(_RUNNING)
+    for pid in stopped:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    return stopped
 
 
 def _child(

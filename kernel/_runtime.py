@@ -60,7 +60,6 @@ from liveforge.kernel.errors import (
 )
 
 _KERNEL = "liveforge.kernel"
-_KERNEL_DIR = Path(__file__).resolve().parent
 
 
 def _import_advice(exc: Exception) -> str:
@@ -569,15 +568,14 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
             return
         if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):
             raise ProtectedTarget(target)
-        if by_file and protected_file(module_name, self.protected):
+        filename = module_file(module_name)
+        in_kernel = filename is not None and Path(filename).resolve().is_relative_to(KERNEL_DIR)
+        if in_kernel or (by_file and protected_file(module_name, self.protected)):
             raise ProtectedTarget(
                 target,
-                place=f"a protected file ({sys.modules[module_name].__file__})",
+                place=f"a protected file ({filename or sys.modules[module_name].__file__})",
                 hint="It keeps the running program safe; change what it calls instead.",
             )
-        filename = module_file(module_name)
-        if filename is not None and Path(filename).resolve().is_relative_to(_KERNEL_DIR):
-            raise ProtectedTarget(target)
 
     def _label(self, record: ModuleRecord) -> str:
         if record.virtual:

@@ -157,10 +157,9 @@ def build_agent(
     from liveforge.config import build_provider, load_config
 
     root = Path(project_root).resolve()
-    if provider is None or policy is None or tool_settings is None:
-        config = load_config(root, env)
-        policy = policy or config.permissions.policy()
-        tool_settings = tool_settings or config.tools
+    config = load_config(root, env)  # the check boundary's settings come from it too
+    policy = policy or config.permissions.policy()
+    tool_settings = tool_settings or config.tools
     if provider is None:
         provider = build_provider(config, env)
         settings = settings or config.agent_settings()

@@ -16,11 +16,15 @@ __all__ = ["stop_running_checks"]
 
 
 def stop_running_checks(rt: Any) -> list[int]:
-    """Kill every sandbox run of `rt` in progress, with its processes; their pids."""
+    """Kill every sandbox run of `rt` in progress, and every live check (a fork of this
+    process), with their processes; their pids."""
+    from liveforge.kernel._livefork import stop_all
+
+    live = stop_all()
     sandbox = getattr(rt, "_sandbox", None)
     template = sandbox.template_pid if sandbox is not None else None
     if template is None:
-        return []
+        return live
     runs = _children_of(template)
     for pid in runs:
         try:
@@ -30,7 +34,7 @@ def stop_running_checks(rt: Any) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-    return runs
+    return [*live, *runs]
 
 
 def _children_of(parent: int) -> list[int]:

@@ -14,7 +14,14 @@ import argparse
 import datetime
 from typing import Any
 
-from liveforge.cli._common import CommandError, ExitCode, add_common, emit, project_dir
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    emit,
+    examples,
+    project_dir,
+)
 from liveforge.declarations.memory import Memory, MemoryItem, MemoryNotFound, memory_path
 
 __all__ = ["register"]
@@ -26,6 +33,13 @@ def register(commands: Any) -> None:
         "memory",
         help="list, search, show, add, edit and delete the agent's memories of the project",
         description="The agent's memories of --project (kept in .liveforge/memory.sqlite).",
+        epilog=examples(
+            "  liveforge memory list\n"
+            "  liveforge memory search release steps\n"
+            '  liveforge memory add "tests need the local Redis on 6380"\n'
+            "  liveforge memory rm 3 7\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="memories, newest first")

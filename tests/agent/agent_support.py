@@ -16,6 +16,7 @@ from liveforge.declarations.agent import Agent, AgentEvent, AgentSettings
 from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.permissions import Policy
 from liveforge.declarations.provider import Provider, RetryPolicy
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel import Runtime
 from liveforge.testing import FakeProvider
 
@@ -73,6 +74,7 @@ def make_agent(
     settings: AgentSettings | None = None,
     context: ContextSettings | None = None,
     policy: Policy | None = None,
+    tool_settings: ToolSettings | None = None,
 ) -> Agent:
     """An agent on `root` talking to `fake` over loopback HTTP (full-auto unless `policy`)."""
     route = fake.route(protocol, keys=["sk-test-secret-key-0123456789"])  # type: ignore[arg-type]
@@ -86,6 +88,7 @@ def make_agent(
         context=context,
         env={},
         policy=policy or Policy(mode="full-auto"),
+        tool_settings=tool_settings,
     )
 
 

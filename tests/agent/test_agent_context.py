@@ -10,6 +10,7 @@ from agent_support import make_agent, of_type, run_turn
 
 from liveforge.declarations.compaction import Compactor, ContextSettings
 from liveforge.declarations.messages import Message
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.impls.providers.pairing import pairing_problems
 from liveforge.testing import fault, reply
 
@@ -17,6 +18,8 @@ SMALL = ContextSettings(
     window=8000, reserve=0, threshold=0.75, keep_fraction=0.25, summary_tokens=300
 )
 INSTRUCTION = "Always use math.pi, never literals."
+#: the live tools only: these window sizes were measured with that catalogue
+LIVE_TOOLS = ToolSettings(profile="live")
 
 
 def _big(letter: str) -> reply:
@@ -41,7 +44,7 @@ def test_small_window_compacts_older_turns_keeping_instructions_verbatim(project
     """Past the threshold, older turns are summarised by the model; the next request starts
     with the summary, the user's instruction word for word, and the recent messages."""
     root, _ = project
-    agent = make_agent(root, fake, context=SMALL)
+    agent = make_agent(root, fake, context=SMALL, tool_settings=LIVE_TOOLS)
     _two_turns(agent, fake)
     fake.add(_big("b"), reply.text("SUMMARY: the user wants math.pi."), reply.text("Done."))
     events = run_turn(agent, "another big one")
@@ -63,7 +66,7 @@ def test_overflow_during_compaction_retries_a_smaller_summary_request(project, f
     """When the summarisation request itself overflows, old tool outputs are cut and it is
     sent again strictly smaller; the turn then goes on."""
     root, _ = project
-    agent = make_agent(root, fake, context=SMALL)
+    agent = make_agent(root, fake, context=SMALL, tool_settings=LIVE_TOOLS)
     _two_turns(agent, fake)
     fake.add(
         _big("b"), fault.context_overflow(), reply.text("SUMMARY after retry"), reply.text("Done.")
@@ -128,7 +131,7 @@ def test_clip_result_keeps_head_and_tail_around_a_marker():
 def test_compact_between_turns_on_request(project, fake):
     """Agent.compact() summarises now (the /compact command), keeping the session valid."""
     root, _ = project
-    agent = make_agent(root, fake, context=SMALL)
+    agent = make_agent(root, fake, context=SMALL, tool_settings=LIVE_TOOLS)
     _two_turns(agent, fake)
     fake.add(reply.text("SUMMARY on request"), reply.text("after"))
     compacted = asyncio.run(agent.compact())

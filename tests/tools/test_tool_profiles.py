@@ -19,6 +19,7 @@ CODE = ["complete", "find", "inspect_module", "references", "view_source"]
 FILES = ["apply_patch", "edit_file", "read_file", "write_file"]
 MEMORY = ["memory_forget", "memory_search", "memory_write"]
 LIVE = ["diff", "execute", "history", "patch", "persist", "reload", "rollback", "run_tests"]
+AGENTS = ["agent_accept", "agent_result", "agent_send", "agents_list", "spawn_agent"]
 PINNED = {
     "minimal": sorted(["read_file", *CODE]),
     "coding": sorted(
@@ -26,6 +27,7 @@ PINNED = {
             *CODE,
             *FILES,
             *MEMORY,
+            "load_skill",
             "exec",
             "process",
             "verify",
@@ -35,8 +37,10 @@ PINNED = {
             "rollback",
         ]
     ),
-    "live": sorted([*CODE, *LIVE, "verify", "add"]),
-    "full": sorted([*CODE, *FILES, *MEMORY, *LIVE, "verify", "exec", "process", "add"]),
+    "live": sorted([*CODE, *LIVE, "verify", "load_skill", "add"]),
+    "full": sorted(
+        [*CODE, *FILES, *MEMORY, *LIVE, *AGENTS, "verify", "load_skill", "exec", "process", "add"]
+    ),
 }
 
 
