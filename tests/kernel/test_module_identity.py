@@ -18,9 +18,10 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import importlib, json, sys
     sys.path.insert(0, {root!r})
-    import kernel._secrets  # loaded under a second name before the runtime existed
+    # the kernel's file loaded under a second, bare name before the runtime existed
+    importlib.import_module('kernel._secrets')
     import liveforge
     from liveforge.tools import using_runtime
     from liveforge.tools.inspection import inspect_module, view_source
@@ -39,7 +40,7 @@ SCRIPT = textwrap.dedent(
     opted = liveforge.Runtime({root!r}, allow_kernel_patches=True)
     out["opted_in"] = attempt(opted, "kernel._secrets.without_secrets")
     try:
-        import tools._outline
+        importlib.import_module('tools._outline')  # a mapped folder, bare name
         out["import"] = ["imported", ""]
     except ImportError as exc:
         out["import"] = [type(exc).__name__, str(exc)]
