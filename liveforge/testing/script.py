@@ -20,6 +20,10 @@ immutable; builder methods return new objects, so partial builds can be shared.
     fault.bare_string("Model unloaded")                LM Studio's {"error": "<string>"}
     fault.hang(2.0)                                    answer nothing for 2 s, then close
     fault.disconnect()                                 close the connection, no response
+
+Items are taken by requests as they arrive. A call cancelled before its request reached the
+server takes none, so the item answers the next request instead: to cancel a call while the
+server holds it, wait for its arrival first with `FakeProvider.wait_for_requests(n)`.
 """
 
 from __future__ import annotations

@@ -160,6 +160,7 @@ class FakeProvider:
         self.requests: list[RecordedRequest] = []
         self._served = 0
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._ids = itertools.count(1)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -242,6 +243,20 @@ class FakeProvider:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+            self._arrived.notify_all()
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> None:
+        """Block until `count` requests arrived in all (TimeoutError after `timeout` s).
+
+        A call cancelled before its request reached the server takes no script item, so the
+        item goes to the next request: a test that cancels "mid-request" waits here first.
+        """
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise TimeoutError(
+                    f"the fake provider received {len(self.requests)} of {count} requests "
+                    f"within {timeout} s"
+                )
 
     def _next(self, model: str) -> Reply | Fault | None:
         with self._lock:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
-from agent_support import make_agent, of_type, run_turn
+import pytest
+from agent_support import collect, make_agent, of_type, run_turn
 
 from liveforge.impls.providers.pairing import CANCELLED_RESULT, pairing_problems
-from liveforge.testing import reply
+from liveforge.testing import fault, reply
 
 SLOW = {"code": "import time\ntime.sleep(1.5)\n'done'", "timeout": 10}
 
@@ -106,3 +108,47 @@ def test_closing_the_event_stream_early_ends_the_turn_cleanly(project, fake):
     asyncio.run(first_event_only())
     assert agent.session.info().state == "idle"
     assert run_turn(agent, "again")[-1].reason == "answer"
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+def test_a_turn_cancelled_mid_request_leaves_the_next_turn_unharmed(project, fake, protocol):
+    """Cancel while the server holds the request (it would answer nothing for 20 s): the
+    next turn on the same agent and event loop gets its own connection and answer, and the
+    cancelled exchange was closed rather than left for the next request to queue behind."""
+    root, _ = project
+    fake.add(fault.hang(20), reply.text("prompt answer"))
+    agent = make_agent(root, fake, protocol=protocol)
+    canceller = threading.Thread(target=lambda: (fake.wait_for_requests(1), agent.cancel()))
+
+    async def both_turns() -> tuple[list, list]:
+        canceller.start()
+        first = await collect(agent, "wait for it")
+        second = await collect(agent, "are you there?")
+        await agent.aclose()
+        return first, second
+
+    first, second = asyncio.run(both_turns())
+    canceller.join()
+    assert first[-1].reason == "cancelled"
+    assert second[-1].reason == "answer"
+    assert of_type(second, "final_answer")[0].text == "prompt answer"
+    assert [r.outcome for r in fake.requests] == ["fault", "complete"]
+
+
+def test_a_call_cancelled_before_its_request_left_uses_no_script_item(project, fake):
+    """A turn cancelled before its request reached the server: the fake's next item answers
+    the next turn (what a cancel "mid-request" must wait for: the request's arrival)."""
+    root, _ = project
+    fake.add(reply.text("first item"))
+    agent = make_agent(root, fake)
+
+    async def both_turns() -> tuple[list, list]:
+        first = await _cancel_at(agent, "go", "turn_started")
+        second = await collect(agent, "again")
+        await agent.aclose()
+        return first, second
+
+    first, second = asyncio.run(both_turns())
+    assert first[-1].reason == "cancelled"
+    assert of_type(second, "final_answer")[0].text == "first item"
+    assert len(fake.requests) == 1
