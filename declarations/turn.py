@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,50 @@ from liveforge.declarations.provider import CancelToken
 if TYPE_CHECKING:
     from liveforge.kernel._safety import SafetyNet
 
-__all__ = ["AgentState", "Turn"]
+__all__ = ["AgentState", "ModelProgress", "Turn"]
+
+
+@dataclass
+class ModelProgress:
+    """The model request in flight: when it began and what has streamed back so far.
+
+    Front ends read it while they wait (elapsed time, tokens so far); the loop's model call
+    updates it as events arrive. `output_tokens` is counted from the characters streamed
+    (text, thinking, tool arguments), or the provider's count when it reported a larger one
+    (Anthropic reports 1 output token at the start and the real count only at the end).
+    """
+
+    chars_per_token: float = 3.5
+    started: float = field(default_factory=time.monotonic)
+    chars: int = 0
+    reported: Usage | None = None
+    """The usage the provider reported during the stream (cumulative), if any."""
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the request was sent."""
+        return time.monotonic() - self.started
+
+    @property
+    def counted(self) -> int:
+        """Output tokens estimated from the characters streamed."""
+        return int(self.chars / self.chars_per_token)
+
+    @property
+    def estimated(self) -> bool:
+        """True while `output_tokens` is the estimate, not the provider's count."""
+        return self.reported is None or self.reported.output_tokens < self.counted
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens so far: the larger of the estimate and the provider's count."""
+        reported = self.reported.output_tokens if self.reported is not None else 0
+        return max(reported, self.counted)
+
+    @property
+    def input_tokens(self) -> int:
+        """Input tokens of the request as reported (cached ones included); 0 until then."""
+        return self.reported.total_input_tokens if self.reported is not None else 0
 
 
 @dataclass
@@ -33,6 +77,8 @@ class Turn:
     open_calls: list[ToolUseBlock] = field(default_factory=list)
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
     seen_runs: set[str] | None = None
+    model: ModelProgress | None = None
+    """The model request in flight (None between requests)."""
 
     def unanswered(self) -> list[str]:
         """Ids of open calls with no result yet."""

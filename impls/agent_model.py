@@ -30,13 +30,15 @@ from liveforge.declarations.messages import (
     Retrying,
     TextBlock,
     ThinkingDelta,
+    ToolCallDelta,
+    UsageUpdate,
 )
 from liveforge.declarations.messages import TextDelta as ModelText
 from liveforge.declarations.provider_errors import (
     ContextOverflowError,
     StreamInterrupted,
 )
-from liveforge.declarations.turn import Turn
+from liveforge.declarations.turn import ModelProgress, Turn
 from liveforge.impls import plugins
 
 if TYPE_CHECKING:
@@ -164,12 +166,19 @@ async def _stream(
     agent: Agent, turn: Turn, request: ModelRequest
 ) -> AsyncIterator[AgentEvent | ModelResponse]:
     response: ModelResponse | None = None
+    progress = turn.model = ModelProgress(agent.compactor.settings.chars_per_token)
     try:
         async for event in agent.provider.stream(request, cancel=turn.token):
             if isinstance(event, ModelText):
+                progress.chars += len(event.text)
                 yield TextDelta(text=event.text)
             elif isinstance(event, ThinkingDelta):
+                progress.chars += len(event.thinking)
                 yield Thinking(text=event.thinking)
+            elif isinstance(event, ToolCallDelta):
+                progress.chars += len(event.partial_json)
+            elif isinstance(event, UsageUpdate):
+                progress.reported = event.usage
             elif isinstance(event, Retrying):
                 yield Notice(
                     kind="retrying",
@@ -186,6 +195,8 @@ async def _stream(
         turn.usage = turn.usage + exc.partial.usage
         _keep_text(agent, exc.partial.text, "[the answer was cut off by a provider error]")
         raise
+    finally:
+        turn.model = None
     assert response is not None, "a provider stream ended without its Done event"
     yield _keep(agent, turn, response)
 

@@ -148,6 +148,7 @@ async def drive_turn(agent: Agent, renderer: Renderer, text: str) -> TurnEnded:
         stop_running_checks(agent.runtime)
 
     loop.add_signal_handler(signal.SIGINT, interrupt)
+    renderer.progress = lambda: turn.model if (turn := agent.state.turn) is not None else None
     last: Any = None
     try:
         async for event in agent.run(text):

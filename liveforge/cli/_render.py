@@ -3,8 +3,10 @@
 One `Renderer` serves the chat, `run -p` and the demo. Text streams into a live markdown
 view (code blocks syntax-highlighted); every other event ends the stream and prints one
 compact line (or a diff for a patch). Between events a spinner says what is being waited
-for: the model, or a tool such as a sandbox run. On a non-terminal output (a pipe, a log)
-nothing animates and the final text is printed once.
+for — the model, or a tool such as a sandbox run — with the elapsed time and, for the model,
+the tokens so far; under streaming text the same line stays at the bottom. On a
+non-terminal output (a pipe, a log) nothing animates and the final text is printed once; the
+status line then goes to the status console (standard error) when that is a terminal.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.status import Status
@@ -22,6 +24,7 @@ from rich.text import Text
 
 from liveforge.cli._cost import describe_usage
 from liveforge.cli._lifecycle import check_line
+from liveforge.cli._waiting import Progress, WaitLine
 from liveforge.declarations import agent as ev
 from liveforge.declarations.messages import Usage
 
@@ -62,6 +65,8 @@ class Renderer:
         """Looks a sandbox run up by id, so its line can show the value or failing tests."""
         self.status_console = status or console
         """Where the token line goes (`run` keeps it off standard output)."""
+        self.progress: Progress | None = None
+        """The model request in flight, for the status line (`drive_turn` sets it)."""
         self.model = model
         self.total = Usage()
         self.last_turn = Usage()
@@ -69,18 +74,28 @@ class Renderer:
         self._streamed = False
         self._live: Live | None = None
         self._status: Status | None = None
+        self._wait: WaitLine | None = None
 
     # -- animation --------------------------------------------------------------------------
 
     def busy(self, label: str) -> None:
-        """Show a spinner with `label` until the next output (terminals only)."""
+        """Show a spinner with `label`, the time and the tokens so far until the next output
+        (on the output when it is a terminal, else on the status console when that is)."""
         self.close()
-        if self.console.is_terminal:
-            self._status = self.console.status(label, spinner="dots")
+        target = self.console if self.console.is_terminal else self.status_console
+        if target.is_terminal:
+            self._status = target.status(WaitLine(label, self.progress), spinner="dots")
             self._status.start()
+
+    def _answer(self) -> RenderableType:
+        """The streaming answer with the status line under it."""
+        if self._wait is None:
+            return Markdown(self._text)
+        return Group(Markdown(self._text), self._wait)
 
     def close(self) -> None:
         """Finish the streamed text and stop the spinner."""
+        self._wait = None
         if self._live is not None:
             self._live.update(Markdown(self._text))
             self._live.stop()
@@ -106,19 +121,22 @@ class Renderer:
 
     def _on_text_delta(self, event: ev.TextDelta) -> None:
         if self._live is None and not self._text:
-            self.close()
             if self.console.is_terminal:
+                self.close()
+                self._wait = WaitLine("answering…", self.progress)
                 self._live = Live(
-                    Markdown(""),
+                    self._answer(),
                     console=self.console,
                     refresh_per_second=12,
                     vertical_overflow="visible",
                 )
                 self._live.start()
+            else:
+                self.busy("answering…")
         self._text += event.text
         self._streamed = True
         if self._live is not None:
-            self._live.update(Markdown(self._text))
+            self._live.update(self._answer())
 
     def _on_thinking(self, event: ev.Thinking) -> None:
         if self._status is None and self._live is None:
