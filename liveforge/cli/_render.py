@@ -15,8 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
+from rich.console import Console
 from rich.markdown import Markdown
 from rich.status import Status
 from rich.syntax import Syntax
@@ -24,6 +23,7 @@ from rich.text import Text
 
 from liveforge.cli._cost import describe_usage
 from liveforge.cli._lifecycle import check_line
+from liveforge.cli._stream_view import StreamView
 from liveforge.cli._waiting import Progress, WaitLine
 from liveforge.declarations import agent as ev
 from liveforge.declarations.messages import Usage
@@ -72,9 +72,8 @@ class Renderer:
         self.last_turn = Usage()
         self._text = ""
         self._streamed = False
-        self._live: Live | None = None
+        self._live: StreamView | None = None
         self._status: Status | None = None
-        self._wait: WaitLine | None = None
 
     # -- animation --------------------------------------------------------------------------
 
@@ -87,18 +86,10 @@ class Renderer:
             self._status = target.status(WaitLine(label, self.progress), spinner="dots")
             self._status.start()
 
-    def _answer(self) -> RenderableType:
-        """The streaming answer with the status line under it."""
-        if self._wait is None:
-            return Markdown(self._text)
-        return Group(Markdown(self._text), self._wait)
-
     def close(self) -> None:
         """Finish the streamed text and stop the spinner."""
-        self._wait = None
         if self._live is not None:
-            self._live.update(Markdown(self._text))
-            self._live.stop()
+            self._live.close()
             self._live = None
         elif self._text:  # not a terminal: the text is printed once, when complete
             self.console.print(Markdown(self._text))
@@ -123,20 +114,14 @@ class Renderer:
         if self._live is None and not self._text:
             if self.console.is_terminal:
                 self.close()
-                self._wait = WaitLine("answering…", self.progress)
-                self._live = Live(
-                    self._answer(),
-                    console=self.console,
-                    refresh_per_second=12,
-                    vertical_overflow="visible",
-                )
-                self._live.start()
+                self._live = StreamView(self.console, WaitLine("answering…", self.progress))
             else:
                 self.busy("answering…")
-        self._text += event.text
         self._streamed = True
         if self._live is not None:
-            self._live.update(self._answer())
+            self._live.add(event.text)
+        else:
+            self._text += event.text
 
     def _on_thinking(self, event: ev.Thinking) -> None:
         if self._status is None and self._live is None:

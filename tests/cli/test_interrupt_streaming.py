@@ -24,9 +24,9 @@ from test_chat import PROMPT, _say, _shown
 
 from liveforge.testing import FakeProvider, reply
 
-WORDS = " ".join(f"w{i:03d}" for i in range(300))  # 60 events 30 ms apart: ~9 s in full
-SLOW = reply.text(WORDS).chunked(5).slow(0.03)
-COLUMNS, ROWS = 100, 14  # fewer rows than the partial answer takes: it scrolls
+WORDS = "".join(f"w{i:03d}" + ("\n\n" if i % 10 == 9 else " ") for i in range(300))
+SLOW = reply.text(WORDS).chunked(5).slow(0.02)  # 300 events 20 ms apart: ~6 s in full
+COLUMNS, ROWS = 100, 14  # the partial answer (12 paragraphs) is taller: it scrolls
 
 
 def _env(fake: FakeProvider, protocol: str) -> dict[str, str]:
@@ -54,6 +54,7 @@ def _screen_lines(raw: str) -> list[str]:
 def _assert_shown_once(lines: list[str]) -> None:
     text = "\n".join(lines)
     assert text.count("w000 w001") == 1, text
+    assert "answering…" not in text  # the status line went with the live view
     partial = [w for w in WORDS.split() if w in text]
     assert 1 <= len(partial) < 300, text  # cut where Ctrl-C came: neither empty nor whole
     for word in partial:
@@ -88,7 +89,7 @@ def test_chat_ctrl_c_while_markdown_streams(sample: Path, protocol: str):
         log = child.logfile_read = _Log()
         child.expect_exact(PROMPT)
         _say(child, "talk")
-        child.expect("w040")
+        child.expect("w120")
         child.sendcontrol("c")
         _shown(child, "turn cancelled")
         child.expect_exact(PROMPT)
