@@ -24,6 +24,7 @@ import functools
 import linecache
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,8 @@ class _Plan:
     removed: set[str]
     #: `from m import *` statements the new source no longer has (their names are dynamic).
     dropped_stars: list[Stmt] = field(default_factory=list)
+    #: changed statements left unexecuted (the caller's `skip` chose them).
+    skipped: list[Stmt] = field(default_factory=list)
 
 
 def apply(
@@ -70,13 +73,20 @@ def apply(
     target: str = "",
     *,
     rerun_definitions: bool = False,
+    skip: Callable[[ast.stmt], bool] | None = None,
 ) -> tuple[Index, Outcome]:
     """Make `module` (whose current source is indexed by `old`) run `source`.
 
     `rerun_definitions` executes every def and class statement, changed or not: for a module
     whose running code may not match `old` (its file changed before liveforge saw it).
+    `skip` picks changed statements other than definitions not to execute (a loop, a call
+    that serves): the source still takes them, and the outcome's notes name each one.
     """
     plan = _plan(old, source, filename, target, rerun_definitions)
+    if skip is not None:
+        plan.skipped = [s for s, _ in plan.run if not s.name and skip(s.node)]
+        left = {id(s) for s in plan.skipped}
+        plan.run = [(s, code) for s, code in plan.run if id(s) not in left]
     ctx = _classes.MergeContext(UndoLog(), filename)
     namespace = module.__dict__
     saved = dict(namespace)
@@ -99,6 +109,9 @@ def apply(
             detail, target=target or module.__name__, line=_failing_line(exc, filename)
         ) from exc
     outcome.notes.extend(ctx.notes)
+    outcome.notes.extend(
+        f"not re-run: line {s.start} `{s.text.strip().splitlines()[0]}`" for s in plan.skipped
+    )
     outcome.revert = Revert(
         ctx.log,
         namespace,

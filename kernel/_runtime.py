@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import difflib
 import functools
@@ -10,7 +11,7 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -227,10 +228,19 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
             record = self._record(name)
             return self._apply(record, source, target=name, kind="module")
 
-    def reload(self, module: str, *, dependents: bool = False, force: bool = False) -> Change:
+    def reload(
+        self,
+        module: str,
+        *,
+        dependents: bool = False,
+        force: bool = False,
+        skip: Callable[[ast.stmt], bool] | None = None,
+    ) -> Change:
         """Re-read a module's file and apply it in place (only changed statements run).
 
-        Refuses when the module has unpersisted in-memory changes, unless `force`.
+        Refuses when the module has unpersisted in-memory changes, unless `force`. `skip`
+        picks changed top-level statements (not definitions) to take into the source without
+        running them; the change's notes name them.
         Names other modules imported from it with `from ... import` (constants: functions and
         classes are updated in place) are re-bound by every change, patches included;
         `dependents` is accepted for compatibility and changes nothing.
@@ -249,7 +259,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
             if record.dirty and pending and not force:
                 raise UnpersistedChanges(module, [c.id for c in pending])
             disk = read_source(record.filename)
-            change = self._apply(record, disk.text, target=module, kind="reload")
+            change = self._apply(record, disk.text, target=module, kind="reload", skip=skip)
             record.loaded = disk
             if change.id:  # a reload that found the file equal to memory undoes nothing
                 for stale in pending:
@@ -360,6 +370,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         kind: str,
         target_before: str | None = None,
         target_after: str | None = None,
+        skip: Callable[[ast.stmt], bool] | None = None,
     ) -> Change:
         module = sys.modules.get(record.name)
         if module is None:
@@ -387,7 +398,13 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites):
         label = self._label(record)
         index_before = record.index
         new_index, outcome = _engine.apply(
-            module, record.index, source, record.filename, target, rerun_definitions=rerun
+            module,
+            record.index,
+            source,
+            record.filename,
+            target,
+            rerun_definitions=rerun,
+            skip=skip,
         )
         record.source, record.index = source, new_index
         record.baseline_known = True

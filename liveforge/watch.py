@@ -4,6 +4,12 @@ A `Watcher` maps each saved `.py` file under the project root to the modules loa
 and reloads them through the runtime's patch engine (`Runtime.reload`): functions and
 classes keep their identity, only changed statements run, and a save that does not compile
 or raises while executing leaves the old code running. Each save yields one concise line.
+
+A changed top-level statement that runs a loop or a call (`while True: serve()`, `main()`
+at the bottom, `if __name__ == "__main__": ...`) is taken into the module's source but not
+run again: run in the watcher's thread it could block every later save. The line names
+it; restarting the program runs it, and `rerun=True` (`liveforge watch --rerun`) runs such
+statements too, as jurigged does. Assignments, imports and definitions always apply.
 After a change applied, an optional snippet (`verify`) and pytest selection (`test`) run in
 the sandbox against the new state.
 
@@ -32,7 +38,7 @@ from pathlib import Path
 from liveforge.kernel import Change, Runtime
 from liveforge.kernel.errors import LiveforgeError, PatchSyntaxError, UnpersistedChanges
 
-__all__ = ["Applied", "Watcher", "modules_of", "start"]
+__all__ = ["Applied", "Watcher", "modules_of", "runs_code", "start"]
 
 STEP_MS = 10
 """How long a burst of file events may keep growing before it is applied (editors often
@@ -62,19 +68,65 @@ def modules_of(path: str | os.PathLike[str]) -> list[str]:
     return names
 
 
+_NO_RUN = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Raise,
+    ast.Assert,
+    ast.Delete,
+)
+_RUNS = (ast.While, ast.For, ast.AsyncFor, ast.Call, ast.Await)
+_SKIPPED = "not re-run: "
+
+
+def runs_code(node: ast.stmt) -> bool:
+    """True for a top-level statement that runs a loop or a call outside any definition it
+    holds (`main()`, `while True: ...`, `if __name__ == "__main__": ...`); False for
+    definitions, imports, assignments, `raise`/`assert`/`del` and blocks that only define
+    (`try: import x ...`)."""
+    if isinstance(node, _NO_RUN):
+        return False
+    pending: list[ast.AST] = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, _RUNS):
+            return True
+        pending.extend(
+            child
+            for child in ast.iter_child_nodes(current)
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        )
+    return False
+
+
 def describe(change: Change) -> str:
-    """A change as "module: ~updated +added -removed (id)", divergence and notes after it."""
+    """A change as "module: ~updated +added -removed (id)", divergence and notes after it;
+    statements left unrun are named last, with what runs them."""
     parts = [f"{change.module}:"]
     for label, names in (("~", change.updated), ("+", change.added), ("-", change.removed)):
         if names:
             parts.append(label + ",".join(names))
+    skipped = [n.removeprefix(_SKIPPED) for n in change.notes if n.startswith(_SKIPPED)]
+    notes = [n for n in change.notes if not n.startswith(_SKIPPED)]
     if len(parts) == 1:
-        parts.append("statements re-run")
+        parts.append("statements left as they run" if skipped else "statements re-run")
     parts.append(f"({change.id})")
     divergence = getattr(change, "divergence", None)
     if divergence:
         parts.append(f"DIVERGENT: {divergence}")
-    return " ".join(parts) + "".join(f"; note: {note}" for note in change.notes)
+    text = " ".join(parts) + "".join(f"; note: {note}" for note in notes)
+    if skipped:
+        text += (
+            f"; not re-run (a loop or a call at top level): {', '.join(skipped)} — restart "
+            "the program to run it, or watch with --rerun"
+        )
+    return text
 
 
 class Watcher:
@@ -82,6 +134,7 @@ class Watcher:
 
     `report(line)` receives every line (default: standard error). `verify` is Python code and
     `test` pytest arguments, both run in the sandbox after each applied save (None: skip).
+    `rerun` runs changed top-level loops and calls too (see the module docstring).
     """
 
     def __init__(
@@ -92,8 +145,10 @@ class Watcher:
         verify: str | None = None,
         test: list[str] | None = None,
         timeout: float = 60.0,
+        rerun: bool = False,
     ) -> None:
         self.runtime = runtime
+        self.rerun = rerun
         self.report = report or _to_stderr
         self.verify = verify
         self.test = test
@@ -138,7 +193,7 @@ class Watcher:
         """Reload one module from its saved file; None when the file equals what runs."""
         started = time.perf_counter()
         try:
-            change = self.runtime.reload(name)
+            change = self.runtime.reload(name, skip=None if self.rerun else runs_code)
         except PatchSyntaxError as exc:
             return Applied(name, False, self._syntax_line(path, exc))
         except UnpersistedChanges as exc:
@@ -230,10 +285,11 @@ def start(
     report: Callable[[str], None] | None = None,
     verify: str | None = None,
     test: list[str] | None = None,
+    rerun: bool = False,
 ) -> Watcher:
     """Apply every save under `project_root` to this running program, from now on."""
     rt = runtime or Runtime(project_root=Path(project_root))
-    return Watcher(rt, report=report, verify=verify, test=test).start()
+    return Watcher(rt, report=report, verify=verify, test=test, rerun=rerun).start()
 
 
 def _to_stderr(line: str) -> None:

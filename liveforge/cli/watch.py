@@ -37,6 +37,7 @@ EXAMPLES = """\
   liveforge watch --test "-q tests/test_cart.py" -- app.py
                                             run those tests after each applied save
   liveforge watch --verify "import shop; assert shop.cart.total([]) == 0" -- app.py
+  liveforge watch --rerun -- app.py         also re-run changed top-level loops and calls
   liveforge watch                           an interactive Python prompt that follows saves
 """
 
@@ -48,8 +49,9 @@ def register(commands: Any) -> None:
         help="run a program and apply each file save to it live",
         description="Run a Python program (a script, or -m module) and apply every save of "
         "a .py file under --project to the running program: functions and classes keep "
-        "their identity, a save that does not compile keeps the old code. One line per "
-        "applied change goes to standard error.",
+        "their identity, a save that does not compile keeps the old code. A changed "
+        "top-level loop or call (main() at the bottom, a serving loop) is not run again "
+        "unless --rerun. One line per applied change goes to standard error.",
         epilog=examples(EXAMPLES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -58,6 +60,12 @@ def register(commands: Any) -> None:
         "--test",
         metavar="ARGS",
         help='run pytest in the sandbox after each save, with ARGS (e.g. "-q tests"; "" for all)',
+    )
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="also run changed top-level loops and calls again (they run in the watcher: "
+        "one that blocks stops later saves from applying)",
     )
     parser.add_argument(
         "--timeout",
@@ -86,7 +94,7 @@ def _watch(args: argparse.Namespace) -> int:
     test = shlex.split(args.test) if args.test is not None else None
     module, source = _main_module(program)
     rt = Runtime(project_root=root)
-    watcher = Watcher(rt, verify=args.verify, test=test, timeout=args.timeout)
+    watcher = Watcher(rt, verify=args.verify, test=test, timeout=args.timeout, rerun=args.rerun)
     sys.modules["__main__"] = module
     watcher.track_loaded()
     watcher.start()

@@ -157,3 +157,84 @@ def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+SERVE = """\
+import sys
+
+
+def answer(n):
+    return n * 1
+
+
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "quit":
+        break
+    print("values", answer(10), "x", flush=True)
+"""
+
+
+def test_a_changed_serving_loop_is_not_rerun_and_watching_goes_on(tmp_path: Path):
+    """One save changes a function and the program's own top-level loop: the function
+    applies, the loop is named as not re-run (with what runs it), and it does not take over
+    the watcher — the next save still applies."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    app = root / "serve.py"
+    app.write_text(SERVE)
+    child = _spawn(root, "--", "serve.py")
+    assert _values(child) == "10 x"
+
+    _save(app, SERVE.replace("n * 1", "n * 2").replace('"x"', '"y"'))
+    child.expect(r"applied __main__: ~answer \(c\d+\); not re-run \(a loop or a call at top ")
+    child.expect_exact("level): line 9 `for line in sys.stdin:` — restart the program")
+    assert _values(child) == "20 x"  # the running loop is the old one; it calls the new code
+
+    _save(app, SERVE.replace("n * 1", "n * 3").replace('"x"', '"y"'))
+    child.expect(r"applied __main__: ~answer \(c\d+\)")
+    assert _values(child) == "30 x"
+    assert _quit(child) == 0
+
+
+def test_rerun_runs_changed_top_level_calls_again(tmp_path: Path):
+    """With --rerun, a changed top-level call runs again, as jurigged does."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    app = root / "serve.py"
+    app.write_text(SERVE)
+    child = _spawn(root, "--rerun", "--", "serve.py")
+    _save(app, SERVE.replace('print("ready", flush=True)', 'print("ready again", flush=True)'))
+    child.expect_exact("ready again")
+    child.expect(r"applied __main__: statements re-run \(c\d+\)")
+    assert _quit(child) == 0
+
+
+def test_what_counts_as_a_statement_that_runs_code():
+    """Loops and calls outside definitions run code; definitions, imports, assignments and
+    blocks that only define do not."""
+    import ast
+
+    from liveforge.watch import runs_code
+
+    def first(text: str) -> ast.stmt:
+        return ast.parse(text).body[0]
+
+    for text in (
+        "main()",
+        "while True:\n    serve()",
+        "for x in y:\n    pass",
+        'if __name__ == "__main__":\n    main()',
+        "with lock:\n    go()",
+    ):
+        assert runs_code(first(text)), text
+    for text in (
+        "x = load()",
+        "import os",
+        "raise RuntimeError('half-written')",
+        "def f():\n    while True:\n        g()",
+        "try:\n    import ujson as json\nexcept ImportError:\n    import json",
+        "if TYPE_CHECKING:\n    from a import B",
+        '"""docstring"""',
+    ):
+        assert not runs_code(first(text)), text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import linecache
@@ -130,6 +131,19 @@ def test_reload_applies_the_file_in_place(rt, mod, project):
     (project.root / f"{mod.__name__}.py").write_text(BASE.replace('"f1"', '"disk"'))
     rt.reload(mod.__name__)
     assert f() == "disk" and mod.CALLS == ["imported"]
+
+
+def test_reload_skip_takes_statements_into_the_source_without_running_them(rt, mod, project):
+    """reload(skip=...) applies the changed definitions, leaves the chosen changed
+    statements unexecuted, names them in the notes, and the source is the file's."""
+    new = BASE.replace('"f1"', '"disk"').replace(
+        'CALLS.append("imported")', 'CALLS.append("again")'
+    )
+    (project.root / f"{mod.__name__}.py").write_text(new)
+    change = rt.reload(mod.__name__, skip=lambda node: isinstance(node, ast.Expr))
+    assert mod.f() == "disk" and mod.CALLS == ["imported"]
+    assert change.notes == ['not re-run: line 2 `CALLS.append("again")`']
+    assert rt.source(mod.__name__) == new and rt.diff() == ""
 
 
 def test_reload_refuses_to_drop_unpersisted_changes(rt, mod):
