@@ -149,6 +149,8 @@ async def drive_turn(agent: Agent, renderer: Renderer, text: str) -> TurnEnded:
 
     loop.add_signal_handler(signal.SIGINT, interrupt)
     renderer.progress = lambda: turn.model if (turn := agent.state.turn) is not None else None
+    if renderer.runs is None:  # check lines show the value or the failing tests
+        renderer.runs = agent.runtime.run
     last: Any = None
     try:
         async for event in agent.run(text):

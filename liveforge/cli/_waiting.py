@@ -42,8 +42,9 @@ class WaitLine:
     def plain(self) -> str:
         """The line as text."""
         current = self.progress() if self.progress is not None else None
-        if current is None:
-            return f"{self.label} {time.monotonic() - self.started:.1f}s"
+        if current is None or not (current.output_tokens or current.input_tokens):
+            started = current.started if current is not None else self.started
+            return f"{self.label} {time.monotonic() - started:.1f}s"  # no tokens yet
         return f"{self.label} {current.elapsed:.1f}s · {describe_progress(current)}"
 
     def __rich__(self) -> Text:

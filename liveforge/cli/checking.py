@@ -34,6 +34,7 @@ __all__ = ["parse_patch", "register"]
 
 
 EXAMPLES_VERIFY = """\
+  liveforge verify "from pricing.cart import Line; Line('a', 100, 10).subtotal()"
   liveforge verify -c "import pricing; print(pricing.__version__)"
   liveforge verify --patch pricing.cart.Line.subtotal=fix.py -c "from pricing.cart import Line"
   echo "assert 1 + 1 == 2" | liveforge verify
@@ -60,13 +61,19 @@ def register(commands: Any) -> None:
         help="run a snippet in the sandbox, with patches applied",
         description="Run Python code in a sandboxed child that carries the patches, and in a "
         "fork of this process with the patches live; when the two disagree the check fails "
-        "as divergent. Without -c the code is read from stdin when piped, else each patched "
-        "module is imported.",
+        "as divergent. The code is CODE (or -c CODE); without it, it is read from stdin when "
+        "piped, else each patched module is imported.",
         epilog=examples(EXAMPLES_VERIFY),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _patch_args(verify)
-    verify.add_argument("-c", "--code", help="Python code; a final expression's value is shown")
+    verify.add_argument(
+        "snippet",
+        nargs="?",
+        metavar="CODE",
+        help="Python code; a final expression's value is shown",
+    )
+    verify.add_argument("-c", "--code", help="the same as CODE")
     verify.add_argument(
         "--no-live",
         action="store_true",
@@ -213,17 +220,24 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
+    if args.code is not None and args.snippet is not None:
+        raise CommandError(
+            "verify got the code twice (CODE and -c CODE); give it once, e.g. "
+            'liveforge verify "assert 1 + 1 == 2".'
+        )
     changes = apply_patches(rt, args.patch)
-    code = args.code
+    code = args.code if args.code is not None else args.snippet
     if code is None and not sys.stdin.isatty() and not changes:
         code = sys.stdin.read()
     if code is not None and not code.strip():
-        raise CommandError("the code to verify is empty; pass -c CODE or pipe code on stdin.")
+        raise CommandError(
+            "the code to verify is empty; give it as liveforge verify CODE, or pipe it on stdin."
+        )
     if code is None:
         if not changes:
             raise CommandError(
-                "nothing to verify: pass -c CODE, pipe code on stdin, or give "
-                "--patch TARGET=FILE (then each patched module is imported)."
+                "nothing to verify: give the code (liveforge verify CODE), pipe it on stdin, or "
+                "give --patch TARGET=FILE (then each patched module is imported)."
             )
         code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
     live = False if args.no_live else None

@@ -57,6 +57,8 @@ CASES = [
     ("watch-not-python", ["watch", "--", "a_file.txt"], 2, "is not a .py file"),
     ("watch-unknown-module", ["watch", "--", "-m", "no_such_mod"], 2, "no Python module"),
     ("completion-unknown-shell", ["completion", "tcsh"], 2, "invalid choice: 'tcsh'"),
+    ("verify-code-twice", ["verify", "1", "-c", "2"], 2, "got the code twice"),
+    ("verify-empty-code", ["verify", " "], 2, "the code to verify is empty"),
 ]
 
 

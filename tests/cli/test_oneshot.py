@@ -107,6 +107,14 @@ def test_verify_without_patch_fails_with_exit_1(sample: Path):
     assert data["ok"] is False and data["run"]["exc_type"] == "AssertionError"
 
 
+def test_verify_takes_the_code_as_its_argument_like_chat_verify(sample: Path):
+    """`liveforge verify CODE` (as `/verify CODE` in chat) runs CODE and shows its value."""
+    code = "from pricing import Line; Line('pen', 100, 10).subtotal()"
+    result = run_cli("verify", code, cwd=sample)
+    assert result.returncode == 0, result.stderr
+    assert "value: 1000" in result.stdout
+
+
 def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
     """`test` reports the bug's failing tests; with the fix patched in, all pass."""
     failing = run_cli("test", "--json", "--", "-q", cwd=sample)

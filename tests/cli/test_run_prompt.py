@@ -166,6 +166,17 @@ def test_text_answer_on_stdout_and_the_token_line_on_stderr(sample: Path):
     assert "tokens:" in result.stderr
 
 
+def test_a_check_the_model_runs_shows_its_value_in_the_run_output(sample: Path):
+    """`run -p`: the model's verify call ends in one line with the snippet's value, as in
+    chat (not only "the snippet ran to completion")."""
+    code = "from pricing import Line\nLine('pen', 100, 10).subtotal()"
+    script = [reply.tool_call("verify", {"code": code}), reply.text("It is 1000.")]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "--mode", "full-auto", "-p", "check", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    assert "✓ verify passed in" in result.stdout and "value 1000" in result.stdout
+
+
 def test_no_provider_configured_names_what_to_set(sample: Path):
     """With no key in the environment: exit 2, naming ANTHROPIC_API_KEY and `liveforge demo`."""
     result = run_cli("run", "-p", "hello", cwd=sample)
