@@ -82,11 +82,7 @@ def apply(
     `skip` picks changed statements other than definitions not to execute (a loop, a call
     that serves): the source still takes them, and the outcome's notes name each one.
     """
-    plan = _plan(old, source, filename, target, rerun_definitions)
-    if skip is not None:
-        plan.skipped = [s for s, _ in plan.run if not s.name and skip(s.node)]
-        left = {id(s) for s in plan.skipped}
-        plan.run = [(s, code) for s, code in plan.run if id(s) not in left]
+    plan = _plan(old, source, filename, target, rerun_definitions, skip)
     ctx = _classes.MergeContext(UndoLog(), filename)
     namespace = module.__dict__
     saved = dict(namespace)
@@ -122,7 +118,14 @@ def apply(
     return plan.index, outcome
 
 
-def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _Plan:
+def _plan(
+    old: Index,
+    source: str,
+    filename: str,
+    target: str,
+    rerun: bool,
+    skip: Callable[[ast.stmt], bool] | None = None,
+) -> _Plan:
     result = reindex(old, source, filename)
     force_defs = rerun or result.index.future_flags != old.future_flags
     if force_defs:
@@ -136,9 +139,21 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
     for s in old_run:
         if not s.name:
             old_plain.setdefault(s.text, []).append(s)
-    run, moved = [], []
-    reordered = _reordered(old_run, new_run)
-    for stmt in new_run:
+    run, moved, skipped = [], [], []
+    old_order, new_order = old_run, new_run
+    if skip is not None:  # statements never run are no part of the order of binding
+        old_order = [s for s in old_run if s.name or not skip(s.node)]
+        new_order = []
+        for stmt in new_run:
+            if stmt.name or not skip(stmt.node):
+                new_order.append(stmt)
+            elif not old_plain.get(stmt.text):
+                _compile(stmt, filename, index_.future_flags, target)  # it must still compile
+                skipped.append(stmt)
+            elif (earlier := old_plain[stmt.text].pop(0)).start != stmt.start:
+                moved.append((stmt, stmt.start - earlier.start))
+    reordered = _reordered(old_order, new_order)
+    for stmt in new_order:
         if stmt.binds & reordered:
             # Statements binding one name now run in another order: the last one decides.
             run.append((stmt, _compile(stmt, filename, index_.future_flags, target)))
@@ -160,7 +175,7 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
     for stmt in old_run:
         removed |= stmt.binds
     dropped = [s for left in old_plain.values() for s in left if is_star(s.node)]
-    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped)
+    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped, skipped)
 
 
 def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:

@@ -57,15 +57,16 @@ class Applied:
 
 
 def modules_of(path: str | os.PathLike[str]) -> list[str]:
-    """Names of the loaded modules whose code comes from the file `path`."""
+    """Names of the loaded modules whose code comes from the file `path`; a module known
+    under two names (`__main__` is also `__mp_main__` once multiprocessing ran) once."""
     wanted = os.path.realpath(path)
-    names = []
+    names: dict[int, str] = {}
     for name, module in list(sys.modules.items()):
         filename = getattr(module, "__file__", None)
         if isinstance(filename, str) and filename.endswith(".py"):
             if os.path.realpath(filename) == wanted:
-                names.append(name)
-    return names
+                names.setdefault(id(module), name)
+    return list(names.values())
 
 
 _NO_RUN = (
@@ -156,6 +157,7 @@ class Watcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
+        self._failed: dict[str, str] = {}
         self.track_loaded()
 
     def track_loaded(self) -> None:
@@ -234,6 +236,13 @@ class Watcher:
 
     def _apply_and_report(self, paths: Iterable[str]) -> None:
         for applied in self.apply_files(paths):
+            # an editor's save can arrive as several events: one failure is said once
+            if not applied.ok and self._failed.get(applied.module) == applied.line:
+                continue
+            if applied.ok:
+                self._failed.pop(applied.module, None)
+            else:
+                self._failed[applied.module] = applied.line
             self.report(("applied " if applied.ok else "kept old code: ") + applied.line)
             for line in applied.checks:
                 self.report("  " + line.splitlines()[0] if line else line)

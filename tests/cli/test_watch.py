@@ -210,6 +210,24 @@ def test_rerun_runs_changed_top_level_calls_again(tmp_path: Path):
     assert _quit(child) == 0
 
 
+def test_a_module_known_under_two_names_is_applied_once(tmp_path: Path):
+    """`__main__` is also `__mp_main__` once multiprocessing ran: a save applies (and a bad
+    one is reported) once, not once per name."""
+    import types
+
+    from liveforge.watch import modules_of
+
+    path = tmp_path / "prog.py"
+    path.write_text("")
+    module = types.ModuleType("prog_alias_test")
+    module.__file__ = str(path)
+    sys.modules["prog_alias_test"] = sys.modules["prog_alias_test_mp"] = module
+    try:
+        assert modules_of(path) == ["prog_alias_test"]
+    finally:
+        del sys.modules["prog_alias_test"], sys.modules["prog_alias_test_mp"]
+
+
 def test_what_counts_as_a_statement_that_runs_code():
     """Loops and calls outside definitions run code; definitions, imports, assignments and
     blocks that only define do not."""

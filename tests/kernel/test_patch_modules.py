@@ -146,6 +146,20 @@ def test_reload_skip_takes_statements_into_the_source_without_running_them(rt, m
     assert rt.source(mod.__name__) == new and rt.diff() == ""
 
 
+def test_reload_skip_keeps_the_state_a_skipped_loop_made(rt, project):
+    """A skipped loop that binds a name is no part of the order of binding: the unchanged
+    `n = 0` before it does not run again, so the count the loop made stays."""
+    first = "n = 0\nfor _ in range(3):\n    n += 1\n\n\ndef f():\n    return n\n"
+    mod = project.module(first)
+    rt.source(mod.__name__)
+    (project.root / f"{mod.__name__}.py").write_text(
+        first.replace("range(3)", "range(5)").replace("return n", "return n * 10")
+    )
+    change = rt.reload(mod.__name__, skip=lambda node: isinstance(node, ast.For))
+    assert mod.n == 3 and mod.f() == 30
+    assert change.updated == ["f"] and change.notes == ["not re-run: line 2 `for _ in range(5):`"]
+
+
 def test_reload_refuses_to_drop_unpersisted_changes(rt, mod):
     """reload() raises UnpersistedChanges when memory differs from disk; force overrides."""
     change = rt.patch(f"{mod.__name__}.f", "def f():\n    return 'mem'\n")
