@@ -74,6 +74,7 @@ class Renderer:
         self._streamed = False
         self._live: StreamView | None = None
         self._status: Status | None = None
+        self._label = ""
 
     # -- animation --------------------------------------------------------------------------
 
@@ -81,6 +82,7 @@ class Renderer:
         """Show a spinner with `label`, the time and the tokens so far until the next output
         (on the output when it is a terminal, else on the status console when that is)."""
         self.close()
+        self._label = label
         target = self.console if self.console.is_terminal else self.status_console
         if target.is_terminal:
             self._status = target.status(WaitLine(label, self.progress), spinner="dots")
@@ -97,6 +99,7 @@ class Renderer:
         if self._status is not None:
             self._status.stop()
             self._status = None
+        self._label = ""
 
     # -- events -----------------------------------------------------------------------------
 
@@ -124,7 +127,7 @@ class Renderer:
             self._text += event.text
 
     def _on_thinking(self, event: ev.Thinking) -> None:
-        if self._status is None and self._live is None:
+        if self._live is None and not self._text and self._label != "thinking…":
             self.busy("thinking…")
 
     def _on_tool_started(self, event: ev.ToolStarted) -> None:
