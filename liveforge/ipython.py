@@ -72,7 +72,9 @@ class LiveforgeMagics(Magics):
     def __init__(self, shell: Any, runtime: Runtime) -> None:
         super().__init__(shell)
         self.runtime = runtime
-        self.watcher = Watcher(runtime, report=self._say)
+        self.watcher = Watcher(
+            runtime, report=self._say, rerun_hint="run it in a cell (importlib.reload runs all)"
+        )
         self.times = FileTimes(runtime.project_root)
 
     def _say(self, line: str) -> None:

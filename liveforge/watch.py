@@ -106,9 +106,13 @@ def runs_code(node: ast.stmt) -> bool:
     return False
 
 
-def describe(change: Change) -> str:
+RERUN_HINT = "restart the program to run it, or watch with --rerun"
+"""What the line says runs a statement the watcher left unrun (`liveforge watch`'s words)."""
+
+
+def describe(change: Change, rerun_hint: str = RERUN_HINT) -> str:
     """A change as "module: ~updated +added -removed (id)", divergence and notes after it;
-    statements left unrun are named last, with what runs them."""
+    statements left unrun are named last, with `rerun_hint`: what runs them."""
     parts = [f"{change.module}:"]
     for label, names in (("~", change.updated), ("+", change.added), ("-", change.removed)):
         if names:
@@ -123,10 +127,7 @@ def describe(change: Change) -> str:
         parts.append(f"DIVERGENT: {divergence}")
     text = " ".join(parts) + "".join(f"; note: {note}" for note in notes)
     if skipped:
-        text += (
-            f"; not re-run (a loop or a call at top level): {', '.join(skipped)} — restart "
-            "the program to run it, or watch with --rerun"
-        )
+        text += f"; not re-run (a loop or a call at top level): {', '.join(skipped)} — {rerun_hint}"
     return text
 
 
@@ -135,7 +136,8 @@ class Watcher:
 
     `report(line)` receives every line (default: standard error). `verify` is Python code and
     `test` pytest arguments, both run in the sandbox after each applied save (None: skip).
-    `rerun` runs changed top-level loops and calls too (see the module docstring).
+    `rerun` runs changed top-level loops and calls too (see the module docstring);
+    `rerun_hint` is what the line says runs one left unrun, in the front end's words.
     """
 
     def __init__(
@@ -147,9 +149,11 @@ class Watcher:
         test: list[str] | None = None,
         timeout: float = 60.0,
         rerun: bool = False,
+        rerun_hint: str = RERUN_HINT,
     ) -> None:
         self.runtime = runtime
         self.rerun = rerun
+        self.rerun_hint = rerun_hint
         self.report = report or _to_stderr
         self.verify = verify
         self.test = test
@@ -210,7 +214,8 @@ class Watcher:
         if not change.id:
             return None
         elapsed = (time.perf_counter() - started) * 1000
-        return Applied(name, True, f"{describe(change)}  {elapsed:.0f} ms", change)
+        line = f"{describe(change, self.rerun_hint)}  {elapsed:.0f} ms"
+        return Applied(name, True, line, change)
 
     def _syntax_line(self, path: str, exc: PatchSyntaxError) -> str:
         """ "file:line: SyntaxError: reason; the old code keeps running" for a bad save."""

@@ -70,6 +70,23 @@ def test_file_saves_apply_before_the_next_cell_with_identity_kept(shell, tmp_pat
     assert f"{name}.py:1: SyntaxError:" in out and "old code keeps running" in out
 
 
+def test_a_changed_top_level_call_is_not_rerun_and_the_cell_is_named(shell, tmp_path, capsys):
+    """A save that changes a definition and a top-level call applies the definition only;
+    the line says the call was not run again and how to run it here."""
+    ip, name = shell
+    path = tmp_path / f"{name}.py"
+    path.write_text(SOURCE + "\nCALLS = []\nCALLS.append(value())\n")
+    _cell(ip, f"import {name} as mod")
+    path.write_text(
+        SOURCE.replace("return 1", "return 22") + "\nCALLS = []\nCALLS.append(value() + 1)\n"
+    )
+    _cell(ip, "got = (mod.value(), mod.CALLS)")
+    assert ip.user_ns["got"] == (22, [1])
+    out = capsys.readouterr().out
+    assert "not re-run (a loop or a call at top level): line 10 `CALLS.append(value() + 1)`" in out
+    assert "run it in a cell" in out and "--rerun" not in out
+
+
 def test_magics_patch_diff_verify_persist_undo(shell, tmp_path, capsys):
     """%%lf_patch changes the live function; %lf_diff shows it; %lf_persist refuses the
     unverified change naming --force; %lf_verify then %lf_persist writes the file; %lf_undo
