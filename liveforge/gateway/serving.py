@@ -14,6 +14,7 @@ from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
     from liveforge.gateway.core import Gateway
+    from liveforge.gateway.hub import Hub
 
 __all__ = ["is_loopback", "serve"]
 
@@ -41,7 +42,7 @@ def check_bind(host: str, token: str) -> None:
 
 
 def serve(
-    project: Path,
+    projects: Path | list[tuple[str, Path]],
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
@@ -50,15 +51,18 @@ def serve(
     mode: str = "",
     announce: TextIO | None = None,
 ) -> None:
-    """Serve `project` until interrupted; prints the address once it listens. `mode` is
-    the permission mode (empty: `[tool.liveforge.permissions]`, else ask)."""
+    """Serve the projects ((name, folder) pairs, or one folder) until interrupted; prints the
+    address once it listens. `mode` is the permission mode (empty: each project's
+    `[tool.liveforge.permissions]`, else ask)."""
     check_bind(host, token)
-    run = _serve(project, host, port, token, allowed_origins, mode, announce or sys.stdout)
+    if isinstance(projects, Path):
+        projects = [(projects.name, projects)]
+    run = _serve(projects, host, port, token, allowed_origins, mode, announce or sys.stdout)
     asyncio.run(run)
 
 
 async def _serve(
-    project: Path,
+    projects: list[tuple[str, Path]],
     host: str,
     port: int,
     token: str,
@@ -68,18 +72,13 @@ async def _serve(
 ) -> None:
     import uvicorn
 
-    from liveforge.config import load_config
     from liveforge.gateway.app import build_app
-    from liveforge.gateway.core import Gateway
 
-    config = load_config(project)
-    settings = config.gateway or GatewaySettings()
-    gateway = Gateway(project, approval_timeout=settings.approval_timeout, mode=mode)
-    await gateway.start()
-    extras = _extras(gateway, settings, config.schedule)
+    hub, extras = _projects(projects, mode)
+    await hub.start()
     for extra in extras:
         await extra.start()
-    app = build_app(gateway, token=token, allowed_origins=allowed_origins)
+    app = build_app(hub, token=token, allowed_origins=allowed_origins)
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
     )
@@ -90,13 +89,31 @@ async def _serve(
         if server.started:
             bound = server.servers[0].sockets[0].getsockname()
             shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-            announce.write(f"liveforge gateway on http://{shown}:{bound[1]}/ (project {project})\n")
+            names = ", ".join(f"{name} {folder}" for name, folder in projects)
+            label = "project" if len(projects) == 1 else "projects"
+            announce.write(f"liveforge gateway on http://{shown}:{bound[1]}/ ({label} {names})\n")
             announce.flush()
         await task
     finally:
         for extra in extras:
             await extra.stop()
-        await gateway.stop()
+        await hub.stop()
+
+
+def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[Any]]:
+    """The hub over every project, and each project's channel and scheduler."""
+    from liveforge.config import load_config
+    from liveforge.gateway.core import Gateway
+    from liveforge.gateway.hub import Hub
+
+    gateways, extras = [], []
+    for name, folder in projects:
+        config = load_config(folder)
+        settings = config.gateway or GatewaySettings()
+        gateway = Gateway(folder, approval_timeout=settings.approval_timeout, mode=mode, name=name)
+        gateways.append(gateway)
+        extras += _extras(gateway, settings, config.schedule)
+    return Hub(gateways), extras
 
 
 def _extras(

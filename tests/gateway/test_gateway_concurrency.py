@@ -1,0 +1,123 @@
+"""Two sessions of one project at once over a real WebSocket: streams interleave, patches land
+and stay each session's own (events, transcripts, diff and undo)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gateway_support import Client, GatewayProcess, ended, gateway_env
+
+from liveforge.testing import FakeProvider, reply
+
+SUBTOTAL = """def subtotal(self) -> int:
+    cents = self.unit_cents * self.quantity
+    if self.quantity >= BULK_QUANTITY:
+        cents -= round(cents * BULK_DISCOUNT)
+    return cents
+"""
+APPLY = """def apply(self, total_cents: int) -> int:
+    reduced = total_cents - total_cents * self.percent // 100 - self.cents
+    return max(reduced, 0)
+"""
+
+
+@pytest.fixture
+def fake():
+    with FakeProvider() as server:
+        yield server
+
+
+def _deltas(messages: list[dict[str, Any]]) -> list[str]:
+    """The session of each text delta, in the order the client received them."""
+    return [
+        m["session"]
+        for m in messages
+        if m["type"] == "event" and m["event"]["type"] == "text_delta"
+    ]
+
+
+def _transcript_targets(project: Path) -> list[list[str]]:
+    """For each agent transcript of the project: the targets of its recorded changes."""
+    found = []
+    for path in sorted((project / ".liveforge" / "sessions").glob("*.jsonl")):
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        found.append(sorted(r["change"]["target"] for r in records if r.get("t") == "change"))
+    return sorted(found)
+
+
+def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
+    """Text deltas of two sessions interleave in time; each session's patch is applied, shown
+    to that session only, recorded in its transcript only, and diffed and undone per session."""
+    talk = "thinking about it " * 12
+    fake.add(
+        reply.text(talk)
+        .chunked(9)
+        .slow(0.08)
+        .tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": SUBTOTAL}),
+        reply.text(talk)
+        .chunked(9)
+        .slow(0.08)
+        .tool_call("patch", {"path": "pricing.coupons.Coupon.apply", "source": APPLY}),
+        reply.text("alpha or beta done"),
+        reply.text("alpha or beta done"),
+    )
+    gateway = GatewayProcess(sample, gateway_env(fake))
+    try:
+        client = Client(gateway.ws_url)
+        alpha = client.request("run", session="alpha", input="fix subtotal")["result"]["run"]
+        first = client.until(lambda m: m.get("event", {}).get("type") == "text_delta")
+        beta = client.request("run", session="beta", input="fix apply")["result"]["run"]
+        rest = client.until(_both_ended(alpha, beta))
+        messages = first + rest
+        order = _deltas(messages)
+        switches = sum(1 for x, y in itertools.pairwise(order) if x != y)
+        assert switches >= 4, f"the two streams did not interleave: {order}"
+        finals = {m["run"]: m for m in messages if m["type"] == "run_status" and m["run"]}
+        assert finals[alpha]["status"] == finals[beta]["status"] == "done"
+
+        patched = {
+            m["session"]: (m["event"]["target"], m["event"]["change_id"])
+            for m in messages
+            if m["type"] == "event" and m["event"]["type"] == "patch_applied"
+        }
+        assert {s: target for s, (target, _) in patched.items()} == {
+            "alpha": "pricing.cart.Line.subtotal",
+            "beta": "pricing.coupons.Coupon.apply",
+        }
+        assert _transcript_targets(sample) == [
+            ["pricing.cart.Line.subtotal"],
+            ["pricing.coupons.Coupon.apply"],
+        ]
+        diff_alpha = client.request("changes.diff", session="alpha")["result"]["diff"]
+        diff_beta = client.request("changes.diff", session="beta")["result"]["diff"]
+        assert "BULK_QUANTITY" in diff_alpha and "percent // 100" not in diff_alpha
+        assert "percent // 100" in diff_beta and "BULK_QUANTITY" not in diff_beta
+
+        undone = client.request("changes.undo", session="alpha")["result"]["undone"]
+        assert [u["target"] for u in undone] == ["pricing.cart.Line.subtotal"]
+        assert client.request("changes.diff", session="alpha")["result"]["diff"] == ""
+        assert "percent // 100" in client.request("changes.diff", session="beta")["result"]["diff"]
+        whole = client.request("changes.diff")["result"]["diff"]
+        assert "coupons.py" in whole and "cart.py" not in whole
+        again = client.request("changes.undo", session="alpha")
+        assert not again["ok"] and "no change in effect" in again["error"]["message"]
+        foreign = client.request("changes.undo", session="alpha", change=patched["beta"][1])
+        assert not foreign["ok"] and "not a change of this session" in foreign["error"]["message"]
+        client.close()
+    finally:
+        gateway.stop()
+
+
+def _both_ended(one: str, two: str) -> Any:
+    left = {one, two}
+
+    def done(message: dict[str, Any]) -> bool:
+        if ended(one)(message) or ended(two)(message):
+            left.discard(message["run"])
+        return not left
+
+    return done
