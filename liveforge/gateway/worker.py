@@ -139,7 +139,7 @@ class Worker:
     async def run(self, command: dict[str, Any]) -> None:
         """One run: build or reuse the session's agent, stream its events, report the end."""
         run = command["run"]
-        self.runs[run] = None
+        self.runs.setdefault(run, None)
         reason, answer, error = "error", "", ""
         agent = None
         try:
@@ -187,7 +187,7 @@ class Worker:
         if what == "checks":
             return {"checks": [r.model_dump(mode="json") for r in self.runtime.runs()]}
         if what == "sessions.history":
-            return {"messages": _history(self.project, session)}
+            return {"messages": _history(self.project, session, self.agents.get(session))}
         raise ValueError(f"unknown query {what!r}")
 
     def _live_changes(self, lane: str) -> list[Any]:
@@ -217,15 +217,20 @@ class Worker:
         ]
 
 
-def _history(project: Path, agent_session: str) -> list[dict[str, Any]]:
+def _history(project: Path, agent_session: str, agent: Any = None) -> list[dict[str, Any]]:
+    """A transcript's messages: the live session's when its agent is here (it may be in a
+    turn), else read from its file."""
     from liveforge.declarations.messages import TextBlock, ToolUseBlock
     from liveforge.declarations.session import Session
 
     if not agent_session:
         return []
-    session = Session.open(project, agent_session)
+    if agent is not None:
+        messages = list(agent.session.messages)
+    else:
+        messages = Session.open(project, agent_session).messages
     out = []
-    for message in session.messages:
+    for message in messages:
         text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
         tools = [b.name for b in message.content if isinstance(b, ToolUseBlock)]
 
@@ -249,6 +254,7 @@ async def _serve(worker: Worker, inbox: asyncio.Queue[dict[str, Any] | None]) ->
     while (command := await inbox.get()) is not None:
         op = command.get("op")
         if op == "run":
+            worker.runs[command["run"]] = None  # an abort right behind it finds it
             task = asyncio.create_task(worker.run(command))
         elif op == "query":
             task = asyncio.create_task(_answer(worker, command))

@@ -71,6 +71,13 @@ def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
         alpha = client.request("run", session="alpha", input="fix subtotal")["result"]["run"]
         first = client.until(lambda m: m.get("event", {}).get("type") == "text_delta")
         beta = client.request("run", session="beta", input="fix apply")["result"]["run"]
+        during = client.request("sessions.history", session="alpha")  # alpha is in its turn
+        assert during["ok"], during
+        assert during["result"]["messages"][0] == {
+            "role": "user",
+            "text": "fix subtotal",
+            "tools": [],
+        }
         rest = client.until(_both_ended(alpha, beta))
         messages = first + rest
         order = _deltas(messages)
