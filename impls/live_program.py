@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from liveforge.declarations.session import Session
     from liveforge.kernel import Runtime
 
-__all__ = ["LiveLock", "holding", "lane_of", "owner_of", "released"]
+__all__ = ["LiveLock", "changes_of", "holding", "lane_of", "owner_of", "released"]
 
 _POLL = 0.05
 """Seconds between looks at `cancelled` while waiting for the lock."""
@@ -97,6 +97,17 @@ def lane_of(session: Session) -> str:
 def owner_of(runtime: Runtime, change_id: str) -> str | None:
     """The lane that made `change_id`, or None for a change made outside any session."""
     return _owners.get(runtime, {}).get(change_id)
+
+
+def changes_of(runtime: Runtime, lane: str, *, shared: bool = False) -> list[str]:
+    """Ids of the changes `lane` made that are still in effect, oldest first; with `shared`,
+    changes made outside any session too (another session's never)."""
+    allowed = {lane, None} if shared else {lane}
+    return [
+        c.id
+        for c in runtime.history()
+        if c.status.value in ("applied", "verified") and owner_of(runtime, c.id) in allowed
+    ]
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from liveforge.declarations.subagents import ChildSpec, SubAgents
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.approvals import persist_guard
-from liveforge.impls.live_program import holding, lane_of
+from liveforge.impls.live_program import changes_of, holding, lane_of
 from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.impls.subagents import routes_for
@@ -214,6 +214,8 @@ def build_agent(
     toolbox.services["subagents"] = SubAgents(
         agent, build, depth=spec.depth if spec else 0, **_inherited_limits(parent)
     )
+    # the rollback tool's default: this session's newest change, never another session's
+    toolbox.services["own_changes"] = lambda: changes_of(runtime, lane_of(session), shared=True)
     session.live.plugin_problems = list(plugins.problems)
     plugins.call("on_session_start", session=session)
     plugins.call("before_agent_start", agent=agent)

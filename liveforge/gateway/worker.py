@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from liveforge.impls.live_program import holding, owner_of
+from liveforge.impls.live_program import changes_of, holding, owner_of
 
 __all__ = ["main"]
 
@@ -181,7 +181,9 @@ class Worker:
             with holding(self.runtime, session or "gateway"):
                 if not session:
                     return {"diff": self.runtime.diff()}
-                return {"diff": "".join(c.diff() for c in self._live_changes(session))}
+                mine = set(changes_of(self.runtime, session))
+                changes = [c for c in self.runtime.history() if c.id in mine]
+                return {"diff": "".join(c.diff() for c in changes)}
         if what == "changes.undo":
             return {"undone": self._undo(session, change)}
         if what == "checks":
@@ -190,19 +192,11 @@ class Worker:
             return {"messages": _history(self.project, session, self.agents.get(session))}
         raise ValueError(f"unknown query {what!r}")
 
-    def _live_changes(self, lane: str) -> list[Any]:
-        """The changes `lane` made that are still in effect, oldest first."""
-        return [
-            c
-            for c in self.runtime.history()
-            if owner_of(self.runtime, c.id) == lane and c.status.value in ("applied", "verified")
-        ]
-
     def _undo(self, lane: str, change: str) -> list[dict[str, str]]:
         """Roll back `change` (default: the session's newest live one) and the later changes
         of its module; which session made each is said."""
         with holding(self.runtime, lane):
-            mine = [c.id for c in self._live_changes(lane)]
+            mine = changes_of(self.runtime, lane)
             if change and change not in mine:
                 raise ValueError(
                     f"{change} is not a change of this session still in effect; "

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from agent_support import make_agent
 
 import liveforge.impls  # noqa: F401  (registers the Session bodies)
 from liveforge.declarations.session import Session, SessionBusy
@@ -122,3 +123,22 @@ def test_a_holder_that_waits_lets_others_in_and_gets_the_lock_back(tmp_path):
     thread.join(30)
     owners = {c.target: owner_of(rt, c.id) for c in rt.history()}
     assert owners == {"lp_mod_child": "other", "lp_mod_parent": "parent"}
+
+
+def test_rollback_without_an_id_undoes_the_sessions_own_newest_change(project, fake):
+    """Two sessions on one runtime: the model's `rollback()` undoes its own newest change,
+    never the other session's newer one; with none of its own it says so."""
+    root, _pkg = project
+    alpha = make_agent(root, fake)
+    beta = make_agent(root, fake, runtime=alpha.runtime)
+    for agent, name in ((alpha, "lp_tool_alpha"), (beta, "lp_tool_beta")):
+        with holding(agent.runtime, lane_of(agent.session)):
+            patch = {"path": name, "source": "X = 1\n", "module": True}
+            assert not agent.toolbox.call("patch", patch).is_error
+    with holding(alpha.runtime, lane_of(alpha.session)):
+        undone = alpha.toolbox.call("rollback", {})
+        assert "lp_tool_alpha" in undone.text and "lp_tool_beta" not in undone.text
+        again = alpha.toolbox.call("rollback", {})
+        assert "no change of yours is in effect" in again.text
+    live = {c.target for c in alpha.runtime.history() if c.status.value == "applied"}
+    assert live == {"lp_tool_beta"}
