@@ -128,3 +128,28 @@ def _both_ended(one: str, two: str) -> Any:
         return not left
 
     return done
+
+
+def test_a_question_waiting_for_a_person_does_not_hold_up_another_session(sample, fake):
+    """While one session's persist waits for approval, another session's patch runs and its
+    run ends; then the approval is answered and the first run ends too."""
+    fake.add(
+        reply.tool_call("persist", {"force": True}),
+        reply.tool_call("patch", {"path": "pricing.coupons.Coupon.apply", "source": APPLY}),
+        reply.text("beta done"),
+        reply.text("alpha done"),
+    )
+    gateway = GatewayProcess(sample, gateway_env(fake), mode="auto-edit")
+    try:
+        client = Client(gateway.ws_url)
+        alpha = client.request("run", session="alpha", input="save")["result"]["run"]
+        [*_, question] = client.until(lambda m: m.get("type") == "approval")
+        beta = client.request("run", session="beta", input="patch")["result"]["run"]
+        beta_seen = client.until(ended(beta), timeout=30)
+        assert beta_seen[-1]["status"] == "done"
+        assert any(m.get("event", {}).get("type") == "patch_applied" for m in beta_seen)
+        assert client.request("deny", request=question["request"])["ok"]
+        assert client.until(ended(alpha))[-1]["status"] == "done"
+        client.close()
+    finally:
+        gateway.stop()
