@@ -106,14 +106,30 @@ def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[An
     from liveforge.gateway.core import Gateway
     from liveforge.gateway.hub import Hub
 
+    configs, bots = [load_config(folder) for _name, folder in projects], dict[str, str]()
+    for (name, _folder), config in zip(projects, configs, strict=True):
+        if config.gateway is not None and config.gateway.telegram is not None:
+            _one_project_per_bot(bots, config.gateway.telegram.token_env, name)
     gateways, extras = [], []
-    for name, folder in projects:
-        config = load_config(folder)
+    for (name, folder), config in zip(projects, configs, strict=True):
         settings = config.gateway or GatewaySettings()
         gateway = Gateway(folder, approval_timeout=settings.approval_timeout, mode=mode, name=name)
         gateways.append(gateway)
         extras += _extras(gateway, settings, config.schedule)
     return Hub(gateways), extras
+
+
+def _one_project_per_bot(bots: dict[str, str], token_env: str, project: str) -> None:
+    """Refuse two projects polling one Telegram bot (the Bot API lets one poller in)."""
+    token = os.environ.get(token_env, "")
+    if token and token in bots:
+        raise ConfigError(
+            f"projects {bots[token]} and {project} both use the Telegram bot in {token_env}; "
+            "a bot can serve one project: give the other its own bot and token_env in "
+            "[tool.liveforge.gateway.telegram], or remove its table",
+            key="gateway.telegram.token_env",
+        )
+    bots[token] = project
 
 
 def _extras(
