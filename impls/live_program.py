@@ -99,14 +99,18 @@ def owner_of(runtime: Runtime, change_id: str) -> str | None:
     return _owners.get(runtime, {}).get(change_id)
 
 
-def changes_of(runtime: Runtime, lane: str, *, shared: bool = False) -> list[str]:
-    """Ids of the changes `lane` made that are still in effect, oldest first; with `shared`,
-    changes made outside any session too (another session's never)."""
+def changes_of(
+    runtime: Runtime, lane: str, *, shared: bool = False, persisted: bool = True
+) -> list[str]:
+    """Ids of the changes `lane` made that are not rolled back (what `Runtime.rollback` can
+    undo), oldest first; with `shared`, changes made outside any session too (another
+    session's never); `persisted=False` leaves out the ones already in their files."""
     allowed = {lane, None} if shared else {lane}
+    gone = {"rolled_back"} if persisted else {"rolled_back", "persisted"}
     return [
         c.id
         for c in runtime.history()
-        if c.status.value in ("applied", "verified") and owner_of(runtime, c.id) in allowed
+        if c.status.value not in gone and owner_of(runtime, c.id) in allowed
     ]
 
 

@@ -181,7 +181,7 @@ class Worker:
             with holding(self.runtime, session or "gateway"):
                 if not session:
                     return {"diff": self.runtime.diff()}
-                mine = set(changes_of(self.runtime, session))
+                mine = set(changes_of(self.runtime, session, persisted=False))
                 changes = [c for c in self.runtime.history() if c.id in mine]
                 return {"diff": "".join(c.diff() for c in changes)}
         if what == "changes.undo":
