@@ -62,7 +62,9 @@ class Hub:
         return [{"project": g.name, "path": str(g.project)} for g in self.projects.values()]
 
     def hello(self) -> dict[str, Any]:
-        """What `connect` and GET /health answer."""
+        """What `connect` and GET /health answer: the protocol, the projects by name and
+        folder, and for a gateway of one project its folder as `project` (as before
+        projects existed)."""
         hello: dict[str, Any] = {
             "protocol": PROTOCOL_VERSION,
             "revision": PROTOCOL_REVISION,
