@@ -192,6 +192,12 @@ class Worker:
             return {"messages": _history(self.project, session, self.agents.get(session))}
         raise ValueError(f"unknown query {what!r}")
 
+    def track_all(self) -> None:
+        """Record the runtime's status moves (an undo) in every transcript now, so a restart
+        does not re-apply what was undone (on the event loop, where turns write too)."""
+        for agent in self.agents.values():
+            agent.session.track(agent.runtime, agent.settings.self_packages)
+
     def _undo(self, lane: str, change: str) -> list[dict[str, str]]:
         """Roll back `change` (default: the session's newest live one) and the later changes
         of its module; which session made each is said."""
@@ -237,6 +243,8 @@ async def _answer(worker: Worker, command: dict[str, Any]) -> None:
     try:
         args = (command["what"], command.get("session", ""), command.get("change", ""))
         result = await asyncio.to_thread(worker.query, *args)
+        if command["what"] == "changes.undo":
+            worker.track_all()
         worker.channel.send("reply", req=command["req"], ok=True, result=result)
     except Exception as exc:
         error = {"type": type(exc).__name__, "message": str(exc)}

@@ -49,6 +49,15 @@ def _transcript_targets(project: Path) -> list[list[str]]:
     return sorted(found)
 
 
+def _transcript_statuses(project: Path) -> list[list[str]]:
+    """For each agent transcript: the status moves it recorded."""
+    found = []
+    for path in sorted((project / ".liveforge" / "sessions").glob("*.jsonl")):
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        found.append([r["status"] for r in records if r.get("t") == "status"])
+    return found
+
+
 def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
     """Text deltas of two sessions interleave in time; each session's patch is applied, shown
     to that session only, recorded in its transcript only, and diffed and undone per session."""
@@ -106,6 +115,7 @@ def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
 
         undone = client.request("changes.undo", session="alpha")["result"]["undone"]
         assert [u["target"] for u in undone] == ["pricing.cart.Line.subtotal"]
+        assert ["rolled_back"] in _transcript_statuses(sample)  # a restart will not re-apply
         assert client.request("changes.diff", session="alpha")["result"]["diff"] == ""
         assert "percent // 100" in client.request("changes.diff", session="beta")["result"]["diff"]
         whole = client.request("changes.diff")["result"]["diff"]
