@@ -165,6 +165,8 @@ class Gateway:
 
     async def _changes_diff(self, client: Client, message: Any) -> dict[str, Any]:
         agent_session = self._agent_session(message.session) if message.session else ""
+        if message.session and not agent_session:
+            return {"session": message.session, "diff": ""}  # it has not run yet
         reply = await self.worker.query("changes.diff", agent_session)
         return {"session": message.session, **self._reply(reply)}
 

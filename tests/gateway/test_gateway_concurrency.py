@@ -3,6 +3,7 @@ and stay each session's own (events, transcripts, diff and undo)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 from gateway_support import Client, GatewayProcess, ended, gateway_env
 
+from liveforge.gateway.core import Gateway
+from liveforge.gateway.protocol import parse_client
 from liveforge.testing import FakeProvider, reply
 
 SUBTOTAL = """def subtotal(self) -> int:
@@ -163,3 +166,21 @@ def test_a_question_waiting_for_a_person_does_not_hold_up_another_session(sample
         client.close()
     finally:
         gateway.stop()
+
+
+def test_a_session_that_never_ran_has_an_empty_diff_of_its_own(sample):
+    """`changes.diff` of a session with no turn yet is empty (not the project's whole diff),
+    and answering it starts no worker."""
+
+    async def scenario() -> dict[str, object]:
+        gateway = Gateway(sample)
+        try:
+            gateway.store.ensure_session("idle", "queued, never started")
+            ask = parse_client('{"type": "changes.diff", "id": "1", "session": "idle"}')
+            result = await gateway.request(None, ask)
+            assert not gateway.worker.alive
+            return result
+        finally:
+            await gateway.stop()
+
+    assert asyncio.run(scenario()) == {"session": "idle", "diff": ""}
