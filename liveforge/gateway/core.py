@@ -65,7 +65,7 @@ class Gateway:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Stop dispatching; the running run is aborted and the worker ends."""
+        """Stop dispatching; the running runs are aborted and the worker ends."""
         if self._dispatcher is not None:
             self._dispatcher.cancel()
             await asyncio.gather(self._dispatcher, return_exceptions=True)
@@ -217,7 +217,8 @@ class Gateway:
         return next((r for r in self.running.values() if r.id == run_id), None)
 
     def _position(self, run_id: str) -> int:
-        """1 for the next run of its session, 2 for the one after, ..."""
+        """How many runs of its session are ahead of it, the running one included (0: it
+        starts at once)."""
         run = self.store.run(run_id)
         if run is None:
             return 0
@@ -230,7 +231,8 @@ class Gateway:
             await self._wake.wait()
             self._wake.clear()
             for run in self.store.queued():
-                if run.session not in self.running:
+                now = self.store.run(run.id)  # a launch awaits: it may have been aborted since
+                if run.session not in self.running and now and now.status == "queued":
                     await self._launch(run)
 
     async def _launch(self, run: RunRow) -> None:

@@ -184,3 +184,29 @@ def test_a_session_that_never_ran_has_an_empty_diff_of_its_own(sample):
             await gateway.stop()
 
     assert asyncio.run(scenario()) == {"session": "idle", "diff": ""}
+
+
+def test_a_queued_run_aborted_while_another_launches_never_starts(sample):
+    """Two queued runs at start-up; the second is aborted while the first is launching (the
+    worker starting): it stays aborted."""
+
+    async def scenario() -> str:
+        gateway = Gateway(sample)
+        gateway.store.ensure_session("one", "first")
+        gateway.store.ensure_session("two", "second")
+        gateway.store.add_run("one", "first", "")
+        second, _ = gateway.store.add_run("two", "second", "")
+        try:
+            await gateway.start()
+            await asyncio.sleep(0)  # the dispatcher takes both and starts launching the first
+            abort = parse_client(json.dumps({"type": "abort", "id": "1", "run": second.id}))
+            assert (await gateway.request(None, abort))["aborting"]
+            while gateway.running or not gateway.worker.alive:
+                await asyncio.sleep(0.05)
+            found = gateway.store.run(second.id)
+            assert found is not None
+            return found.status
+        finally:
+            await gateway.stop()
+
+    assert asyncio.run(scenario()) == "aborted"
