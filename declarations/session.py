@@ -22,8 +22,9 @@ reported, never silently dropped. A self-patch is re-applied only once a turn ha
 cleanly with it (`confirmed`): one still on probation when the process stopped — rolled back
 or crashing — is reported and left out, so resume starts from the last state that worked.
 Known secret values are scrubbed from every record.
-Turns of one project are serialised by a lock file; a second front end gets `SessionBusy`
-naming the process that holds it.
+Turns of one project run in one process at a time (a lock file); a second front end gets
+`SessionBusy` naming the process that holds it. Within that process, sessions may run turns
+at once, one turn per session (its lane); their tool calls take turns on the live program.
 
 Example::
 
@@ -157,6 +158,9 @@ class SessionLive:
     """For a sub-agent's session: its id among its parent's sub-agents."""
     subagent_depth: int = 0
     """For a sub-agent's session: how deep it is nested (the top agent is 0)."""
+    lane: str = ""
+    """For a sub-agent's session: the top-level session its work belongs to (changes it
+    makes are that session's); empty for a top-level session (its own id)."""
 
 
 class Session(Contract):
@@ -253,7 +257,9 @@ class Session(Contract):
         ...
 
     def turn_lock(self) -> AbstractContextManager[None]:
-        """Hold the project's turn lock for a `with` block; `SessionBusy` if taken."""
+        """Hold the project's turn lock for a `with` block: `SessionBusy` if another process
+        holds it, or if this session is already in a turn (other sessions of this process
+        may run turns at the same time)."""
         ...
 
     def scrub(self, text: str) -> str:

@@ -1,7 +1,9 @@
 """The tool calls of one model answer: dispatch, watch, report, answer.
 
-Calls run one at a time in the agent's tool worker thread, so the event loop stays free to
-notice a cancellation: a cancelled turn stops waiting at once and the open calls get a
+Calls run one at a time in the agent's tool worker thread, each holding the live program
+(`live_program.holding`: other sessions' calls wait, their streaming does not), so the event
+loop stays free to notice a cancellation: a cancelled turn stops waiting at once and the
+open calls get a
 "cancelled" result (a call already running finishes in the background; its changes are
 picked up by the next `Session.track` and told to the model with the next turn). The
 model's mistakes come back from the toolbox as error results; an exception escaping the
@@ -34,6 +36,7 @@ from liveforge.declarations.toolbox import ToolResult
 from liveforge.declarations.turn import Turn
 from liveforge.impls import plugins
 from liveforge.impls.agent_turn import Repeated, close_open_calls
+from liveforge.impls.live_program import holding, lane_of
 from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
 
@@ -89,6 +92,13 @@ def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
     result = agent.toolbox.call(call.name, arguments, agent.settings.tool_timeout)
     plugins.agent_after_tool(agent, call.name, arguments, result.text, result.is_error)
     return result
+
+
+def _live(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T | None:
+    """`func` holding the live program (other sessions' tool calls wait; None when the turn
+    is cancelled while this one waits), its changes attributed to this session's lane."""
+    with holding(agent.runtime, lane_of(agent.session), lambda: turn.token.cancelled) as held:
+        return func(*args) if held else None
 
 
 def _runaway(agent: Agent, turn: Turn, call: ToolUseBlock) -> bool:
@@ -157,7 +167,7 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
     if call.name in VERIFY_TOOLS and turn.seen_runs is None:
         _runs(agent, turn)  # what existed before this turn is not news
     started = time.monotonic()
-    result = await in_worker(agent, turn, _call_tool, agent, call)
+    result = await in_worker(agent, turn, _live, agent, turn, _call_tool, agent, call)
     if result is None:
         return
     text = _keep(agent, turn, call, result)
@@ -178,7 +188,7 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
 async def _boundary(
     agent: Agent, turn: Turn, queued: list[ToolUseBlock]
 ) -> AsyncIterator[AgentEvent]:
-    batch = await in_worker(agent, turn, apply_batch, agent, queued)
+    batch = await in_worker(agent, turn, _live, agent, turn, apply_batch, agent, queued)
     if batch is None:
         return
     results, ids, ok = batch

@@ -29,6 +29,7 @@ from liveforge.declarations.permissions import (
     is_approved,
 )
 from liveforge.declarations.toolbox import Toolbox
+from liveforge.impls.live_program import released
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["HOW_TO_ALLOW", "in_tool_call", "persist_guard", "preview", "refusal"]
@@ -67,7 +68,8 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
         )
     request = ApprovalRequest(name, effect, dict(values), preview(box, name, values))
     try:
-        yes = approver(request)
+        with released():  # other sessions' tool calls go on while a person decides
+            yes = approver(request)
     except Exception as exc:  # a front end that cannot ask any more (closed, cancelled)
         return (
             f"not run: asking the user about {name} failed ({type(exc).__name__}: {exc}). "

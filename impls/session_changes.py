@@ -1,7 +1,8 @@
 """`Session` bodies for changes: record the runtime's changes, re-apply them on resume.
 
 `track` compares the runtime's history with what the transcript already holds and records
-new changes (with whole module sources) and status moves (rolled back, persisted). Keys are
+new changes (with whole module sources) and status moves (rolled back, persisted) — only
+changes of its own lane, or made outside any session (`live_program`). Keys are
 "<epoch>:<change id>": every opening of a session is a new epoch, because a new process
 numbers its changes from c1 again.
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 import forwardpy
 
 from liveforge.declarations.session import ChangeRecord, Session
+from liveforge.impls.live_program import lane_of, owner_of
 from liveforge.impls.session_store import write_record
 from liveforge.kernel._safety import watched
 from liveforge.kernel.errors import LiveforgeError
@@ -74,10 +76,12 @@ def _set_status(session: Session, record: ChangeRecord, status: str) -> None:
 
 @forwardpy.impl(Session.track)
 def track(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) -> list[Change]:
-    seen, epoch, new = _seen(self), self.epoch, []
+    seen, epoch, new, lane = _seen(self), self.epoch, [], lane_of(self)
     for change in runtime.history():
         record = seen.get(f"{epoch}:{change.id}")
         if record is None:
+            if owner_of(runtime, change.id) not in (None, lane):
+                continue  # another session's change: its transcript records it
             _record_new(self, change, self_prefixes)
             new.append(change)
         elif record.status != change.status.value:

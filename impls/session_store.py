@@ -167,11 +167,11 @@ def open_(root: str | Path, session_id: str, *, secrets: list[str] | None = None
 def _refuse_if_running(root: Path, session_id: str) -> None:
     """SessionBusy while another front end is in a turn of this session: opening it would
     mark that live turn interrupted and answer its running tool calls as cancelled."""
-    from liveforge.impls.session_lock import holder
+    from liveforge.impls.session_lock import running
 
-    pid, held = holder(root)
-    if held == session_id:
-        raise SessionBusy(str(root), pid, held)
+    pid, sessions = running(root)
+    if session_id in sessions:
+        raise SessionBusy(str(root), pid, session_id)
 
 
 def _latest(root: Path) -> str:

@@ -28,6 +28,7 @@ from liveforge.declarations.subagents import (
     SubAgents,
     SubAgentStatus,
 )
+from liveforge.impls.live_program import released
 from liveforge.impls.session_store import close_transcript
 from liveforge.impls.subagent_fork import ForkChild, child_info, fork_conflicts
 
@@ -272,7 +273,8 @@ def send(self: SubAgents, agent_id: str, text: str) -> SubAgentInfo:
 def result(self: SubAgents, agent_id: str, *, wait: float = 0) -> SubAgentInfo:
     child = _child(self, agent_id)
     if wait > 0 and child.thread is not None:
-        child.thread.join(wait)
+        with released():  # the child's tool calls need the live program this call holds
+            child.thread.join(wait)
     return child.info(self.answer_limit)
 
 

@@ -106,8 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.OK
     if args.json and not getattr(args, "json_output", False):
         parser.error(f"liveforge {args.command} has no --json output")
-    if hasattr(args, "project") and not args.this_python:
-        advice = project_env.enter(args.project or ".", sys.argv[1:] if argv is None else argv)
+    project = getattr(args, "project", None)
+    if isinstance(project, list):  # serve: with several projects, each worker picks its own
+        project = (
+            project[0].rpartition("=")[2] if len(project) == 1 else "." if not project else None
+        )
+    if project is not None and not args.this_python:
+        advice = project_env.enter(project or ".", sys.argv[1:] if argv is None else argv)
         if advice is not None:
             emit_error(args, CommandError(advice), ExitCode.USAGE)
             return ExitCode.USAGE

@@ -30,6 +30,7 @@ from liveforge.declarations.subagents import ChildSpec, SubAgents
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.approvals import persist_guard
+from liveforge.impls.live_program import changes_of, holding, lane_of
 from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.impls.subagents import routes_for
@@ -60,9 +61,13 @@ def _plugin_tool_modules(plugins: PluginHost) -> list[str]:
     return [m for names in found for m in ([names] if isinstance(names, str) else names)]
 
 
-def link_session(session: Session, parent_id: str, parent_transcript: str, spec: ChildSpec) -> None:
-    """Mark `session` as the sub-agent `spec`'s and name its parent in its transcript."""
+def link_session(
+    session: Session, parent_id: str, parent_transcript: str, spec: ChildSpec, *, lane: str = ""
+) -> None:
+    """Mark `session` as the sub-agent `spec`'s and name its parent in its transcript; its
+    work belongs to `lane` (the parent's top-level session; default: the parent)."""
     session.live.parent_session = parent_id
+    session.live.lane = lane or parent_id
     session.live.subagent_id = spec.agent_id
     session.live.subagent_depth = spec.depth
     session.note(
@@ -175,10 +180,13 @@ def build_agent(
         else Session.create(root, secrets=secrets)
     )
     if resume:
-        session.restore(runtime, settings.self_packages)
+        with holding(runtime, lane_of(session)):  # other sessions may be patching meanwhile
+            session.restore(runtime, settings.self_packages)
     runtime.protect(_DECLARATIONS)
     if parent is not None and spec is not None:
-        link_session(session, parent.session.id, str(parent.session.path), spec)
+        link_session(
+            session, parent.session.id, str(parent.session.path), spec, lane=lane_of(parent.session)
+        )
     plugins = plugins if plugins is not None else PluginHost().load(root)
     toolbox = Toolbox(
         runtime=runtime,
@@ -206,6 +214,8 @@ def build_agent(
     toolbox.services["subagents"] = SubAgents(
         agent, build, depth=spec.depth if spec else 0, **_inherited_limits(parent)
     )
+    # the rollback tool's default: this session's newest change, never another session's
+    toolbox.services["own_changes"] = lambda: changes_of(runtime, lane_of(session), shared=True)
     session.live.plugin_problems = list(plugins.problems)
     plugins.call("on_session_start", session=session)
     plugins.call("before_agent_start", agent=agent)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from liveforge.declarations.permissions import effect
 from liveforge.kernel import Change
-from liveforge.tools._context import runtime
+from liveforge.tools._context import runtime, service
 from liveforge.tools._output import clip
 
 __all__ = ["diff", "history", "patch", "persist", "reload", "rollback"]
@@ -46,11 +46,18 @@ def reload(module: str, force: bool = False) -> str:
 
 @effect("memory")
 def rollback(change_id: str | None = None) -> str:
-    """Undo the newest change, or change_id with the later changes of its module.
+    """Undo your newest change, or change_id with the later changes of its module.
 
     Args:
-        change_id: id shown by patch/history (e.g. c3); omit for the newest change
+        change_id: id shown by patch/history (e.g. c3); omit for your newest change (other
+            sessions working on this program keep theirs)
     """
+    own = service("own_changes")
+    if change_id is None and callable(own):
+        mine = own()
+        if not mine:
+            return "nothing to roll back: no change of yours is in effect (history lists all)"
+        change_id = mine[-1]
     undone = runtime().rollback(change_id)
     return "rolled back:\n" + "\n".join(_line(change) for change in undone)
 

@@ -28,17 +28,25 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "serve",
         help="serve the project over HTTP and WebSocket (gateway and web UI)",
-        description="The gateway: one live runtime for --project, many sessions, the JSON "
+        description="The gateway: one live runtime per --project, many sessions, the JSON "
         "protocol at /ws and a web UI at /. Loopback only unless LIVEFORGE_GATEWAY_TOKEN "
         "is set.",
         epilog=examples(
             "  liveforge serve --project .                  then open the printed URL\n"
             "  liveforge serve --port 0 --mode auto-edit    any free port; patches need no yes\n"
+            "  liveforge serve --project shop --project api=../backend   two projects\n"
             "  LIVEFORGE_GATEWAY_TOKEN=s3cret liveforge serve --host 0.0.0.0\n"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--project", default=".", help="project folder (default: current)")
+    parser.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="a project folder (default: current); repeat to serve several, each with its own "
+        "worker and live runtime (named after the folder, or NAME)",
+    )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default loopback)"
     )
@@ -71,10 +79,17 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise CommandError(MISSING) from None
     from liveforge.gateway import serve
+    from liveforge.gateway.hub import project_names
     from liveforge.gateway.serving import TOKEN_VARIABLE
 
+    try:
+        projects = project_names(args.project or ["."])
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    for _name, folder in projects:
+        project_dir(argparse.Namespace(project=str(folder)))  # a usage error if not a folder
     serve(
-        project_dir(args),
+        projects,
         host=args.host,
         port=args.port,
         token=os.environ.get(TOKEN_VARIABLE, ""),

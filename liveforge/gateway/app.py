@@ -22,8 +22,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from liveforge.gateway.core import Gateway, GatewayError
-from liveforge.gateway.protocol import PROTOCOL_VERSION, parse_client
+from liveforge.gateway.core import GatewayError
+from liveforge.gateway.hub import Hub
+from liveforge.gateway.protocol import parse_client
 
 __all__ = ["build_app"]
 
@@ -50,15 +51,11 @@ def _origin_ok(origin: str | None, host: str | None, allowed: tuple[str, ...]) -
     return bool(host) and urlsplit(origin).netloc == host
 
 
-def build_app(
-    gateway: Gateway, *, token: str = "", allowed_origins: tuple[str, ...] = ()
-) -> Starlette:
-    """The ASGI app serving `gateway`."""
+def build_app(hub: Hub, *, token: str = "", allowed_origins: tuple[str, ...] = ()) -> Starlette:
+    """The ASGI app serving the projects of `hub`."""
 
     async def health(request: Request) -> Response:
-        return JSONResponse(
-            {"ok": True, "protocol": PROTOCOL_VERSION, "project": str(gateway.project)}
-        )
+        return JSONResponse({"ok": True, **hub.hello()})
 
     async def static(request: Request) -> Response:
         name = request.path_params.get("name", "index.html")
@@ -78,11 +75,11 @@ def build_app(
         await socket.accept()
         client = _WsClient(socket)
         try:
-            await _serve(gateway, socket, client, token)
+            await _serve(hub, socket, client, token)
         except WebSocketDisconnect:
             pass
         finally:
-            gateway.forget(client)
+            hub.forget(client)
 
     routes = [
         Route("/health", health),
@@ -93,7 +90,7 @@ def build_app(
     return Starlette(routes=routes)
 
 
-async def _serve(gateway: Gateway, socket: WebSocket, client: _WsClient, token: str) -> None:
+async def _serve(hub: Hub, socket: WebSocket, client: _WsClient, token: str) -> None:
     authenticated = False
     while True:
         text = await socket.receive_text()
@@ -114,15 +111,13 @@ async def _serve(gateway: Gateway, socket: WebSocket, client: _WsClient, token: 
                 await socket.close(code=4401, reason="unauthorized")
                 return
             authenticated = True
-            await client.send(
-                _ok(message.id, {"protocol": PROTOCOL_VERSION, "project": str(gateway.project)})
-            )
+            await client.send(_ok(message.id, hub.hello()))
             continue
         if not authenticated:
             await client.send(_error(message.id, "Unauthorized", "send connect first"))
             continue
         try:
-            result = await gateway.request(client, message)
+            result = await hub.request(client, message)
         except GatewayError as exc:
             await client.send(_error(message.id, "GatewayError", str(exc)))
         else:

@@ -1,11 +1,13 @@
 """The gateway's core: sessions, the run queue, event fan-out and approvals, for one project.
 
-Independent of the transport: a client is anything with `async send(message)`. Runs of a
-project go one at a time (the project's live program has one turn lock), in the order the
-store keeps: steered runs first, then oldest first; a session's runs therefore also go one at
-a time (its lane). Events go to the client that started the run and to every client watching
-its session; an approval question goes to the run's owner (else to its session's watchers)
-and is refused when nobody answers within `approval_timeout`.
+Independent of the transport: a client is anything with `async send(message)`. Each session
+runs one run at a time (its lane), in the order the store keeps: steered runs first, then
+oldest first. Runs of different sessions go at once: their model requests and streamed text
+run side by side in the project's worker, and their tool calls take turns on the live
+program there (`liveforge.impls.live_program`). Events go to the client that started the run
+and to every client watching its session; an approval question goes to the run's owner
+(else to its session's watchers) and is refused when nobody answers within
+`approval_timeout`. Every message the gateway sends names its project.
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ class Client(Protocol):
 class Gateway:
     """One project's sessions and runs, served to any number of clients."""
 
-    def __init__(self, project: Path, *, approval_timeout: float = 300.0, mode: str = "") -> None:
+    def __init__(
+        self, project: Path, *, approval_timeout: float = 300.0, mode: str = "", name: str = ""
+    ) -> None:
         self.project = project
+        self.name = name or project.name
         self.store = GatewayStore(project / ".liveforge" / "gateway.db")
         self.worker = ProjectWorker(project, self._on_worker, mode)
         self.approval_timeout = approval_timeout
         self.watchers: dict[str, set[Client]] = {}
         self.owners: dict[str, Client] = {}
         self.questions: dict[str, tuple[str, asyncio.TimerHandle]] = {}
-        self.current: RunRow | None = None
+        self.running: dict[str, RunRow] = {}
+        """The running run of each busy session, by session name."""
         self.aborted: set[str] = set()
         self.seq: dict[str, int] = {}
         self.interrupted: list[RunRow] = []
@@ -59,12 +65,12 @@ class Gateway:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Stop dispatching; the running run is aborted and the worker ends."""
+        """Stop dispatching; the running runs are aborted and the worker ends."""
         if self._dispatcher is not None:
             self._dispatcher.cancel()
             await asyncio.gather(self._dispatcher, return_exceptions=True)
-        if self.current is not None:
-            await self.worker.send("abort", run=self.current.id)
+        for run in list(self.running.values()):
+            await self.worker.send("abort", run=run.id)
         await self.worker.stop()
         self.store.close()
 
@@ -103,9 +109,10 @@ class Gateway:
         run, _ = self.store.add_run(message.session, message.input, "", priority=1)
         self.owners[run.id] = client
         self.watchers.setdefault(message.session, set()).add(client)
-        if self.current is not None and self.current.session == message.session:
-            self.aborted.add(self.current.id)
-            await self.worker.send("abort", run=self.current.id)
+        busy = self.running.get(message.session)
+        if busy is not None:
+            self.aborted.add(busy.id)
+            await self.worker.send("abort", run=busy.id)
         await self._status(run, "queued", position=self._position(run.id))
         self._wake.set()
         return {"run": run.id, "session": run.session, "status": "queued"}
@@ -117,7 +124,7 @@ class Gateway:
         if run.status == "queued":
             self.store.finish(run.id, "aborted", reason="aborted")
             await self._status(run, "aborted")
-        elif self.current is not None and self.current.id == run.id:
+        elif self._running(run.id) is not None:
             self.aborted.add(run.id)
             await self.worker.send("abort", run=run.id)
         else:
@@ -157,7 +164,25 @@ class Gateway:
         return {"session": session.name, **self._reply(reply)}
 
     async def _changes_diff(self, client: Client, message: Any) -> dict[str, Any]:
-        return self._reply(await self.worker.query("changes.diff"))
+        agent_session = self._agent_session(message.session) if message.session else ""
+        if message.session and not agent_session:
+            return {"session": message.session, "diff": ""}  # it has not run yet
+        reply = await self.worker.query("changes.diff", agent_session)
+        return {"session": message.session, **self._reply(reply)}
+
+    async def _changes_undo(self, client: Client, message: Any) -> dict[str, Any]:
+        agent_session = self._agent_session(message.session)
+        if not agent_session:
+            raise GatewayError(f"session {message.session!r} has made no changes to undo")
+        reply = await self.worker.query("changes.undo", agent_session, change=message.change)
+        return {"session": message.session, **self._reply(reply)}
+
+    def _agent_session(self, name: str) -> str:
+        """The agent transcript behind the gateway session `name`."""
+        session = self.store.session(name)
+        if session is None:
+            raise GatewayError(f"no session {name!r}; sessions.list shows them")
+        return session.agent_session
 
     async def _runs_list(self, client: Client, message: Any) -> dict[str, Any]:
         runs = [r.public() for r in self.store.runs(message.session)]
@@ -169,9 +194,10 @@ class Gateway:
             "ok": True,
             "protocol": PROTOCOL_VERSION,
             "version": __version__,
-            "project": str(self.project),
+            "project": self.name,
+            "path": str(self.project),
             "worker": self.worker.alive,
-            "running": self.current.id if self.current else None,
+            "running": [r.id for r in self.running.values()],
             "queued": len(self.store.queued()),
             "interrupted": [r.id for r in self.interrupted],
             "missed_schedules": self.store.missed(),
@@ -187,42 +213,54 @@ class Gateway:
 
     # -- runs ----------------------------------------------------------------------------
 
+    def _running(self, run_id: str) -> RunRow | None:
+        return next((r for r in self.running.values() if r.id == run_id), None)
+
     def _position(self, run_id: str) -> int:
-        ids = [r.id for r in self.store.queued()]
-        return ids.index(run_id) + (1 if self.current else 0) if run_id in ids else 0
+        """How many runs of its session are ahead of it, the running one included (0: it
+        starts at once)."""
+        run = self.store.run(run_id)
+        if run is None:
+            return 0
+        ids = [r.id for r in self.store.queued() if r.session == run.session]
+        busy = 1 if run.session in self.running else 0
+        return ids.index(run_id) + busy if run_id in ids else 0
 
     async def _dispatch(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self.current is not None:
-                continue
-            queued = self.store.queued()
-            if not queued:
-                continue
-            run = self.current = queued[0]
-            self.store.start(run.id)
-            self.seq[run.id] = 0
-            session = self.store.session(run.session)
-            try:
-                await self.worker.send(
-                    "run",
-                    run=run.id,
-                    input=run.input,
-                    agent_session=session.agent_session if session else "",
-                )
-            except (RuntimeError, OSError) as exc:
-                await self._ended(run, "failed", error=f"the project worker did not start: {exc}")
+            for run in self.store.queued():
+                now = self.store.run(run.id)  # a launch awaits: it may have been aborted since
+                if run.session not in self.running and now and now.status == "queued":
+                    await self._launch(run)
+
+    async def _launch(self, run: RunRow) -> None:
+        """Start `run` in the worker: the first queued run of an idle session."""
+        self.running[run.session] = run
+        self.store.start(run.id)
+        self.seq[run.id] = 0
+        session = self.store.session(run.session)
+        try:
+            await self.worker.send(
+                "run",
+                run=run.id,
+                input=run.input,
+                agent_session=session.agent_session if session else "",
+            )
+        except (RuntimeError, OSError) as exc:
+            await self._ended(run, "failed", error=f"the project worker did not start: {exc}")
 
     async def _on_worker(self, message: dict[str, Any]) -> None:
-        kind, run = message["kind"], self.current
+        kind = message["kind"]
         if kind == "exited":
-            if run is not None:
+            for busy in list(self.running.values()):
                 await self._ended(
-                    run, "failed", error=f"the project worker exited ({message['code']})"
+                    busy, "failed", error=f"the project worker exited ({message['code']})"
                 )
             return
-        if run is None or message.get("run") != run.id:
+        run = self._running(message.get("run", ""))
+        if run is None:
             return
         if kind == "started":
             self.store.bind_agent_session(run.session, message["agent_session"])
@@ -230,8 +268,10 @@ class Gateway:
         elif kind == "event":
             seq = self.seq[run.id]
             self.seq[run.id] = seq + 1
-            event = {"type": "event", "run": run.id, "session": run.session, "seq": seq}
-            await self._fan_out(run, {**event, "at": message["at"], "event": message["event"]})
+            event = {"type": "event", "project": self.name, "run": run.id, "session": run.session}
+            await self._fan_out(
+                run, {**event, "seq": seq, "at": message["at"], "event": message["event"]}
+            )
         elif kind == "ask":
             await self._ask(run, message["request"], message["question"])
         elif kind == "ended":
@@ -258,7 +298,8 @@ class Gateway:
             if owner_run == run.id:
                 timer.cancel()
                 del self.questions[key]
-        self.current = None
+        if self.running.get(run.session) is run:
+            del self.running[run.session]
         await self._status(run, status, reason=reason)
         self.owners.pop(run.id, None)
         self._wake.set()
@@ -274,6 +315,7 @@ class Gateway:
         targets = [owner] if owner else list(self.watchers.get(run.session, ()))
         message = {
             "type": "approval",
+            "project": self.name,
             "request": key,
             "run": run.id,
             "session": run.session,
@@ -292,6 +334,7 @@ class Gateway:
     ) -> None:
         message = {
             "type": "run_status",
+            "project": self.name,
             "run": run.id,
             "session": run.session,
             "status": status,

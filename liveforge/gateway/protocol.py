@@ -2,6 +2,8 @@
 
 Messages are JSON objects with a `type`. A client's requests carry an `id`; the server
 answers each with one `result` carrying the same `id` (`ok` and `result`, or `error`).
+A gateway may serve several projects: requests about one name it in `project` (which a
+gateway of one project does not need), and everything the server sends names its project.
 Everything else the server sends is unsolicited: `event` (one agent event of a run, numbered
 per run by `seq`), `run_status` (queued / running / done / aborted / interrupted / failed)
 and `approval` (a question for the client that owns the run; answer with `approve` or
@@ -23,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
+    "PROTOCOL_REVISION",
     "PROTOCOL_VERSION",
     "ClientMessage",
     "ErrorInfo",
@@ -33,12 +36,21 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+PROTOCOL_REVISION = 2
+"""Backward-compatible additions to version 1: 2 added projects (the `project` field,
+`projects.list`), `changes.undo` and a session's own `changes.diff`."""
 _ID = Field(min_length=1, max_length=200, description="the client's id for this request")
 _SESSION = Field(
     min_length=1,
     max_length=100,
     pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$",
     description="session name: letters, digits, _ . : -",
+)
+_PROJECT = Field(
+    default="",
+    max_length=100,
+    description="the project, by the name projects.list gives; may be left out when the "
+    "gateway serves one project",
 )
 
 
@@ -61,6 +73,7 @@ class Run(_Message):
 
     type: Literal["run"]
     id: str = _ID
+    project: str = _PROJECT
     session: str = _SESSION
     input: str = Field(min_length=1, max_length=200_000)
     idempotency_key: str = Field(default="", max_length=200)
@@ -80,6 +93,7 @@ class Steer(_Message):
 
     type: Literal["steer"]
     id: str = _ID
+    project: str = _PROJECT
     session: str = _SESSION
     input: str = Field(min_length=1, max_length=200_000)
 
@@ -97,19 +111,35 @@ class Watch(_Message):
 
     type: Literal["watch"]
     id: str = _ID
+    project: str = _PROJECT
     session: str = _SESSION
 
 
 class Query(_Message):
-    """Read-only requests: sessions, a session's history, the diff, runs, health."""
+    """Read-only requests: the projects, sessions, a session's history, the diff (with
+    `session`: of the changes that session made, still in effect), runs, health."""
 
-    type: Literal["sessions.list", "sessions.history", "changes.diff", "runs.list", "health"]
+    type: Literal[
+        "projects.list", "sessions.list", "sessions.history", "changes.diff", "runs.list", "health"
+    ]
     id: str = _ID
+    project: str = _PROJECT
     session: str | None = None
 
 
+class Undo(_Message):
+    """Roll back `session`'s newest change still in effect (or `change`, one of its own),
+    with the later changes of that module; the result says who made each."""
+
+    type: Literal["changes.undo"]
+    id: str = _ID
+    project: str = _PROJECT
+    session: str = _SESSION
+    change: str = Field(default="", max_length=50, description="a change id; empty: newest")
+
+
 ClientMessage = Annotated[
-    Connect | Run | Abort | Steer | Answer | Watch | Query, Field(discriminator="type")
+    Connect | Run | Abort | Steer | Answer | Watch | Query | Undo, Field(discriminator="type")
 ]
 
 
@@ -134,6 +164,7 @@ class Event(_Message):
     """One agent event of a run (the same objects `liveforge run --json` reports)."""
 
     type: Literal["event"] = "event"
+    project: str = ""
     run: str
     session: str
     seq: int = Field(ge=0, description="position of the event in its run, from 0")
@@ -145,6 +176,7 @@ class RunStatus(_Message):
     """A run changed state. `reason` is the turn's end reason when it is done."""
 
     type: Literal["run_status"] = "run_status"
+    project: str = ""
     run: str
     session: str
     status: Literal["queued", "running", "done", "aborted", "interrupted", "failed"]
@@ -156,6 +188,7 @@ class Approval(_Message):
     """A question the permission policy asks before a run may go on."""
 
     type: Literal["approval"] = "approval"
+    project: str = ""
     request: str
     run: str
     session: str
@@ -177,8 +210,9 @@ def schema() -> dict[str, Any]:
     """The protocol's JSON Schema: both directions, versioned."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"liveforge gateway protocol v{PROTOCOL_VERSION}",
+        "title": f"liveforge gateway protocol v{PROTOCOL_VERSION} (revision {PROTOCOL_REVISION})",
         "version": PROTOCOL_VERSION,
+        "revision": PROTOCOL_REVISION,
         "client": _CLIENT.json_schema(),
         "server": _SERVER.json_schema(),
     }

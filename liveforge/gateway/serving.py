@@ -14,6 +14,7 @@ from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
     from liveforge.gateway.core import Gateway
+    from liveforge.gateway.hub import Hub
 
 __all__ = ["is_loopback", "serve"]
 
@@ -41,7 +42,7 @@ def check_bind(host: str, token: str) -> None:
 
 
 def serve(
-    project: Path,
+    projects: Path | list[tuple[str, Path]],
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
@@ -50,15 +51,18 @@ def serve(
     mode: str = "",
     announce: TextIO | None = None,
 ) -> None:
-    """Serve `project` until interrupted; prints the address once it listens. `mode` is
-    the permission mode (empty: `[tool.liveforge.permissions]`, else ask)."""
+    """Serve the projects ((name, folder) pairs, or one folder) until interrupted; prints the
+    address once it listens. `mode` is the permission mode (empty: each project's
+    `[tool.liveforge.permissions]`, else ask)."""
     check_bind(host, token)
-    run = _serve(project, host, port, token, allowed_origins, mode, announce or sys.stdout)
+    if isinstance(projects, Path):
+        projects = [(projects.name, projects)]
+    run = _serve(projects, host, port, token, allowed_origins, mode, announce or sys.stdout)
     asyncio.run(run)
 
 
 async def _serve(
-    project: Path,
+    projects: list[tuple[str, Path]],
     host: str,
     port: int,
     token: str,
@@ -68,18 +72,13 @@ async def _serve(
 ) -> None:
     import uvicorn
 
-    from liveforge.config import load_config
     from liveforge.gateway.app import build_app
-    from liveforge.gateway.core import Gateway
 
-    config = load_config(project)
-    settings = config.gateway or GatewaySettings()
-    gateway = Gateway(project, approval_timeout=settings.approval_timeout, mode=mode)
-    await gateway.start()
-    extras = _extras(gateway, settings, config.schedule)
+    hub, extras = _projects(projects, mode)
+    await hub.start()
     for extra in extras:
         await extra.start()
-    app = build_app(gateway, token=token, allowed_origins=allowed_origins)
+    app = build_app(hub, token=token, allowed_origins=allowed_origins)
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
     )
@@ -90,13 +89,47 @@ async def _serve(
         if server.started:
             bound = server.servers[0].sockets[0].getsockname()
             shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-            announce.write(f"liveforge gateway on http://{shown}:{bound[1]}/ (project {project})\n")
+            names = ", ".join(f"{name} {folder}" for name, folder in projects)
+            label = "project" if len(projects) == 1 else "projects"
+            announce.write(f"liveforge gateway on http://{shown}:{bound[1]}/ ({label} {names})\n")
             announce.flush()
         await task
     finally:
         for extra in extras:
             await extra.stop()
-        await gateway.stop()
+        await hub.stop()
+
+
+def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[Any]]:
+    """The hub over every project, and each project's channel and scheduler."""
+    from liveforge.config import load_config
+    from liveforge.gateway.core import Gateway
+    from liveforge.gateway.hub import Hub
+
+    configs, bots = [load_config(folder) for _name, folder in projects], dict[str, str]()
+    for (name, _folder), config in zip(projects, configs, strict=True):
+        if config.gateway is not None and config.gateway.telegram is not None:
+            _one_project_per_bot(bots, config.gateway.telegram.token_env, name)
+    gateways, extras = [], []
+    for (name, folder), config in zip(projects, configs, strict=True):
+        settings = config.gateway or GatewaySettings()
+        gateway = Gateway(folder, approval_timeout=settings.approval_timeout, mode=mode, name=name)
+        gateways.append(gateway)
+        extras += _extras(gateway, settings, config.schedule)
+    return Hub(gateways), extras
+
+
+def _one_project_per_bot(bots: dict[str, str], token_env: str, project: str) -> None:
+    """Refuse two projects polling one Telegram bot (the Bot API lets one poller in)."""
+    token = os.environ.get(token_env, "")
+    if token and token in bots:
+        raise ConfigError(
+            f"projects {bots[token]} and {project} both use the Telegram bot in {token_env}; "
+            "a bot can serve one project: give the other its own bot and token_env in "
+            "[tool.liveforge.gateway.telegram], or remove its table",
+            key="gateway.telegram.token_env",
+        )
+    bots[token] = project
 
 
 def _extras(

@@ -6,23 +6,27 @@ prints go to standard error, so nothing else can corrupt the channel). A project
 lives in its own process, so two projects whose packages share a name never meet, and a
 crash of one project's program never takes the gateway down.
 
-Commands: ``run`` {run, agent_session, input} (one at a time: the project's turn lock
-allows no more), ``abort`` {run}, ``answer`` {request, allow}, ``query`` {req, what,
-session}. Replies: ``ready``, ``started`` {run, agent_session}, ``event`` {run, event},
-``ended`` {run, reason, answer, error}, ``ask`` {run, request, question} and ``reply``
-{req, ok, result | error}.
+Commands: ``run`` {run, agent_session, input} (runs of different agent sessions go at
+once; the gateway sends one run per session at a time), ``abort`` {run}, ``answer``
+{request, allow}, ``query`` {req, what, session, change}. Replies: ``ready``, ``started``
+{run, agent_session}, ``event`` {run, event}, ``ended`` {run, reason, answer, error}, ``ask``
+{run, request, question} and ``reply`` {req, ok, result | error}.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+from liveforge.impls.live_program import changes_of, holding, owner_of
 
 __all__ = ["main"]
 
@@ -46,17 +50,15 @@ class _Questions:
 
     def __init__(self, channel: _Channel) -> None:
         self.channel = channel
-        self._pending: dict[str, tuple[threading.Event, list[bool]]] = {}
-        self._count = 0
-        self.run = ""
+        self._pending: dict[str, tuple[str, threading.Event, list[bool]]] = {}
+        self._ids = itertools.count(1)
 
-    def ask(self, question: str) -> bool:
-        """Block until the gateway answers (a closed gateway is a refusal)."""
-        self._count += 1
-        request = f"q{self._count}"
+    def ask(self, run: str, question: str) -> bool:
+        """Block until the gateway answers (a closed gateway, or an ended run, is a refusal)."""
+        request = f"q{next(self._ids)}"
         done, answer = threading.Event(), [False]
-        self._pending[request] = (done, answer)
-        self.channel.send("ask", run=self.run, request=request, question=question)
+        self._pending[request] = (run, done, answer)
+        self.channel.send("ask", run=run, request=request, question=question)
         done.wait()
         del self._pending[request]
         return answer[0]
@@ -64,17 +66,20 @@ class _Questions:
     def answer(self, request: str, allow: bool) -> None:
         entry = self._pending.get(request)
         if entry:
-            entry[1][0] = allow
-            entry[0].set()
+            entry[2][0] = allow
+            entry[1].set()
 
-    def refuse_all(self) -> None:
-        for done, answer in list(self._pending.values()):
-            answer[0] = False
-            done.set()
+    def refuse(self, run: str | None = None) -> None:
+        """Refuse the open questions of `run` (None: of every run)."""
+        for owner, done, answer in list(self._pending.values()):
+            if run is None or owner == run:
+                answer[0] = False
+                done.set()
 
 
 class Worker:
-    """Runs the gateway's commands against one project."""
+    """Runs the gateway's commands against one project: runs of different sessions at once
+    (one per session), their tool calls taking turns on the live program."""
 
     def __init__(self, project: Path, channel: _Channel, mode: str = "") -> None:
         from liveforge.config import load_config
@@ -88,41 +93,62 @@ class Worker:
         self.questions = _Questions(channel)
         self.policy = config.permissions.policy(mode or None)  # type: ignore[arg-type]
         self.agents: dict[str, Any] = {}
-        self.current: Any = None
-        self.current_run = ""
-        self.cancelled = ""  # a run asked to stop, perhaps before its turn began
+        """Agents by their session id (a session's lane)."""
+        self.runs: dict[str, Any] = {}
+        """The agent of each run from its start to its end (None while it is being built)."""
+        self.lanes: dict[str, str] = {}
+        """The run each agent session is in."""
+        self.cancelled: set[str] = set()  # runs asked to stop, perhaps before their turn began
+        self._building = asyncio.Lock()
 
-    def _approve(self, request: Any) -> bool:
-        """The permission policy asks: the question goes to the run's client."""
-        preview = f"\n{request.preview}" if request.preview else ""
-        return self.questions.ask(f"Allow {request.tool} ({request.effect})?{preview}")
+    def _approver(self, lane: list[str]) -> Callable[[Any], bool]:
+        """The permission policy asks: the question goes to the client of the run that the
+        agent whose session id `lane` will hold is in."""
 
-    def _agent(self, agent_session: str) -> Any:
+        def approve(request: Any) -> bool:
+            preview = f"\n{request.preview}" if request.preview else ""
+            question = f"Allow {request.tool} ({request.effect})?{preview}"
+            return self.questions.ask(self.lanes.get(lane[0], ""), question)
+
+        return approve
+
+    def _build(self, agent_session: str) -> Any:
         from liveforge.agent_setup import build_agent
 
-        agent = self.agents.get(agent_session) if agent_session else None
-        if agent is None:
-            agent = build_agent(
-                self.project,
-                runtime=self.runtime,
-                resume=agent_session or None,
-                policy=self.policy,
-                approver=self._approve,
-            )
-            self.agents[agent.session.id] = agent
+        lane = [agent_session]
+        agent = build_agent(
+            self.project,
+            runtime=self.runtime,
+            resume=agent_session or None,
+            policy=self.policy,
+            approver=self._approver(lane),
+        )
+        lane[0] = agent.session.id
         return agent
+
+    async def _agent(self, agent_session: str) -> Any:
+        """The session's agent; built in a thread (resuming re-applies changes, which waits
+        for the live program) so the other sessions keep streaming meanwhile."""
+        async with self._building:
+            found: Any = self.agents.get(agent_session) if agent_session else None
+            if found is None:
+                found = await asyncio.to_thread(self._build, agent_session)
+                self.agents[found.session.id] = found
+            return found
 
     async def run(self, command: dict[str, Any]) -> None:
         """One run: build or reuse the session's agent, stream its events, report the end."""
         run = command["run"]
-        self.questions.run = self.current_run = run
+        self.runs.setdefault(run, None)
         reason, answer, error = "error", "", ""
+        agent = None
         try:
-            agent = self.current = self._agent(command.get("agent_session", ""))
+            agent = await self._agent(command.get("agent_session", ""))
+            self.runs[run], self.lanes[agent.session.id] = agent, run
             self.channel.send("started", run=run, agent_session=agent.session.id)
             async for event in agent.run(command["input"]):
-                if self.cancelled == run:  # an abort that came before the turn began
-                    self.cancelled = ""
+                if run in self.cancelled:  # an abort that came before the turn began
+                    self.cancelled.discard(run)
                     agent.cancel()
                 data = event.model_dump(mode="json")
                 self.channel.send("event", run=run, event=data, at=time.time())
@@ -133,37 +159,78 @@ class Worker:
         except Exception as exc:  # the run fails; the worker and the other sessions go on
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            self.questions.refuse_all()  # a question the ended turn left open is a "no"
-            self.current, self.current_run, self.cancelled = None, "", ""
+            self.questions.refuse(run)  # a question the ended turn left open is a "no"
+            self.runs.pop(run, None)
+            self.cancelled.discard(run)
+            if agent is not None:
+                self.lanes.pop(agent.session.id, None)
         self.channel.send("ended", run=run, reason=reason, answer=answer, error=error)
 
     def abort(self, run: str) -> None:
-        """Cancel the running turn when it is `run`."""
-        if self.current_run == run:
-            self.cancelled = run  # again at the next event: the turn may not have begun
-            if self.current is not None:
-                self.current.cancel()
+        """Cancel `run`'s turn (at its next event when the turn has not begun yet)."""
+        if run in self.runs:
+            self.cancelled.add(run)
+            if self.runs[run] is not None:
+                self.runs[run].cancel()
 
-    def query(self, what: str, session: str) -> Any:
-        """Read-only answers: the diff, sandbox run records, a transcript."""
+    def query(self, what: str, session: str, change: str = "") -> Any:
+        """Answers about the project (`session`: an agent session id, or empty): the diff
+        (of that session's live changes), undoing a session's change, sandbox run records,
+        a transcript. Runs in a thread: it may wait for the live program."""
         if what == "changes.diff":
-            return {"diff": self.runtime.diff()}
+            with holding(self.runtime, session or "gateway"):
+                if not session:
+                    return {"diff": self.runtime.diff()}
+                mine = set(changes_of(self.runtime, session, persisted=False))
+                changes = [c for c in self.runtime.history() if c.id in mine]
+                return {"diff": "".join(c.diff() for c in changes)}
+        if what == "changes.undo":
+            return {"undone": self._undo(session, change)}
         if what == "checks":
             return {"checks": [r.model_dump(mode="json") for r in self.runtime.runs()]}
         if what == "sessions.history":
-            return {"messages": _history(self.project, session)}
+            return {"messages": _history(self.project, session, self.agents.get(session))}
         raise ValueError(f"unknown query {what!r}")
 
+    def track_all(self) -> None:
+        """Record the runtime's status moves (an undo) in every transcript now, so a restart
+        does not re-apply what was undone (on the event loop, where turns write too)."""
+        for agent in self.agents.values():
+            agent.session.track(agent.runtime, agent.settings.self_packages)
 
-def _history(project: Path, agent_session: str) -> list[dict[str, Any]]:
+    def _undo(self, lane: str, change: str) -> list[dict[str, str]]:
+        """Roll back `change` (default: the session's newest live one) and the later changes
+        of its module; which session made each is said."""
+        with holding(self.runtime, lane):
+            mine = changes_of(self.runtime, lane)
+            if change and change not in mine:
+                raise ValueError(
+                    f"{change} is not a change of this session still in effect; "
+                    f"its live changes: {', '.join(mine) or 'none'} (changes.diff shows them)"
+                )
+            if not mine:
+                raise ValueError("this session has no change in effect to undo")
+            undone = self.runtime.rollback(change or mine[-1])
+        return [
+            {"change": c.id, "target": c.target, "by": owner_of(self.runtime, c.id) or ""}
+            for c in undone
+        ]
+
+
+def _history(project: Path, agent_session: str, agent: Any = None) -> list[dict[str, Any]]:
+    """A transcript's messages: the live session's when its agent is here (it may be in a
+    turn), else read from its file."""
     from liveforge.declarations.messages import TextBlock, ToolUseBlock
     from liveforge.declarations.session import Session
 
     if not agent_session:
         return []
-    session = Session.open(project, agent_session)
+    if agent is not None:
+        messages = list(agent.session.messages)
+    else:
+        messages = Session.open(project, agent_session).messages
     out = []
-    for message in session.messages:
+    for message in messages:
         text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
         tools = [b.name for b in message.content if isinstance(b, ToolUseBlock)]
 
@@ -171,27 +238,40 @@ def _history(project: Path, agent_session: str) -> list[dict[str, Any]]:
     return out
 
 
+async def _answer(worker: Worker, command: dict[str, Any]) -> None:
+    """Reply to one query (in a thread: it may wait for another session's tool call)."""
+    try:
+        args = (command["what"], command.get("session", ""), command.get("change", ""))
+        result = await asyncio.to_thread(worker.query, *args)
+        if command["what"] == "changes.undo":
+            worker.track_all()
+        worker.channel.send("reply", req=command["req"], ok=True, result=result)
+    except Exception as exc:
+        error = {"type": type(exc).__name__, "message": str(exc)}
+        worker.channel.send("reply", req=command["req"], ok=False, error=error)
+
+
 async def _serve(worker: Worker, inbox: asyncio.Queue[dict[str, Any] | None]) -> None:
-    running: asyncio.Task[None] | None = None
+    tasks: set[asyncio.Task[None]] = set()
     while (command := await inbox.get()) is not None:
         op = command.get("op")
         if op == "run":
-            running = asyncio.create_task(worker.run(command))
-        elif op == "abort":
-            worker.abort(command["run"])
-        elif op == "answer":
-            worker.questions.answer(command["request"], bool(command["allow"]))
+            worker.runs[command["run"]] = None  # an abort right behind it finds it
+            task = asyncio.create_task(worker.run(command))
         elif op == "query":
-            try:
-                result = worker.query(command["what"], command.get("session", ""))
-                worker.channel.send("reply", req=command["req"], ok=True, result=result)
-            except Exception as exc:
-                error = {"type": type(exc).__name__, "message": str(exc)}
-                worker.channel.send("reply", req=command["req"], ok=False, error=error)
-    worker.questions.refuse_all()
-    if running is not None:
-        worker.abort(worker.current_run)
-        await asyncio.gather(running, return_exceptions=True)
+            task = asyncio.create_task(_answer(worker, command))
+        else:
+            if op == "abort":
+                worker.abort(command["run"])
+            elif op == "answer":
+                worker.questions.answer(command["request"], bool(command["allow"]))
+            continue
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    worker.questions.refuse()
+    for run in list(worker.runs):
+        worker.abort(run)
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _read(loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[dict[str, Any] | None]) -> None:

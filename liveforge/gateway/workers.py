@@ -1,8 +1,9 @@
 """The gateway's side of a project worker: start it, send it commands, read its messages.
 
-The worker (`liveforge.gateway.worker`) is a child process with the gateway's environment and
-interpreter. When it dies unexpectedly, `on_message` gets a synthetic ``exited`` message and
-the next run starts a new worker.
+The worker (`liveforge.gateway.worker`) is a child process with the gateway's environment,
+on the project's own interpreter when it has one with liveforge (else the gateway's). When it
+dies unexpectedly, `on_message` gets a synthetic ``exited`` message and the next run starts a
+new worker.
 """
 
 from __future__ import annotations
@@ -15,9 +16,26 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProjectWorker"]
+__all__ = ["ProjectWorker", "interpreter"]
 
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def interpreter(project: Path) -> str:
+    """The Python to run `project`'s worker with: the project's own environment when it has
+    one with liveforge installed (`liveforge.project_env`), else the gateway's."""
+    from liveforge.project_env import find_environment
+
+    env = find_environment(project)
+    if env is None or env.is_current:
+        return sys.executable
+    if env.has_liveforge():
+        return str(env.python)
+    sys.stderr.write(
+        f"liveforge gateway: {project}'s environment {env.prefix} has no liveforge; its worker "
+        f"runs on {sys.executable}. {env.install_advice()}\n"
+    )
+    return sys.executable
 
 
 class ProjectWorker:
@@ -43,8 +61,9 @@ class ProjectWorker:
         if self.alive:
             return
         self._ready = asyncio.get_running_loop().create_future()
+        python = await asyncio.to_thread(interpreter, self.project)
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
+            python,
             "-m",
             "liveforge.gateway.worker",
             str(self.project),
@@ -64,14 +83,16 @@ class ProjectWorker:
         self.process.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode())
         await self.process.stdin.drain()
 
-    async def query(self, what: str, session: str = "", timeout: float = 60.0) -> dict[str, Any]:
-        """Ask the worker a read-only question and wait for its reply."""
+    async def query(
+        self, what: str, session: str = "", timeout: float = 60.0, **fields: Any
+    ) -> dict[str, Any]:
+        """Ask the worker something (`what`, about `session`) and wait for its reply."""
         self._count += 1
         req = f"q{self._count}"
         future = asyncio.get_running_loop().create_future()
         self._replies[req] = future
         try:
-            await self.send("query", req=req, what=what, session=session)
+            await self.send("query", req=req, what=what, session=session, **fields)
             return await asyncio.wait_for(future, timeout)
         finally:
             self._replies.pop(req, None)

@@ -42,10 +42,15 @@ class GatewayProcess:
     """`liveforge serve` on a free loopback port (or `host`), started and stopped by tests."""
 
     def __init__(
-        self, project: Path, env: dict[str, str], host: str = "127.0.0.1", mode: str = "full-auto"
+        self,
+        project: Path | list[str],
+        env: dict[str, str],
+        host: str = "127.0.0.1",
+        mode: str = "full-auto",
     ) -> None:
-        command = ["serve", "--project", str(project), "--host", host, "--port", "0"]
-        command += ["--mode", mode]
+        projects = project if isinstance(project, list) else [str(project)]
+        command = ["serve", *(a for p in projects for a in ("--project", p))]
+        command += ["--host", host, "--port", "0", "--mode", mode]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "liveforge", *command],
             stdout=subprocess.PIPE,

@@ -155,3 +155,22 @@ def test_a_due_schedule_starts_one_run_however_often_it_is_fired(sample, monkeyp
             if name.startswith(("ANTHROPIC", "LIVEFORGE")):
                 monkeypatch.setenv(name, value)
         assert asyncio.run(scenario(fake)) == "nightly report"
+
+
+def test_two_projects_on_one_telegram_bot_are_refused(sample, tmp_path, monkeypatch):
+    """The Bot API lets one poller in: a second project on the same bot is a config error
+    naming both projects, before anything starts."""
+    import shutil
+
+    from liveforge.gateway.serving import _projects
+    from liveforge.kernel.errors import ConfigError
+
+    table = "\n[tool.liveforge.gateway.telegram]\nallowed_users = [1]\n"
+    with (sample / "pyproject.toml").open("a") as handle:
+        handle.write(table)
+    other = tmp_path / "second"
+    shutil.copytree(sample, other)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:abc")
+    with pytest.raises(ConfigError, match="projects shop and second both use the Telegram bot"):
+        _projects([("shop", sample), ("second", other)], "")
+    assert not (sample / ".liveforge" / "gateway.db").exists()

@@ -54,19 +54,24 @@ def test_a_run_streams_events_and_a_retry_does_not_start_a_second_run(gateway, f
     client.close()
 
 
-def test_runs_of_one_project_take_turns_and_each_session_sees_its_own(gateway, fake):
-    """A second session's run queues behind the first and streams after it; watchers of
-    one session get none of the other's events."""
-    fake.add(reply.text("first answer").slow(0.5), reply.text("second answer"))
+def test_runs_of_one_session_queue_and_each_session_sees_its_own(gateway, fake):
+    """A session's second run queues behind its first (its lane) while another session runs
+    at once; watchers of one session get none of the other's events."""
+    fake.add(reply.text("first answer").slow(0.5), reply.text("other"), reply.text("second"))
     one, two = Client(gateway.ws_url), Client(gateway.ws_url)
     a = one.request("run", session="alpha", input="one")["result"]["run"]
+    one.until(lambda m: m.get("type") == "run_status" and m["status"] == "running")
     b = two.request("run", session="beta", input="two")["result"]["run"]
+    a2 = one.request("run", session="alpha", input="three")["result"]["run"]
     seen_two = two.until(ended(b))
-    queued = next(m for m in seen_two if m["type"] == "run_status" and m["status"] == "queued")
-    assert queued["position"] == 1
     assert {m["run"] for m in seen_two if "run" in m} == {b}
-    seen_one = one.until(ended(a))
-    assert {m["run"] for m in seen_one if "run" in m} == {a}
+    assert seen_two[-1]["status"] == "done"
+    seen_one = one.until(ended(a2))
+    queued = [m for m in seen_one if m.get("status") == "queued" and m["run"] == a2]
+    assert queued[0]["position"] == 1
+    assert {m["run"] for m in seen_one if "run" in m} == {a, a2}
+    finals = [m["run"] for m in seen_one if m.get("status") == "done"]
+    assert finals == [a, a2]
     listed = one.request("sessions.list")["result"]["sessions"]
     assert {s["session"] for s in listed} == {"alpha", "beta"}
     one.close()
@@ -214,13 +219,13 @@ def test_invalid_status_is_importable():
 
 
 def test_steer_cancels_the_running_turn_and_runs_next(gateway, fake):
-    """Steering a busy session stops its turn and runs the new input before queued ones."""
+    """Steering a busy session stops its turn and runs the new input before its queued ones."""
     nap = {"code": "import time\ntime.sleep(3)"}
     fake.add(reply.tool_call("execute", nap), reply.text("steered answer"), reply.text("queued"))
     client = Client(gateway.ws_url)
     first = client.request("run", session="main", input="slow")["result"]["run"]
     client.until(lambda m: m.get("event", {}).get("type") == "tool_started")
-    later = client.request("run", session="other", input="waits")["result"]["run"]
+    later = client.request("run", session="main", input="waits")["result"]["run"]
     steered = client.request("steer", session="main", input="do this instead")["result"]["run"]
     statuses = [
         m

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_the_ui_runs_a_task_with_a_diff_a_check_and_an_approval(sample: Path, tmp_path: Path):
-    """Send a task, see the patch as a diff marked verified, approve the write, get the answer."""
+    """The gateway's two projects are listed; send a task to the first, see the patch as a
+    diff marked verified, approve the write, get the answer; the other project is untouched."""
     script = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.tool_call("verify", {"code": CHECK}),
@@ -34,11 +36,17 @@ def test_the_ui_runs_a_task_with_a_diff_a_check_and_an_approval(sample: Path, tm
     ]
     shots = Path(os.environ.get("LIVEFORGE_SCREENSHOTS", tmp_path))
     with FakeProvider(script=script) as fake:
-        gateway = GatewayProcess(sample, gateway_env(fake), mode="auto-edit")
+        other = tmp_path / "other"
+        shutil.copytree(sample, other)
+        gateway = GatewayProcess([str(sample), str(other)], gateway_env(fake), mode="auto-edit")
         browser = Browser(tmp_path / "profile")
         try:
             browser.goto(gateway.url)
             browser.wait_for("document.body.dataset.ready === 'yes'")
+            listed = browser.evaluate(
+                "[...document.querySelectorAll('#projects li')].map(e => e.textContent).join()"
+            )
+            assert listed == "shop,other"
             browser.evaluate(
                 "document.getElementById('input').value = 'fix the bulk discount';"
                 "document.getElementById('send').click()"
@@ -64,3 +72,4 @@ def test_the_ui_runs_a_task_with_a_diff_a_check_and_an_approval(sample: Path, tm
             browser.close()
             gateway.stop()
     assert "quantity >= BULK" in (sample / "pricing" / "cart.py").read_text()
+    assert "quantity >= BULK" not in (other / "pricing" / "cart.py").read_text()

@@ -2,8 +2,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { ws: null, next: 1, pending: new Map(), session: null, running: null,
-                reply: null, replyText: "", question: null, changes: [] };
+const state = { ws: null, next: 1, pending: new Map(), projects: [], project: null, session: null,
+                running: null, reply: null, replyText: "", question: null, changes: [] };
 
 function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
@@ -45,6 +45,11 @@ function request(type, fields = {}) {
   const id = String(state.next++);
   state.ws.send(JSON.stringify({ type, id, ...fields }));
   return new Promise((resolve, reject) => state.pending.set(id, { resolve, reject }));
+}
+
+// A request about the chosen project (a gateway may serve several).
+function scoped(type, fields = {}) {
+  return request(type, { project: state.project, ...fields });
 }
 
 function add(cls, html) {
@@ -121,6 +126,7 @@ function onMessage(raw) {
     if (waiter) message.ok ? waiter.resolve(message.result) : waiter.reject(new Error(message.error.message));
     return;
   }
+  if (message.project && message.project !== state.project) return;
   if (message.session && message.session !== state.session) return;
   if (message.type === "event") onEvent(message.event);
   else if (message.type === "run_status") onStatus(message);
@@ -132,7 +138,7 @@ function onMessage(raw) {
 }
 
 async function refreshSessions() {
-  const { sessions } = await request("sessions.list");
+  const { sessions } = await scoped("sessions.list");
   const list = $("sessions");
   list.innerHTML = "";
   for (const s of sessions) {
@@ -145,7 +151,7 @@ async function refreshSessions() {
 }
 
 async function refreshChecks() {
-  const { checks = [] } = await request("runs.list");
+  const { checks = [] } = await scoped("runs.list");
   $("checks").innerHTML = checks.slice(0, 20).map((c) =>
     `<li class="check ${c.ok ? "ok" : "fail"}" title="${escapeHtml(c.headline)}">${c.ok ? "✓" : "✗"} ${escapeHtml(c.kind)} ${escapeHtml(c.run_id.slice(-6))}</li>`).join("");
 }
@@ -154,9 +160,10 @@ async function openSession(name) {
   state.session = name; state.changes = []; state.reply = null;
   $("current").textContent = name;
   $("log").innerHTML = "";
-  await request("watch", { session: name });
+  $("status").textContent = ""; state.running = null; $("abort").disabled = true;
+  await scoped("watch", { session: name });
   try {
-    const { messages } = await request("sessions.history", { session: name });
+    const { messages } = await scoped("sessions.history", { session: name });
     for (const m of messages) {
       if (m.text) add("msg " + m.role, m.role === "assistant" ? markdown(m.text) : escapeHtml(m.text));
       for (const tool of m.tools) add("tool", `→ ${escapeHtml(tool)}`);
@@ -171,7 +178,40 @@ async function send() {
   $("input").value = "";
   add("msg user", escapeHtml(text));
   const key = `${state.session}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  await request("run", { session: state.session, input: text, idempotency_key: key });
+  await scoped("run", { session: state.session, input: text, idempotency_key: key });
+}
+
+async function undo() {
+  if (!state.session) return;
+  try {
+    const { undone } = await scoped("changes.undo", { session: state.session });
+    for (const u of undone) add("tool", `↶ rolled back ${escapeHtml(u.change)} ${escapeHtml(u.target)}`);
+  } catch (error) {
+    add("tool error", escapeHtml(error.message));
+  }
+}
+
+function refreshProjects() {
+  const list = $("projects");
+  list.innerHTML = "";
+  for (const p of state.projects) {
+    const li = document.createElement("li");
+    li.textContent = p.project;
+    li.title = p.path;
+    li.className = p.project === state.project ? "active" : "";
+    li.onclick = () => openProject(p.project);
+    list.appendChild(li);
+  }
+}
+
+async function openProject(name) {
+  state.project = name;
+  $("project").textContent = state.projects.find((p) => p.project === name).path;
+  refreshProjects();
+  await refreshSessions();
+  await refreshChecks();
+  const first = $("sessions").firstChild;
+  await openSession(first ? first.textContent.split(" — ")[0] : "main");
 }
 
 async function answer(allow) {
@@ -186,11 +226,8 @@ function connect() {
   state.ws.onclose = () => { $("status").textContent = "disconnected — reload to reconnect"; };
   state.ws.onopen = async () => {
     const hello = await request("connect", { token, client: "web" });
-    $("project").textContent = hello.project;
-    await refreshSessions();
-    await refreshChecks();
-    const first = $("sessions").firstChild;
-    await openSession(first ? first.textContent.split(" — ")[0] : "main");
+    state.projects = hello.projects;
+    await openProject(hello.projects[0].project);
     document.body.dataset.ready = "yes";
   };
 }
@@ -199,6 +236,7 @@ $("prompt").onsubmit = (e) => { e.preventDefault(); send(); };
 $("input").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); } };
 $("new-session").onsubmit = (e) => { e.preventDefault(); openSession($("session-name").value); $("session-name").value = ""; };
 $("abort").onclick = () => state.running && request("abort", { run: state.running });
+$("undo").onclick = () => undo();
 $("approve").onclick = () => answer(true);
 $("deny").onclick = () => answer(false);
 connect();
