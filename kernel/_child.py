@@ -413,15 +413,13 @@ def load_sibling(name: str) -> Any:
 
 
 def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
-    """Apply the check boundary; temporary files go to the scratch folder from now on."""
+    """Enter the check boundary (in namespaces, as a new process; see `_boundary.contain`);
+    temporary files go to the scratch folder from now on."""
     boundary = load_sibling("_boundary")
     policy = boundary.BoundaryPolicy.from_dict(
         {**request["boundary"], "parent_pid": request.get("parent_pid")}
     )
-    prepared = request.get("ruleset_fd")
-    report: dict[str, Any] = boundary.apply_boundary(policy, prepared)
-    if prepared is not None:
-        os.close(prepared)
+    report: dict[str, Any] = boundary.contain(policy, request.get("handshake"))
     for name in ("TMPDIR", "TEMP", "TMP"):
         os.environ[name] = policy.scratch
     # caches (jedi, pip, ...) go to the scratch too: ~/.cache is outside the boundary

@@ -68,12 +68,16 @@ class View:
     work: str
 
     @classmethod
-    def beside(cls, root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> View:
-        """A view of `root` whose upper and work folders are made, empty, in `folder`."""
+    def beside(
+        cls, root: str | os.PathLike[str], folder: str | os.PathLike[str], *, make: bool = True
+    ) -> View:
+        """A view of `root` whose upper and work folders are `folder`/upper and /work, made
+        empty here unless `make` is False (the view of an existing folder)."""
         base = Path(folder)
-        (base / "upper").mkdir(parents=True)
-        (base / "work").mkdir()
-        return cls(str(Path(root).resolve()), str(base / "upper"), str(base / "work"))
+        if make:
+            (base / "upper").mkdir(parents=True)
+            (base / "work").mkdir()
+        return cls(os.path.abspath(root), str(base / "upper"), str(base / "work"))
 
 
 @dataclass

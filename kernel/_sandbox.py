@@ -26,6 +26,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import BoundaryPolicy
 from liveforge.kernel._child import (
     JUNIT,
@@ -204,11 +205,11 @@ class Sandbox:
                     *self.readable(),
                     *_named_paths(payload.get("args") or [], self.project_root),
                 )
-                policy = policy_for(self.settings, readable, self.scratch.root, scratch, **options)
+                policy = self._policy(run_id, readable, scratch, options)
                 request = self._request(run_id, kind, payload, modules, policy)
                 template = self._template_for([m.name for m in modules])
             except SandboxError:
-                shutil.rmtree(scratch, ignore_errors=True)
+                _remove_scratch(policy=None, scratch=scratch)
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
             scrubber = Scrubber.current()
@@ -216,7 +217,7 @@ class Sandbox:
                 ended = self._child(template, request, folder, modules, timeout, scrubber)
             finally:
                 _keep_junit(scratch, folder, scrubber)
-                shutil.rmtree(scratch, ignore_errors=True)
+                changed = _remove_scratch(policy, scratch)
             fields = {
                 "run_id": run_id,
                 "kind": kind,
@@ -228,10 +229,30 @@ class Sandbox:
                 "overlay_modules": [m.name for m in modules],
                 "record_path": str(folder),
             }
-            result = build_result(fields, ended, policy=policy, timeout=timeout, scrubber=scrubber)
+            result = build_result(
+                fields, ended, policy=policy, timeout=timeout, scrubber=scrubber, changed=changed
+            )
             self.store.save(result)
             self.store.prune(protect=run_id)
             return result
+
+    def _policy(
+        self, run_id: str, readable: tuple[str, ...], scratch: Path, options: dict[str, Any]
+    ) -> BoundaryPolicy:
+        """The boundary of one run, its copy-on-write view's folder made where it has one."""
+        policy = policy_for(
+            self.settings,
+            readable,
+            scratch,
+            project=self.project_root,
+            view=self.scratch.view(run_id),
+            namespaces_reason=self.scratch.namespaces_reason(),
+            **options,
+        )
+        copy_on_write = policy.copy_on_write()
+        if copy_on_write is not None:
+            _overlay.View.beside(copy_on_write.root, policy.view or "")
+        return policy
 
     def _child(
         self,
@@ -386,6 +407,18 @@ def _named_paths(args: list[str], root: Path) -> list[str]:
         if path.exists() and not path.is_relative_to(root):
             found.append(str(path.parent))
     return found
+
+
+def _remove_scratch(policy: BoundaryPolicy | None, scratch: Path) -> _overlay.Changes:
+    """Remove a run's scratch folder and its copy-on-write view; what the view held."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    view = policy.copy_on_write() if policy is not None else None
+    if view is None:
+        return _overlay.Changes()
+    changed = _overlay.changes(view.upper)
+    _overlay.discard(view)
+    shutil.rmtree(Path(view.upper).parent, ignore_errors=True)
+    return changed
 
 
 def _keep_junit(scratch: Path, folder: Path, scrubber: Scrubber) -> None:

@@ -162,45 +162,43 @@ def serve(sock_fd: int) -> None:
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
     boundary = child.load_sibling("_boundary")
-    boundary.become_subreaper()  # a run's orphans (setsid, double fork) come back here
-    rulesets: dict[str, int | None] = {}
+    processes = child.load_sibling("_processes")
+    processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
     while True:
         request, fds = channel.receive(max_fds=3)
         if request is None:
             return
         request["parent_pid"] = os.getpid()
-        request["ruleset_fd"] = _ruleset_for(request["boundary"], rulesets, boundary)
+        handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
+        request["handshake"] = handshake
         pid = os.fork()
         if pid == 0:
             channel.sock.close()
             child.child_main(request, *fds)
         for fd in fds:
             os.close(fd)
+        if handshake is not None:
+            handshake.parent_side()
+            handshake.serve(pid)
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
         channel.send({"pid": pid})
         status = _wait_child(pid, channel)
-        boundary.kill_descendants()  # whatever the run left behind, wherever it went
+        processes.kill_descendants()  # whatever the run left behind, wherever it went
         if status is None:  # the client is gone: nobody will read a result, nor clean up
-            shutil.rmtree(request["boundary"]["scratch"], ignore_errors=True)
+            _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
         channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
 
 
-def _ruleset_for(policy: dict[str, Any], cache: dict[str, int | None], boundary: Any) -> int | None:
-    """The Landlock ruleset fd of a run's policy, built once per distinct file-system and
-    network rules (every child only enforces it: adding each rule per run costs ms)."""
-    key = json.dumps([policy[k] for k in ("readable", "writable", "network", "landlock")])
-    if key not in cache:
-        if len(cache) >= 4:
-            for fd in cache.values():
-                if fd is not None:
-                    os.close(fd)
-            cache.clear()
-        cache[key] = boundary.prepare(boundary.BoundaryPolicy.from_dict(policy))
-    return cache[key]
+def _remove_scratch(policy: dict[str, Any], overlay: Any) -> None:
+    """The run's scratch folder and its copy-on-write view's folders."""
+    shutil.rmtree(policy["scratch"], ignore_errors=True)
+    if policy.get("view"):
+        overlay.discard(overlay.View.beside("", policy["view"], make=False))
+        shutil.rmtree(policy["view"], ignore_errors=True)
 
 
 def _wait_child(pid: int, channel: LineChannel) -> int | None:

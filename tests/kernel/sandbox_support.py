@@ -68,3 +68,53 @@ def process_gone(pid: int, wait: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def in_namespace(link: str, wait: float = 10.0) -> list[int]:
+    """Pids of processes still alive in the pid namespace `link` names ("pid:[4026...]", as
+    `readlink /proc/<pid>/ns/pid` gives it), after waiting up to `wait` s for none."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{name}/ns/pid") != link:
+                    continue
+                state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state not in ("Z", "X"):
+                alive.append(int(name))
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+#: An expression a check evaluates to name one of its processes from outside: its pid
+#: namespace and its pid there (a check may have a pid namespace of its own).
+WHO = "__import__('os').readlink('/proc/self/ns/pid') + ' ' + str({pid})"
+
+
+def who_gone(who: str, wait: float = 10.0) -> bool:
+    """True once the process `WHO` named no longer runs: by pid in this pid namespace, or,
+    when it was in a namespace of its own, once nothing runs in that namespace."""
+    link, pid = who.rsplit(" ", 1)
+    if link == os.readlink("/proc/self/ns/pid"):
+        return process_gone(int(pid), wait)
+    return in_namespace(link, wait) == []
+
+
+def with_marker(marker: str) -> set[int]:
+    """Pids of the running `sleep MARKER` processes (found by their command line)."""
+    pids = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                argv = Path(f"/proc/{name}/cmdline").read_text().split("\0")
+            except OSError:
+                continue
+            if argv[0].endswith("sleep") and marker in argv:
+                pids.add(int(name))
+    return pids

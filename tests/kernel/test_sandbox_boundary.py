@@ -8,14 +8,17 @@ sandbox still answers from its template.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import textwrap
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import process_gone
+from sandbox_support import in_namespace, process_gone, with_marker
 
 from liveforge.kernel._boundary import probe
 from liveforge.kernel._policy import CheckSettings
@@ -76,15 +79,32 @@ def denied(sandbox: Sandbox, code: str) -> str:
     return result.message
 
 
-def test_writes_appends_deletes_and_new_files_in_the_project_are_denied(
+def test_writes_appends_deletes_and_new_files_in_the_project_stay_in_the_checks_view(
     sandbox: Sandbox, places: Places
 ) -> None:
+    """The check sees the project copy-on-write: its writes work, are listed in the record,
+    and are discarded (where the kernel offers no view, the project is read-only)."""
     module = places.project / "pkg" / "mod.py"
-    denied(sandbox, f"open({str(module)!r}, 'a').write('import os\\n')")
-    denied(sandbox, f"open({str(module)!r}, 'w').write('')")
-    denied(sandbox, f"import os\nos.remove({str(module)!r})")
-    denied(sandbox, f"open({str(places.project / 'planted.py')!r}, 'x').write('x = 1')")
-    denied(sandbox, f"import os\nos.rename({str(module)!r}, {str(module) + '.bak'!r})")
+    code = f"""
+        import os
+        open({str(module)!r}, 'a').write('import os\\n')
+        open({str(places.project / "planted.py")!r}, 'x').write('x = 1')
+        os.remove({str(places.project / "pkg" / "__init__.py")!r})
+        os.rename({str(module)!r}, {str(module) + ".bak"!r})
+        sorted(os.listdir({str(places.project / "pkg")!r}))
+    """
+    result = sandbox.verify(textwrap.dedent(code))
+    assert result.boundary is not None
+    if result.boundary.project != "copy-on-write":
+        assert result.boundary.project == "read-only" and result.boundary.project_reason
+        denied(sandbox, f"open({str(module)!r}, 'a').write('import os\\n')")
+        return
+    assert result.ok and result.value_repr == "['mod.py.bak']", result.summary()
+    assert result.boundary.project_writes == ["pkg/mod.py.bak", "planted.py"]
+    assert result.boundary.project_deletes == ["pkg/__init__.py", "pkg/mod.py"]
+    assert "4 project paths changed in its view (discarded)" in result.summary()
+    again = sandbox.verify(f"open({str(module)!r}).read()")
+    assert again.value_repr == repr("def f(x):\n    return x + 1\n")
 
 
 def test_writes_and_deletes_outside_the_project_are_denied(
@@ -131,9 +151,16 @@ def test_credentials_on_the_machine_are_unreadable(sandbox: Sandbox) -> None:
 
 
 def test_signals_to_the_parent_and_the_front_end_are_denied(sandbox: Sandbox) -> None:
+    """Processes outside the check's tree are out of reach: not signalled (Landlock) or not
+    even visible (its own pid namespace)."""
     template = sandbox.template_pid
-    denied(sandbox, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
-    denied(sandbox, f"import os\nos.kill({os.getpid()}, 0)")
+    for code in (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+        f"import os\nos.kill({os.getpid()}, 0)",
+        f"import os\nos.kill({template}, 9)",
+    ):
+        result = sandbox.verify(code)
+        assert result.exc_type in ("PermissionError", "ProcessLookupError"), result.summary()
     assert sandbox.template_pid == template
 
 
@@ -181,13 +208,54 @@ def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
             if os.fork() == 0:
                 time.sleep(300)
             os._exit(0)
-        pids
+        pids, os.readlink("/proc/self/ns/pid")
     """)
     result = sandbox.verify(code)
-    assert result.ok, result.summary()
-    pids = eval(result.value_repr or "[]")
+    assert result.ok and result.boundary is not None, result.summary()
+    pids, namespace = eval(result.value_repr or "[]")
     assert len(pids) == 53
-    assert all(process_gone(pid, wait=2) for pid in pids)
+    if result.boundary.processes == "pid namespace":  # its pids mean nothing out here
+        assert in_namespace(namespace, wait=2) == []
+    else:
+        assert all(process_gone(pid, wait=2) for pid in pids)
+
+
+def test_killing_the_template_during_a_check_leaves_no_process_of_it(places: Places) -> None:
+    """SIGKILL the template while its check runs setsid grandchildren: the check's pid
+    namespace (or parent-death signals) takes all of them down within 2 s."""
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    code = textwrap.dedent(f"""
+        import os, subprocess, threading
+        for _ in range(2):
+            subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+        if os.fork() == 0:
+            os.setsid()
+            os.execvp("sleep", ["sleep", "{marker}"])
+        while True:
+            pass
+    """)
+    with Sandbox(places.project) as box:
+        box.verify("0")
+        template = box.template_pid
+        assert template is not None
+        finished: list[object] = []
+        runner = threading.Thread(target=lambda: finished.append(box.verify(code, timeout=60)))
+        runner.start()
+        deadline = time.monotonic() + 30
+        while len(with_marker(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = with_marker(marker)
+        assert len(started) == 3, "the check did not start its processes"
+        os.kill(template, signal.SIGKILL)
+        deadline = time.monotonic() + 2
+        while with_marker(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = with_marker(marker)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        runner.join(10)
+        assert not left and finished, "processes of the check outlived its template"
+        assert box.verify("6 * 7").value_repr == "42"
 
 
 def test_two_gib_allocation_hits_the_memory_limit(sandbox: Sandbox) -> None:
@@ -210,16 +278,18 @@ def test_a_busy_loop_hits_the_cpu_limit(places: Places) -> None:
     assert result.boundary is not None and result.boundary.hit == ["cpu"]
 
 
-def test_the_process_limit_is_applied_or_says_why_not(places: Places) -> None:
-    """Forking past the limit fails for a normal user; root is exempt, and the record says so."""
-    code = "import os\nfor _ in range(40):\n    if os.fork() == 0:\n        os._exit(0)"
+def test_the_process_limit_binds_root_too(places: Places) -> None:
+    """Forking past the limit fails, for root as for anyone (the check is nobody outside);
+    without a user namespace, root is exempt and the record says so."""
+    code = "import os\nfor _ in range(50):\n    if os.fork() == 0:\n        os._exit(0)"
     with Sandbox(places.project, settings=CheckSettings(processes=20)) as box:
         result = box.verify(code)
     assert result.boundary is not None and result.boundary.limits["processes"] == 20
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and result.boundary.processes != "pid namespace":
         assert any("does not bind root" in note for note in result.boundary.notes)
     else:
-        assert result.exc_type == "BlockingIOError" and result.boundary.hit == ["processes"]
+        assert result.exc_type == "BlockingIOError", result.summary()
+        assert result.boundary.hit == ["processes"]
 
 
 def test_closed_std_streams_still_give_a_result(sandbox: Sandbox) -> None:
