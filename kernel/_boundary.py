@@ -65,6 +65,7 @@ __all__ = [
     "Handshake",
     "apply_boundary",
     "contain",
+    "prepare",
     "probe",
     "readable_paths",
 ]
@@ -202,26 +203,31 @@ def _loaded_package_dirs() -> set[str]:
     return dirs
 
 
-def contain(policy: BoundaryPolicy, handshake: Any | None = None) -> dict[str, Any]:
+def contain(
+    policy: BoundaryPolicy, handshake: Any | None = None, prepared: int | None = None
+) -> dict[str, Any]:
     """Wall in this freshly forked child as `policy` says (see the module's text); the
     report of what applied. `handshake` (a `Handshake` the parent made before the fork and
     serves after it) is needed for namespaces; without one the check stays in its parent's.
     In namespaces this returns in a new process (pid 2 of the check's pid namespace); the
-    forked one waits for it and ends as it ends."""
+    forked one waits for it and ends as it ends. `prepared` is a ruleset fd from `prepare`
+    (closed here)."""
     if policy.parent_pid is not None:
         _processes.die_with_parent(policy.parent_pid)
     entered = None
     if handshake is not None:
         handshake.child_side()
         entered = _namespaces.enter(handshake, policy.copy_on_write())
-    return apply_boundary(policy, entered)
+    return apply_boundary(policy, entered, prepared)
 
 
-def apply_boundary(policy: BoundaryPolicy, entered: Any | None = None) -> dict[str, Any]:
+def apply_boundary(
+    policy: BoundaryPolicy, entered: Any | None = None, prepared: int | None = None
+) -> dict[str, Any]:
     """Limits, capabilities and Landlock for this process (and everything it starts), as
     `policy` says; a report of what applied: isolation level, Landlock ABI, writable paths,
     the project, network, processes, limits, notes. `entered` is what `_namespaces.enter`
-    set up, if it ran."""
+    set up, if it ran; `prepared`, a ruleset fd from `prepare` (closed here)."""
     report = _Report(writable=policy.writable_paths(), network=policy.network)
     inside = entered is not None and entered.namespaces
     base = entered.processes_at_start if entered is not None and inside else None
@@ -239,9 +245,11 @@ def apply_boundary(policy: BoundaryPolicy, entered: Any | None = None) -> dict[s
         abi, reason = 0, "isolation was turned off for this sandbox"
     if abi:
         try:
-            _landlock.restrict(_ruleset(policy, abi, entered))
+            _restrict(policy, abi, entered, prepared)
         except OSError as exc:
             abi, reason = 0, f"the kernel refused Landlock: {exc}"
+    elif prepared is not None:
+        os.close(prepared)
     report.landlock_abi = abi
     if abi:
         _describe_landlock(report, policy, abi)
@@ -281,22 +289,52 @@ def _describe_landlock(report: _Report, policy: BoundaryPolicy, abi: int) -> Non
         report.notes.append("network off for TCP only: UDP sockets are not filtered here")
 
 
-def _ruleset(policy: BoundaryPolicy, abi: int, entered: Any | None) -> Any:
-    """Built after the namespaces were entered: a rule holds for the file it was made on,
-    and the copy-on-write project and a private /proc are new mounts."""
-    private_proc = entered is not None and entered.private_proc
-    proc = ["/proc"] if private_proc else [f"/proc/{n}" for n in PROC_READABLE]
-    read = [*policy.readable, *_etc_entries(), *proc]
-    write = [*policy.writable_paths(), *DEVICE_FOLDERS]
+def prepare(policy: BoundaryPolicy) -> int | None:
+    """A Landlock ruleset fd with the rules of `policy` that hold for every run (what is
+    readable, the extra writable folders, devices), made ahead of time to pass to
+    `contain` in a forked child; None where Landlock is off or missing. Each fd serves one
+    child, which adds its own rules to it."""
+    abi, _ = probe()
+    if not (abi and policy.landlock):
+        return None
+    try:
+        return int(_landlock.build(_common_rules(policy, abi)))
+    except OSError:
+        return None  # contain will meet the same refusal and report it
+
+
+def _common_rules(policy: BoundaryPolicy, abi: int) -> Any:
+    read = (*policy.readable, *_etc_entries(), *(f"/proc/{n}" for n in PROC_READABLE))
+    write = (*policy.writable, *DEVICE_FOLDERS)
+    return _rules(policy, abi, read, write, devices=DEVICES)
+
+
+def _restrict(policy: BoundaryPolicy, abi: int, entered: Any | None, prepared: int | None) -> None:
+    """Landlock for this process: the prepared rules (or the same built now) and this
+    run's own, made after the namespaces were entered (a rule holds for the file it was
+    made on, and the copy-on-write project and a private /proc are new mounts)."""
+    if prepared is None:
+        prepared = int(_landlock.build(_common_rules(policy, abi)))
+    read = ["/proc"] if entered is not None and entered.private_proc else []
+    write = [policy.scratch]
     if entered is not None and entered.project == "copy-on-write" and policy.project:
         write.append(policy.project)
+    try:
+        _landlock.add_rules(prepared, _rules(policy, abi, read, write))
+        _landlock.enforce(prepared)
+    finally:
+        os.close(prepared)
+
+
+def _rules(
+    policy: BoundaryPolicy,
+    abi: int,
+    read: Iterable[str],
+    write: Iterable[str],
+    devices: tuple[str, ...] = (),
+) -> Any:
     return _landlock.Ruleset(
-        abi,
-        read=tuple(read),
-        write=tuple(write),
-        devices=DEVICES,
-        network=policy.network,
-        scope=True,
+        abi, read=tuple(read), write=tuple(write), devices=devices, network=policy.network
     )
 
 

@@ -419,7 +419,8 @@ def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
     policy = boundary.BoundaryPolicy.from_dict(
         {**request["boundary"], "parent_pid": request.get("parent_pid")}
     )
-    report: dict[str, Any] = boundary.contain(policy, request.get("handshake"))
+    handshake, prepared = request.get("handshake"), request.get("ruleset_fd")
+    report: dict[str, Any] = boundary.contain(policy, handshake, prepared)
     for name in ("TMPDIR", "TEMP", "TMP"):
         os.environ[name] = policy.scratch
     # caches (jedi, pip, ...) go to the scratch too: ~/.cache is outside the boundary

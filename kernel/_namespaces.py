@@ -81,7 +81,9 @@ def _identity_but_root(outside: int) -> str:
 
 class Handshake:
     """Two pipes between a parent and the child it forks: the child asks for its id maps
-    once it has unshared its namespaces, the parent writes them and answers."""
+    once it has unshared its namespaces, the parent writes them and answers; later the
+    child reports the check's wait status on the same pipe as soon as the check ends (the
+    namespaces' teardown, which can take milliseconds, is nobody's wait)."""
 
     def __init__(self) -> None:
         self.ask_read, self.ask_write = os.pipe()
@@ -95,12 +97,12 @@ class Handshake:
         """In the parent, right after the fork: drop the child's ends."""
         _close(self.ask_write, self.answer_read)
 
-    def serve(self, pid: int) -> None:
-        """Write the id maps of child `pid` when it asks (it may also say it stays in this
-        process's namespaces, or die first); then close the parent's ends."""
+    def serve(self, pid: int) -> bool:
+        """Write the id maps of child `pid` when it asks; False when it stays in this
+        process's namespaces (or died first). Then `status_fd` tells when the check ended."""
         try:
             if os.read(self.ask_read, 1) != ASK:
-                return
+                return False
             try:
                 uid_map, gid_map, deny = id_maps(os.geteuid(), os.getegid())
                 _overlay.write_ids(pid, uid_map, gid_map, deny_setgroups=deny)
@@ -108,10 +110,28 @@ class Handshake:
             except OSError as exc:
                 answer = f"!{exc}".encode()[:4000]
             os.write(self.answer_write, answer)
+            return answer == MAPPED
         except OSError:  # the child died before it asked or before it heard the answer
-            pass
+            return False
         finally:
-            _close(self.ask_read, self.answer_write)
+            _close(self.answer_write)
+
+    @property
+    def status_fd(self) -> int:
+        """Readable (in the parent) when the check ended: `read_status` then has its wait
+        status, or None when the child died without saying."""
+        return self.ask_read
+
+    def read_status(self) -> int | None:
+        data = b""
+        with contextlib.suppress(OSError):
+            while len(data) < 4 and (chunk := os.read(self.ask_read, 4 - len(data))):
+                data += chunk
+        return struct.unpack("i", data)[0] if len(data) == 4 else None
+
+    def close(self) -> None:
+        """In the parent, after the run."""
+        _close(self.ask_read)
 
     def decline(self) -> None:
         """In the child: tell the parent it stays in the parent's namespaces."""
@@ -123,9 +143,14 @@ class Handshake:
         the parent could not."""
         os.write(self.ask_write, ASK)
         answer = os.read(self.answer_read, 4096)
-        _close(self.ask_write, self.answer_read)
+        _close(self.answer_read)
         if answer != MAPPED:
             raise OSError(f"the parent could not map the check's ids: {answer[1:].decode()}")
+
+    def report(self, status: int) -> None:
+        """In the child's relay: the check's wait status, for the parent."""
+        with contextlib.suppress(OSError):
+            os.write(self.ask_write, struct.pack("i", status))
 
 
 def _close(*fds: int) -> None:
@@ -169,7 +194,7 @@ def enter(handshake: Handshake, view: Any | None) -> Entered:
             entered.project = "copy-on-write"
         except OSError as exc:
             entered.project_reason = str(exc)
-    _relay(entered)
+    _relay(handshake, entered)
     return entered
 
 
@@ -181,20 +206,24 @@ def _become_root() -> None:
     os.setresuid(0, 0, 0)
 
 
-def _relay(entered: Entered) -> None:
+def _relay(handshake: Handshake, entered: Entered) -> None:
     """Fork pid 1; in this process wait for it and end as the check ended (never return)."""
     status_read, status_write = os.pipe()
     lifeline_read, lifeline_write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _close(status_read, lifeline_write)
+        _close(status_read, lifeline_write, handshake.ask_write)
         _die_with_parent(lifeline_read)
         _init(status_write, entered)
         return
-    _close(status_write, lifeline_read)
-    _, status = os.waitpid(pid, 0)
+    # only the check holds the run's pipes (output, result): they end when it ends
+    _close_all_but(status_read, lifeline_write, handshake.ask_write)
     data = os.read(status_read, 4)
-    _end_as(struct.unpack("i", data)[0] if len(data) == 4 else status)
+    status = struct.unpack("i", data)[0] if len(data) == 4 else None
+    if status is not None:
+        handshake.report(status)
+    _, init_status = os.waitpid(pid, 0)
+    _end_as(init_status if status is None else status)
 
 
 def _init(status_fd: int, entered: Entered) -> None:
@@ -208,6 +237,7 @@ def _init(status_fd: int, entered: Entered) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         entered.processes_at_start = 3  # the relay, pid 1 and the check
         return
+    _close_all_but(status_fd)
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
@@ -216,6 +246,15 @@ def _init(status_fd: int, entered: Entered) -> None:
         if pid == check:
             os.write(status_fd, struct.pack("i", status))
             os._exit(0)
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every descriptor of this process but `keep` (standard streams included)."""
+    start = 0
+    for fd in sorted(keep):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def _mount_proc(notes: list[str]) -> bool:
