@@ -218,7 +218,20 @@ def contain(
     if handshake is not None:
         handshake.child_side()
         entered = _namespaces.enter(handshake, policy.copy_on_write())
-    return apply_boundary(policy, entered, prepared)
+    report = apply_boundary(policy, entered, prepared)
+    _use_scratch(policy.scratch)
+    return report
+
+
+def _use_scratch(scratch: str) -> None:
+    """Temporary files and caches (jedi, pip, ...) go to the scratch folder from now on:
+    the usual places are outside the boundary."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = scratch
+    os.environ["XDG_CACHE_HOME"] = os.path.join(scratch, ".cache")
+    import tempfile
+
+    tempfile.tempdir = None  # a template may have cached the old answer
 
 
 def apply_boundary(

@@ -413,21 +413,13 @@ def load_sibling(name: str) -> Any:
 
 
 def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
-    """Enter the check boundary (in namespaces, as a new process; see `_boundary.contain`);
-    temporary files go to the scratch folder from now on."""
+    """Enter the check boundary (in namespaces, as a new process; see `_boundary.contain`)."""
     boundary = load_sibling("_boundary")
     policy = boundary.BoundaryPolicy.from_dict(
         {**request["boundary"], "parent_pid": request.get("parent_pid")}
     )
     handshake, prepared = request.get("handshake"), request.get("ruleset_fd")
     report: dict[str, Any] = boundary.contain(policy, handshake, prepared)
-    for name in ("TMPDIR", "TEMP", "TMP"):
-        os.environ[name] = policy.scratch
-    # caches (jedi, pip, ...) go to the scratch too: ~/.cache is outside the boundary
-    os.environ["XDG_CACHE_HOME"] = os.path.join(policy.scratch, ".cache")
-    import tempfile
-
-    tempfile.tempdir = None  # the template may have cached the old answer
     return report
 
 

@@ -178,6 +178,7 @@ def enter(handshake: Handshake, view: Any | None) -> Entered:
     (an `_overlay.View`, or None for none) mounted. When the kernel refuses the namespaces
     the child stays where it is, says why, and the parent hears so."""
     entered = Entered()
+    parent = os.getppid()
     flags = _overlay.CLONE_NEWUSER | _overlay.CLONE_NEWNS | _overlay.CLONE_NEWPID
     try:
         _overlay.unshare(flags)
@@ -187,6 +188,10 @@ def enter(handshake: Handshake, view: Any | None) -> Entered:
         return entered
     handshake.ask()
     _become_root()
+    # new credentials clear the parent-death signal: arm it again
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
     entered.namespaces = True
     if view is not None:
         try:

@@ -127,14 +127,21 @@ def _proc_visible() -> bool:
 
 @pytest.mark.skipif(probe()[0] < 1, reason="needs Linux with Landlock")
 @pytest.mark.skipif(not _proc_visible(), reason="needs to see other processes in /proc")
-def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(sample: Path) -> None:
+@pytest.mark.parametrize("check", ["fresh", "live"])
+def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
+    sample: Path, check: str
+) -> None:
+    """The fresh-import check, or the live one (a fork of the front end, which runs once
+    the fresh one passed), hangs with setsid children when the front end is SIGKILLed."""
     marker = f"300.{uuid.uuid4().int % 10**9}"
+    fresh = "sys.argv[0].startswith('<verify')"  # a live fork has the front end's argv
     code = textwrap.dedent(f"""
-        import subprocess
-        subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
-        subprocess.Popen(["sleep", "{marker}"])
-        while True:
-            pass
+        import subprocess, sys
+        if {fresh if check == "fresh" else "not " + fresh}:
+            subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+            subprocess.Popen(["sleep", "{marker}"])
+            while True:
+                pass
     """)
     front = subprocess.Popen(
         [sys.executable, "-m", "liveforge", "verify", "--timeout", "120", "-c", code],

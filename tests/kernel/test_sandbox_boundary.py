@@ -153,6 +153,7 @@ def test_credentials_on_the_machine_are_unreadable(sandbox: Sandbox) -> None:
 def test_signals_to_the_parent_and_the_front_end_are_denied(sandbox: Sandbox) -> None:
     """Processes outside the check's tree are out of reach: not signalled (Landlock) or not
     even visible (its own pid namespace)."""
+    sandbox.verify("0")
     template = sandbox.template_pid
     for code in (
         "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
