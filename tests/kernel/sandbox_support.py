@@ -118,3 +118,13 @@ def with_marker(marker: str) -> set[int]:
             if argv[0].endswith("sleep") and marker in argv:
                 pids.add(int(name))
     return pids
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    """Every file and folder under `root` (run records aside) with its content."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if "sandbox_runs" in path.parts:
+            continue
+        found[str(path.relative_to(root))] = path.read_bytes() if path.is_file() else b"<dir>"
+    return found

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from sandbox_support import in_namespace, process_gone, with_marker
 
+from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import probe
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._sandbox import Sandbox
@@ -221,6 +222,7 @@ def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
         assert all(process_gone(pid, wait=2) for pid in pids)
 
 
+@pytest.mark.skipif(_overlay.probe() is not None, reason="needs namespaces of the check's own")
 def test_killing_the_template_during_a_check_leaves_no_process_of_it(places: Places) -> None:
     """SIGKILL the template while its check runs setsid grandchildren: the check's pid
     namespace (or parent-death signals) takes all of them down within 2 s."""
