@@ -37,20 +37,9 @@ from typing import Any
 
 if __package__:  # imported as liveforge.kernel._boundary
     from liveforge.kernel import _landlock, _limits, _namespaces, _overlay, _processes, _seccomp
-else:  # loaded by file path in a sandbox template, which never imports liveforge
-    import importlib.util
-
-    def _sibling(name: str) -> Any:
-        private = f"_liveforge_sandbox{name}"
-        if private not in sys.modules:
-            spec = importlib.util.spec_from_file_location(
-                private, Path(__file__).with_name(f"{name}.py")
-            )
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[private] = module
-            spec.loader.exec_module(module)
-        return sys.modules[private]
+else:  # loaded by file path (`_child.load_sibling`) in a sandbox template, which never
+    # imports liveforge
+    _sibling = sys.modules["_liveforge_sandbox_child"].load_sibling
 
     # in this order: `_namespaces` finds `_overlay` loaded
     _landlock, _seccomp, _limits, _processes, _overlay, _namespaces = (

@@ -327,7 +327,7 @@ PYTEST_STATUS = {0: "passed", 1: "failed", 5: "error"}
 
 def run_pytest(args: list[str], scratch: Path) -> dict[str, Any]:
     """Run pytest in-process with the given arguments; its junit XML and cache go to the
-    scratch folder (the project itself is read-only to a check)."""
+    scratch folder (not the project, which a check may not see writable)."""
     import pytest
 
     # pytest-xdist starts local workers with the sys.path it saw when it was imported (in the

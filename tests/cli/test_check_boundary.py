@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -95,20 +96,6 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _with_marker(marker: str) -> set[int]:
-    """The `sleep MARKER` processes."""
-    pids = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                argv = Path(f"/proc/{name}/cmdline").read_text().split("\0")
-            except OSError:
-                continue
-            if argv[0].endswith("sleep") and marker in argv:
-                pids.add(int(name))
-    return pids
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -129,7 +116,7 @@ def _proc_visible() -> bool:
 @pytest.mark.skipif(not _proc_visible(), reason="needs to see other processes in /proc")
 @pytest.mark.parametrize("check", ["fresh", "live"])
 def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
-    sample: Path, check: str
+    sample: Path, check: str, marked: Callable[[str], set[int]]
 ) -> None:
     """The fresh-import check, or the live one (a fork of the front end, which runs once
     the fresh one passed), hangs with setsid children when the front end is SIGKILLed."""
@@ -152,10 +139,10 @@ def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
     )
     try:
         deadline = time.monotonic() + 60
-        while len(_with_marker(marker)) < 2 and time.monotonic() < deadline:
+        while len(marked(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(_with_marker(marker)) == 2, "the check did not start"
-        tree = _descendants(front.pid) | _with_marker(marker)
+        assert len(marked(marker)) == 2, "the check did not start"
+        tree = _descendants(front.pid) | marked(marker)
         front.send_signal(signal.SIGKILL)
         front.wait()
         deadline = time.monotonic() + 2
@@ -164,5 +151,5 @@ def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
         assert not [pid for pid in tree if _alive(pid)]
     finally:
         front.kill()
-        for pid in _with_marker(marker):
+        for pid in marked(marker):
             os.kill(pid, signal.SIGKILL)

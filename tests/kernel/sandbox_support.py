@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -106,20 +108,6 @@ def who_gone(who: str, wait: float = 10.0) -> bool:
     return in_namespace(link, wait) == []
 
 
-def with_marker(marker: str) -> set[int]:
-    """Pids of the running `sleep MARKER` processes (found by their command line)."""
-    pids = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                argv = Path(f"/proc/{name}/cmdline").read_text().split("\0")
-            except OSError:
-                continue
-            if argv[0].endswith("sleep") and marker in argv:
-                pids.add(int(name))
-    return pids
-
-
 def snapshot_tree(root: Path) -> dict[str, bytes]:
     """Every file and folder under `root` (run records aside) with its content."""
     found = {}
@@ -128,3 +116,18 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
             continue
         found[str(path.relative_to(root))] = path.read_bytes() if path.is_file() else b"<dir>"
     return found
+
+
+@contextmanager
+def loopback_listener() -> Iterator[tuple[int, list[object], threading.Thread]]:
+    """A TCP listener on 127.0.0.1 accepting one connection in a thread: (port, the
+    accepted connections, the thread)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[object] = []
+    listener.settimeout(10)
+    thread = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], accepted, thread
+    finally:
+        listener.close()

@@ -4,14 +4,12 @@ process it starts with it; its result says so like a fresh-import check's."""
 
 from __future__ import annotations
 
-import socket
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 from kernel_support import Project
-from sandbox_support import in_namespace
+from sandbox_support import in_namespace, loopback_listener
 
 from liveforge import Runtime
 from liveforge.kernel import _livefork
@@ -55,21 +53,13 @@ def test_the_live_check_writes_only_into_its_view_of_the_project(
 
 
 def test_the_live_check_has_no_network_unless_asked(rt: Runtime) -> None:
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    accepted: list[object] = []
-    listener.settimeout(10)
-    thread = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
-    thread.start()
-    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()"
-    try:
+    with loopback_listener() as (port, accepted, thread):
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()"
         refused = rt.verify(code)
         assert refused.live is not None and refused.live.exc_type == "PermissionError"
         assert not accepted
         allowed = rt.verify(code, network=True, live=True)
         thread.join(10)
-    finally:
-        listener.close()
     assert allowed.live is not None and allowed.live.ok, allowed.summary()
     assert allowed.live.boundary is not None and allowed.live.boundary.network and accepted
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import in_namespace, process_gone, with_marker
+from sandbox_support import in_namespace, loopback_listener, process_gone
 
 from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import probe
@@ -167,18 +166,12 @@ def test_signals_to_the_parent_and_the_front_end_are_denied(sandbox: Sandbox) ->
 
 
 def test_tcp_to_a_loopback_listener_is_denied_unless_asked_for(sandbox: Sandbox) -> None:
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    accepted: list[object] = []
-    listener.settimeout(5)
-    thread = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
-    thread.start()
-    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()"
-    message = denied(sandbox, code)
-    assert "network off" in message and not accepted
-    allowed = sandbox.verify(code, network=True)
-    thread.join(5)
-    listener.close()
+    with loopback_listener() as (port, accepted, thread):
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()"
+        message = denied(sandbox, code)
+        assert "network off" in message and not accepted
+        allowed = sandbox.verify(code, network=True)
+        thread.join(5)
     assert allowed.ok and allowed.boundary is not None and allowed.boundary.network
     assert accepted
 
@@ -223,7 +216,9 @@ def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
 
 
 @pytest.mark.skipif(_overlay.probe() is not None, reason="needs namespaces of the check's own")
-def test_killing_the_template_during_a_check_leaves_no_process_of_it(places: Places) -> None:
+def test_killing_the_template_during_a_check_leaves_no_process_of_it(
+    places: Places, marked: Callable[[str], set[int]]
+) -> None:
     """SIGKILL the template while its check runs setsid grandchildren: the check's pid
     namespace (or parent-death signals) takes all of them down within 2 s."""
     marker = f"300.{uuid.uuid4().int % 10**9}"
@@ -245,15 +240,15 @@ def test_killing_the_template_during_a_check_leaves_no_process_of_it(places: Pla
         runner = threading.Thread(target=lambda: finished.append(box.verify(code, timeout=60)))
         runner.start()
         deadline = time.monotonic() + 30
-        while len(with_marker(marker)) < 3 and time.monotonic() < deadline:
+        while len(marked(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
-        started = with_marker(marker)
+        started = marked(marker)
         assert len(started) == 3, "the check did not start its processes"
         os.kill(template, signal.SIGKILL)
         deadline = time.monotonic() + 2
-        while with_marker(marker) and time.monotonic() < deadline:
+        while marked(marker) and time.monotonic() < deadline:
             time.sleep(0.02)
-        left = with_marker(marker)
+        left = marked(marker)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         runner.join(10)
