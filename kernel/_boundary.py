@@ -213,11 +213,15 @@ def contain(
 
 
 def _use_scratch(scratch: str) -> None:
-    """Temporary files and caches (jedi, pip, ...) go to the scratch folder from now on:
-    the usual places are outside the boundary."""
+    """Temporary files, caches (jedi, pip, ...) and the home folder (IPython's history,
+    tools' settings) are in the scratch folder from now on: the usual places are outside
+    the boundary."""
     for name in ("TMPDIR", "TEMP", "TMP"):
         os.environ[name] = scratch
     os.environ["XDG_CACHE_HOME"] = os.path.join(scratch, ".cache")
+    home = os.path.join(scratch, "home")
+    os.makedirs(home, exist_ok=True)
+    os.environ["HOME"] = home
     import tempfile
 
     tempfile.tempdir = None  # a template may have cached the old answer
@@ -241,7 +245,10 @@ def apply_boundary(
         notes=report.notes,
         base=base,
     )
-    _processes.drop_capabilities(_processes.FILE_CAPABILITIES if inside else 0)
+    # root of a user namespace (the check's own, or an enclosing check's) keeps what it
+    # needs to use the files it sees; real root keeps nothing
+    nested = inside or _processes.in_user_namespace()
+    _processes.drop_capabilities(_processes.FILE_CAPABILITIES if nested else 0)
     abi, reason = probe()
     if not policy.landlock:
         abi, reason = 0, "isolation was turned off for this sandbox"

@@ -74,8 +74,9 @@ class Scratch:
         return self.root / f"{run_id}.view"
 
     def namespaces_reason(self) -> str | None:
-        """Why checks get no namespaces of their own here (None: they do); tried once."""
-        return _overlay.probe(self.root)
+        """Why checks get no namespaces of their own here (None: they do); tried once per
+        process and temporary folder (a view's upper folder lives beside the scratch)."""
+        return _overlay.probe(self.root.parent)
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

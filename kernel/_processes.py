@@ -24,6 +24,7 @@ __all__ = [
     "become_subreaper",
     "die_with_parent",
     "drop_capabilities",
+    "in_user_namespace",
     "kill_descendants",
     "protect_process",
 ]
@@ -68,6 +69,16 @@ def drop_capabilities(keep: int = 0) -> None:
     data = (_CapData * 2)()
     data[0].effective = data[0].permitted = keep
     _libc.capset(ctypes.byref(_CapHeader(_CAP_V3, 0)), data)
+
+
+def in_user_namespace() -> bool:
+    """True inside a user namespace other than the initial one (a check's own, or the one
+    of a check this process runs in): capabilities there cover only what it maps."""
+    try:
+        with open("/proc/self/uid_map") as ids:
+            return ids.read().split() != ["0", "0", "4294967295"]
+    except OSError:
+        return False
 
 
 def _has_capabilities() -> bool:

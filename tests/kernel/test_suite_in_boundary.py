@@ -96,7 +96,7 @@ def test_a_slice_of_liveforges_own_suite_passes_inside_the_boundary() -> None:
                 "-q",
                 "-p",
                 "no:cacheprovider",
-                "tests/kernel/test_sandbox_faults.py::test_os_exit_is_a_crash_with_its_exit_code",
+                "tests/kernel/test_sandbox.py::test_patched_function_in_overlay_is_what_the_child_runs",
                 "tests/test_errors_map.py",
             ],
             timeout=300,
