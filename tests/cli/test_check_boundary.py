@@ -21,6 +21,7 @@ from cli_support import cli_env, run_cli
 
 from liveforge.agent_setup import open_toolbox
 from liveforge.kernel import Runtime
+from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import probe
 
 KEY = 'sk-fake-"quoted"/key+0123456789abcdef'
@@ -120,6 +121,8 @@ def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
 ) -> None:
     """The fresh-import check, or the live one (a fork of the front end, which runs once
     the fresh one passed), hangs with setsid children when the front end is SIGKILLed."""
+    if check == "live" and _overlay.probe() is not None:
+        pytest.skip("a live check's setsid children are contained by its own pid namespace")
     marker = f"300.{uuid.uuid4().int % 10**9}"
     fresh = "sys.argv[0].startswith('<verify')"  # a live fork has the front end's argv
     code = textwrap.dedent(f"""
