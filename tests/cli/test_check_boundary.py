@@ -20,8 +20,7 @@ import pytest
 from cli_support import cli_env, run_cli
 
 from liveforge.agent_setup import open_toolbox
-from liveforge.kernel import Runtime
-from liveforge.kernel import _overlay
+from liveforge.kernel import Runtime, _overlay
 from liveforge.kernel._boundary import probe
 
 KEY = 'sk-fake-"quoted"/key+0123456789abcdef'
