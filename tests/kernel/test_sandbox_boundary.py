@@ -120,16 +120,19 @@ def test_writes_and_deletes_outside_the_project_are_denied(
         denied(sandbox, f"open({os.path.join(home, '.planted')!r}, 'w')")
 
 
-def test_the_scratch_folder_and_tempfiles_are_writable_and_gone_after_the_run(
+def test_the_scratch_folder_tempfiles_and_home_are_writable_and_gone_after_the_run(
     sandbox: Sandbox,
 ) -> None:
+    """Temporary files and the home folder (settings, histories) are the check's own."""
     code = "import tempfile, os\nf = tempfile.NamedTemporaryFile(delete=False)\nf.write(b'x')\n"
-    code += "f.close()\nf.name"
+    code += "f.close()\nopen(os.path.expanduser('~/.history'), 'w').write('x')\n"
+    code += "f.name, os.path.expanduser('~')"
     result = sandbox.verify(code)
     assert result.ok, result.summary()
-    scratch = eval(result.value_repr or "''")
+    scratch, home = eval(result.value_repr or "''")
     assert result.boundary is not None and result.boundary.writable[0] in scratch
-    assert not os.path.exists(scratch)
+    assert home.startswith(result.boundary.writable[0])
+    assert not os.path.exists(scratch) and not os.path.exists(home)
 
 
 def test_the_environment_of_ancestors_is_unreadable(
