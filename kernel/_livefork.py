@@ -102,11 +102,13 @@ def run_live(
     timeout: float,
     memory_mb: int | None = None,
     boundary: BoundaryPolicy | None = None,
+    prepared: int | None = None,
 ) -> LiveCheck:
     """Run `code` in a fork of this process, REPL style (a final expression's repr is the
     value); killed with everything it started after `timeout` seconds. With `boundary`
     the fork runs inside the check boundary (see `_boundary.contain`; its folders must
-    exist), and its limits are that policy's."""
+    exist), and its limits are that policy's; `prepared` is a ruleset fd for it from
+    `_boundary.prepare` (closed here)."""
     started = time.monotonic()
     handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -114,8 +116,11 @@ def run_live(
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_end)
-            _child(code, (out.fileno(), err.fileno(), write_end), memory_mb, boundary, handshake)
+            fds = (out.fileno(), err.fileno(), write_end)
+            _child(code, fds, memory_mb, (boundary, handshake, prepared))
         os.close(write_end)
+        if prepared is not None:
+            os.close(prepared)
         _RUNNING.add(pid)
         try:
             if handshake is not None:
@@ -152,10 +157,10 @@ def _child(
     code: str,
     fds: tuple[int, int, int],
     memory_mb: int | None,
-    boundary: BoundaryPolicy | None,
-    handshake: Handshake | None,
+    walls: tuple[BoundaryPolicy | None, Handshake | None, int | None],
 ) -> None:
     out_fd, err_fd, result_fd = fds
+    boundary, handshake, prepared = walls
     exit_code = 0
     report = None
     try:
@@ -175,7 +180,7 @@ def _child(
         for name in [n for n in os.environ if is_secret_name(n)]:
             del os.environ[name]
         if boundary is not None:
-            report = contain(boundary, handshake)
+            report = contain(boundary, handshake, prepared)
             if boundary.memory_mb is not None:
                 memory_mb = boundary.memory_mb
         outcome = run_snippet(code, "<live-check>", memory_mb)

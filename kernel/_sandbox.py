@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from liveforge.kernel import _livefork, _overlay
-from liveforge.kernel._boundary import BoundaryPolicy
+from liveforge.kernel._boundary import BoundaryPolicy, Rulesets
 from liveforge.kernel._child import (
     OVERLAY_ENV,
     OVERLAY_MANIFEST,
@@ -91,6 +91,7 @@ class Sandbox:
         self.scratch = Scratch()
         self.extra_preload = list(preload)
         self.template_starts = 0
+        self._live_rulesets = Rulesets()
         self.last_refresh_reason: str | None = None
         self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
@@ -155,13 +156,15 @@ class Sandbox:
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
         run_id = f"live-{secrets.token_hex(6)}"
         scratch = self.scratch.folder(run_id)
-        policy = replace(
-            self._policy(run_id, self.readable(), scratch, options), parent_pid=os.getpid()
-        )
+        policy = self._policy(run_id, self.readable(), scratch, options)
+        policy = replace(policy, parent_pid=os.getpid())
+        prepared = self._live_rulesets.take(policy)
         try:
-            checked = _livefork.run_live(code, timeout=timeout, boundary=policy)
+            checked = _livefork.run_live(code, timeout=timeout, boundary=policy, prepared=prepared)
         finally:
             changed = remove_scratch(policy, scratch)
+        spare = threading.Thread(target=self._live_rulesets.make_spare, args=(policy,))
+        spare.start()  # the next live check's shared rules, built while this one is read
         if checked.boundary is not None and changed:
             update = checked.boundary.with_changes(changed.written, changed.deleted)
             checked = checked.model_copy(update={"boundary": update})

@@ -165,7 +165,7 @@ def serve(sock_fd: int) -> None:
     boundary = child.load_sibling("_boundary")
     processes = child.load_sibling("_processes")
     processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
-    rulesets = _Rulesets(boundary)
+    rulesets = boundary.Rulesets()
     while True:
         request, fds = channel.receive(max_fds=3)
         if request is None:
@@ -173,7 +173,8 @@ def serve(sock_fd: int) -> None:
         request["parent_pid"] = os.getpid()
         handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
         request["handshake"] = handshake
-        request["ruleset_fd"] = rulesets.take(request["boundary"])
+        policy = boundary.BoundaryPolicy.from_dict(request["boundary"])
+        request["ruleset_fd"] = rulesets.take(policy)
         pid = os.fork()
         if pid == 0:
             channel.sock.close()
@@ -200,38 +201,7 @@ def serve(sock_fd: int) -> None:
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
-        rulesets.make_spare(request["boundary"])
-
-
-class _Rulesets:
-    """The Landlock rules every run of a policy shares, built between runs: each child gets
-    an fd of its own (it adds its run's rules to it), and the next is made while the
-    template waits for a request (adding each rule per run costs about a millisecond)."""
-
-    def __init__(self, boundary: Any) -> None:
-        self.boundary = boundary
-        self.key = ""
-        self.spare: int | None = None
-
-    @staticmethod
-    def _key(policy: dict[str, Any]) -> str:
-        return json.dumps([policy[k] for k in ("readable", "writable", "network", "landlock")])
-
-    def take(self, policy: dict[str, Any]) -> int | None:
-        """A ruleset fd for a run of `policy` (the spare, when it was made for the same)."""
-        spare, self.spare = self.spare, None
-        if spare is not None and self._key(policy) == self.key:
-            return spare
-        if spare is not None:
-            os.close(spare)
-        return self.make(policy)
-
-    def make(self, policy: dict[str, Any]) -> int | None:
-        fd: int | None = self.boundary.prepare(self.boundary.BoundaryPolicy.from_dict(policy))
-        return fd
-
-    def make_spare(self, policy: dict[str, Any]) -> None:
-        self.key, self.spare = self._key(policy), self.make(policy)
+        rulesets.make_spare(policy)
 
 
 def _reap(pid: int) -> None:
