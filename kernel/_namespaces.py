@@ -48,7 +48,7 @@ if __package__:  # imported as liveforge.kernel._namespaces
 else:  # loaded by file path in a sandbox child, after `_overlay` (see `_boundary`)
     _overlay = sys.modules["_liveforge_sandbox_overlay"]
 
-__all__ = ["CHECK_ID", "Entered", "Handshake", "enter", "id_maps"]
+__all__ = ["CHECK_ID", "Entered", "Handshake", "check_ids", "enter", "id_maps"]
 
 CHECK_ID = 2**31 - 16
 """The id outside that a check run by root has: no account has it, nothing else counts
@@ -68,6 +68,14 @@ def id_maps(uid: int, gid: int) -> tuple[str, str, bool]:
         return f"0 {uid} 1\n", f"0 {gid} 1\n", True
     layout = _identity_but_root(CHECK_ID)
     return layout, layout, False
+
+
+def check_ids() -> tuple[int, int]:
+    """The uid and gid outside that a check this process starts in namespaces has (what
+    should own the check's scratch folder, so that it is the check's own in there)."""
+    if os.geteuid() == 0:
+        return CHECK_ID, CHECK_ID
+    return os.geteuid(), os.getegid()
 
 
 def _identity_but_root(outside: int) -> str:

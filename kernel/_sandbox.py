@@ -35,6 +35,7 @@ from liveforge.kernel._child import (
     save_overlay,
 )
 from liveforge.kernel._livefork import LiveCheck
+from liveforge.kernel._namespaces import check_ids
 from liveforge.kernel._outcome import build_result
 from liveforge.kernel._policy import CheckSettings, Readable, Scratch, policy_for
 from liveforge.kernel._preload import preload_names
@@ -276,6 +277,8 @@ class Sandbox:
         copy_on_write = policy.copy_on_write()
         if copy_on_write is not None:
             _overlay.View.beside(copy_on_write.root, policy.view or "")
+        if policy.namespaces:  # the check's own folder, also to tools that check its owner
+            os.chown(scratch, *check_ids())
         return policy
 
     def _child(
