@@ -109,12 +109,16 @@ def who_gone(who: str, wait: float = 10.0) -> bool:
 
 
 def snapshot_tree(root: Path) -> dict[str, bytes]:
-    """Every file and folder under `root` (run records aside) with its content."""
+    """Every file and folder under `root` (run records aside, which other threads may be
+    pruning) with its content."""
     found = {}
-    for path in sorted(root.rglob("*")):
-        if "sandbox_runs" in path.parts:
-            continue
-        found[str(path.relative_to(root))] = path.read_bytes() if path.is_file() else b"<dir>"
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "sandbox_runs")
+        for name in dirs:
+            found[str(Path(folder, name).relative_to(root))] = b"<dir>"
+        for name in sorted(files):
+            path = Path(folder, name)
+            found[str(path.relative_to(root))] = path.read_bytes()
     return found
 
 

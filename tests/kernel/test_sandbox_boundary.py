@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import in_namespace, loopback_listener, process_gone
+from sandbox_support import in_namespace, loopback_listener, process_gone, snapshot_tree
 
 from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import probe
@@ -40,14 +40,8 @@ class Places:
         self.outside.mkdir()
         (self.outside / "notes.txt").write_text("keep me\n")
 
-    def snapshot(self) -> dict[str, bytes]:
-        files = {}
-        for top in (self.project, self.outside):
-            for path in sorted(top.rglob("*")):
-                if "sandbox_runs" in path.parts or "__pycache__" in path.parts:
-                    continue
-                files[str(path)] = path.read_bytes() if path.is_file() else b"<dir>"
-        return files
+    def snapshot(self) -> dict[str, dict[str, bytes]]:
+        return {str(top): snapshot_tree(top) for top in (self.project, self.outside)}
 
 
 @pytest.fixture(scope="module")
