@@ -340,7 +340,12 @@ class Sandbox:
             plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p]
             request["env"] = {
                 "PYTEST_PLUGINS": ",".join([*plugins, BOOT_MODULE]),
-                "PYTHONPATH": os.pathsep.join([boot, *request["sys_path"][:-1]]),
+                # the boot plugin before the user's own: xdist gives its workers this run's
+                # sys.path, and a whole sys.path here would leak into every program the
+                # suite starts (a project's own interpreter would import this checkout)
+                "PYTHONPATH": os.pathsep.join(
+                    [boot, *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
+                ),
                 OVERLAY_ENV: str(scratch / OVERLAY_MANIFEST),
             }
         return request
