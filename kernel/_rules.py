@@ -20,10 +20,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from liveforge.kernel._boundary import BoundaryPolicy
+from typing import Any
 
 if __package__:  # imported as liveforge.kernel._rules
     from liveforge.kernel import _landlock
@@ -110,7 +107,7 @@ def _loaded_package_dirs() -> set[str]:
     return dirs
 
 
-def prepare(policy: BoundaryPolicy) -> int | None:
+def prepare(policy: Any) -> int | None:
     """A Landlock ruleset fd with the rules of `policy` that hold for every run (what is
     readable, the extra writable folders, devices), made ahead of time to pass to
     `contain` in a forked child; None where Landlock is off or missing. Each fd serves one
@@ -136,10 +133,10 @@ class Rulesets:
         self._spare: int | None = None
 
     @staticmethod
-    def _key_of(policy: BoundaryPolicy) -> tuple[Any, ...]:
+    def _key_of(policy: Any) -> tuple[Any, ...]:
         return (policy.readable, policy.writable, policy.network, policy.landlock)
 
-    def take(self, policy: BoundaryPolicy) -> int | None:
+    def take(self, policy: Any) -> int | None:
         """A ruleset fd for a check of `policy`: the spare when it was made for the same
         rules, else one built now. The caller closes it (after the fork)."""
         with self._lock:
@@ -150,7 +147,7 @@ class Rulesets:
             os.close(spare)
         return prepare(policy)
 
-    def make_spare(self, policy: BoundaryPolicy) -> None:
+    def make_spare(self, policy: Any) -> None:
         """Build the ruleset the next check of `policy` will take."""
         fd = prepare(policy)
         with self._lock:
@@ -159,13 +156,13 @@ class Rulesets:
             os.close(old)
 
 
-def _common_rules(policy: BoundaryPolicy, abi: int) -> Any:
+def _common_rules(policy: Any, abi: int) -> Any:
     read = (*policy.readable, *_etc_entries(), *(f"/proc/{n}" for n in PROC_READABLE))
     write = (*policy.writable, *DEVICE_FOLDERS)
     return _rules(policy, abi, read, write, devices=DEVICES)
 
 
-def restrict(policy: BoundaryPolicy, abi: int, entered: Any | None, prepared: int | None) -> None:
+def restrict(policy: Any, abi: int, entered: Any | None, prepared: int | None) -> None:
     """Landlock for this process: the prepared rules (or the same built now) and this
     run's own, made after the namespaces were entered (a rule holds for the file it was
     made on, and the copy-on-write project and a private /proc are new mounts)."""
@@ -183,7 +180,7 @@ def restrict(policy: BoundaryPolicy, abi: int, entered: Any | None, prepared: in
 
 
 def _rules(
-    policy: BoundaryPolicy,
+    policy: Any,
     abi: int,
     read: Iterable[str],
     write: Iterable[str],
