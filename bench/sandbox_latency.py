@@ -4,12 +4,17 @@ Table 1 — round trip of a verification snippet with one patched module in the 
 fixture package imports pydantic and httpx at module level):
 
     Sandbox.verify(snippet, overlay)            fork from the template, overlay from memory
-    live fork (run_live)                        fork of this loaded process itself, the
-                                                patch live (a check that sees the program)
+    live fork in the boundary (run_live)        fork of this loaded process itself, the
+                                                patch live (a check that sees the program),
+                                                inside the check boundary as verify runs it
+    live fork, no boundary                      the same fork bare, for reference
     Runtime.verify(snippet, live=False)         the fresh-import check through the public API
     Runtime.verify(snippet)                     both checks, as verify runs by default
     python -c snippet                           fresh interpreter, overlay written to a temp
                                                 directory first on sys.path
+
+Every check runs with isolation on (Landlock, network off, the project copy-on-write and a
+pid namespace where the kernel offers them); the boundary line of one result is printed.
 
 The benchmark process is a loaded program: besides the fixture package (pydantic, httpx) it
 holds a ballast of small objects (--ballast, default 500,000 dicts), whose resident size the
@@ -131,11 +136,16 @@ def run(work: Path, runs: int, test_runs: int) -> None:
     rt.patch_module("fixture_pkg.mod", patched_source)
     with Sandbox(project, runs_dir=work / "runs", keep_runs=5) as box:
         checked(box.verify(SNIPPET, overlay).ok and rt.verify(SNIPPET).ok, "verify")
-        checked(run_live(SNIPPET, timeout=30).ok, "live fork")
+        live = box.run_live(SNIPPET, timeout=30)
+        checked(live.ok and run_live(SNIPPET, timeout=30).ok, "live fork")
+        boundary = box.verify(SNIPPET, overlay).boundary
+        print(f"boundary: {boundary.line() if boundary else None}")
+        print(f"live fork: {live.headline()}")
         verify = timed(
             {
                 "sandbox": lambda: box.verify(SNIPPET, overlay),
-                "live": lambda: run_live(SNIPPET, timeout=30),
+                "live": lambda: box.run_live(SNIPPET, timeout=30),
+                "bare": lambda: run_live(SNIPPET, timeout=30),
                 "fresh-only": lambda: rt.verify(SNIPPET, live=False),
                 "runtime": lambda: rt.verify(SNIPPET),
                 "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
@@ -148,7 +158,8 @@ def run(work: Path, runs: int, test_runs: int) -> None:
             "resident (targets: <= 20 ms, <= 0.1x fresh)",
             [
                 row("Sandbox.verify (fork from template)", verify["sandbox"], fresh),
-                row("live fork of this process (run_live)", verify["live"], fresh),
+                row("live fork in the boundary (run_live)", verify["live"], fresh),
+                row("live fork, no boundary", verify["bare"], fresh),
                 row("Runtime.verify(live=False): fresh import", verify["fresh-only"], fresh),
                 row("Runtime.verify: fresh import + live fork", verify["runtime"], fresh),
                 row("fresh `python -c`, overlay on sys.path", fresh, None),

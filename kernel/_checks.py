@@ -95,15 +95,22 @@ class Checks:
         # against: the live run is skipped rather than waited for
         stopped = result.status in ("timed_out", "crashed", "killed_memory")
         if live is not False and _livefork.available() and not stopped:
-            result = self._compare_live(result, code, timeout, memory_mb)
+            result = self._compare_live(result, code, timeout, memory_mb, network)
         self._mark(result, carried)
         return result
 
     def _compare_live(
-        self, result: RunResult, code: str, timeout: float, memory_mb: int | None
+        self,
+        result: RunResult,
+        code: str,
+        timeout: float,
+        memory_mb: int | None,
+        network: bool | None,
     ) -> RunResult:
-        """Add the live-process run of `code` to `result`, and whether the two disagree."""
-        checked = _scrubbed(_livefork.run_live(code, timeout=timeout, memory_mb=memory_mb))
+        """Add the live-process run of `code` (inside the same boundary) to `result`, and
+        whether the two disagree."""
+        checked = self.sandbox.run_live(code, timeout=timeout, memory_mb=memory_mb, network=network)
+        checked = _scrubbed(checked)
         divergent = _disagree(result, checked)
         update: dict[str, object] = {"live": checked, "divergent": divergent}
         if divergent:

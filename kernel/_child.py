@@ -327,7 +327,7 @@ PYTEST_STATUS = {0: "passed", 1: "failed", 5: "error"}
 
 def run_pytest(args: list[str], scratch: Path) -> dict[str, Any]:
     """Run pytest in-process with the given arguments; its junit XML and cache go to the
-    scratch folder (the project itself is read-only to a check)."""
+    scratch folder (not the project, which a check may not see writable)."""
     import pytest
 
     # pytest-xdist starts local workers with the sys.path it saw when it was imported (in the
@@ -413,22 +413,13 @@ def load_sibling(name: str) -> Any:
 
 
 def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
-    """Apply the check boundary; temporary files go to the scratch folder from now on."""
+    """Enter the check boundary (in namespaces, as a new process; see `_boundary.contain`)."""
     boundary = load_sibling("_boundary")
     policy = boundary.BoundaryPolicy.from_dict(
         {**request["boundary"], "parent_pid": request.get("parent_pid")}
     )
-    prepared = request.get("ruleset_fd")
-    report: dict[str, Any] = boundary.apply_boundary(policy, prepared)
-    if prepared is not None:
-        os.close(prepared)
-    for name in ("TMPDIR", "TEMP", "TMP"):
-        os.environ[name] = policy.scratch
-    # caches (jedi, pip, ...) go to the scratch too: ~/.cache is outside the boundary
-    os.environ["XDG_CACHE_HOME"] = os.path.join(policy.scratch, ".cache")
-    import tempfile
-
-    tempfile.tempdir = None  # the template may have cached the old answer
+    handshake, prepared = request.get("handshake"), request.get("ruleset_fd")
+    report: dict[str, Any] = boundary.contain(policy, handshake, prepared)
     return report
 
 

@@ -27,7 +27,15 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["LandlockError", "Ruleset", "build", "enforce", "landlock_abi", "restrict"]
+__all__ = [
+    "LandlockError",
+    "Ruleset",
+    "add_rules",
+    "build",
+    "enforce",
+    "landlock_abi",
+    "restrict",
+]
 
 # The syscall numbers are the same on every architecture (they came after the unification).
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
@@ -135,15 +143,22 @@ def build(ruleset: Ruleset) -> int:
     attr, size = ruleset.attr()
     fd = _syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
     try:
-        handled = attr.handled_access_fs
-        _add_paths(fd, ruleset.read, READ_ACCESS & handled)
-        _add_paths(fd, ruleset.write, handled)
-        device = (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled
-        _add_paths(fd, ruleset.devices, device)
+        add_rules(fd, ruleset)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def add_rules(ruleset_fd: int, ruleset: Ruleset) -> None:
+    """Add the path rules of `ruleset` (its network and scope settings aside) to a ruleset
+    fd that `build` made for the same ABI: how a process finishes, after its own mounts, a
+    ruleset prepared before it was forked."""
+    handled = fs_access(ruleset.abi)
+    _add_paths(ruleset_fd, ruleset.read, READ_ACCESS & handled)
+    _add_paths(ruleset_fd, ruleset.write, handled)
+    device = (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled
+    _add_paths(ruleset_fd, ruleset.devices, device)
 
 
 def enforce(ruleset_fd: int) -> None:

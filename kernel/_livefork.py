@@ -12,11 +12,14 @@ The fork is a boundary too:
   threads (which do not exist in the child) are never run or flushed;
 - its output goes to files of its own, through fresh `sys.stdout`/`sys.stderr` objects, so
   text the parent had buffered but not written never appears twice;
-- it gets its own session (it cannot signal the parent's group), its signal handlers are
-  the defaults, its memory can be capped, and at the timeout it is killed with everything
-  it started;
-- secret environment variables are removed from its environment (objects in the copied
-  memory still hold what they hold: a live check sees the program as it is).
+- it gets its own session, its signal handlers are the defaults, secret environment
+  variables are removed from its environment (objects in the copied memory still hold what
+  they hold: a live check sees the program as it is), and at the timeout it is killed with
+  everything it started;
+- given a `BoundaryPolicy` (the sandbox gives the same as to its fresh-import checks) it
+  runs inside the check boundary (`_boundary.contain`): Landlock, network off, signals
+  scoped, limits, the project copy-on-write and a pid namespace of its own where the
+  platform has them. `LiveCheck.boundary` says what applied.
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from liveforge.kernel._boundary import BoundaryPolicy, Handshake, contain
 from liveforge.kernel._child import run_snippet
+from liveforge.kernel._isolation import Boundary
+from liveforge.kernel._policy import expected_report
 from liveforge.kernel._secrets import is_secret_name
 
 LiveStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
@@ -59,18 +64,31 @@ class LiveCheck(BaseModel):
     traceback: str | None = None
     stdout: str = ""
     stderr: str = ""
-    #: the confinement that applied: "none" is a fork in a session of its own without
-    #: secret variables, but with no filesystem or network boundary.
-    isolation: str = "none"
+    boundary: Boundary | None = None
+    """The check boundary as it applied; None for a fork given none (a session of its own
+    without secret variables, but no file-system or network boundary)."""
+
+    @property
+    def isolation(self) -> str:
+        """landlock or none, as for a fresh-import check."""
+        return "none" if self.boundary is None else self.boundary.isolation
 
     def headline(self) -> str:
-        """`live process: <status>[, value]` on one line."""
+        """`live process: <status>[, value]` on one line, with its isolation."""
         detail = f" ({self.exc_type}: {self.exc_message})" if self.exc_type else ""
         value = f", value {self.value_repr}" if self.value_repr is not None else ""
-        return (
-            f"live process: {self.status} in {self.duration:.3f}s{value}{detail} "
-            f"[isolation: {self.isolation}]"
-        )
+        return f"live process: {self.status} in {self.duration:.3f}s{value}{detail} [{_said(self)}]"
+
+
+def _said(check: LiveCheck) -> str:
+    if check.boundary is None:
+        return "isolation: none"
+    if check.boundary.isolation == "none":
+        return f"isolation: none ({check.boundary.reason})"
+    parts = [f"isolation: landlock ABI {check.boundary.landlock_abi}"]
+    parts.append(f"project {check.boundary.project}")
+    parts.append("network on" if check.boundary.network else "network off")
+    return ", ".join([*parts, check.boundary.processes])
 
 
 def available() -> bool:
@@ -83,31 +101,43 @@ def run_live(
     *,
     timeout: float,
     memory_mb: int | None = None,
-    boundary: Callable[[], None] | None = None,
+    boundary: BoundaryPolicy | None = None,
+    prepared: int | None = None,
 ) -> LiveCheck:
     """Run `code` in a fork of this process, REPL style (a final expression's repr is the
-    value); killed with everything it started after `timeout` seconds. `boundary`, when
-    given, runs first in the child (to confine it further)."""
+    value); killed with everything it started after `timeout` seconds. With `boundary`
+    the fork runs inside the check boundary (see `_boundary.contain`; its folders must
+    exist), and its limits are that policy's; `prepared` is a ruleset fd for it from
+    `_boundary.prepare` (closed here)."""
     started = time.monotonic()
+    handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_end)
-            _child(code, out.fileno(), err.fileno(), write_end, memory_mb, boundary)
+            fds = (out.fileno(), err.fileno(), write_end)
+            _child(code, fds, memory_mb, (boundary, handshake, prepared))
         os.close(write_end)
+        if prepared is not None:
+            os.close(prepared)
         _RUNNING.add(pid)
         try:
+            if handshake is not None:
+                handshake.parent_side()
+                handshake.serve(pid)
             raw, status = _collect(pid, read_end, timeout)
         finally:
             _RUNNING.discard(pid)
+            if handshake is not None:
+                handshake.close()
         fields = _outcome(raw, status, timeout)
         fields["stdout"], fields["stderr"] = _read(out), _read(err)
+    if boundary is not None:
+        report = fields.pop("boundary", None) or expected_report(boundary)
+        fields["boundary"] = Boundary(**report)
     duration = time.monotonic() - started
-    isolation = "confined" if boundary is not None else "none"
-    return LiveCheck(
-        duration=duration, ok=fields["status"] == "passed", isolation=isolation, **fields
-    )
+    return LiveCheck(duration=duration, ok=fields["status"] == "passed", **fields)
 
 
 def stop_all() -> list[int]:
@@ -125,13 +155,14 @@ def stop_all() -> list[int]:
 
 def _child(
     code: str,
-    out_fd: int,
-    err_fd: int,
-    result_fd: int,
+    fds: tuple[int, int, int],
     memory_mb: int | None,
-    boundary: Callable[[], None] | None,
+    walls: tuple[BoundaryPolicy | None, Handshake | None, int | None],
 ) -> None:
+    out_fd, err_fd, result_fd = fds
+    boundary, handshake, prepared = walls
     exit_code = 0
+    report = None
     try:
         # Objects the parent made are never collected here: a collection would touch (and
         # so copy) every page of the parent's heap.
@@ -149,11 +180,14 @@ def _child(
         for name in [n for n in os.environ if is_secret_name(n)]:
             del os.environ[name]
         if boundary is not None:
-            boundary()
+            report = contain(boundary, handshake, prepared)
+            if boundary.memory_mb is not None:
+                memory_mb = boundary.memory_mb
         outcome = run_snippet(code, "<live-check>", memory_mb)
     except BaseException as exc:  # the harness itself failed: still a result
         outcome = {"status": "error", "exc_type": type(exc).__name__, "exc_message": str(exc)}
         exit_code = 70
+    outcome["boundary"] = report
     with contextlib.suppress(BaseException):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -223,7 +257,7 @@ def _outcome(raw: bytes, status: int | None, timeout: float) -> dict[str, Any]:
             else f"exit code {os.waitstatus_to_exitcode(status)}"
         )
         return {"status": "crashed", "exc_message": f"the live check died ({how})"}
-    keep = ("status", "value_repr", "exc_type", "exc_message", "traceback")
+    keep = ("status", "value_repr", "exc_type", "exc_message", "traceback", "boundary")
     return {k: outcome[k] for k in keep if k in outcome}
 
 

@@ -11,9 +11,10 @@ import signal
 from typing import Any
 
 from liveforge.kernel._boundary import BoundaryPolicy
+from liveforge.kernel._isolation import Boundary
+from liveforge.kernel._overlay import Changes
 from liveforge.kernel._policy import expected_report, limits_hit
 from liveforge.kernel._records import (
-    Boundary,
     RunResult,
     RunStatus,
     TestCounts,
@@ -32,9 +33,11 @@ def build_result(
     policy: BoundaryPolicy,
     timeout: float,
     scrubber: Scrubber,
+    changed: Changes | None = None,
 ) -> RunResult:
     """The result of a finished run. `fields` holds what the parent knows of the run (id,
-    kind, times, code or args, changes, overlay, record path)."""
+    kind, times, code or args, changes, overlay, record path); `changed`, what the check
+    wrote into its copy-on-write view of the project."""
     child = ended.outcome
     fields = {**fields, "stdout": ended.stdout, "stderr": ended.stderr}
     fields["exit_code"] = ended.exit_code
@@ -47,6 +50,8 @@ def build_result(
         fields["failures"] = [TestFailure(**f) for f in child.get("failures", [])]
     report = child.get("boundary") or expected_report(policy)
     boundary = Boundary(**report)
+    if changed:
+        boundary = boundary.with_changes(changed.written, changed.deleted)
     boundary.hit = limits_hit(
         child,
         fields.get("signal"),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import BoundaryPolicy, probe, readable_paths
 
 __all__ = ["CheckSettings", "Readable", "Scratch", "expected_report", "limits_hit", "policy_for"]
@@ -25,8 +26,9 @@ class CheckSettings:
     """Defaults for every check of a sandbox; `verify`/`run_tests` may override some.
 
     `memory_mb` is address space a check may add to the pre-imported template's;
-    `cpu_seconds` is CPU time of the check's process; `processes` is how many more
-    processes the user may have while the check runs (not binding for root);
+    `cpu_seconds` is CPU time of the check's process; `processes` is how many processes
+    the check may start (in a user namespace of its own; without one, how many more its
+    user may have, which does not bind root);
     `output_bytes` caps each captured stream (the middle is dropped, with a note);
     `readable` / `writable` add paths to what a check may read / write; `isolation=False`
     turns the file-system, network and signal boundary off (the result then says so).
@@ -66,6 +68,16 @@ class Scratch:
         path.mkdir(mode=0o700)
         return path
 
+    def view(self, run_id: str) -> Path:
+        """Where one run's copy-on-write view of the project keeps its writes: beside the
+        run's scratch folder, out of the check's reach except through the view."""
+        return self.root / f"{run_id}.view"
+
+    def namespaces_reason(self) -> str | None:
+        """Why checks get no namespaces of their own here (None: they do); tried once per
+        process and temporary folder (a view's upper folder lives beside the scratch)."""
+        return _overlay.probe(self.root.parent)
+
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -89,30 +101,41 @@ class Readable:
 def policy_for(
     settings: CheckSettings,
     readable: tuple[str, ...],
-    scratch_root: Path,
     scratch: Path,
     *,
+    project: Path,
+    view: Path,
+    namespaces_reason: str | None,
     network: bool | None = None,
     memory_mb: int | None = None,
     cpu_seconds: float | None = None,
 ) -> BoundaryPolicy:
-    """The boundary of one run: the settings with this call's overrides."""
-    writable = [str(scratch_root), *(str(Path(p).resolve()) for p in settings.writable)]
+    """The boundary of one run: the settings with this call's overrides. With namespaces
+    (`namespaces_reason` None and isolation on) the check sees `project` copy-on-write, its
+    writes kept in the folder `view` until the run is over."""
+    if not settings.isolation:
+        namespaces_reason = "isolation was turned off for this sandbox"
+    inside = namespaces_reason is None
     return BoundaryPolicy(
         scratch=str(scratch),
         readable=readable,
-        writable=tuple(writable),
+        writable=tuple(str(Path(p).resolve()) for p in settings.writable),
         network=settings.network if network is None else network,
         memory_mb=settings.memory_mb if memory_mb is None else memory_mb,
         cpu_seconds=settings.cpu_seconds if cpu_seconds is None else cpu_seconds,
         processes=settings.processes,
         landlock=settings.isolation,
+        namespaces=inside,
+        namespaces_reason=namespaces_reason,
+        project=str(project) if inside else None,
+        view=str(view) if inside else None,
     )
 
 
 def expected_report(policy: BoundaryPolicy) -> dict[str, Any]:
     """What the boundary would say, for a run whose child died before reporting."""
     abi, reason = probe() if policy.landlock else (0, "isolation was turned off")
+    project = "copy-on-write" if policy.project else "read-only" if abi else "writable"
     return {
         "isolation": "landlock" if abi else "none",
         "reason": reason,
@@ -120,6 +143,9 @@ def expected_report(policy: BoundaryPolicy) -> dict[str, Any]:
         "writable": policy.writable_paths(),
         "network": policy.network or not abi,
         "signals_scoped": abi >= 6,
+        "project": project,
+        "project_reason": policy.namespaces_reason,
+        "processes": "pid namespace" if policy.namespaces else "subreaper",
         "limits": {
             "memory_mb": policy.memory_mb,
             "cpu_seconds": policy.cpu_seconds,

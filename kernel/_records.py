@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from liveforge.kernel._isolation import Boundary
 from liveforge.kernel._livefork import LiveCheck
 from liveforge.kernel.defaults import KEEP_RUNS
 from liveforge.kernel.errors import SandboxError
@@ -88,40 +89,6 @@ class TestCounts(BaseModel):
 
 def _plural(word: str, count: int) -> str:
     return word + "s" if word == "error" and count != 1 else word
-
-
-class Boundary(BaseModel):
-    """The boundary a run had: isolation level, what it could write, network, limits."""
-
-    isolation: Literal["landlock", "none"] = "none"
-    reason: str | None = Field(None, description="why there was no isolation")
-    landlock_abi: int = 0
-    writable: list[str] = Field(default_factory=list)
-    network: bool = True
-    signals_scoped: bool = False
-    limits: dict[str, float | None] = Field(default_factory=dict)
-    hit: list[str] = Field(
-        default_factory=list,
-        description="limits the run ran into: memory, cpu, processes, output, wall_time",
-    )
-    notes: list[str] = Field(default_factory=list)
-
-    def line(self) -> str:
-        """One line for people and models."""
-        if self.isolation == "none":
-            head = f"isolation: none ({self.reason})"
-        else:
-            folders = [w for w in self.writable if not w.startswith(("/dev/", "device "))]
-            head = f"isolation: landlock ABI {self.landlock_abi}; writes only " + ", ".join(
-                folders + ["devices"] * (len(folders) < len(self.writable))
-            )
-        parts = [head, "network on" if self.network else "network off"]
-        limits = [f"{k} {v:g}" for k, v in self.limits.items() if v is not None]
-        if limits:
-            parts.append("limits: " + ", ".join(limits))
-        if self.hit:
-            parts.append("hit: " + ", ".join(self.hit))
-        return "; ".join(parts)
 
 
 class RunSummary(BaseModel):

@@ -14,8 +14,8 @@ reads files and pipes. Records live in `sandbox_runs/<run-id>/` (`_records`).
 
 from __future__ import annotations
 
-import json
 import os
+import secrets
 import shutil
 import sys
 import threading
@@ -26,14 +26,16 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel._boundary import BoundaryPolicy
+from liveforge.kernel import _livefork, _overlay
+from liveforge.kernel._boundary import BoundaryPolicy, Rulesets
 from liveforge.kernel._child import (
-    JUNIT,
     OVERLAY_ENV,
     OVERLAY_MANIFEST,
     OverlayModule,
     save_overlay,
 )
+from liveforge.kernel._livefork import LiveCheck
+from liveforge.kernel._namespaces import check_ids
 from liveforge.kernel._outcome import build_result
 from liveforge.kernel._policy import CheckSettings, Readable, Scratch, policy_for
 from liveforge.kernel._preload import preload_names
@@ -46,6 +48,14 @@ from liveforge.kernel._records import (
     elapsed_since,
     utc_now,
 )
+from liveforge.kernel._runfiles import (
+    BOOT_MODULE,
+    keep_junit,
+    named_paths,
+    remove_scratch,
+    write_boot,
+    write_record,
+)
 from liveforge.kernel._runner import RunExit, run_child
 from liveforge.kernel._secrets import Scrubber, without_secrets
 from liveforge.kernel._template import TemplateProcess
@@ -53,20 +63,6 @@ from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
 __all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]
-
-BOOT_MODULE = "_liveforge_sandbox_boot"
-BOOT_SOURCE = '''"""Installs the liveforge sandbox overlay in pytest-xdist workers."""
-import importlib.util
-import sys
-
-_NAME = "_liveforge_sandbox_child"
-if _NAME not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(_NAME, {child!r})
-    _module = importlib.util.module_from_spec(_spec)
-    sys.modules[_NAME] = _module
-    _spec.loader.exec_module(_module)
-sys.modules[_NAME].install_overlay_from_env()
-'''
 
 
 class Sandbox:
@@ -96,6 +92,7 @@ class Sandbox:
         self.scratch = Scratch()
         self.extra_preload = list(preload)
         self.template_starts = 0
+        self._live_rulesets = Rulesets()
         self.last_refresh_reason: str | None = None
         self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
@@ -144,6 +141,35 @@ class Sandbox:
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
         payload = {"args": [str(a) for a in args or []]}
         return self._run("tests", payload, overlay, change_ids, timeout, options)
+
+    def run_live(
+        self,
+        code: str,
+        *,
+        timeout: float = VERIFY_TIMEOUT,
+        memory_mb: int | None = None,
+        network: bool | None = None,
+        cpu_seconds: float | None = None,
+    ) -> LiveCheck:
+        """Run `code` in a fork of this live process (see `_livefork`) inside the same
+        boundary as `verify`: the same settings, a scratch folder of its own, the project
+        copy-on-write where the platform allows (what it wrote is listed, then discarded)."""
+        options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
+        run_id = f"live-{secrets.token_hex(6)}"
+        scratch = self.scratch.folder(run_id)
+        policy = self._policy(run_id, self.readable(), scratch, options)
+        policy = replace(policy, parent_pid=os.getpid())
+        prepared = self._live_rulesets.take(policy)
+        try:
+            checked = _livefork.run_live(code, timeout=timeout, boundary=policy, prepared=prepared)
+        finally:
+            changed = remove_scratch(policy, scratch)
+        spare = threading.Thread(target=self._live_rulesets.make_spare, args=(policy,))
+        spare.start()  # the next live check's shared rules, built while this one is read
+        if checked.boundary is not None and changed:
+            update = checked.boundary.with_changes(changed.written, changed.deleted)
+            checked = checked.model_copy(update={"boundary": update})
+        return checked
 
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""
@@ -202,21 +228,21 @@ class Sandbox:
             try:
                 readable = (
                     *self.readable(),
-                    *_named_paths(payload.get("args") or [], self.project_root),
+                    *named_paths(payload.get("args") or [], self.project_root),
                 )
-                policy = policy_for(self.settings, readable, self.scratch.root, scratch, **options)
+                policy = self._policy(run_id, readable, scratch, options)
                 request = self._request(run_id, kind, payload, modules, policy)
                 template = self._template_for([m.name for m in modules])
             except SandboxError:
-                shutil.rmtree(scratch, ignore_errors=True)
+                remove_scratch(policy=None, scratch=scratch)
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
             scrubber = Scrubber.current()
             try:
                 ended = self._child(template, request, folder, modules, timeout, scrubber)
             finally:
-                _keep_junit(scratch, folder, scrubber)
-                shutil.rmtree(scratch, ignore_errors=True)
+                keep_junit(scratch, folder, scrubber)
+                changed = remove_scratch(policy, scratch)
             fields = {
                 "run_id": run_id,
                 "kind": kind,
@@ -228,10 +254,32 @@ class Sandbox:
                 "overlay_modules": [m.name for m in modules],
                 "record_path": str(folder),
             }
-            result = build_result(fields, ended, policy=policy, timeout=timeout, scrubber=scrubber)
+            result = build_result(
+                fields, ended, policy=policy, timeout=timeout, scrubber=scrubber, changed=changed
+            )
             self.store.save(result)
             self.store.prune(protect=run_id)
             return result
+
+    def _policy(
+        self, run_id: str, readable: tuple[str, ...], scratch: Path, options: dict[str, Any]
+    ) -> BoundaryPolicy:
+        """The boundary of one run, its copy-on-write view's folder made where it has one."""
+        policy = policy_for(
+            self.settings,
+            readable,
+            scratch,
+            project=self.project_root,
+            view=self.scratch.view(run_id),
+            namespaces_reason=self.scratch.namespaces_reason(),
+            **options,
+        )
+        copy_on_write = policy.copy_on_write()
+        if copy_on_write is not None:
+            _overlay.View.beside(copy_on_write.root, policy.view or "")
+        if policy.namespaces:  # the check's own folder, also to tools that check its owner
+            os.chown(scratch, *check_ids())
+        return policy
 
     def _child(
         self,
@@ -250,7 +298,7 @@ class Sandbox:
                 folder,
                 timeout=timeout,
                 output_cap=self.output_cap,
-                while_running=lambda: _write_record(folder, request, modules, scrubber),
+                while_running=lambda: write_record(folder, request, modules, scrubber),
                 scrubber=scrubber,
             )
         except BaseException:  # interrupted: the template may still be reaping the child
@@ -286,13 +334,18 @@ class Sandbox:
         }
         if kind == "tests":
             scratch = Path(policy.scratch)
-            boot = _write_boot(scratch)
+            boot = write_boot(scratch)
             save_overlay(modules, scratch)
             request["sys_path"] = [str(self.project_root), *request["sys_path"], boot]
             plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p]
             request["env"] = {
                 "PYTEST_PLUGINS": ",".join([*plugins, BOOT_MODULE]),
-                "PYTHONPATH": os.pathsep.join([boot, *request["sys_path"][:-1]]),
+                # the boot plugin before the user's own: xdist gives its workers this run's
+                # sys.path, and a whole sys.path here would leak into every program the
+                # suite starts (a project's own interpreter would import this checkout)
+                "PYTHONPATH": os.pathsep.join(
+                    [boot, *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
+                ),
                 OVERLAY_ENV: str(scratch / OVERLAY_MANIFEST),
             }
         return request
@@ -355,52 +408,3 @@ def _checked_overlay(overlay: Iterable[OverlayModule]) -> list[OverlayModule]:
             raise ValueError(f"the overlay names module {module.name!r} twice; pass one source")
         seen.add(module.name)
     return modules
-
-
-def _write_record(
-    folder: Path, request: dict[str, Any], modules: list[OverlayModule], scrubber: Scrubber
-) -> None:
-    """What ran, for people: the code or arguments, the request, the overlay's sources (all
-    scrubbed of secret values)."""
-    if request["kind"] == "snippet":
-        (folder / "code.py").write_text(scrubber.text(request["code"]), encoding="utf-8")
-    else:
-        (folder / "args.json").write_text(json.dumps(request["args"]), encoding="utf-8")
-    save_overlay([replace(m, source=scrubber.text(m.source)) for m in modules], folder)
-    # The environment stays out of the record: it may hold credentials.
-    described = {k: v for k, v in request.items() if k not in ("overlay", "environ")}
-    described["overlay"] = [m.name for m in modules]
-    text = json.dumps(described, indent=1)
-    (folder / "request.json").write_text(scrubber.text(text), encoding="utf-8")
-
-
-def _named_paths(args: list[str], root: Path) -> list[str]:
-    """Folders holding the files and folders a pytest run names: a check may read what it
-    was asked to run, also outside the project (pytest lists the folder above a named one
-    to collect it)."""
-    found = []
-    for arg in args:
-        if arg.startswith("-"):
-            continue
-        path = (root / arg.split("::")[0]).resolve()
-        if path.exists() and not path.is_relative_to(root):
-            found.append(str(path.parent))
-    return found
-
-
-def _keep_junit(scratch: Path, folder: Path, scrubber: Scrubber) -> None:
-    """pytest's junit XML, from the scratch folder into the record, scrubbed."""
-    try:
-        data = (scratch / JUNIT).read_bytes()
-    except OSError:
-        return
-    (folder / JUNIT).write_bytes(scrubber.bytes(data))
-
-
-def _write_boot(folder: Path) -> str:
-    """The pytest plugin that gives fresh interpreters (xdist workers) the overlay."""
-    boot = folder / "boot"
-    boot.mkdir()
-    child = Path(__file__).with_name("_child.py")
-    (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)), encoding="utf-8")
-    return str(boot)

@@ -15,6 +15,7 @@ path, so the template never imports `liveforge`.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -162,57 +163,81 @@ def serve(sock_fd: int) -> None:
     gc.collect()
     gc.freeze()  # keep the pre-imported objects' pages shared with the forked children
     boundary = child.load_sibling("_boundary")
-    boundary.become_subreaper()  # a run's orphans (setsid, double fork) come back here
-    rulesets: dict[str, int | None] = {}
+    processes = child.load_sibling("_processes")
+    processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
+    rulesets = boundary.Rulesets()
     while True:
         request, fds = channel.receive(max_fds=3)
         if request is None:
             return
         request["parent_pid"] = os.getpid()
-        request["ruleset_fd"] = _ruleset_for(request["boundary"], rulesets, boundary)
+        handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
+        request["handshake"] = handshake
+        policy = boundary.BoundaryPolicy.from_dict(request["boundary"])
+        request["ruleset_fd"] = rulesets.take(policy)
         pid = os.fork()
         if pid == 0:
             channel.sock.close()
             child.child_main(request, *fds)
-        for fd in fds:
-            os.close(fd)
+        for fd in [*fds, request["ruleset_fd"]]:
+            if fd is not None:
+                os.close(fd)
+        reporting = None
+        if handshake is not None:
+            handshake.parent_side()
+            reporting = handshake if handshake.serve(pid) else None
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
         channel.send({"pid": pid})
-        status = _wait_child(pid, channel)
-        boundary.kill_descendants()  # whatever the run left behind, wherever it went
+        status = _wait_child(pid, channel, reporting)
+        if status is not None:  # said first: tearing down namespaces takes a while
+            channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
+        _reap(pid)
+        processes.kill_descendants()  # whatever the run left behind, wherever it went
+        if handshake is not None:
+            handshake.close()
         if status is None:  # the client is gone: nobody will read a result, nor clean up
-            shutil.rmtree(request["boundary"]["scratch"], ignore_errors=True)
+            _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
-        channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
+        rulesets.make_spare(policy)
 
 
-def _ruleset_for(policy: dict[str, Any], cache: dict[str, int | None], boundary: Any) -> int | None:
-    """The Landlock ruleset fd of a run's policy, built once per distinct file-system and
-    network rules (every child only enforces it: adding each rule per run costs ms)."""
-    key = json.dumps([policy[k] for k in ("readable", "writable", "network", "landlock")])
-    if key not in cache:
-        if len(cache) >= 4:
-            for fd in cache.values():
-                if fd is not None:
-                    os.close(fd)
-            cache.clear()
-        cache[key] = boundary.prepare(boundary.BoundaryPolicy.from_dict(policy))
-    return cache[key]
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
-def _wait_child(pid: int, channel: LineChannel) -> int | None:
-    """The child's wait status; None when the client closed the connection first (the
-    front end died or gave up), after killing the child's process group."""
+def _remove_scratch(policy: dict[str, Any], overlay: Any) -> None:
+    """The run's scratch folder and its copy-on-write view's folders."""
+    shutil.rmtree(policy["scratch"], ignore_errors=True)
+    if policy.get("view"):
+        overlay.discard(overlay.View.beside("", policy["view"], make=False))
+        shutil.rmtree(policy["view"], ignore_errors=True)
+
+
+def _wait_child(pid: int, channel: LineChannel, reporting: Any | None) -> int | None:
+    """The wait status of the child's check: reported by a child in namespaces (a
+    `Handshake`) as soon as the check ended, else the child's own once it exited. None
+    when the client closed the connection first (the front end died or gave up), after
+    killing the child's process group."""
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):  # no pidfd here: wait without watching the client
         return os.waitpid(pid, 0)[1]
+    watched = [pidfd, channel.sock.fileno()]
+    if reporting is not None:
+        watched.append(reporting.status_fd)
     try:
         while True:
-            ready, _, _ = select.select([pidfd, channel.sock.fileno()], [], [])
+            ready, _, _ = select.select(watched, [], [])
+            if reporting is not None and reporting.status_fd in ready:
+                status: int | None = reporting.read_status()
+                if status is not None:
+                    return status
+                watched.remove(reporting.status_fd)  # it died without saying: wait for it
+                continue
             if pidfd in ready:
                 return os.waitpid(pid, 0)[1]
             chunk = channel.sock.recv(65536)

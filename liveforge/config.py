@@ -183,7 +183,8 @@ class SandboxConfig(BaseModel):
     cpu_seconds: float | None = Field(default=None, gt=0)
     """CPU time of a check's process; null: only the wall-clock timeout."""
     processes: int | None = Field(default=None, gt=0)
-    """More processes the user may have while a check runs (not binding for root)."""
+    """Processes a check may start (in its own user namespace, root's checks too; where
+    there is none, more processes its user may have, which does not bind root)."""
     output_bytes: int = Field(default=1 << 20, ge=1024)
     """Bytes kept of each output stream (the middle of longer output is dropped)."""
     readable: list[str] = Field(default_factory=list)

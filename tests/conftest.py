@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,3 +18,23 @@ def sample(tmp_path: Path) -> Path:
     target = tmp_path / "shop"
     shutil.copytree(SAMPLE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
     return target
+
+
+@pytest.fixture
+def marked() -> Callable[[str], set[int]]:
+    """`marked(marker)`: the pids of running `sleep MARKER` processes, found by their
+    command line (a check in a pid namespace of its own cannot tell its pids)."""
+
+    def find(marker: str) -> set[int]:
+        pids = set()
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    argv = Path(f"/proc/{name}/cmdline").read_text().split("\0")
+                except OSError:
+                    continue
+                if argv[0].endswith("sleep") and marker in argv:
+                    pids.add(int(name))
+        return pids
+
+    return find

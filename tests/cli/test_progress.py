@@ -21,7 +21,7 @@ def test_first():
 
 
 def test_waits_for_the_go_file():
-    gate = Path(__file__).parent.parent / "go"
+    gate = Path(__file__).parent.parent.parent / "gate" / "go"
     end = time.monotonic() + 60
     while not gate.exists() and time.monotonic() < end:
         time.sleep(0.02)
@@ -30,9 +30,13 @@ def test_waits_for_the_go_file():
 
 
 def _project(tmp_path: Path) -> Path:
+    """The gated project; its gate is a folder beside it that checks may read (a check sees
+    its project copy-on-write, where a file made from outside during the run may not show)."""
     root = tmp_path / "proj"
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "test_gated.py").write_text(GATED)
+    (tmp_path / "gate").mkdir()
+    (root / "pyproject.toml").write_text('[tool.liveforge.sandbox]\nreadable = ["../gate"]\n')
     return root
 
 
@@ -53,7 +57,7 @@ def test_live_count_while_tests_run_then_the_report(tmp_path: Path):
     root = _project(tmp_path)
     child = _spawn(root, "test", "--", "tests")
     child.expect(r"1 passed, 0 failed")
-    (root / "go").write_text("")
+    (root.parent / "gate" / "go").write_text("")
     child.expect(r"tests: 2 passed")
     child.expect(pexpect.EOF)
     child.close()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -68,3 +70,68 @@ def process_gone(pid: int, wait: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def in_namespace(link: str, wait: float = 10.0) -> list[int]:
+    """Pids of processes still alive in the pid namespace `link` names ("pid:[4026...]", as
+    `readlink /proc/<pid>/ns/pid` gives it), after waiting up to `wait` s for none."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{name}/ns/pid") != link:
+                    continue
+                state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state not in ("Z", "X"):
+                alive.append(int(name))
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+#: An expression a check evaluates to name one of its processes from outside: its pid
+#: namespace and its pid there (a check may have a pid namespace of its own).
+WHO = "__import__('os').readlink('/proc/self/ns/pid') + ' ' + str({pid})"
+
+
+def who_gone(who: str, wait: float = 10.0) -> bool:
+    """True once the process `WHO` named no longer runs: by pid in this pid namespace, or,
+    when it was in a namespace of its own, once nothing runs in that namespace."""
+    link, pid = who.rsplit(" ", 1)
+    if link == os.readlink("/proc/self/ns/pid"):
+        return process_gone(int(pid), wait)
+    return in_namespace(link, wait) == []
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    """Every file and folder under `root` (run records aside, which other threads may be
+    pruning) with its content."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "sandbox_runs")
+        for name in dirs:
+            found[str(Path(folder, name).relative_to(root))] = b"<dir>"
+        for name in sorted(files):
+            path = Path(folder, name)
+            found[str(path.relative_to(root))] = path.read_bytes()
+    return found
+
+
+@contextmanager
+def loopback_listener() -> Iterator[tuple[int, list[object], threading.Thread]]:
+    """A TCP listener on 127.0.0.1 accepting one connection in a thread: (port, the
+    accepted connections, the thread)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[object] = []
+    listener.settimeout(10)
+    thread = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], accepted, thread
+    finally:
+        listener.close()

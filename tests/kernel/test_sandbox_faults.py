@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import process_gone, temp_package
+from sandbox_support import WHO, temp_package, who_gone
 
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._sandbox import OverlayModule, Sandbox
@@ -43,14 +43,14 @@ def test_infinite_loop_is_killed_at_timeout_with_its_grandchildren(
     code = textwrap.dedent(f"""
         import subprocess, pathlib
         p = subprocess.Popen(["sleep", "300"])
-        pathlib.Path({str(pid_file)!r}).write_text(str(p.pid))
+        pathlib.Path({str(pid_file)!r}).write_text({WHO.format(pid="p.pid")})
         while True:
             pass
     """)
     result = sandbox.verify(code, timeout=1.5)
     assert result.status == "timed_out" and not result.ok
     assert "timeout" in result.message
-    assert process_gone(int(pid_file.read_text()))
+    assert who_gone(pid_file.read_text(), wait=2)
 
 
 def test_os_exit_is_a_crash_with_its_exit_code(sandbox: Sandbox) -> None:
@@ -127,7 +127,8 @@ def test_interrupting_the_parent_while_it_waits_kills_the_run(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "child.pid"
-    code = f"import os, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+    who = WHO.format(pid="os.getpid()")
+    code = f"import os, pathlib\npathlib.Path({str(pid_file)!r}).write_text({who})\n"
     code += "while True:\n    pass"
 
     def interrupt(signum: int, frame: object) -> None:
@@ -145,5 +146,5 @@ def test_interrupting_the_parent_while_it_waits_kills_the_run(
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert process_gone(int(pid_file.read_text()))
+    assert who_gone(pid_file.read_text(), wait=2)
     sandbox.verify("0")  # a fresh template replaces the interrupted one

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from liveforge.kernel._isolation import WRITES_LISTED, Boundary
 from liveforge.kernel._sandbox import OverlayModule, Sandbox
 from liveforge.kernel.errors import SandboxError
 
@@ -114,3 +115,12 @@ def test_retention_spares_a_run_still_in_progress_elsewhere(tmp_path: Path) -> N
     with Sandbox(tmp_path, runs_dir=runs, keep_runs=1) as box:
         box.verify("1")
     assert running.exists() and not abandoned.exists()
+
+
+def test_the_project_paths_a_check_changed_are_listed_up_to_a_cap() -> None:
+    """A check that wrote thousands of files into its view leaves a bounded record."""
+    written = [f"gen/{i}.txt" for i in range(WRITES_LISTED + 50)]
+    boundary = Boundary(project="copy-on-write").with_changes(written, ["old.txt"])
+    assert boundary.project_writes == written[:WRITES_LISTED]
+    assert boundary.project_deletes == [] and boundary.project_changes_left_out == 51
+    assert f"{WRITES_LISTED + 51} project paths changed in its view" in boundary.line()

@@ -1,0 +1,108 @@
+"""Real test suites run inside the check boundary: suites that write into their project
+(generated files, caches, bytecode, clean-ups) pass, nothing reaches the real project, and
+the record lists what they wrote; a slice of liveforge's own suite passes there too."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from sandbox_support import snapshot_tree
+
+from liveforge import Runtime
+from liveforge.kernel import _overlay
+from liveforge.kernel._boundary import probe
+from liveforge.kernel._sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(probe()[0] < 1, reason="needs Landlock")
+
+SHOP = {
+    "pyproject.toml": '[project]\nname = "shop"\nversion = "1.0"\n',
+    "shop/__init__.py": "",
+    "shop/prices.py": "def total(items):\n    return sum(items)\n",
+    "data/old.txt": "stale\n",
+    "tests/test_prices.py": """
+        from shop.prices import total
+
+        def test_total():
+            assert total([1, 2]) == 3
+    """,
+    "tests/test_writes.py": """
+        import compileall, json, os, pathlib, signal, subprocess, sys
+
+        ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+        def test_a_generated_file_next_to_the_tests():
+            made = pathlib.Path(__file__).with_name("generated.json")
+            made.write_text(json.dumps({"n": 1}))
+            assert json.loads(made.read_text()) == {"n": 1}
+
+        def test_a_cache_and_bytecode_in_the_project():
+            cache = ROOT / ".cache" / "shop"
+            cache.mkdir(parents=True)
+            (cache / "data.bin").write_bytes(b"x" * 10)
+            assert compileall.compile_dir(ROOT / "shop", quiet=1)
+
+        def test_cleaning_up_a_data_folder():
+            (ROOT / "data" / "old.txt").unlink()
+            (ROOT / "data").rmdir()
+
+        def test_a_server_process_started_and_stopped():
+            server = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+            )
+            os.killpg(server.pid, signal.SIGTERM)
+            assert server.wait(10) == -signal.SIGTERM
+    """,
+}
+
+
+def make_shop(root: Path) -> Path:
+    for relative, text in SHOP.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def test_a_suite_writing_into_its_project_passes_and_changes_nothing(tmp_path: Path) -> None:
+    shop = make_shop(tmp_path / "shop")
+    before = snapshot_tree(shop)
+    with Sandbox(shop) as box:
+        result = box.run_tests(["-q", "-p", "no:cacheprovider", "tests"])
+    assert snapshot_tree(shop) == before
+    boundary = result.boundary
+    assert boundary is not None
+    if boundary.project != "copy-on-write":  # no namespaces here: the project is read-only
+        assert boundary.project_reason and result.tests and result.tests.failed == 3
+        return
+    assert result.ok and result.tests is not None and result.tests.passed == 5, result.summary()
+    written = boundary.project_writes
+    assert {"tests/generated.json", ".cache/shop/data.bin"} <= set(written)
+    assert any(path.startswith("shop/__pycache__/prices.") for path in written)
+    assert boundary.project_deletes == ["data"]
+
+
+@pytest.mark.skipif(_overlay.probe() is not None, reason="needs namespaces of the check's own")
+def test_a_slice_of_liveforges_own_suite_passes_inside_the_boundary() -> None:
+    """Nested checks (a sandbox inside a check) fall back to what the kernel allows there,
+    and say so; the suite still passes."""
+    rt = Runtime(project_root=ROOT)
+    try:
+        result = rt.run_tests(
+            [
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/kernel/test_sandbox.py::test_patched_function_in_overlay_is_what_the_child_runs",
+                "tests/test_errors_map.py",
+            ],
+            timeout=300,
+        )
+    finally:
+        rt.close()
+    assert result.ok, result.summary(max_lines=60)
+    assert result.boundary is not None and result.boundary.project == "copy-on-write"
+    assert result.tests is not None and result.tests.passed >= 2
