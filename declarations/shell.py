@@ -50,6 +50,11 @@ class ShellResult(BaseModel):
     timed_out: bool = False
     seconds: float = 0.0
     boundary: bool = True
+    network: bool = True
+    isolation: str = ""
+    """What held the command in, in one line (empty outside the boundary)."""
+    changes: str = ""
+    """What became of the files the command changed in the project, in one line."""
 
 
 class ProcessInfo(BaseModel):
@@ -62,6 +67,9 @@ class ProcessInfo(BaseModel):
     exit_code: int | None = None
     seconds: float = 0.0
     output_bytes: int = 0
+    boundary: bool = True
+    network: bool = True
+    isolation: str = ""
 
 
 class Shell(forwardpy.Object):
@@ -75,12 +83,20 @@ class Shell(forwardpy.Object):
         ...
 
     def run(
-        self, command: str, cwd: str = ".", timeout: float | None = None, boundary: bool = True
+        self,
+        command: str,
+        cwd: str = ".",
+        timeout: float | None = None,
+        boundary: bool = True,
+        network: bool | None = None,
     ) -> ShellResult:
-        """Run ``command`` to its end (killed at ``timeout`` seconds) and return the result."""
+        """Run ``command`` to its end (killed at ``timeout`` seconds) and return the result;
+        ``network`` None takes the configured default."""
         ...
 
-    def start(self, command: str, cwd: str = ".", boundary: bool = True) -> ProcessInfo:
+    def start(
+        self, command: str, cwd: str = ".", boundary: bool = True, network: bool | None = None
+    ) -> ProcessInfo:
         """Start ``command`` in the background; its output is kept for `read`."""
         ...
 

@@ -1,5 +1,5 @@
-"""Default behaviour of `Shell`: command lists checked, ``bash -c`` in its own process group,
-limits set by the shell itself (``ulimit``, so no code runs between fork and exec), output
+"""Default behaviour of `Shell`: command lists checked, ``bash -c`` in its own process group
+inside the check boundary (`liveforge.impls.shell_boundary`) unless asked otherwise, output
 into files that are read back bounded, background processes kept per runtime.
 """
 
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import forwardpy
 
 from liveforge.declarations.shell import CommandRefused, ProcessInfo, Shell, ShellResult
+from liveforge.impls.shell_boundary import describe, launch
 from liveforge.kernel._filewrites import confined
-from liveforge.kernel._secrets import without_secrets
 from liveforge.kernel.errors import UnsafePath
 from liveforge.tools._output import clip_middle, plain
 
@@ -35,8 +35,6 @@ __all__: list[str] = []
 
 MAX_BACKGROUND = 8
 """Background processes one runtime may have running at once."""
-FILE_LIMIT_KB = 1 << 20
-"""Largest file a command inside the boundary may write (its output included): 1 GiB."""
 _KILL_GRACE = 2.0
 _OPERATORS = {"|", "||", "&", "&&", ";", ";;", "\n", "(", ")", "|&"}
 _UNCHECKABLE = re.compile(r"\$\(|`|<\(|>\(")
@@ -126,36 +124,6 @@ def _folder(shell: Shell, cwd: str) -> Path:
     return path
 
 
-def _argv(shell: Shell, command: str, boundary: bool) -> list[str]:
-    bash = shutil.which("bash") or "/bin/bash"
-    if not boundary:
-        return [bash, "-c", command]
-    limits = [f"ulimit -f {FILE_LIMIT_KB}"]
-    if shell.settings.memory_mb:
-        # the data limit counts memory written to, not address space reserved (a JVM, node
-        # or Go binary reserves far more than it uses and fails under an address limit)
-        limits.append(f"ulimit -d {shell.settings.memory_mb * 1024}")
-    # the limits apply to this shell and everything it starts; then the command replaces it
-    prelude = " && ".join(limits) + ' && exec "$0" -c "$1"'
-    return [bash, "-c", prelude, bash, command]
-
-
-def _spawn(
-    shell: Shell, command: str, cwd: Path, boundary: bool, out: Path
-) -> subprocess.Popen[bytes]:
-    env = without_secrets(os.environ) if boundary else dict(os.environ)
-    with open(out, "wb") as sink:
-        return subprocess.Popen(
-            _argv(shell, command, boundary),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
 def _stop(popen: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the process group, SIGKILL after a grace period."""
     for sig, wait in ((signal.SIGTERM, _KILL_GRACE), (signal.SIGKILL, None)):
@@ -189,17 +157,23 @@ def _tail_text(path: Path, limit: int) -> str:
 
 @forwardpy.impl(Shell.run)
 def run(
-    self: Shell, command: str, cwd: str = ".", timeout: float | None = None, boundary: bool = True
+    self: Shell,
+    command: str,
+    cwd: str = ".",
+    timeout: float | None = None,
+    boundary: bool = True,
+    network: bool | None = None,
 ) -> ShellResult:
     self.check(command)
     folder = _folder(self, cwd)
     if timeout is not None and timeout <= 0:
         raise CommandRefused(f"timeout must be a positive number of seconds, not {timeout}.")
     seconds = min(timeout or self.settings.timeout, self.settings.max_timeout)
+    network = self.settings.network if network is None else network
     scratch = Path(tempfile.mkdtemp(prefix="liveforge-exec-"))
     try:
         started = time.monotonic()
-        popen = _spawn(self, command, folder, boundary, scratch / "output.txt")
+        popen, report = launch(self, command, folder, scratch, boundary=boundary, network=network)
         timed_out = False
         try:
             popen.wait(seconds)
@@ -215,6 +189,8 @@ def run(
             timed_out=timed_out,
             seconds=time.monotonic() - started,
             boundary=boundary,
+            network=not boundary or bool(report and report["network"]),
+            isolation=describe(boundary, report),
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -246,9 +222,12 @@ def _refresh(item: _Background) -> ProcessInfo:
 
 
 @forwardpy.impl(Shell.start)
-def start(self: Shell, command: str, cwd: str = ".", boundary: bool = True) -> ProcessInfo:
+def start(
+    self: Shell, command: str, cwd: str = ".", boundary: bool = True, network: bool | None = None
+) -> ProcessInfo:
     self.check(command)
     folder = _folder(self, cwd)
+    network = self.settings.network if network is None else network
     table = _processes(self)
     with table.lock:
         running = [i for i in table.items.values() if i.popen.poll() is None]
@@ -259,10 +238,18 @@ def start(self: Shell, command: str, cwd: str = ".", boundary: bool = True) -> P
         table.counter += 1
         process_id = f"p{table.counter}"
         scratch = Path(tempfile.mkdtemp(prefix=f"liveforge-{process_id}-"))
-        popen = _spawn(self, command, folder, boundary, scratch / "output.txt")
-        info = ProcessInfo(id=process_id, command=command, pid=popen.pid, running=True)
+        popen, report = launch(self, command, folder, scratch, boundary=boundary, network=network)
+        info = ProcessInfo(
+            id=process_id,
+            command=command,
+            pid=popen.pid,
+            running=True,
+            boundary=boundary,
+            network=not boundary or bool(report and report["network"]),
+            isolation=describe(boundary, report),
+        )
         table.items[process_id] = _Background(info, popen, scratch, time.monotonic())
-    return info.model_copy()
+    return _refresh(table.items[process_id])
 
 
 @forwardpy.impl(Shell.poll)

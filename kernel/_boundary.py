@@ -55,6 +55,7 @@ __all__ = [
     "BoundaryPolicy",
     "apply_boundary",
     "become_subreaper",
+    "exit_with_parent",
     "kill_descendants",
     "prepare",
     "probe",
@@ -203,10 +204,8 @@ def apply_boundary(policy: BoundaryPolicy, prepared: int | None = None) -> dict[
     ruleset is built here."""
     report = _Report(writable=policy.writable_paths(), network=policy.network)
     report.limits = _set_limits(policy, report.notes)
-    if policy.parent_pid is not None and LINUX:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != policy.parent_pid:  # it died before the signal was armed
-            os._exit(0)
+    if policy.parent_pid is not None:
+        exit_with_parent(policy.parent_pid)
     _drop_capabilities()
     abi, reason = probe()
     if not policy.landlock:
@@ -371,6 +370,17 @@ def protect_process() -> bool:
     closed to other processes of the same user, and no core dump holds its keys. False
     where the platform cannot."""
     return LINUX and int(_libc.prctl(PR_SET_DUMPABLE, 0)) == 0
+
+
+def exit_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
+    """Have the kernel send `sig` to this process when the thread that started it ends
+    (Linux); exit now if `parent_pid` is no longer the parent (it died before the signal
+    was armed)."""
+    if not LINUX:
+        return
+    _libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(0)
 
 
 def become_subreaper() -> bool:
