@@ -52,7 +52,7 @@ class ShellResult(BaseModel):
     boundary: bool = True
     network: bool = True
     isolation: str = ""
-    """What held the command in, in one line (empty outside the boundary)."""
+    """What held the command in, in one line."""
     changes: str = ""
     """What became of the files the command changed in the project, in one line."""
 
@@ -70,6 +70,8 @@ class ProcessInfo(BaseModel):
     boundary: bool = True
     network: bool = True
     isolation: str = ""
+    changes: str = ""
+    """What became of the files it changed in the project since the last look, one line."""
 
 
 class Shell(forwardpy.Object):

@@ -9,7 +9,6 @@ import atexit
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -18,12 +17,13 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import forwardpy
 
 from liveforge.declarations.shell import CommandRefused, ProcessInfo, Shell, ShellResult
 from liveforge.impls.shell_boundary import describe, launch
+from liveforge.impls.shell_changes import Seen, remove_scratch, what_changed
 from liveforge.kernel._filewrites import confined
 from liveforge.kernel.errors import UnsafePath
 from liveforge.tools._output import clip_middle, plain
@@ -47,7 +47,9 @@ class _Background:
     popen: subprocess.Popen[bytes]
     folder: Path
     started: float
+    report: dict[str, Any] | None
     offset: int = 0
+    seen: Seen = field(default_factory=dict)
 
     @property
     def output(self) -> Path:
@@ -191,9 +193,10 @@ def run(
             boundary=boundary,
             network=not boundary or bool(report and report["network"]),
             isolation=describe(boundary, report),
+            changes=what_changed(self.runtime, scratch, report, f"$ {command}", boundary=boundary),
         )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_scratch(scratch)
 
 
 def _processes(shell: Shell) -> _Processes:
@@ -211,13 +214,18 @@ def _get(shell: Shell, process_id: str) -> _Background:
     return items[process_id]
 
 
-def _refresh(item: _Background) -> ProcessInfo:
+def _refresh(shell: Shell, item: _Background) -> ProcessInfo:
+    """The process's state now, its file changes since the last look applied."""
     code = item.popen.poll()
     info = item.info
     info.running, info.exit_code = code is None, code
     if info.running:
         info.seconds = time.monotonic() - item.started
     info.output_bytes = item.output.stat().st_size if item.output.exists() else 0
+    label = f"$ {info.command} (background {info.id})"
+    info.changes = what_changed(
+        shell.runtime, item.folder, item.report, label, boundary=info.boundary, seen=item.seen
+    )
     return info.model_copy()
 
 
@@ -248,13 +256,13 @@ def start(
             network=not boundary or bool(report and report["network"]),
             isolation=describe(boundary, report),
         )
-        table.items[process_id] = _Background(info, popen, scratch, time.monotonic())
-    return _refresh(table.items[process_id])
+        table.items[process_id] = _Background(info, popen, scratch, time.monotonic(), report)
+    return _refresh(self, table.items[process_id])
 
 
 @forwardpy.impl(Shell.poll)
 def poll(self: Shell, process_id: str) -> ProcessInfo:
-    return _refresh(_get(self, process_id))
+    return _refresh(self, _get(self, process_id))
 
 
 @forwardpy.impl(Shell.read)
@@ -271,12 +279,12 @@ def read(self: Shell, process_id: str) -> str:
 def kill(self: Shell, process_id: str) -> ProcessInfo:
     item = _get(self, process_id)
     _stop(item.popen)
-    return _refresh(item)
+    return _refresh(self, item)
 
 
 @forwardpy.impl(Shell.processes)
 def processes(self: Shell) -> list[ProcessInfo]:
-    return [_refresh(item) for item in _processes(self).items.values()]
+    return [_refresh(self, item) for item in _processes(self).items.values()]
 
 
 _OWNER = os.getpid()
@@ -292,4 +300,4 @@ def _stop_all() -> None:
         for item in table.items.values():
             if item.popen.poll() is None:
                 _stop(item.popen)
-            shutil.rmtree(item.folder, ignore_errors=True)
+            remove_scratch(item.folder)

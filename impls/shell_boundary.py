@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from liveforge.kernel._boundary import BoundaryPolicy
 from liveforge.kernel._confine import Confinement, confine_argv
+from liveforge.kernel._overlay import View
+from liveforge.kernel._overlay import probe as overlay_probe
 from liveforge.kernel._policy import Readable
 from liveforge.kernel._secrets import without_secrets
 
 if TYPE_CHECKING:
     from liveforge.declarations.shell import Shell
 
-__all__ = ["describe", "launch"]
+__all__ = ["describe", "launch", "view_unavailable"]
 
 FILE_LIMIT_KB = 1 << 20
 """Largest file a command inside the boundary may write (its output included): 1 GiB."""
@@ -54,7 +56,8 @@ def launch(
     temp.mkdir(exist_ok=True)
     read, write = os.pipe()
     try:
-        argv = confine_argv(_confinement(shell, temp, network, write), argv)
+        confinement = _confinement(shell, temp, network, write, _view_of(shell, scratch))
+        argv = confine_argv(confinement, argv)
         env = without_secrets(env)
         env.update(TMPDIR=str(temp), TMP=str(temp), TEMP=str(temp))
         env["XDG_CACHE_HOME"] = str(temp / ".cache")  # ~/.cache is outside the boundary
@@ -66,7 +69,22 @@ def launch(
     return popen, json.loads(data) if data else None
 
 
-def _confinement(shell: Shell, temp: Path, network: bool, report_fd: int) -> Confinement:
+def _view_of(shell: Shell, scratch: Path) -> View | None:
+    """A copy-on-write view of the project in ``scratch``, None where views cannot be made
+    (`view_unavailable` says why)."""
+    if view_unavailable() is not None:
+        return None
+    return View.beside(Path(shell.runtime.project_root).resolve(), scratch / "view")
+
+
+def view_unavailable() -> str | None:
+    """Why shell commands cannot run on a copy-on-write view here (None: they can)."""
+    return overlay_probe()
+
+
+def _confinement(
+    shell: Shell, temp: Path, network: bool, report_fd: int, view: View | None
+) -> Confinement:
     root = Path(shell.runtime.project_root).resolve()
     settings = shell.settings
     home = Path.home()
@@ -83,6 +101,7 @@ def _confinement(shell: Shell, temp: Path, network: bool, report_fd: int) -> Con
         data_mb=settings.memory_mb,
         file_kb=FILE_LIMIT_KB,
         grace=_KILL_GRACE,
+        view=view,
     )
 
 

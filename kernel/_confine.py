@@ -8,18 +8,21 @@
 
 The launcher (this file run as a script; standard library only, so it starts in a few
 milliseconds) is a small supervisor outside the boundary. It becomes a child subreaper,
-stops when the thread that started it ends, and forks the command; the child applies the
-boundary (`_boundary.apply_boundary`: no capabilities, Landlock for files, network and
-signals, death with the launcher) and the data and file-size limits, and execs; the
-launcher sends what applied (the boundary's report) on `report_fd` and closes it. When the
-command ends — or the launcher is told to stop (SIGTERM, SIGINT, SIGHUP, or its parent went
-away) — every process left behind, a ``setsid`` escapee or a double fork included, gets
-SIGTERM, then SIGKILL after `grace` seconds, and the launcher ends the way the command did
-(its exit code, or its signal).
+stops when the thread that started it ends, and forks the command; the child enters the
+copy-on-write view of the project when one is given (`_overlay.enter`: its writes to the
+project land in the view's upper folder; where the kernel refuses, the report says why and
+the command writes the project itself), applies the boundary (`_boundary.apply_boundary`:
+no capabilities, Landlock for files, network and signals, death with the launcher) and the
+data and file-size limits, and execs; the launcher sends what applied (the boundary's
+report) on `report_fd` and closes it. When the command ends — or the launcher is told to
+stop (SIGTERM, SIGINT, SIGHUP, or its parent went away) — every process left behind, a
+``setsid`` escapee or a double fork included, gets SIGTERM, then SIGKILL after `grace`
+seconds, and the launcher ends the way the command did (its exit code, or its signal).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -40,18 +43,22 @@ _RESET = ("SIGPIPE", "SIGXFSZ", "SIGXFZ")  # Python ignores these; a command mus
 class Confinement:
     """How to confine one command: the boundary (a `BoundaryPolicy`), limits set with
     setrlimit in the command's process (None: none), the pipe to send the boundary report
-    on, and how long the command's processes get between SIGTERM and SIGKILL."""
+    on, how long the command's processes get between SIGTERM and SIGKILL, and the
+    copy-on-write view (an `_overlay.View`) to run it on, if any."""
 
     policy: Any
     report_fd: int
     data_mb: int | None = None
     file_kb: int | None = None
     grace: float = 1.0
+    view: Any = None
     parent_pid: int = field(default_factory=os.getpid)
 
     def to_json(self) -> str:
         fields = {k: getattr(self, k) for k in ("report_fd", "data_mb", "file_kb", "grace")}
-        return json.dumps({**fields, "policy": self.policy.to_dict(), "parent": self.parent_pid})
+        view = dataclasses.asdict(self.view) if self.view is not None else None
+        policy = self.policy.to_dict()
+        return json.dumps({**fields, "policy": policy, "parent": self.parent_pid, "view": view})
 
 
 def confine_argv(confinement: Confinement, argv: list[str]) -> list[str]:
@@ -59,12 +66,13 @@ def confine_argv(confinement: Confinement, argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", __file__, confinement.to_json(), "--", *argv]
 
 
-def _load_boundary() -> ModuleType:
-    """`_boundary` loaded by file path (the launcher never imports liveforge)."""
+def _load(name: str) -> ModuleType:
+    """A standard-library-only kernel module loaded by file path (the launcher never
+    imports liveforge)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "_liveforge_confine_boundary", Path(__file__).with_name("_boundary.py")
+        f"_liveforge_confine{name}", Path(__file__).with_name(f"{name}.py")
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -91,7 +99,9 @@ def _start(boundary: ModuleType, options: dict[str, Any], argv: list[str]) -> in
             signal.signal(sig, signal.SIG_DFL)
         fields = {**options["policy"], "parent_pid": os.getppid()}
         policy = boundary.BoundaryPolicy.from_dict(fields)
+        view = _enter_view(options.get("view"))
         report = boundary.apply_boundary(policy)
+        report["view"] = view
         _set_limits(options, report)
         os.write(write, json.dumps(report).encode())
         os.close(write)
@@ -99,6 +109,18 @@ def _start(boundary: ModuleType, options: dict[str, Any], argv: list[str]) -> in
     except BaseException as exc:  # tell the user, then end as a shell does
         os.write(2, f"liveforge: cannot start {argv[0]}: {exc}\n".encode())
     os._exit(127)
+
+
+def _enter_view(view: dict[str, str] | None) -> dict[str, str | None]:
+    """Enter the copy-on-write view of the project; what came of it, for the report."""
+    if view is None:
+        return {"state": "none", "reason": "no copy-on-write view was asked for"}
+    overlay = _load("_overlay")
+    try:
+        overlay.enter(overlay.View(**view))
+    except OSError as exc:
+        return {"state": "failed", "reason": f"the copy-on-write view failed: {exc}"}
+    return {"state": "copy-on-write", "reason": None}
 
 
 def _set_limits(options: dict[str, Any], report: dict[str, Any]) -> None:
@@ -180,7 +202,7 @@ def _reap(main: int, stop: _Stopper) -> int:
 def main(args: list[str]) -> NoReturn:
     """The launcher: ``_confine.py OPTIONS_JSON -- ARGV...``."""
     options, argv = json.loads(args[0]), args[2:]
-    boundary = _load_boundary()
+    boundary = _load("_boundary")
     boundary.become_subreaper()
     boundary.exit_with_parent(options["parent"], signal.SIGTERM)
     stop = _Stopper(options["grace"])

@@ -83,9 +83,10 @@ def process(
 
 def _line(info: ProcessInfo) -> str:
     state = "running" if info.running else f"exited {info.exit_code}"
+    files = f"\n  files: {info.changes}" if info.changes else ""
     return (
         f"{info.id} pid {info.pid} {state} after {info.seconds:.1f}s, "
-        f"{info.output_bytes} bytes of output: {info.command}"
+        f"{info.output_bytes} bytes of output: {info.command}{files}"
     )
 
 
@@ -95,4 +96,5 @@ def _report(result: ShellResult) -> str:
     else:
         head = f"exit {result.exit_code} in {result.seconds:.1f}s"
     body = result.output if result.output.strip() else "(no output)"
-    return f"$ {result.command}\n{head} [{result.isolation}]\n{body}"
+    files = f"\nfiles: {result.changes}" if result.changes else ""
+    return f"$ {result.command}\n{head} [{result.isolation}]{files}\n{body}"

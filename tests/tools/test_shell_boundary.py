@@ -129,11 +129,14 @@ def test_setsid_escapees_die_when_the_call_ends_and_at_the_timeout(rt, project):
     assert not _alive(int(timed.read_text()))
 
 
-def test_a_background_process_started_from_a_passing_thread_lives_until_killed(rt, project):
+def test_a_background_process_started_from_a_passing_thread_lives_until_killed(
+    rt, tmp_path_factory
+):
     """The thread that asked for it may end (MCP workers do); the process runs on, and kill
-    stops its setsid escapee too."""
-    pidfile = project.root / "bg.pid"
-    box = make_box(rt)
+    stops its setsid escapee too. (The pid file goes to a configured writable folder.)"""
+    pids = tmp_path_factory.mktemp("pids")
+    pidfile = pids / "bg.pid"
+    box = make_box(rt, writable=[str(pids)])
     command = f"setsid sleep 300 & echo $! > {pidfile}; echo up; sleep 300"
     worker = threading.Thread(
         target=box.call, args=("process", {"action": "start", "command": command})
@@ -156,24 +159,28 @@ import liveforge.impls
 from liveforge.declarations.shell import Shell
 from liveforge.declarations.tool_settings import ShellSettings
 from liveforge.kernel import Runtime
-shell = Shell(runtime=Runtime(project_root=sys.argv[1]), settings=ShellSettings())
-shell.start("setsid sleep 300 & echo $! > bg.pid; sleep 300")
+settings = ShellSettings(writable=[sys.argv[2]])
+shell = Shell(runtime=Runtime(project_root=sys.argv[1]), settings=settings)
+shell.start(f"setsid sleep 300 & echo $! > {sys.argv[2]}/bg.pid; sleep 300")
 print("started", flush=True)
 time.sleep(300)
 """
 
 
-def test_everything_dies_with_the_front_end(project):
+def test_everything_dies_with_the_front_end(project, tmp_path_factory):
     """A front end killed outright (SIGKILL, no cleanup of its own) takes the command and
     its setsid escapee with it."""
+    pids = tmp_path_factory.mktemp("pids")
     script = project.root / "front.py"
     script.write_text(textwrap.dedent(FRONT_END))
     front = subprocess.Popen(
-        [sys.executable, str(script), str(project.root)], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), str(project.root), str(pids)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert front.stdout is not None and front.stdout.readline().strip() == "started"
-        pidfile = project.root / "bg.pid"
+        pidfile = pids / "bg.pid"
         deadline = time.monotonic() + 20
         while not (pidfile.exists() and pidfile.read_text().strip()):
             assert time.monotonic() < deadline
