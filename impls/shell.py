@@ -214,7 +214,7 @@ def _get(shell: Shell, process_id: str) -> _Background:
     return items[process_id]
 
 
-def _refresh(shell: Shell, item: _Background) -> ProcessInfo:
+def _refresh(shell: Shell, item: _Background, *, apply: bool = True) -> ProcessInfo:
     """The process's state now, its file changes since the last look applied."""
     code = item.popen.poll()
     info = item.info
@@ -222,10 +222,11 @@ def _refresh(shell: Shell, item: _Background) -> ProcessInfo:
     if info.running:
         info.seconds = time.monotonic() - item.started
     info.output_bytes = item.output.stat().st_size if item.output.exists() else 0
-    label = f"$ {info.command} (background {info.id})"
-    info.changes = what_changed(
-        shell.runtime, item.folder, item.report, label, boundary=info.boundary, seen=item.seen
-    )
+    if apply:
+        label = f"$ {info.command} (background {info.id})"
+        info.changes = what_changed(
+            shell.runtime, item.folder, item.report, label, boundary=info.boundary, seen=item.seen
+        )
     return info.model_copy()
 
 
@@ -257,7 +258,7 @@ def start(
             isolation=describe(boundary, report),
         )
         table.items[process_id] = _Background(info, popen, scratch, time.monotonic(), report)
-    return _refresh(self, table.items[process_id])
+    return _refresh(self, table.items[process_id], apply=False)
 
 
 @forwardpy.impl(Shell.poll)

@@ -94,7 +94,7 @@ def remove_scratch(scratch: Path) -> None:
 
 
 def _not_undoable(reason: str) -> str:
-    return f"files it changed in the project are not undoable ({reason})"
+    return f"any files it changed in the project are not undoable ({reason})"
 
 
 def _key(path: Path) -> tuple[int, int, int]:

@@ -19,6 +19,7 @@ import pytest
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
 from liveforge.declarations.permissions import Policy
+from liveforge.declarations.shell import Shell
 from liveforge.declarations.tool_settings import ShellSettings, ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.kernel import Runtime
@@ -201,3 +202,59 @@ def test_outside_the_boundary_files_are_not_walled_in(rt, project, tmp_path_fact
     outside = Path(tmp_path_factory.mktemp("free")) / "x.txt"
     text = make_box(rt).call("exec", {"command": f"echo x > {outside}", "boundary": False}).text
     assert outside.read_text() == "x\n" and "outside the check boundary" in text
+
+
+CONFINED_FRONT_END = """
+import sys, tempfile
+from liveforge.kernel._boundary import BoundaryPolicy, apply_boundary, readable_paths
+root, scratch = sys.argv[1], sys.argv[2]
+tempfile.tempdir = scratch
+import liveforge.impls
+from liveforge.declarations.shell import Shell
+from liveforge.declarations.tool_settings import ShellSettings
+from liveforge.kernel import Runtime
+policy = BoundaryPolicy(scratch=scratch, readable=readable_paths(root), writable=(root,))
+apply_boundary(policy)  # a process Landlock confines may not mount a view
+rt = Runtime(project_root=root)
+result = Shell(runtime=rt, settings=ShellSettings()).run("echo new > a.txt")
+print(result.exit_code, result.changes)
+print(repr(rt.file_writes_diff()))
+"""
+
+
+def test_without_a_view_the_command_writes_the_project_and_says_it_is_not_undoable(
+    project, tmp_path_factory
+):
+    """Where no copy-on-write view can be made (here: liveforge itself runs confined), the
+    command still runs in the boundary and writes the project, and its result says the
+    change is not undoable, and why."""
+    scratch = tmp_path_factory.mktemp("scratch")
+    (project.root / "a.txt").write_text("old\n")
+    script = scratch / "front.py"
+    script.write_text(textwrap.dedent(CONFINED_FRONT_END))
+    done = subprocess.run(
+        [sys.executable, str(script), str(project.root), str(scratch)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (project.root / "a.txt").read_text() == "new\n"
+    first, second = done.stdout.splitlines()
+    assert first.startswith("0 any files it changed in the project are not undoable (")
+    assert "copy-on-write" in first and second == "''"
+
+
+def test_changes_made_before_a_kill_arrive_at_the_kill(rt, project):
+    """Nobody looked while it ran: killing it applies what it wrote, as one step."""
+    box = make_box(rt)
+    box.call("process", {"action": "start", "command": "echo x > k.txt; echo done; sleep 60"})
+    shell = Shell(runtime=rt, settings=ShellSettings())
+    seen = ""
+    while "done" not in seen:
+        seen += shell.read("p1")  # reading output applies nothing
+    assert not (project.root / "k.txt").exists()
+    killed = box.call("process", {"action": "kill", "process_id": "p1"}).text
+    assert "files: changed k.txt" in killed and (project.root / "k.txt").read_text() == "x\n"
+    rt.unpersist()
+    assert not (project.root / "k.txt").exists()
