@@ -31,6 +31,7 @@ from liveforge.declarations.permissions import (
     is_approved,
 )
 from liveforge.declarations.toolbox import Toolbox
+from liveforge.impls.shell_boundary import view_unavailable
 from liveforge.kernel._boundary import probe
 from liveforge.kernel.errors import LiveforgeError
 
@@ -204,7 +205,14 @@ def _shell_preview(box: Toolbox, name: str, values: dict[str, Any]) -> str:
         where = f"inside the check boundary without isolation ({probe()[1]}): no secrets, limits"
     timeout = values.get("timeout") or (shell.timeout if name == "exec" else None)
     limit = f"\ntimeout: {timeout:g}s" if timeout else ""
-    return f"{verb}:\n{values.get('command', '')}\nin: {cwd} ({root / cwd}){limit}\n{where}"
+    no_view = view_unavailable() if values.get("boundary", True) else "outside the boundary"
+    files = (
+        f"file changes: not undoable ({no_view})"
+        if no_view
+        else "file changes: made on a copy-on-write view, then applied as one undoable step"
+    )
+    command = values.get("command", "")
+    return f"{verb}:\n{command}\nin: {cwd} ({root / cwd}){limit}\n{where}\n{files}"
 
 
 def _diffs(rt: Any, modules: list[str]) -> str:

@@ -153,4 +153,8 @@ def describe(boundary: bool, report: dict[str, Any] | None) -> str:
         return f"check boundary without isolation ({report.get('reason')}): no secrets, limits"
     network = "network on" if report["network"] else "network off"
     signals = "" if report.get("signals_scoped") else ", signals not scoped"
-    return f"check boundary (landlock): writes only in the project and $TMPDIR, {network}{signals}"
+    view = (report.get("view") or {}).get("state") == "copy-on-write"
+    on = ", on a copy-on-write view" if view else ""
+    return (
+        f"check boundary (landlock): writes only in the project and $TMPDIR, {network}{signals}{on}"
+    )

@@ -66,12 +66,14 @@ def test_a_command_that_edits_a_loaded_module_is_live_and_undone_in_two_steps(ag
 
 
 def _read_until(box, word: str) -> str:
-    """process read calls until the process has printed `word` (on a line of its own)."""
-    seen = ""
+    """process read calls until the process has printed `word` (on a line of its own);
+    every result they gave."""
+    seen, results = "", ""
     while f"\n{word}\n" not in seen:
         text = box.call("process", {"action": "read", "process_id": "p1"}).text
         seen += "\n" + text.split("\n", 1)[1] + "\n"  # the output, after the status line
-    return text
+        results += text + "\n"
+    return results
 
 
 def test_a_background_process_changes_arrive_as_it_runs_and_undo_stays(agent, fake, project):
