@@ -13,8 +13,10 @@ refuse. The modes are the ones users of agent CLIs know:
 `read` looks at the program or files; `memory` changes the running program in memory only
 (patch, reload, rollback: undoable, nothing on disk, but the module's code runs in the live
 process); `check` runs code inside the check boundary (verify, run_tests); `write` changes
-files; `execute` runs code in the live process; `shell` runs a command outside the check
-boundary. Per-tool rules (`Rules`) override the table: ``deny`` always wins, then
+files; `execute` runs code in the live process; `shell` runs a shell command (which can
+reach further than a check: it writes the project, and may be run outside the boundary).
+A tool may declare calls with a milder effect (`effect`'s ``lighter``: polling a background
+process only reads). Per-tool rules (`Rules`) override the table: ``deny`` always wins, then
 ``allow``, then ``ask``.
 
     policy = Policy(mode="ask", rules=Rules(deny=("execute",)))
