@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import forwardpy
 
 from liveforge.declarations.shell import CommandRefused, ProcessInfo, Shell, ShellResult
+from liveforge.declarations.tool_settings import ShellSettings
 from liveforge.impls.shell_boundary import describe, launch
 from liveforge.impls.shell_changes import Seen, remove_scratch, what_changed
 from liveforge.kernel._filewrites import confined
@@ -294,11 +295,16 @@ _OWNER = os.getpid()
 @atexit.register
 def _stop_all() -> None:
     """Background processes do not outlive the program that started them (and a forked
-    child, a live check say, leaves its parent's processes alone)."""
+    child, a live check say, leaves its parent's processes alone); what they wrote since
+    the last look still reaches the project."""
     if os.getpid() != _OWNER:
         return
-    for table in list(_registry.values()):
+    for runtime, table in list(_registry.items()):
         for item in table.items.values():
             if item.popen.poll() is None:
                 _stop(item.popen)
+            try:
+                _refresh(Shell(runtime=runtime, settings=ShellSettings()), item)
+            except Exception:  # the program is ending: keep stopping the others
+                pass
             remove_scratch(item.folder)

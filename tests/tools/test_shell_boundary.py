@@ -57,12 +57,14 @@ def test_writes_reach_the_project_and_tmpdir_but_nothing_outside(rt, project, tm
     outside = tmp_path_factory.mktemp("outside")
     (project.root / "door").symlink_to(outside)
     command = (
+        f"umount {project.root} 2>/dev/null || echo umount-refused; "
         "echo in > made.txt && echo tmp > $TMPDIR/t && cat $TMPDIR/t; "
         f"echo out > {outside}/a.txt; echo out > door/b.txt; "
         f"python3 -c \"open('{outside}/c.txt', 'w')\" 2>&1 | tail -1"
     )
     text = make_box(rt).call("exec", {"command": command}).text
     assert (project.root / "made.txt").read_text() == "in\n" and "\ntmp\n" in text
+    assert "umount-refused" in text
     assert list(outside.iterdir()) == []
     assert text.count("Permission denied") == 3, text
     assert "check boundary (landlock): writes only in the project and $TMPDIR" in text
@@ -258,3 +260,45 @@ def test_changes_made_before_a_kill_arrive_at_the_kill(rt, project):
     assert "files: changed k.txt" in killed and (project.root / "k.txt").read_text() == "x\n"
     rt.unpersist()
     assert not (project.root / "k.txt").exists()
+
+
+def test_a_module_with_changes_in_memory_keeps_its_file_and_the_model_is_told(rt, project):
+    """The command edited the file of a module patched in memory: nothing of the command's
+    changes is applied, the file and the running module stay, and the result says why."""
+    shapes = f"{project.pkg}.shapes"
+    rt.patch(f"{shapes}.UNIT", "UNIT = 2.0\n")
+    path = project.root / project.pkg / "shapes.py"
+    before = path.read_text()
+    command = (
+        f"sed -i 's/3.14 \\* radius/3.1416 * radius/' {project.pkg}/shapes.py; touch other.txt"
+    )
+    text = make_box(rt).call("exec", {"command": command}).text
+    assert "its file changes in the project were not applied" in text
+    assert "has changes in memory that the file lacks" in text
+    assert path.read_text() == before and not (project.root / "other.txt").exists()
+
+
+LEAVING_FRONT_END = """
+import sys
+import liveforge.impls
+from liveforge.declarations.shell import Shell
+from liveforge.declarations.tool_settings import ShellSettings
+from liveforge.kernel import Runtime
+shell = Shell(runtime=Runtime(project_root=sys.argv[1]), settings=ShellSettings())
+shell.start("echo bye > left.txt; echo done; sleep 300")
+seen = ""
+while "done" not in seen:
+    seen += shell.read("p1")  # output only: nothing applied yet
+"""
+
+
+def test_what_a_background_process_wrote_reaches_the_project_when_the_program_ends(project):
+    """Nobody looked before the program ended: the process is stopped and its changes are
+    applied on the way out, not lost with its view."""
+    script = project.root / "leaving.py"
+    script.write_text(textwrap.dedent(LEAVING_FRONT_END))
+    done = subprocess.run(
+        [sys.executable, str(script), str(project.root)], capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert (project.root / "left.txt").read_text() == "bye\n"
