@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from liveforge.declarations.permissions import approved
 from liveforge.impls.shell_boundary import view_unavailable
 from liveforge.kernel._overlay import Changes, View, changes, discard
 from liveforge.kernel.errors import LiveforgeError
@@ -53,7 +54,8 @@ def apply_view(rt: Runtime, upper: Path, label: str, seen: Seen | None = None) -
     kept = {r: p for r, p in written.items() if r not in direct}
     gone = [r for r in deleted if r not in direct]
     try:
-        applied = rt.apply_files(kept, gone, label=label) if kept or gone else None
+        with approved():  # allowed with the command: the guards do not ask again
+            applied = rt.apply_files(kept, gone, label=label) if kept or gone else None
     except (LiveforgeError, OSError) as exc:
         return f"its file changes in the project were not applied: {exc}"
     _apply_direct(root, {r: written[r] for r in written if r in direct}, deleted, direct)

@@ -11,8 +11,9 @@ real project as one step of the runtime's history:
 The file of a module the runtime manages goes through the patch engine first, so the
 running module and its file agree at once (as `write_file` does); undoing the step puts
 the files back and leaves that change in memory, unpersisted — the next undo rolls it
-back, exactly as after a `persist`. A module with changes in memory its file lacks refuses
-the whole step, before anything is written.
+back, exactly as after a `persist`. The persist guards decide module files as they do for
+`persist`; a guard's refusal, or a module with changes in memory its file lacks, refuses
+the whole step before anything is written.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,6 +72,7 @@ class FileSteps:
 
     if TYPE_CHECKING:  # provided by Runtime
         _lock: threading.RLock
+        _persist_guards: list[Callable[[list[str]], None]]
 
         def module_for_file(self, dest: Path) -> str | None: ...
 
@@ -98,6 +100,8 @@ class FileSteps:
             with self.transaction():
                 for name, (_, text) in modules.items():
                     self.patch_module(name, text)
+                for guard in list(self._persist_guards) if modules else []:
+                    guard(list(modules))  # as for persist and write_file: e.g. self-tests
                 record = _write_all(targets, written, doomed)
             diff = "".join(_diff(b, root) for b in record.backups)
             undo = _Undo(record, after=len(self._history.all()), diff=diff, label=label)

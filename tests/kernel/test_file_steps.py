@@ -88,3 +88,23 @@ def test_refusals_change_nothing(rt, project, upper):
         rt.apply_files({"plain.txt": plain, rel: broken})
     assert (project.root / "plain.txt").read_text() == "keep\n" and mod.f() == 1
     assert not rt.files_are_newest()
+
+
+def test_persist_guards_decide_module_files_of_a_step(rt, project, upper):
+    """A guard that refuses the module refuses the whole step: no file, no patch."""
+    mod = project.module("def f():\n    return 1\n")
+    rel = os.path.relpath(mod.__file__, project.root)
+    asked = []
+
+    def guard(modules):
+        asked.append(modules)
+        raise PersistError("the self-tests fail")
+
+    rt.add_persist_guard(guard)
+    source = _put(upper, rel, b"def f():\n    return 2\n")
+    plain = _put(upper, "plain.txt", b"new\n")
+    with pytest.raises(PersistError, match="self-tests fail"):
+        rt.apply_files({rel: source, "plain.txt": plain})
+    assert asked == [[mod.__name__]] and mod.f() == 1
+    assert open(mod.__file__).read() == "def f():\n    return 1\n"
+    assert not (project.root / "plain.txt").exists()
