@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,20 +51,21 @@ def apply_view(rt: Runtime, upper: Path, label: str, seen: Seen | None = None) -
     if seen is not None:
         written = {r: p for r, p in written.items() if seen.get(r, 0) != _key(p)}
         deleted = [r for r in deleted if r not in seen or seen[r] is not None]
-    direct = {r for r in [*written, *deleted] if _is_direct(r, upper)}
-    kept = {r: p for r, p in written.items() if r not in direct}
+    special = sorted(r for r, p in written.items() if not _regular_or_link(p))
+    direct = {r for r in [*written, *deleted] if _is_direct(r, upper)} - set(special)
+    kept = {r: p for r, p in written.items() if r not in direct and r not in special}
     gone = [r for r in deleted if r not in direct]
     try:
         with approved():  # allowed with the command: the guards do not ask again
             applied = rt.apply_files(kept, gone, label=label) if kept or gone else None
     except (LiveforgeError, OSError) as exc:
         return f"its file changes in the project were not applied: {exc}"
-    _apply_direct(root, {r: written[r] for r in written if r in direct}, deleted, direct)
+    _apply_direct(root, {r: written[r] for r in direct if r in written}, deleted, direct)
     _make_folders(root, found.folders)
     if seen is not None:
         seen.update({r: _key(p) for r, p in written.items()})
         seen.update(dict.fromkeys(deleted))
-    return _summary(applied.paths if applied else [], sorted(direct))
+    return _summary(applied.paths if applied else [], sorted(direct), special)
 
 
 def what_changed(
@@ -97,6 +99,11 @@ def remove_scratch(scratch: Path) -> None:
 
 def _not_undoable(reason: str) -> str:
     return f"any files it changed in the project are not undoable ({reason})"
+
+
+def _regular_or_link(path: Path) -> bool:
+    mode = os.lstat(path).st_mode
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
 def _key(path: Path) -> tuple[int, int, int]:
@@ -148,10 +155,13 @@ def _make_folders(root: Path, folders: list[str]) -> None:
         (root / rel).mkdir(parents=True, exist_ok=True)
 
 
-def _summary(paths: list[str], direct: list[str]) -> str:
-    if not paths and not direct:
+def _summary(paths: list[str], direct: list[str], special: list[str]) -> str:
+    if not paths and not direct and not special:
         return ""
     parts = []
+    if special:
+        named = ", ".join(special[:_NAMED])
+        parts.append(f"not applied: {named} (pipes, sockets and devices stay in the view)")
     if paths:
         more = f" (+{len(paths) - _NAMED} more)" if len(paths) > _NAMED else ""
         named = ", ".join(paths[:_NAMED]) + more

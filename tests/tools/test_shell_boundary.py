@@ -57,14 +57,15 @@ def test_writes_reach_the_project_and_tmpdir_but_nothing_outside(rt, project, tm
     outside = tmp_path_factory.mktemp("outside")
     (project.root / "door").symlink_to(outside)
     command = (
-        f"umount {project.root} 2>/dev/null || echo umount-refused; "
+        f"umount {project.root} 2>/dev/null || echo umount-refused; mkfifo pipe; "
         "echo in > made.txt && echo tmp > $TMPDIR/t && cat $TMPDIR/t; "
         f"echo out > {outside}/a.txt; echo out > door/b.txt; "
         f"python3 -c \"open('{outside}/c.txt', 'w')\" 2>&1 | tail -1"
     )
     text = make_box(rt).call("exec", {"command": command}).text
     assert (project.root / "made.txt").read_text() == "in\n" and "\ntmp\n" in text
-    assert "umount-refused" in text
+    assert "umount-refused" in text and not (project.root / "pipe").exists()
+    assert "not applied: pipe (pipes, sockets and devices stay in the view)" in text
     assert list(outside.iterdir()) == []
     assert text.count("Permission denied") == 3, text
     assert "check boundary (landlock): writes only in the project and $TMPDIR" in text
