@@ -87,19 +87,22 @@ def test_a_background_process_changes_arrive_as_it_runs_and_undo_stays(agent, fa
         "print('two', flush=True); time.sleep(60)"
     )
     fake.add(
-        reply.tool_call("process", {"action": "start", "command": f'{sys.executable} -c "{code}"'})
+        reply.tool_call("process", {"action": "start", "command": f'{sys.executable} -c "{code}"'}),
+        reply.text("Started."),
     )
-    run_turn(agent, "start it")
+    events = run_turn(agent, "start it")
+    assert not [f for f in of_type(events, "tool_finished") if f.is_error]
     box = agent.toolbox
     looked = _read_until(box, "one")
-    assert "files: changed first.txt" in looked and (root / "first.txt").read_text() == "1"
-    _read_until(box, "two")
-    assert (root / "second.txt").read_text() == "2"
+    assert "files: changed first.txt" in looked, looked
+    assert (root / "first.txt").read_text() == "1"
+    looked = _read_until(box, "two")
+    assert (root / "second.txt").read_text() == "2", looked
     assert "+2" in _slash(agent, "/diff")
     while agent.runtime.files_are_newest():
         _slash(agent, "/undo")
     assert not (root / "first.txt").exists() and not (root / "second.txt").exists()
     polled = box.call("process", {"action": "poll", "process_id": "p1"}).text
-    assert "files:" not in polled and not (root / "first.txt").exists()
-    assert "exited -15" in box.call("process", {"action": "kill", "process_id": "p1"}).text
-    assert not (root / "second.txt").exists()
+    assert "files:" not in polled and not (root / "first.txt").exists(), polled
+    killed = box.call("process", {"action": "kill", "process_id": "p1"}).text
+    assert "exited -15" in killed and not (root / "second.txt").exists(), killed
