@@ -112,7 +112,7 @@ def test_ask_mode_shows_the_exact_command_and_its_file_changes_undo(sample: Path
         _say(child, "raise the bulk quantity")
         _shown(child, "The agent wants to run exec (shell):")
         _shown(child, command)
-        _shown(child, "in: . (")
+        _shown(child, "in: .")  # the absolute folder follows (wrapped when long)
         _shown(child, "inside the check boundary")
         _shown(child, "network off")
         _shown(child, "Allow exec?")
