@@ -1,7 +1,8 @@
 """What the check boundary costs a shell command: `exec` inside it against outside it.
 
-    inside     Shell.run(cmd): the launcher (a Python supervisor, -I -S) applies limits,
-               Landlock and the parent-death signal, forks bash, kills what bash left
+    inside     Shell.run(cmd): the launcher (a Python supervisor, -I -S) mounts the
+               project's copy-on-write view, applies limits, Landlock and the parent-death
+               signal, forks bash, kills what bash left; the view's changes are then read
     outside    Shell.run(cmd, boundary=False): bash started directly, as a terminal would
 
 Both run the same commands interleaved, so they share the machine's load; the table gives
