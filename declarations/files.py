@@ -11,6 +11,7 @@ engine, so the running module and its file never disagree.
     files.read("pkg/mod.py", start=10, end=40)        # numbered lines 10-40
     files.edit("README.md", "old words", "new words") # exactly one match, else refused
     files.apply_patch(unified_diff)                   # every hunk applies, or nothing is written
+    files.preview(files.patched(unified_diff))        # the diff it would make, nothing written
 """
 
 from __future__ import annotations
@@ -63,4 +64,18 @@ class Files(forwardpy.Object):
     def apply_patch(self, patch: str) -> list[Change]:
         """Apply a unified diff (one or more files; git-style headers too), all or nothing;
         `EditRefused` names the first hunk that does not apply."""
+        ...
+
+    def edited(self, path: str, old: str, new: str, replace_all: bool = False) -> str:
+        """The text `edit` would write (nothing is written); `EditRefused` as `edit`."""
+        ...
+
+    def patched(self, patch: str) -> dict[str, str]:
+        """The text of each file `apply_patch` would write, by path (nothing is written);
+        `EditRefused` as `apply_patch`."""
+        ...
+
+    def preview(self, planned: dict[str, str]) -> str:
+        """A unified diff from each file's text now to its planned text (a new file from
+        /dev/null): what a write will do, for the person asked to allow it."""
         ...

@@ -13,8 +13,10 @@ refuse. The modes are the ones users of agent CLIs know:
 `read` looks at the program or files; `memory` changes the running program in memory only
 (patch, reload, rollback: undoable, nothing on disk, but the module's code runs in the live
 process); `check` runs code inside the check boundary (verify, run_tests); `write` changes
-files; `execute` runs code in the live process; `shell` runs a command outside the check
-boundary. Per-tool rules (`Rules`) override the table: ``deny`` always wins, then
+files; `execute` runs code in the live process; `shell` runs a shell command (which can
+reach further than a check: it writes the project, and may be run outside the boundary).
+A tool may declare calls with a milder effect (`effect`'s ``lighter``: polling a background
+process only reads). Per-tool rules (`Rules`) override the table: ``deny`` always wins, then
 ``allow``, then ``ask``.
 
     policy = Policy(mode="ask", rules=Rules(deny=("execute",)))
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
@@ -59,6 +61,7 @@ Effect = Literal["read", "memory", "check", "write", "execute", "shell"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 F = TypeVar("F", bound=Callable[..., object])
 _ATTRIBUTE = "__liveforge_effect__"
+_LIGHTER = "__liveforge_lighter_effects__"
 
 
 class Decision(enum.Enum):
@@ -125,22 +128,39 @@ class Policy:
         return _TABLE[self.mode].get(effect, _UNLISTED[self.mode])
 
 
-def effect(kind: Effect) -> Callable[[F], F]:
-    """Mark a tool function with its effect (only marks; the policy decides)."""
-    if kind not in get_args(Effect):
-        raise ValueError(f"unknown tool effect {kind!r}; choose one of {get_args(Effect)}")
+def effect(
+    kind: Effect, *, lighter: dict[str, dict[str, Effect]] | None = None
+) -> Callable[[F], F]:
+    """Mark a tool function with its effect (only marks; the policy decides).
+
+    `lighter` names calls whose effect is milder, by the value of one argument: a tool
+    whose ``action`` may be ``"poll"`` or ``"start"`` says
+    ``effect("shell", lighter={"action": {"poll": "read"}})``. The tool's own effect (what
+    MCP annotations and profiles go by) stays the strictest, ``kind``."""
+    for name in (kind, *(e for table in (lighter or {}).values() for e in table.values())):
+        if name not in get_args(Effect):
+            raise ValueError(f"unknown tool effect {name!r}; choose one of {get_args(Effect)}")
 
     def mark(func: F) -> F:
         setattr(func, _ATTRIBUTE, kind)
+        setattr(func, _LIGHTER, dict(lighter or {}))
         return func
 
     return mark
 
 
-def effect_of(func: Callable[..., object]) -> Effect:
-    """The declared effect of a tool; an unmarked tool counts as ``execute`` (the strictest
-    effect short of a shell), so a new tool is asked about until it says what it does."""
+def effect_of(func: Callable[..., object], arguments: Mapping[str, Any] | None = None) -> Effect:
+    """The declared effect of a tool, or of one call of it when `arguments` are given (see
+    `effect`'s `lighter`); an unmarked tool counts as ``execute`` (the strictest effect short
+    of a shell), so a new tool is asked about until it says what it does."""
     kind: Effect = getattr(func, _ATTRIBUTE, "execute")
+    if arguments is None:
+        return kind
+    lighter: dict[str, dict[str, Effect]] = getattr(func, _LIGHTER, {})
+    for argument, table in lighter.items():
+        value = arguments.get(argument)
+        if isinstance(value, str) and value in table:
+            return table[value]
     return kind
 
 

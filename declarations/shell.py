@@ -2,18 +2,23 @@
 """The agent's shell: run a command to its end, or in the background, under limits.
 
 Commands run with ``bash -c`` in a folder of the project, by default *inside the check
-boundary*: the environment without secrets (the kernel's `without_secrets`), its own process
-group (killed whole at the timeout or on kill), stdin closed, memory and file-size limits.
-``boundary=False`` runs it as a terminal would (full environment, no limits but the timeout);
-the permission policy asks before any shell call (effect ``shell``), so that is a person's
+boundary* (`liveforge.kernel._confine`): Landlock lets them read the system and the project
+and write only the project and a private ``$TMPDIR``, no TCP unless ``network`` (or the
+configuration) allows it, no signals to processes outside their own tree; no secret
+variables; data and file-size limits; and nothing they start outlives them (a ``setsid``
+escapee included). They run on a copy-on-write view of the project, and what they wrote is
+applied afterwards as one undoable step of the runtime's history (`Runtime.apply_files`;
+``result.changes`` says what became of the files). ``boundary=False`` runs a command as a
+terminal would (full environment, no limits but the timeout, changes not undoable); the
+permission policy asks before any command (effect ``shell``), so that is a person's
 decision. The configured allow/deny lists of command names are checked first, in every part
 of a pipeline or command list.
 
     shell = Shell(runtime=rt, settings=ShellSettings())
     result = shell.run("pytest -q", cwd=".", timeout=60)
-    result.exit_code, result.output, result.timed_out
-    pid = shell.start("python -m http.server 8000")
-    shell.poll(pid); shell.read(pid); shell.kill(pid)
+    result.exit_code, result.output, result.timed_out, result.changes
+    info = shell.start("python -m http.server 8000", network=True)
+    shell.poll(info.id); shell.read(info.id); shell.kill(info.id)
 """
 
 from __future__ import annotations
@@ -50,6 +55,11 @@ class ShellResult(BaseModel):
     timed_out: bool = False
     seconds: float = 0.0
     boundary: bool = True
+    network: bool = True
+    isolation: str = ""
+    """What held the command in, in one line."""
+    changes: str = ""
+    """What became of the files the command changed in the project, in one line."""
 
 
 class ProcessInfo(BaseModel):
@@ -62,6 +72,11 @@ class ProcessInfo(BaseModel):
     exit_code: int | None = None
     seconds: float = 0.0
     output_bytes: int = 0
+    boundary: bool = True
+    network: bool = True
+    isolation: str = ""
+    changes: str = ""
+    """What became of the files it changed in the project since the last look, one line."""
 
 
 class Shell(forwardpy.Object):
@@ -75,12 +90,20 @@ class Shell(forwardpy.Object):
         ...
 
     def run(
-        self, command: str, cwd: str = ".", timeout: float | None = None, boundary: bool = True
+        self,
+        command: str,
+        cwd: str = ".",
+        timeout: float | None = None,
+        boundary: bool = True,
+        network: bool | None = None,
     ) -> ShellResult:
-        """Run ``command`` to its end (killed at ``timeout`` seconds) and return the result."""
+        """Run ``command`` to its end (killed at ``timeout`` seconds) and return the result;
+        ``network`` None takes the configured default."""
         ...
 
-    def start(self, command: str, cwd: str = ".", boundary: bool = True) -> ProcessInfo:
+    def start(
+        self, command: str, cwd: str = ".", boundary: bool = True, network: bool | None = None
+    ) -> ProcessInfo:
         """Start ``command`` in the background; its output is kept for `read`."""
         ...
 

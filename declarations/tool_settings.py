@@ -116,6 +116,15 @@ class ShellSettings(_Section):
     """Characters of a command's output the model receives (head and tail kept)."""
     memory_mb: int | None = Field(default=2048, gt=0)
     """Data (heap) limit of a command inside the check boundary (None: no limit)."""
+    network: bool = False
+    """Let commands inside the check boundary open TCP connections (a call's ``network``
+    argument decides for that call)."""
+    readable: list[str] = Field(default_factory=list)
+    """Paths (relative to the project root, or absolute) commands inside the boundary may
+    read besides the system, the interpreter with its libraries, and the project."""
+    writable: list[str] = Field(default_factory=list)
+    """Paths commands inside the boundary may write besides the project and a private
+    temporary folder (``$TMPDIR``)."""
 
 
 class EmbeddingSettings(_Section):

@@ -49,6 +49,10 @@ class Tool:
         """What calling it can do to the world (`liveforge.declarations.permissions`)."""
         return effect_of(self.func)
 
+    def effect_for(self, arguments: dict[str, Any]) -> Effect:
+        """The effect of one call with these arguments (milder than `effect` for some)."""
+        return effect_of(self.func, arguments)
+
     def spec(self) -> ToolSpec:
         """The provider-neutral description a model receives."""
         return ToolSpec(

@@ -18,8 +18,10 @@ import json
 import textwrap
 from collections.abc import Iterator
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
+from liveforge.declarations.files import Files
 from liveforge.declarations.permissions import (
     ApprovalRequest,
     Decision,
@@ -30,6 +32,8 @@ from liveforge.declarations.permissions import (
 )
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.live_program import released
+from liveforge.impls.shell_boundary import view_unavailable
+from liveforge.kernel._boundary import probe
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = ["HOW_TO_ALLOW", "in_tool_call", "persist_guard", "preview", "refusal"]
@@ -71,16 +75,26 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
         with released():  # other sessions' tool calls go on while a person decides
             yes = approver(request)
     except Exception as exc:  # a front end that cannot ask any more (closed, cancelled)
+        _record(box, request, f"not asked ({type(exc).__name__})")
         return (
             f"not run: asking the user about {name} failed ({type(exc).__name__}: {exc}). "
             "Nothing was changed; tell the user what you wanted to do."
         )
+    _record(box, request, "allowed" if yes else "declined")
     if yes:
         return None
     return (
         f"not run: the user declined {name}. Nothing was changed. Do not retry it as "
         "it was; ask the user what they want instead."
     )
+
+
+def _record(box: Toolbox, request: ApprovalRequest, answer: str) -> None:
+    """The question, as the person saw it, and the answer, in the session's transcript
+    (the toolbox's ``transcript`` service: anything with ``note(kind, text, **data)``)."""
+    note = getattr(box.services.get("transcript"), "note", None)
+    if note is not None:
+        note("approval", request.preview, tool=request.tool, effect=request.effect, answer=answer)
 
 
 _calling: ContextVar[bool] = ContextVar("liveforge_tool_call", default=False)
@@ -140,7 +154,67 @@ def _specific(box: Toolbox, name: str, values: dict[str, Any]) -> str | None:
     if name == "rollback":
         which = values.get("change_id") or "the newest change"
         return f"roll back {which} (and the later changes of its module)"
+    if name in _FILE_TOOLS:
+        return _file_preview(box, name, values)
+    if name in ("exec", "process"):
+        return _shell_preview(box, name, values)
     return None
+
+
+_FILE_TOOLS = ("write_file", "edit_file", "apply_patch")
+
+
+def _file_preview(box: Toolbox, name: str, values: dict[str, Any]) -> str:
+    """The unified diff the write will make, or why it will not apply."""
+    files = Files(runtime=box.runtime, settings=box.settings.files)
+    try:
+        if name == "write_file":
+            planned = {values["path"]: values["content"]}
+        elif name == "edit_file":
+            new = files.edited(
+                values["path"],
+                values["old_string"],
+                values["new_string"],
+                bool(values.get("replace_all")),
+            )
+            planned = {values["path"]: new}
+        else:
+            planned = files.patched(values["patch"])
+        return files.preview(planned)
+    except LiveforgeError as exc:
+        return f"{name} will not apply, and writes nothing if allowed:\n{exc}"
+
+
+def _shell_preview(box: Toolbox, name: str, values: dict[str, Any]) -> str:
+    """The exact command, where it runs, whether inside the boundary, network on or off."""
+    action = values.get("action", "run")
+    if name == "process" and action != "start":
+        process = values.get("process_id") or "(no process_id given)"
+        return f"{action} background process {process} and everything it started"
+    verb = "run in bash" if name == "exec" else "start in the background, in bash"
+    shell = box.settings.shell
+    network = shell.network if values.get("network") is None else values["network"]
+    root = Path(box.runtime.project_root)
+    cwd = values.get("cwd") or "."
+    if not values.get("boundary", True):
+        where = "OUTSIDE the check boundary: full environment (secrets too), files and network"
+    elif probe()[0]:
+        where = (
+            "inside the check boundary: writes only in the project and $TMPDIR, "
+            f"network {'on' if network else 'off'}"
+        )
+    else:
+        where = f"inside the check boundary without isolation ({probe()[1]}): no secrets, limits"
+    timeout = values.get("timeout") or (shell.timeout if name == "exec" else None)
+    limit = f"\ntimeout: {timeout:g}s" if timeout else ""
+    no_view = view_unavailable() if values.get("boundary", True) else "outside the boundary"
+    files = (
+        f"file changes: not undoable ({no_view})"
+        if no_view
+        else "file changes: made on a copy-on-write view, then applied as one undoable step"
+    )
+    command = values.get("command", "")
+    return f"{verb}:\n{command}\nin: {cwd} ({root / cwd}){limit}\n{where}\n{files}"
 
 
 def _diffs(rt: Any, modules: list[str]) -> str:

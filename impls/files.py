@@ -7,6 +7,7 @@ for a module without unpersisted changes, what the file holds.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 
@@ -92,6 +93,11 @@ def write(self: Files, path: str, content: str) -> Change:
 
 @forwardpy.impl(Files.edit)
 def edit(self: Files, path: str, old: str, new: str, replace_all: bool = False) -> Change:
+    return self.write(path, self.edited(path, old, new, replace_all))
+
+
+@forwardpy.impl(Files.edited)
+def edited(self: Files, path: str, old: str, new: str, replace_all: bool = False) -> str:
     text = _text(self, self.resolve(path))
     old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     if not old:
@@ -112,7 +118,7 @@ def edit(self: Files, path: str, old: str, new: str, replace_all: bool = False) 
         )
     if old == new:
         raise EditRefused("old_string and new_string are the same; nothing to do.", path=path)
-    return self.write(path, text.replace(old, new) if replace_all else text.replace(old, new, 1))
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1)
 
 
 def _lines_of(text: str, needle: str) -> str:
@@ -126,14 +132,41 @@ def _lines_of(text: str, needle: str) -> str:
 
 @forwardpy.impl(Files.apply_patch)
 def apply_patch(self: Files, patch: str) -> list[Change]:
-    planned: dict[str, str] = {}  # path -> text after the diffs so far (a file may recur)
-    for diff in _parse(patch):
-        path, text = _planned(self, diff, planned)
-        planned[path] = text
+    planned = self.patched(patch)
     with self.runtime.transaction() as changes:  # a failing write undoes the earlier ones
         for path, text in planned.items():
             self.write(path, text)
     return list(changes)
+
+
+@forwardpy.impl(Files.patched)
+def patched(self: Files, patch: str) -> dict[str, str]:
+    planned: dict[str, str] = {}  # path -> text after the diffs so far (a file may recur)
+    for diff in _parse(patch):
+        path, text = _planned(self, diff, planned)
+        planned[path] = text
+    return planned
+
+
+@forwardpy.impl(Files.preview)
+def preview(self: Files, planned: dict[str, str]) -> str:
+    parts = []
+    for path, text in planned.items():
+        dest = self.resolve(path)
+        before = _text(self, dest) if dest.exists() else None
+        old_name = "/dev/null" if before is None else f"a/{path}"
+        lines = difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=old_name,
+            tofile=f"b/{path}",
+        )
+        parts.append("".join(_ended(line) for line in lines) or f"{path}: no change\n")
+    return "".join(parts)
+
+
+def _ended(line: str) -> str:
+    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
 
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")

@@ -1,5 +1,5 @@
-"""Default behaviour of `Shell`: command lists checked, ``bash -c`` in its own process group,
-limits set by the shell itself (``ulimit``, so no code runs between fork and exec), output
+"""Default behaviour of `Shell`: command lists checked, ``bash -c`` in its own process group
+inside the check boundary (`liveforge.impls.shell_boundary`) unless asked otherwise, output
 into files that are read back bounded, background processes kept per runtime.
 """
 
@@ -9,7 +9,6 @@ import atexit
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -18,13 +17,15 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import forwardpy
 
 from liveforge.declarations.shell import CommandRefused, ProcessInfo, Shell, ShellResult
+from liveforge.declarations.tool_settings import ShellSettings
+from liveforge.impls.shell_boundary import describe, launch
+from liveforge.impls.shell_changes import Seen, remove_scratch, what_changed
 from liveforge.kernel._filewrites import confined
-from liveforge.kernel._secrets import without_secrets
 from liveforge.kernel.errors import UnsafePath
 from liveforge.tools._output import clip_middle, plain
 
@@ -35,8 +36,6 @@ __all__: list[str] = []
 
 MAX_BACKGROUND = 8
 """Background processes one runtime may have running at once."""
-FILE_LIMIT_KB = 1 << 20
-"""Largest file a command inside the boundary may write (its output included): 1 GiB."""
 _KILL_GRACE = 2.0
 _OPERATORS = {"|", "||", "&", "&&", ";", ";;", "\n", "(", ")", "|&"}
 _UNCHECKABLE = re.compile(r"\$\(|`|<\(|>\(")
@@ -49,7 +48,9 @@ class _Background:
     popen: subprocess.Popen[bytes]
     folder: Path
     started: float
+    report: dict[str, Any] | None
     offset: int = 0
+    seen: Seen = field(default_factory=dict)
 
     @property
     def output(self) -> Path:
@@ -126,36 +127,6 @@ def _folder(shell: Shell, cwd: str) -> Path:
     return path
 
 
-def _argv(shell: Shell, command: str, boundary: bool) -> list[str]:
-    bash = shutil.which("bash") or "/bin/bash"
-    if not boundary:
-        return [bash, "-c", command]
-    limits = [f"ulimit -f {FILE_LIMIT_KB}"]
-    if shell.settings.memory_mb:
-        # the data limit counts memory written to, not address space reserved (a JVM, node
-        # or Go binary reserves far more than it uses and fails under an address limit)
-        limits.append(f"ulimit -d {shell.settings.memory_mb * 1024}")
-    # the limits apply to this shell and everything it starts; then the command replaces it
-    prelude = " && ".join(limits) + ' && exec "$0" -c "$1"'
-    return [bash, "-c", prelude, bash, command]
-
-
-def _spawn(
-    shell: Shell, command: str, cwd: Path, boundary: bool, out: Path
-) -> subprocess.Popen[bytes]:
-    env = without_secrets(os.environ) if boundary else dict(os.environ)
-    with open(out, "wb") as sink:
-        return subprocess.Popen(
-            _argv(shell, command, boundary),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
 def _stop(popen: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the process group, SIGKILL after a grace period."""
     for sig, wait in ((signal.SIGTERM, _KILL_GRACE), (signal.SIGKILL, None)):
@@ -189,17 +160,23 @@ def _tail_text(path: Path, limit: int) -> str:
 
 @forwardpy.impl(Shell.run)
 def run(
-    self: Shell, command: str, cwd: str = ".", timeout: float | None = None, boundary: bool = True
+    self: Shell,
+    command: str,
+    cwd: str = ".",
+    timeout: float | None = None,
+    boundary: bool = True,
+    network: bool | None = None,
 ) -> ShellResult:
     self.check(command)
     folder = _folder(self, cwd)
     if timeout is not None and timeout <= 0:
         raise CommandRefused(f"timeout must be a positive number of seconds, not {timeout}.")
     seconds = min(timeout or self.settings.timeout, self.settings.max_timeout)
+    network = self.settings.network if network is None else network
     scratch = Path(tempfile.mkdtemp(prefix="liveforge-exec-"))
     try:
         started = time.monotonic()
-        popen = _spawn(self, command, folder, boundary, scratch / "output.txt")
+        popen, report = launch(self, command, folder, scratch, boundary=boundary, network=network)
         timed_out = False
         try:
             popen.wait(seconds)
@@ -215,9 +192,12 @@ def run(
             timed_out=timed_out,
             seconds=time.monotonic() - started,
             boundary=boundary,
+            network=not boundary or bool(report and report["network"]),
+            isolation=describe(boundary, report),
+            changes=what_changed(self.runtime, scratch, report, f"$ {command}", boundary=boundary),
         )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_scratch(scratch)
 
 
 def _processes(shell: Shell) -> _Processes:
@@ -235,20 +215,29 @@ def _get(shell: Shell, process_id: str) -> _Background:
     return items[process_id]
 
 
-def _refresh(item: _Background) -> ProcessInfo:
+def _refresh(shell: Shell, item: _Background, *, apply: bool = True) -> ProcessInfo:
+    """The process's state now, its file changes since the last look applied."""
     code = item.popen.poll()
     info = item.info
     info.running, info.exit_code = code is None, code
     if info.running:
         info.seconds = time.monotonic() - item.started
     info.output_bytes = item.output.stat().st_size if item.output.exists() else 0
+    if apply:
+        label = f"$ {info.command} (background {info.id})"
+        info.changes = what_changed(
+            shell.runtime, item.folder, item.report, label, boundary=info.boundary, seen=item.seen
+        )
     return info.model_copy()
 
 
 @forwardpy.impl(Shell.start)
-def start(self: Shell, command: str, cwd: str = ".", boundary: bool = True) -> ProcessInfo:
+def start(
+    self: Shell, command: str, cwd: str = ".", boundary: bool = True, network: bool | None = None
+) -> ProcessInfo:
     self.check(command)
     folder = _folder(self, cwd)
+    network = self.settings.network if network is None else network
     table = _processes(self)
     with table.lock:
         running = [i for i in table.items.values() if i.popen.poll() is None]
@@ -259,15 +248,23 @@ def start(self: Shell, command: str, cwd: str = ".", boundary: bool = True) -> P
         table.counter += 1
         process_id = f"p{table.counter}"
         scratch = Path(tempfile.mkdtemp(prefix=f"liveforge-{process_id}-"))
-        popen = _spawn(self, command, folder, boundary, scratch / "output.txt")
-        info = ProcessInfo(id=process_id, command=command, pid=popen.pid, running=True)
-        table.items[process_id] = _Background(info, popen, scratch, time.monotonic())
-    return info.model_copy()
+        popen, report = launch(self, command, folder, scratch, boundary=boundary, network=network)
+        info = ProcessInfo(
+            id=process_id,
+            command=command,
+            pid=popen.pid,
+            running=True,
+            boundary=boundary,
+            network=not boundary or bool(report and report["network"]),
+            isolation=describe(boundary, report),
+        )
+        table.items[process_id] = _Background(info, popen, scratch, time.monotonic(), report)
+    return _refresh(self, table.items[process_id], apply=False)
 
 
 @forwardpy.impl(Shell.poll)
 def poll(self: Shell, process_id: str) -> ProcessInfo:
-    return _refresh(_get(self, process_id))
+    return _refresh(self, _get(self, process_id))
 
 
 @forwardpy.impl(Shell.read)
@@ -284,12 +281,12 @@ def read(self: Shell, process_id: str) -> str:
 def kill(self: Shell, process_id: str) -> ProcessInfo:
     item = _get(self, process_id)
     _stop(item.popen)
-    return _refresh(item)
+    return _refresh(self, item)
 
 
 @forwardpy.impl(Shell.processes)
 def processes(self: Shell) -> list[ProcessInfo]:
-    return [_refresh(item) for item in _processes(self).items.values()]
+    return [_refresh(self, item) for item in _processes(self).items.values()]
 
 
 _OWNER = os.getpid()
@@ -298,11 +295,16 @@ _OWNER = os.getpid()
 @atexit.register
 def _stop_all() -> None:
     """Background processes do not outlive the program that started them (and a forked
-    child, a live check say, leaves its parent's processes alone)."""
+    child, a live check say, leaves its parent's processes alone); what they wrote since
+    the last look still reaches the project."""
     if os.getpid() != _OWNER:
         return
-    for table in list(_registry.values()):
+    for runtime, table in list(_registry.items()):
         for item in table.items.values():
             if item.popen.poll() is None:
                 _stop(item.popen)
-            shutil.rmtree(item.folder, ignore_errors=True)
+            try:
+                _refresh(Shell(runtime=runtime, settings=ShellSettings()), item)
+            except Exception:  # the program is ending: keep stopping the others
+                pass
+            remove_scratch(item.folder)

@@ -178,12 +178,13 @@ def call(
         values = tool.schema.validate(_parse_arguments(name, arguments))
     except ArgumentError as exc:
         return ToolResult(str(exc), is_error=True)
-    refused = refusal(self, tool.name, tool.effect, values)
+    effect = tool.effect_for(values)
+    refused = refusal(self, tool.name, effect, values)
     if refused is not None:
         return ToolResult(refused, is_error=True)
     seconds = _effective_timeout(timeout, values)
     # an allowed write (persist) is not asked about again by the runtime's persist guard
-    writes = approved() if tool.effect == "write" else contextlib.nullcontext()
+    writes = approved() if effect == "write" else contextlib.nullcontext()
     with limited_to(limit), in_tool_call(), writes:
         text, is_error = _run(self, tool, values, seconds)
     # no key value reaches the model, a transcript or another agent, in any encoding

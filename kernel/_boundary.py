@@ -42,9 +42,9 @@ if __package__:  # imported as liveforge.kernel._boundary
         _rules,
         _seccomp,
     )
-else:  # loaded by file path (`_child.load_sibling`) in a sandbox template, which never
-    # imports liveforge
-    _sibling = sys.modules["_liveforge_sandbox_child"].load_sibling
+else:  # loaded by file path (`load_sibling` of `_child` in a sandbox template, or of the
+    # `_confine` launcher), which never imports liveforge
+    _sibling = sys.modules["_liveforge_sandbox_loader"].load_sibling
 
     # in this order: `_namespaces` finds `_overlay` loaded, `_rules` finds `_landlock`
     _, _seccomp, _limits, _processes, _overlay, _namespaces, _rules = (

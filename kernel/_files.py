@@ -417,6 +417,7 @@ def restore(record: PersistRecord, *, force: bool = False) -> None:
                 )
     for backup in reversed(record.backups):
         if backup.old_bytes is not None:
+            backup.path.parent.mkdir(parents=True, exist_ok=True)  # its folder was removed
             atomic_write(backup.path, backup.old_bytes, mode=backup.old_mode)
         else:
             backup.path.unlink(missing_ok=True)

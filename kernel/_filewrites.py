@@ -71,9 +71,13 @@ def confined(project_root: Path, path: str | Path, roots: Sequence[str | Path] =
 def read_text(path: Path) -> str:
     """A text file's content with its newlines as they are; `UnicodeDecodeError` for
     files that are not UTF-8 text."""
-    data = path.read_bytes()
+    return read_text_bytes(path.read_bytes(), str(path))
+
+
+def read_text_bytes(data: bytes, label: str = "") -> str:
+    """`data` as text (see `read_text`); `UnicodeDecodeError` for binary data."""
     if b"\0" in data[:8192]:
-        raise UnicodeDecodeError("utf-8", data[:1], 0, 1, "binary file (NUL bytes)")
+        raise UnicodeDecodeError("utf-8", data[:1], 0, 1, f"binary file (NUL bytes) {label}")
     return data.decode("utf-8")
 
 
@@ -170,8 +174,8 @@ class FileWrites:
         if before is not None:
             newline = detect_newline(before)
             text = text.replace("\r\n", "\n").replace("\n", newline)
-        backup = _backup_of(dest)
-        backup.created = _make_folders(dest.parent)
+        backup = backup_of(dest)
+        backup.created = make_folders(dest.parent)
         backup.new_fingerprint = atomic_write(dest, text.encode("utf-8"), mode=backup.old_mode)
         change = Change(
             id=self._history.next_id(),
@@ -238,14 +242,15 @@ def _same(filename: str, dest: Path) -> bool:
     return os.path.realpath(filename) == str(dest)
 
 
-def _backup_of(dest: Path) -> WriteBackup:
+def backup_of(dest: Path) -> WriteBackup:
+    """What writing `dest` will replace (nothing when it does not exist yet)."""
     try:
         return WriteBackup(dest, "", dest.read_bytes(), stat.S_IMODE(dest.stat().st_mode))
     except FileNotFoundError:
         return WriteBackup(dest, "", None, None)
 
 
-def _make_folders(folder: Path) -> list[Path]:
+def make_folders(folder: Path) -> list[Path]:
     """Create `folder` and its missing parents; the ones created, outermost first."""
     missing = []
     while not folder.exists():

@@ -72,6 +72,8 @@ class _Undo:
     after: int = 0
     #: the files' diff, for writes made by code run in the process (not by persist)
     diff: str = ""
+    #: what made the writes (a shell command), shown above the diff
+    label: str = ""
 
 
 PersistGuard = Callable[[list[str]], None]
@@ -161,7 +163,10 @@ class Persistence:
 
     def file_writes_diff(self) -> str:
         """What code run in this process wrote to files and can still be undone."""
-        return "".join(undo.diff for undo in self._persist_stack)
+        return "".join(
+            f"# {undo.label}\n{undo.diff}" if undo.label else undo.diff
+            for undo in self._persist_stack
+        )
 
     def unpersist(self, *, force: bool = False) -> Persisted:
         """Undo the newest persist: files as they were; memory keeps the changes (unpersisted

@@ -90,12 +90,12 @@ def _has_capabilities() -> bool:
     return int(line.split()[1], 16) != 0
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """SIGKILL this process when its parent dies; exit now if `parent_pid` (the parent that
-    forked us) is already gone."""
+def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
+    """Have the kernel send `sig` to this process when the thread that started it ends
+    (Linux); exit now if `parent_pid` (the parent that forked us) is already gone."""
     if not LINUX:
         return
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
     if os.getppid() != parent_pid:  # it died before the signal was armed
         os._exit(0)
 

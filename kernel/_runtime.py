@@ -21,6 +21,7 @@ from liveforge.kernel._checks import Checks
 from liveforge.kernel._dependents import rebind_dependents
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
+from liveforge.kernel._filestep import FileSteps
 from liveforge.kernel._filewrites import FILE_KIND, FileWrites
 from liveforge.kernel._persist import Persistence
 from liveforge.kernel._policy import CheckSettings
@@ -73,7 +74,7 @@ def _import_advice(exc: Exception) -> str:
     return "fix the import error first."
 
 
-class Runtime(Checks, Persistence, VirtualModules, FileWrites):
+class Runtime(Checks, Persistence, VirtualModules, FileWrites, FileSteps):
     """A live view of a running program's modules: patch, reload, run, check, undo.
 
     Example::

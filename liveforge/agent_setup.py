@@ -211,6 +211,7 @@ def build_agent(
     build = functools.partial(
         _child, agent, settings=settings, context=context, tools=tool_packages, plugins=plugins
     )
+    toolbox.services["transcript"] = session  # permission questions and their answers
     toolbox.services["subagents"] = SubAgents(
         agent, build, depth=spec.depth if spec else 0, **_inherited_limits(parent)
     )

@@ -1,8 +1,11 @@
 """Shell commands: run one to its end (``exec``), or manage a background one (``process``).
 
-Commands run with bash in a folder of the project, inside the check boundary by default (no
-secrets in the environment, own process group, memory and file-size limits); the user is
-asked before each one unless the permission mode allows shell commands.
+Commands run with bash in a folder of the project, inside the check boundary by default:
+they read the system and the project, write only the project and their own ``$TMPDIR``,
+have no network unless asked, cannot signal other processes, get no secret variables, have
+memory and file-size limits, and nothing they start outlives them. The user is asked before
+each command unless the permission mode allows shell commands; reading a background
+process's state and output asks nothing.
 """
 
 from __future__ import annotations
@@ -21,26 +24,35 @@ def _shell() -> Shell:
 
 
 @effect("shell")
-def exec(command: str, cwd: str = ".", timeout: float | None = None, boundary: bool = True) -> str:
+def exec(
+    command: str,
+    cwd: str = ".",
+    timeout: float | None = None,
+    boundary: bool = True,
+    network: bool | None = None,
+) -> str:
     """Run a shell command to its end: exit code, then output (stdout and stderr).
 
     Args:
         command: the bash command line, e.g. "pytest -q tests/test_x.py"
         cwd: folder to run in, relative to the project root
         timeout: seconds before the command is killed; omit for the configured default
-        boundary: run inside the check boundary (no secrets, limits); false runs it as a
-            terminal would, which the user must approve
+        boundary: run inside the check boundary (writes only in the project, no secrets,
+            limits); false runs it as a terminal would, which the user must approve
+        network: let the command open network connections (inside the boundary); omit for
+            the configured default (off unless configured)
     """
-    return _report(_shell().run(command, cwd, timeout, boundary))
+    return _report(_shell().run(command, cwd, timeout, boundary, network))
 
 
-@effect("shell")
+@effect("shell", lighter={"action": {"poll": "read", "read": "read", "list": "read"}})
 def process(
     action: Literal["start", "poll", "read", "kill", "list"],
     command: str = "",
     process_id: str = "",
     cwd: str = ".",
     boundary: bool = True,
+    network: bool | None = None,
 ) -> str:
     """Background commands (servers, watchers, long builds): start, poll, read output, kill.
 
@@ -50,11 +62,13 @@ def process(
         process_id: the id start returned, e.g. p1 (actions poll, read, kill)
         cwd: folder to start in, relative to the project root (action start)
         boundary: start inside the check boundary (action start)
+        network: let it open network connections, e.g. a server tests talk to (action start)
     """
     shell = _shell()
     if action == "start":
-        info = shell.start(command, cwd, boundary)
-        return f"{_line(info)}\nread its output with process(action='read', process_id='{info.id}')"
+        info = shell.start(command, cwd, boundary, network)
+        how = f"read its output with process(action='read', process_id='{info.id}')"
+        return f"{_line(info)}\n[{info.isolation}]\n{how}"
     if action == "list":
         return "\n".join(_line(info) for info in shell.processes()) or "no background processes"
     if not process_id:
@@ -69,9 +83,10 @@ def process(
 
 def _line(info: ProcessInfo) -> str:
     state = "running" if info.running else f"exited {info.exit_code}"
+    files = f"\n  files: {info.changes}" if info.changes else ""
     return (
         f"{info.id} pid {info.pid} {state} after {info.seconds:.1f}s, "
-        f"{info.output_bytes} bytes of output: {info.command}"
+        f"{info.output_bytes} bytes of output: {info.command}{files}"
     )
 
 
@@ -80,11 +95,6 @@ def _report(result: ShellResult) -> str:
         head = f"timed out after {result.seconds:.1f}s: killed (exit {result.exit_code})"
     else:
         head = f"exit {result.exit_code} in {result.seconds:.1f}s"
-    # say what the boundary is, never more: files and network are not walled in here yet
-    where = (
-        " [boundary: no secrets, limits; isolation of files and network: none]"
-        if result.boundary
-        else " (outside the check boundary)"
-    )
     body = result.output if result.output.strip() else "(no output)"
-    return f"$ {result.command}\n{head}{where}\n{body}"
+    files = f"\nfiles: {result.changes}" if result.changes else ""
+    return f"$ {result.command}\n{head} [{result.isolation}]{files}\n{body}"

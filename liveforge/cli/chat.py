@@ -280,10 +280,7 @@ class ChatApp:
             Text(f"The agent wants to run {request.tool} ({request.effect}):", style="bold yellow")
         )
         if request.preview.strip():
-            lexer = "diff" if request.preview.lstrip().startswith(("---", "write")) else "python"
-            self.console.print(
-                Syntax(request.preview, lexer, theme="ansi_dark", background_color="default")
-            )
+            self.console.print(_shown(request))
         try:
             answer = await self.prompt.prompt_async(
                 f"Allow {request.tool}? [y]es / [N]o / [a]lways in this chat ",
@@ -307,3 +304,14 @@ class ChatApp:
         if close is not None and self._loop is not None:
             self._loop.create_task(close())
         return model_name(provider)
+
+
+def _shown(request: ApprovalRequest) -> Syntax | Text:
+    """A permission question's preview as the person sees it: diffs and code coloured,
+    anything else (a shell command, where and how it runs) as plain text."""
+    text = request.preview
+    if text.lstrip().startswith(("---", "write")):
+        return Syntax(text, "diff", theme="ansi_dark", background_color="default")
+    if request.effect in ("execute", "memory"):
+        return Syntax(text, "python", theme="ansi_dark", background_color="default")
+    return Text(text)

@@ -97,3 +97,37 @@ def test_read_only_chat_refuses_the_patch_and_no_declines_it_in_ask(sample: Path
         child.expect(pexpect.EOF)
         child.close()
     assert declined["is_error"] and "the user declined patch" in str(declined["content"])
+
+
+def test_ask_mode_shows_the_exact_command_and_its_file_changes_undo(sample: Path):
+    """A shell command waits for y with the exact command, its folder, the boundary and the
+    network shown; what it changed shows in /diff under the command and /undo puts it back."""
+    command = "sed -i 's/BULK_QUANTITY = 10/BULK_QUANTITY = 12/' pricing/cart.py && echo ok"
+    script = [reply.tool_call("exec", {"command": command}), reply.text("Changed it.")]
+    cart = sample / "pricing" / "cart.py"
+    before = cart.read_text()
+    assert "BULK_QUANTITY = 10" in before
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "raise the bulk quantity")
+        _shown(child, "The agent wants to run exec (shell):")
+        _shown(child, command)
+        _shown(child, "in: .")  # the absolute folder follows (wrapped when long)
+        _shown(child, "inside the check boundary")
+        _shown(child, "network off")
+        _shown(child, "Allow exec?")
+        child.send("y\r")
+        _shown(child, "Changed it.")
+        child.expect_exact(PROMPT)
+        assert "BULK_QUANTITY = 12" in cart.read_text()
+        _say(child, "/diff")
+        _shown(child, f"# $ {command}")
+        _shown(child, "+BULK_QUANTITY = 12")
+        child.expect_exact(PROMPT)
+        _say(child, "/undo")
+        _shown(child, "restored")
+        child.expect_exact(PROMPT)
+        assert cart.read_text() == before
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()

@@ -55,3 +55,19 @@ def test_an_unmarked_tool_counts_as_execute():
     assert effect_of(effect("read")(tool)) == "read"
     with pytest.raises(ValueError):
         effect("delete")  # type: ignore[arg-type]
+
+
+def test_a_call_can_have_a_lighter_effect_than_its_tool():
+    """`lighter` lowers the effect of the calls it names; the tool's own effect (and any
+    other call's) stays the strict one, and a bad effect name is refused when marking."""
+
+    def tool(action: str = "start") -> str:
+        return action
+
+    marked = effect("shell", lighter={"action": {"poll": "read"}})(tool)
+    assert effect_of(marked) == "shell"
+    assert effect_of(marked, {"action": "poll"}) == "read"
+    assert effect_of(marked, {"action": "start"}) == "shell"
+    assert effect_of(marked, {"action": ["poll"]}) == "shell"
+    with pytest.raises(ValueError, match="unknown tool effect 'peek'"):
+        effect("shell", lighter={"action": {"poll": "peek"}})  # type: ignore[dict-item]

@@ -120,6 +120,28 @@ def test_an_approval_goes_to_the_runs_owner_and_decides(sample, fake, allow):
     gateway.stop()
 
 
+def test_a_shell_approval_shows_the_command_where_and_how_and_deny_keeps_it_from_running(
+    fake, sample
+):
+    """In ask mode the question a client gets for exec carries the exact command, its
+    folder, the boundary and the network, as the terminal shows them; deny: nothing runs."""
+    gateway = GatewayProcess(sample, gateway_env(fake), mode="ask")
+    marker = sample / "ran.txt"
+    command = f"touch {marker} && echo 'quoted; $HOME'"
+    fake.add(reply.tool_call("exec", {"command": command}), reply.text("declined"))
+    owner = Client(gateway.ws_url)
+    run = owner.request("run", session="main", input="touch it")["result"]["run"]
+    [*_, question] = owner.until(lambda m: m.get("type") == "approval")
+    text = question["question"]
+    assert text.startswith("Allow exec (shell)?\nrun in bash:\n" + command + "\nin: . (")
+    assert "inside the check boundary" in text and "network off" in text
+    owner.request("deny", request=question["request"])
+    owner.until(ended(run))
+    assert not marker.exists()
+    owner.close()
+    gateway.stop()
+
+
 def test_bad_messages_get_errors_that_name_the_field(gateway):
     """Invalid JSON or fields are answered with an error; the connection stays usable."""
     client = Client(gateway.ws_url)
