@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _forward
+from liveforge.kernel import _forward, _holders
 from liveforge.kernel._stmts import bindings
 from liveforge.kernel._update import (
     UndoLog,
@@ -218,13 +219,48 @@ def _merge_member(
 ) -> None:
     current = cls.__dict__.get(name, _MISSING)
     if current is not _MISSING and _merge_in_place(current, value, ctx, nodes):
+        _replay_set_name(cls, name, current, ctx)
         return
     if current is not _MISSING:
-        _note(retarget(current, value, ctx.log), ctx)
+        note = retarget(current, value, ctx.log)
+        if not note and _unrelated(current, value, nodes[1]):
+            note = _holders.unmerged(f"{cls.__qualname__}.{name}", current, value)
+        _note(note, ctx)
     found: dict[int, types.FunctionType] = {}
     _collect_functions(value, found)
     fix_cells(list(found.values()), ctx.idmap)
-    _set(cls, name, translate(value, ctx.idmap), ctx)
+    live = translate(value, ctx.idmap)
+    _set(cls, name, live, ctx)
+    _replay_set_name(cls, name, live, ctx)
+
+
+def _unrelated(current: Any, value: Any, nested: ast.ClassDef | None) -> bool:
+    """A callable member (not a class, not a plain value) replaced by an object it cannot
+    be merged into: a decorator of a method now makes another kind of object."""
+    if isinstance(current, type) or nested is not None:
+        return False
+    return callable(current) or isinstance(current, (classmethod, staticmethod, property))
+
+
+def _replay_set_name(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
+    """Call `__set_name__` as type creation would for the live class: the new class
+    statement called it with the new class object, which was merged into `cls`. What it
+    sets on the class is undone with the change."""
+    hook = getattr(type(value), "__set_name__", None)
+    if hook is None:
+        return
+    before = dict(cls.__dict__)
+    hook(value, cls, name)
+    for key, now in list(cls.__dict__.items()):
+        if before.get(key, _MISSING) is not now:
+            ctx.log.add(functools.partial(_put_back, cls, key, before.get(key, _MISSING)))
+
+
+def _put_back(cls: type, name: str, value: Any) -> None:
+    if value is not _MISSING:
+        type.__setattr__(cls, name, value)
+    elif name in cls.__dict__:
+        type.__delattr__(cls, name)
 
 
 def _merge_in_place(

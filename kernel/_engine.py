@@ -27,7 +27,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward, _reach
+from liveforge.kernel import _classes, _forward, _reach, _recompute, _spawned
 from liveforge.kernel import _follow as _follow_
 from liveforge.kernel._reexports import is_star, removed_names
 from liveforge.kernel._revert import Revert, changed_bindings
@@ -47,6 +47,8 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: names whose new object could not be merged into the old one: (name, old, new).
+    unmerged: list[tuple[str, Any, Any]] = field(default_factory=list)
     #: undoes exactly this application (see `Revert`).
     revert: Revert | None = None
 
@@ -249,7 +251,12 @@ def _follow(
             f"({_describe_value(saved[name])}), as in a fresh import, so the patched "
             "definition is not what the name holds"
         )
-    defs, others = _follow_.readers(plan.index.stmts, ran, rebound)
+    recomputed, changed, notes = _recompute.run(
+        plan.index.stmts, ran, rebound, namespace, ctx.filename, plan.index.future_flags
+    )
+    ctx.notes.extend(notes)
+    rebound |= changed
+    defs, others = _follow_.readers(plan.index.stmts, ran + recomputed, rebound)
     for stmt in defs:
         exec(_compile(stmt, ctx.filename, plan.index.future_flags, ""), namespace)
         ctx.created.append(namespace.get(stmt.name or ""))
@@ -306,11 +313,13 @@ def _merge_name(
     if new is old:
         return
     outcome.updated.append(name)
-    if id(new) in existing or getattr(old, "__module__", None) != module_ns.get("__name__"):
+    if id(new) in existing:
+        return
+    if getattr(old, "__module__", None) != module_ns.get("__name__"):
+        if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
+            outcome.unmerged.append((name, old, new))
         return
     if mergeable(old, new):
-        own = _reach.own_code(old)
-        old_code = own if own is not None and _reach.nested_codes(own) else None
         held = (
             _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
         )
@@ -323,25 +332,24 @@ def _merge_name(
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
         if held:
-            _reach.replace_held(name, held, new, old, ctx)
+            _reach.replace_held(name, held, new, old, ctx, ["its decorator"])
         module_ns[name] = old
-        new_code = _reach.own_code(new)
-        if old_code is not None and new_code is not None:
-            ctx.notes.extend(_reach.update_spawned(old_code, new_code, ctx.log))
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
         first = len(ctx.members)
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
-        if _reach.may_register(new, stmt.node):
+        hooks = _reach.class_hooks(new, stmt.node)
+        if hooks:
             held = _reach.holders(new, [ctx.created])
-            if held:
-                _reach.replace_held(name, held, new, old, ctx)
+            _reach.replace_held(name, held, new, old, ctx, hooks)
     else:
         note = retarget(old, new, ctx.log)
         if note:
             ctx.notes.append(note)
+        elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
+            outcome.unmerged.append((name, old, new))
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:
@@ -383,13 +391,18 @@ def _shift_moved(
             funcs = funcs + [
                 f for f in module_functions if first <= f.__code__.co_firstlineno <= last
             ]
+        # A closure takes the very nested code object its shifted maker holds, so the maker's
+        # next patch still finds the closures made from it (see `_spawned`).
+        shifted: dict[int, types.CodeType] = {}
         for func in funcs:
             if id(func) in seen:
                 continue
             seen.add(id(func))
             before = func.__code__
             ctx.log.add(functools.partial(setattr, func, "__code__", before))
-            func.__code__ = shift_code(before, delta)
+            func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
+            if stmt.spawns:
+                shifted.update(_spawned.pairs(before, func.__code__))
 
 
 def _restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:

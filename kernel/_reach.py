@@ -1,4 +1,4 @@
-"""What else holds the objects a patch replaced: registries and closures made earlier.
+"""What else holds the objects a patch replaced: registries, and old references.
 
 Re-executing a definition builds new objects and the engine merges them into the live ones,
 so every reference to the live object runs the new code. Two kinds of reference escape that:
@@ -7,14 +7,14 @@ so every reference to the live object runs the new code. Two kinds of reference 
   or a base's `__init_subclass__` that stores the subclasses, stored the new object too.
   A fresh import would hold one entry; the new object is replaced by the live one it was
   merged into (and dropped where the live one already is).
-- a function that *makes* functions (a decorator's `wrapper`, a factory's closure) made
-  them earlier from its old code. Those closures get the new nested code in place when
-  their free variables are the same; otherwise a note names them.
+- a new object that cannot be merged into the old one (a decorator now returns an object
+  of another kind, with no `__wrapped__` to forward through): the name takes the new one,
+  and a note names the references that still hold the old one.
 
-Both look at the heap (`gc.get_referrers`), so both run only when needed: the first when
-the new function has references nobody in the engine made (its reference count tells) or
-the new class may have been stored (`may_register`), the second when the changed function
-has nested functions at all.
+(Functions made earlier by a changed function are `_spawned`'s.) Both look at the heap
+(`gc.get_referrers`), so both run only when needed: the first when the new function has
+references nobody in the engine made (its reference count tells) or the new class may have
+been stored (`may_register`), the second only for such an unmergeable pair.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import sys
 import types
 from typing import Any
 
+from liveforge.kernel import _holders
 from liveforge.kernel._classes import MergeContext
 from liveforge.kernel._update import UndoLog
 
@@ -63,17 +64,39 @@ BASELINE = _calibrate()
 _PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
 
 
-def may_register(cls: type, node: ast.stmt) -> bool:
-    """True when building `cls` may have stored it somewhere: a base's `__init_subclass__`,
-    a metaclass of its own, or a class decorator other than `dataclass`. (Classes refer to
-    themselves in many ways, so their reference count tells nothing; the heap is searched
-    only in these cases.)"""
+def class_hooks(cls: type, node: ast.stmt) -> list[str]:
+    """What ran when `cls` was built and may have stored it somewhere, in words: a base's
+    `__init_subclass__`, a metaclass of its own, a class decorator other than `dataclass`.
+    (Classes refer to themselves in many ways, so their reference count tells nothing; the
+    heap is searched only when there is one.)"""
+    hooks = []
     if type(cls) not in _PLAIN_METACLASSES:
-        return True
-    if any("__init_subclass__" in vars(base) for base in cls.__mro__[1:-1]):
-        return True
-    decorators = getattr(node, "decorator_list", [])
-    return any("dataclass" not in ast.unparse(d) for d in decorators)
+        hooks.append(f"its metaclass {type(cls).__qualname__}")
+    hooks += [
+        f"{base.__qualname__}.__init_subclass__"
+        for base in cls.__mro__[1:-1]
+        if "__init_subclass__" in vars(base)
+    ][:1]
+    decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
+    hooks += [f"its decorator @{d}" for d in decorators if "dataclass" not in d]
+    return hooks
+
+
+def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
+    """True when a definition statement made `new`, which cannot be merged into the live
+    `old` (a decorator now returns another kind of object), and references to `old` would
+    keep the old behaviour: `old` is callable and not something imported from elsewhere."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if isinstance(old, (types.FunctionType, type)) and old.__module__ != module:
+        return False
+    return callable(old) and old is not new
+
+
+def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
+    """Notes for names whose new object could not be merged into the old one (looked up
+    after from-import copies were re-bound; `skip` are liveforge's own records)."""
+    return [_holders.unmerged(name, old, new, skip) for name, old, new in unmerged]
 
 
 def holders(obj: Any, skip: list[Any]) -> list[Any]:
@@ -129,64 +152,24 @@ def _reset_set(holder: set[Any], before: set[Any]) -> None:
     holder.update(before)
 
 
-_ANONYMOUS = {"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>", "<lambda>"}
-
-
-def nested_codes(code: types.CodeType) -> dict[str, types.CodeType]:
-    """Code of the named functions `code` makes when it runs (nested ones too), by qualified
-    name. Lambdas are left out: nearly always called at once, and looking for the ones that
-    were kept would cost a scan of the heap on every patch of a function using one."""
-    found: dict[str, types.CodeType] = {}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType) and const.co_name not in _ANONYMOUS:
-            found[const.co_qualname] = const
-            found.update(nested_codes(const))
-    return found
-
-
-def update_spawned(old_code: types.CodeType, new_code: types.CodeType, log: UndoLog) -> list[str]:
-    """Give closures made earlier by a changed function (`old_code`) the new nested code.
-
-    Returns notes for closures that keep their old code (their free variables changed, or
-    the new code no longer makes them)."""
-    old_nested = nested_codes(old_code)
-    if not old_nested:
-        return []
-    new_nested = nested_codes(new_code)
-    by_code = {id(c): name for name, c in old_nested.items()}
-    notes = []
-    for holder in gc.get_referrers(*old_nested.values()):
-        if not isinstance(holder, types.FunctionType) or id(holder.__code__) not in by_code:
-            continue
-        name = by_code[id(holder.__code__)]
-        code = new_nested.get(name)
-        if code is None or code.co_freevars != holder.__code__.co_freevars:
-            notes.append(
-                f"{name} (made by {old_code.co_qualname} before this change, e.g. a "
-                f"decorator's wrapper) keeps its old code: "
-                + (
-                    "the new code makes no such function"
-                    if code is None
-                    else "its free variables changed"
-                )
-                + "; re-run what made it to rebuild it"
-            )
-            continue
-        log.add(functools.partial(setattr, holder, "__code__", holder.__code__))
-        holder.__code__ = code
-    return notes
-
-
-def own_code(func: Any) -> types.CodeType | None:
-    """The code of a function, or of the function a wrapper (lru_cache) holds."""
-    inner = func if isinstance(func, types.FunctionType) else getattr(func, "__wrapped__", None)
-    return inner.__code__ if isinstance(inner, types.FunctionType) else None
-
-
-def replace_held(name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext) -> None:
-    """A decorator stored the new object (a registry): the live one takes its place."""
-    kinds = replace_in(held, new, live, ctx.log)
+def replace_held(
+    name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext, hooks: list[str]
+) -> None:
+    """What ran while the new object was built (`hooks`: a decorator, a base's
+    `__init_subclass__`) stored it: the live one takes its place. Where nothing was found
+    that holds it, the note says what ran and was not replayed for the live object."""
+    who = " or ".join(hooks)
+    if held:
+        kinds = replace_in(held, new, live, ctx.log)
+        ctx.notes.append(
+            f"{name}: the new definition was also stored by {who} ({', '.join(kinds)}); the "
+            "live object took its place there, as one entry, like a fresh import's"
+        )
+        return
     ctx.notes.append(
-        f"{name}: the new definition was also stored by its decorator ({', '.join(kinds)}); "
-        "the live object took its place there, as one entry, like a fresh import's"
+        f"{name}: {who} ran again for the new class object, which was then merged into the "
+        "live class; it stored it in no list, dict or set liveforge could find, so anything "
+        f"else it did (a weak registry, a counter, a call elsewhere) was done for that "
+        f"object and not replayed for the live {name}. Check it, and redo that for {name} "
+        "where needed"
     )

@@ -1,0 +1,135 @@
+"""Functions made earlier by a function that changed: closures, inner `def`s and lambdas.
+
+A factory (`def make(tag): return lambda x: (tag, x)`), a decorator's `wrapper`, a method
+returning a callback: each made function objects from its old code, and they live on in
+registries, `functools.partial`s, attributes and defaults. When the maker changes, each of
+them gets the matching nested code object of the new version in place — matched by
+qualified name and, for several of one name (lambdas), by their order, as jurigged does
+for nested code — when its free variables are the same. Otherwise it keeps its old code,
+and a note names it, says where it is held and how to make it anew. Never silently.
+
+Finding them means searching the heap (`gc.get_referrers`), so that happens only when one
+of them is alive at all: a function made from a nested code object holds a reference to it,
+so a code object referenced only by its maker's constants has no such function, and the
+common patch — of a function that makes none, or whose closures were called and dropped,
+like `sorted(key=lambda ...)` — costs no search.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import sys
+import types
+from typing import TYPE_CHECKING
+
+from liveforge.kernel import _holders
+
+if TYPE_CHECKING:
+    from liveforge.kernel._update import UndoLog
+
+Key = tuple[str, int]
+
+
+def nested(code: types.CodeType) -> dict[Key, types.CodeType]:
+    """Code objects `code` makes functions from (nested ones too), keyed by qualified name
+    and the order among code objects of that name."""
+    found: dict[Key, types.CodeType] = {}
+    _walk(code, found)
+    return found
+
+
+def _walk(code: types.CodeType, found: dict[Key, types.CodeType]) -> None:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            order = sum(1 for name, _ in found if name == const.co_qualname)
+            found[(const.co_qualname, order)] = const
+            _walk(const, found)
+
+
+def pairs(before: types.CodeType, after: types.CodeType) -> dict[int, types.CodeType]:
+    """For code `after` made from `before` by moving its lines: id of each nested code object
+    of `before` -> its counterpart in `after`."""
+    moved = nested(after)
+    return {id(code): moved[key] for key, code in nested(before).items() if key in moved}
+
+
+def _counts(codes: list[types.CodeType]) -> list[int]:
+    return [sys.getrefcount(code) for code in codes]
+
+
+def _calibrate() -> int:
+    """References to a nested code object no live function was made from, as `_counts`
+    sees them: its maker's constants, the list passed in, and the call's own."""
+
+    def maker() -> object:
+        return lambda: None
+
+    return _counts(list(nested(maker.__code__).values()))[0]
+
+
+_BASELINE = _calibrate()
+
+
+def alive(code: types.CodeType) -> list[types.CodeType]:
+    """The nested code objects of `code` that some object besides `code` refers to (a
+    function made from it, a running generator's frame)."""
+    codes = list(nested(code).values())
+    return [c for c, n in zip(codes, _counts(codes), strict=True) if n > _BASELINE]
+
+
+def update(old_code: types.CodeType, new_code: types.CodeType, log: UndoLog) -> list[str]:
+    """Give the functions made earlier from `old_code`'s nested code the new nested code;
+    returns notes naming those that keep the old one."""
+    codes = alive(old_code)
+    if not codes:
+        return []
+    old_nested, new_nested = nested(old_code), nested(new_code)
+    key_of = {id(c): key for key, c in old_nested.items()}
+    notes = []
+    for func in [f for f in gc.get_referrers(*codes) if isinstance(f, types.FunctionType)]:
+        key = key_of.get(id(func.__code__))
+        if key is None:
+            continue
+        code = new_nested.get(key)
+        why = _mismatch(key, code, func, old_nested, new_nested)
+        if why:
+            notes.append(_note(func, old_code, why))
+            continue
+        assert code is not None
+        log.add(functools.partial(setattr, func, "__code__", func.__code__))
+        func.__code__ = code
+    return notes
+
+
+def _mismatch(
+    key: Key,
+    code: types.CodeType | None,
+    func: types.FunctionType,
+    old_nested: dict[Key, types.CodeType],
+    new_nested: dict[Key, types.CodeType],
+) -> str:
+    if code is None:
+        return "the new code makes no such function"
+    if _how_many(old_nested, key[0]) != _how_many(new_nested, key[0]):
+        return f"the new code makes another number of {key[0].rpartition('.')[2]} functions"
+    if code.co_freevars != func.__code__.co_freevars:
+        return (
+            f"its free variables changed ({', '.join(func.__code__.co_freevars) or 'none'} "
+            f"-> {', '.join(code.co_freevars) or 'none'})"
+        )
+    return ""
+
+
+def _how_many(codes: dict[Key, types.CodeType], qualname: str) -> int:
+    return sum(1 for name, _ in codes if name == qualname)
+
+
+def _note(func: types.FunctionType, maker: types.CodeType, why: str) -> str:
+    where = ", ".join(_holders.describe(func)) or "nothing found besides local variables"
+    return (
+        f"{func.__qualname__} (made by {maker.co_qualname} before this change; held by "
+        f"{where}) keeps its old code: {why}. Call {maker.co_qualname} again to make it "
+        "anew, and put the result where the old one is (or patch the statement that made "
+        "it, so it runs again)"
+    )
