@@ -218,7 +218,7 @@ def _execute(
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     for name in sorted(gone):
         if name in namespace:
-            del namespace[name]
+            _reach.forget(name, namespace.pop(name), ctx)
             outcome.removed.append(name)
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name

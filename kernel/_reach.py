@@ -93,6 +93,54 @@ def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
     return callable(old) and old is not new
 
 
+def forget(name: str, value: Any, ctx: MergeContext) -> None:
+    """A class the new source no longer defines leaves the registries its bases'
+    `__init_subclass__` (or its metaclass) stored it in, as a fresh import would not have
+    it there: lists, dicts and sets bound in its module or its bases' modules, directly or
+    as class attributes. Other containers are left alone."""
+    if not isinstance(value, type) or not class_hooks(value, ast.Pass()):
+        return
+    registries = _registries(value)
+    held = [h for h in holders(value, [ctx.created]) if id(h) in registries]
+    if not held:
+        return
+    for holder in held:
+        _drop(holder, value, ctx.log)
+    ctx.notes.append(
+        f"{name}: removed, and taken out of {', '.join(sorted(registries[id(h)] for h in held))}"
+        ", where what ran when it was defined stored it, as a fresh import would not have it"
+    )
+
+
+def _registries(cls: type) -> dict[int, str]:
+    """Containers bound in the modules of `cls` and of its bases, or in their classes."""
+    found: dict[int, str] = {}
+    for module_name in {c.__module__ for c in cls.__mro__[:-1]}:
+        module = sys.modules.get(module_name)
+        for key, value in list(getattr(module, "__dict__", {}).items()):
+            owners = [(f"{module_name}.{key}", value)]
+            if isinstance(value, type) and value.__module__ == module_name:
+                owners += [(f"{module_name}.{key}.{k}", v) for k, v in vars(value).items()]
+            for label, item in owners:
+                if isinstance(item, (list, dict, set)):
+                    found.setdefault(id(item), label)
+    return found
+
+
+def _drop(holder: Any, value: Any, log: UndoLog) -> None:
+    if isinstance(holder, list):
+        before = list(holder)
+        holder[:] = [item for item in holder if item is not value]
+        log.add(functools.partial(holder.__setitem__, slice(None), before))
+        return
+    log.add(functools.partial(_reset, holder, holder.copy()))
+    if isinstance(holder, dict):
+        for key in [k for k, v in holder.items() if v is value]:
+            del holder[key]
+    else:
+        holder.discard(value)
+
+
 def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
     """Notes for names whose new object could not be merged into the old one (looked up
     after from-import copies were re-bound; `skip` are liveforge's own records)."""
@@ -121,7 +169,7 @@ def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list
             _fix_dict(holder, new, live, log)
         else:
             holder.discard(new)
-            log.add(functools.partial(_reset_set, holder, set(holder)))
+            log.add(functools.partial(_reset, holder, set(holder)))
             holder.add(live)
     return [type(h).__name__ for h in containers]
 
@@ -147,7 +195,7 @@ def _fix_dict(holder: dict[Any, Any], new: Any, live: Any, log: UndoLog) -> None
             holder[key] = live
 
 
-def _reset_set(holder: set[Any], before: set[Any]) -> None:
+def _reset(holder: Any, before: Any) -> None:
     holder.clear()
     holder.update(before)
 

@@ -21,7 +21,7 @@ import functools
 import gc
 import sys
 import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from liveforge.kernel import _holders
 
@@ -78,28 +78,48 @@ def alive(code: types.CodeType) -> list[types.CodeType]:
     return [c for c, n in zip(codes, _counts(codes), strict=True) if n > _BASELINE]
 
 
-def update(old_code: types.CodeType, new_code: types.CodeType, log: UndoLog) -> list[str]:
+def update(
+    old_code: types.CodeType, new_code: types.CodeType, log: UndoLog, same_defaults: bool = True
+) -> list[str]:
     """Give the functions made earlier from `old_code`'s nested code the new nested code;
-    returns notes naming those that keep the old one."""
+    returns notes naming those that keep the old one, and those whose captured values the
+    old code computed (the maker's own code or defaults changed, not only the nested code)."""
     codes = alive(old_code)
     if not codes:
         return []
     old_nested, new_nested = nested(old_code), nested(new_code)
     key_of = {id(c): key for key, c in old_nested.items()}
+    same_maker = same_defaults and _own_part(old_code) == _own_part(new_code)
     notes = []
-    for func in [f for f in gc.get_referrers(*codes) if isinstance(f, types.FunctionType)]:
+    funcs = [f for f in gc.get_referrers(*codes) if isinstance(f, types.FunctionType)]
+    for func in funcs:
         key = key_of.get(id(func.__code__))
         if key is None:
             continue
         code = new_nested.get(key)
         why = _mismatch(key, code, func, old_nested, new_nested)
         if why:
-            notes.append(_note(func, old_code, why))
+            notes.append(_note(func, old_code, f"it keeps its old code: {why}", [funcs]))
             continue
         assert code is not None
+        if not same_maker and code.co_freevars:
+            why = (
+                f"it runs the new code, but the values it captured "
+                f"({', '.join(code.co_freevars)}) were computed by the old "
+                f"{old_code.co_name}, whose own code or defaults changed"
+            )
+            notes.append(_note(func, old_code, why, [funcs]))
         log.add(functools.partial(setattr, func, "__code__", func.__code__))
         func.__code__ = code
     return notes
+
+
+def _own_part(code: types.CodeType) -> tuple[object, ...]:
+    """What a function's own code does, nested code objects and docstring left out."""
+    consts = [c for c in code.co_consts if not isinstance(c, types.CodeType)]
+    if consts and isinstance(consts[0], str):
+        consts = consts[1:]
+    return (code.co_code, code.co_names, code.co_varnames, code.co_cellvars, consts)
 
 
 def _mismatch(
@@ -125,11 +145,11 @@ def _how_many(codes: dict[Key, types.CodeType], qualname: str) -> int:
     return sum(1 for name, _ in codes if name == qualname)
 
 
-def _note(func: types.FunctionType, maker: types.CodeType, why: str) -> str:
-    where = ", ".join(_holders.describe(func)) or "nothing found besides local variables"
+def _note(func: types.FunctionType, maker: types.CodeType, why: str, skip: list[Any]) -> str:
+    where = ", ".join(_holders.describe(func, skip)) or "nothing found besides local variables"
     return (
         f"{func.__qualname__} (made by {maker.co_qualname} before this change; held by "
-        f"{where}) keeps its old code: {why}. Call {maker.co_qualname} again to make it "
+        f"{where}): {why}. Call {maker.co_qualname} again to make it "
         "anew, and put the result where the old one is (or patch the statement that made "
         "it, so it runs again)"
     )

@@ -193,7 +193,17 @@ def _spawned_notes(old: types.FunctionType, new: Any, log: UndoLog) -> str | Non
     inner = inspect.unwrap(new) if not isinstance(new, types.FunctionType) else new
     if not isinstance(inner, types.FunctionType):
         return None
-    return _join(*_spawned.update(old.__code__, inner.__code__, log))
+    same = _same(old.__defaults__, inner.__defaults__) and _same(
+        old.__kwdefaults__, inner.__kwdefaults__
+    )
+    return _join(*_spawned.update(old.__code__, inner.__code__, log, same))
+
+
+def _same(old: Any, new: Any) -> bool:
+    try:
+        return bool(old == new)
+    except Exception:  # a value whose comparison fails: take it as changed
+        return False
 
 
 def _join(*notes: str | None) -> str | None:
