@@ -62,6 +62,8 @@ class _Plan:
     removed: set[str]
     #: `from m import *` statements the new source no longer has (their names are dynamic).
     dropped_stars: list[Stmt] = field(default_factory=list)
+    #: names of def and class statements the new source no longer has.
+    removed_defs: set[str] = field(default_factory=set)
 
 
 def apply(
@@ -92,6 +94,7 @@ def apply(
         ctx.log.undo()
         registries.restore()
         _restore_namespace(namespace, saved)
+        _reach.discard_created(ctx.created, saved, anywhere=True)
         _restore_linecache(filename, cached)
         if isinstance(exc, PatchError):
             raise
@@ -149,7 +152,8 @@ def _plan(old: Index, source: str, filename: str, target: str, rerun: bool) -> _
     for stmt in old_run:
         removed |= stmt.binds
     dropped = [s for left in old_plain.values() for s in left if is_star(s.node)]
-    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped)
+    gone_defs = set(old_defs) - {s.name for s in new_run if s.name}
+    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped, gone_defs)
 
 
 def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:
@@ -215,6 +219,8 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    ran = [s for s, _ in plan.run]
+    ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     for name in sorted(gone):
         if name in namespace:
@@ -391,6 +397,8 @@ def _shift_moved(
             funcs = funcs + [
                 f for f in module_functions if first <= f.__code__.co_firstlineno <= last
             ]
+            # Those held elsewhere (a registry, a partial) are found through their code.
+            funcs += [f for maker in stmt.functions for f in _spawned.made_from(maker.__code__)]
         # A closure takes the very nested code object its shifted maker holds, so the maker's
         # next patch still finds the closures made from it (see `_spawned`).
         shifted: dict[int, types.CodeType] = {}

@@ -26,6 +26,7 @@ import functools
 import gc
 import sys
 import types
+from collections.abc import Iterable
 from typing import Any
 
 from liveforge.kernel import _holders
@@ -100,7 +101,7 @@ def forget(name: str, value: Any, ctx: MergeContext) -> None:
     as class attributes. Other containers are left alone."""
     if not isinstance(value, type) or not class_hooks(value, ast.Pass()):
         return
-    registries = _registries(value)
+    registries = _registries([value])
     held = [h for h in holders(value, [ctx.created]) if id(h) in registries]
     if not held:
         return
@@ -112,10 +113,50 @@ def forget(name: str, value: Any, ctx: MergeContext) -> None:
     )
 
 
-def _registries(cls: type) -> dict[int, str]:
-    """Containers bound in the modules of `cls` and of its bases, or in their classes."""
+def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: bool) -> None:
+    """The functions and classes a failed or undone application created, which something
+    stored (a decorator's registry, a base's `__init_subclass__`), leave those containers
+    again, or give way to the object `namespace` (as restored) binds to that name. After a
+    failure the objects are moments old, so every list, dict and set that holds them is
+    theirs; after a rollback (`anywhere` false) only registries bound in their module or
+    their bases' modules are. One search of the heap, when there is anything to look for."""
+    existed = {id(v) for v in namespace.values()}
+    made = {
+        id(o): o
+        for o in created
+        if isinstance(o, (type, types.FunctionType))
+        and o.__module__ == namespace.get("__name__")
+        and id(o) not in existed
+    }
+    if not made:
+        return
+    allowed = None if anywhere else _registries(made.values())
+    skip = {id(created), id(namespace), id(made)}
+    for holder in gc.get_referrers(*made.values()):
+        if id(holder) in skip or not isinstance(holder, (list, dict, set)):
+            continue
+        if (isinstance(holder, dict) and _is_namespace(holder)) or (
+            allowed is not None and id(holder) not in allowed
+        ):
+            continue
+        items = holder.values() if isinstance(holder, dict) else holder
+        for obj in [made[id(v)] for v in list(items) if id(v) in made]:
+            before = namespace.get(obj.__name__)
+            if before is not None and not isinstance(holder, list):
+                replace_in([holder], obj, before, UndoLog())
+            else:
+                _drop(holder, obj, UndoLog())
+
+
+def _registries(objects: Iterable[Any]) -> dict[int, str]:
+    """Containers bound in the modules of `objects` (and of their bases, for classes),
+    directly or as class attributes."""
+    modules = set()
+    for obj in objects:
+        mro = obj.__mro__[:-1] if isinstance(obj, type) else [obj]
+        modules |= {c.__module__ for c in mro}
     found: dict[int, str] = {}
-    for module_name in {c.__module__ for c in cls.__mro__[:-1]}:
+    for module_name in modules:
         module = sys.modules.get(module_name)
         for key, value in list(getattr(module, "__dict__", {}).items()):
             owners = [(f"{module_name}.{key}", value)]

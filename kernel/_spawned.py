@@ -78,24 +78,32 @@ def alive(code: types.CodeType) -> list[types.CodeType]:
     return [c for c, n in zip(codes, _counts(codes), strict=True) if n > _BASELINE]
 
 
+def made_from(code: types.CodeType) -> list[types.FunctionType]:
+    """The live functions made from `code`'s nested code objects (searched for only when
+    one is alive)."""
+    codes = alive(code)
+    if not codes:
+        return []
+    ids = {id(c) for c in codes}
+    found = gc.get_referrers(*codes)
+    return [f for f in found if isinstance(f, types.FunctionType) and id(f.__code__) in ids]
+
+
 def update(
     old_code: types.CodeType, new_code: types.CodeType, log: UndoLog, same_defaults: bool = True
 ) -> list[str]:
     """Give the functions made earlier from `old_code`'s nested code the new nested code;
     returns notes naming those that keep the old one, and those whose captured values the
     old code computed (the maker's own code or defaults changed, not only the nested code)."""
-    codes = alive(old_code)
-    if not codes:
+    funcs = made_from(old_code)
+    if not funcs:
         return []
     old_nested, new_nested = nested(old_code), nested(new_code)
     key_of = {id(c): key for key, c in old_nested.items()}
     same_maker = same_defaults and _own_part(old_code) == _own_part(new_code)
     notes = []
-    funcs = [f for f in gc.get_referrers(*codes) if isinstance(f, types.FunctionType)]
     for func in funcs:
-        key = key_of.get(id(func.__code__))
-        if key is None:
-            continue
+        key = key_of[id(func.__code__)]
         code = new_nested.get(key)
         why = _mismatch(key, code, func, old_nested, new_nested)
         if why:
