@@ -6,9 +6,10 @@ or named in a note on the `Change`; rollback restores what was there."""
 
 from __future__ import annotations
 
+import pytest
 from kernel_support import Project
 
-from liveforge import Runtime
+from liveforge import PatchError, Runtime
 
 EVENTS = """
     import functools
@@ -252,3 +253,54 @@ def test_values_computed_from_a_changed_constant_are_computed_again(
     assert any("QUAD (line 6): computed again" in n for n in change.notes)
     rt.rollback()
     assert (mod.DOUBLE, mod.QUAD, mod.LABEL, clip(1000), user.QUAD) == (20, 40, "up to 10", 40, 40)
+
+
+def test_registries_lose_classes_a_change_removed_failed_to_add_or_rolled_back(
+    project: Project, rt: Runtime
+) -> None:
+    """A removed plugin leaves the `__init_subclass__` registry, a patch that fails after
+    its class statement ran leaves the registry as it was, and rolling back the addition of
+    a plugin takes it out again."""
+    mod = project.module(PLUGINS)
+    name, csv = mod.__name__, mod.Csv
+    text = rt.source(name)
+    tsv = text.replace('class Csv(Plugin, name="csv")', 'class Tsv(Plugin, name="tsv")')
+    change = rt.patch_module(name, tsv)
+    assert mod.REGISTRY == {"tsv": mod.Tsv} and any("Csv: removed" in n for n in change.notes)
+    rt.rollback()
+    assert mod.REGISTRY == {"csv": csv}
+    with pytest.raises(PatchError):
+        rt.patch_module(name, text + "\n\nclass Xml(Plugin):\n    pass\n\n\nBROKEN = 1 // 0\n")
+    assert mod.REGISTRY == {"csv": csv}
+    rt.patch(f"{name}.Json", "class Json(Plugin):\n    pass\n")
+    rt.rollback()
+    assert mod.REGISTRY == {"csv": csv} and not hasattr(mod, "Json")
+
+
+def test_callbacks_whose_captured_values_the_old_code_computed_are_named(
+    project: Project, rt: Runtime
+) -> None:
+    """When the factory's own code changes what its callbacks capture, the callbacks made
+    before run the new inner code and a note says their captured values are the old ones."""
+    mod = project.module(EVENTS)
+    change = rt.patch(
+        f"{mod.__name__}.on",
+        "def on(event, scale=1):\n    scale = scale * 10\n    def handler(payload):\n"
+        "        return (event, payload * scale)\n    return handler\n",
+    )
+    note = next(n for n in change.notes if "on.<locals>.handler" in n)
+    assert "values it captured (event, scale) were computed by the old on" in note
+    assert mod.HANDLERS[0](1) == ("start", 1) and mod.on("go")(1) == ("go", 10)
+
+
+def test_removing_a_definition_an_earlier_statement_also_binds_is_named(
+    project: Project, rt: Runtime
+) -> None:
+    """`try: from ._fast import X` then `class X`: removing the class leaves X on it until
+    the import runs again, and the note says which line to run again."""
+    mod = project.module(
+        "try:\n    from json import JSONDecoder as Parser\nexcept ImportError:\n    pass\n\n\n"
+        "class Parser:\n    kind = 'slow'\n"
+    )
+    change = rt.patch_module(mod.__name__, rt.source(mod.__name__).split("\n\n\nclass")[0] + "\n")
+    assert any(n.startswith("Parser: its definition was removed, and line 1") for n in change.notes)
