@@ -397,10 +397,9 @@ def _shift_moved(
             funcs = funcs + [
                 f for f in module_functions if first <= f.__code__.co_firstlineno <= last
             ]
-            # Those held elsewhere (a registry, a partial) are found through their code.
-            funcs += [f for maker in stmt.functions for f in _spawned.made_from(maker.__code__)]
-        # A closure takes the very nested code object its shifted maker holds, so the maker's
-        # next patch still finds the closures made from it (see `_spawned`).
+        # A closure found here takes the very nested code object its shifted maker holds;
+        # those held elsewhere (a registry, a partial) keep theirs, which the maker's new code
+        # remembers, so its next patch still finds them (see `_spawned.moved`).
         shifted: dict[int, types.CodeType] = {}
         for func in funcs:
             if id(func) in seen:
@@ -410,7 +409,7 @@ def _shift_moved(
             ctx.log.add(functools.partial(setattr, func, "__code__", before))
             func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
             if stmt.spawns:
-                shifted.update(_spawned.pairs(before, func.__code__))
+                shifted.update(_spawned.moved(before, func.__code__))
 
 
 def _restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:

@@ -12,7 +12,9 @@ Finding them means searching the heap (`gc.get_referrers`), so that happens only
 of them is alive at all: a function made from a nested code object holds a reference to it,
 so a code object referenced only by its maker's constants has no such function, and the
 common patch — of a function that makes none, or whose closures were called and dropped,
-like `sorted(key=lambda ...)` — costs no search.
+like `sorted(key=lambda ...)` — costs no search. A maker whose lines moved (lines were
+inserted above it) gets new code objects; the earlier ones its functions may still hold are
+remembered when it moves (`moved`), again without a search.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import functools
 import gc
 import sys
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from liveforge.kernel import _holders
@@ -47,11 +50,30 @@ def _walk(code: types.CodeType, found: dict[Key, types.CodeType]) -> None:
             _walk(const, found)
 
 
-def pairs(before: types.CodeType, after: types.CodeType) -> dict[int, types.CodeType]:
-    """For code `after` made from `before` by moving its lines: id of each nested code object
-    of `before` -> its counterpart in `after`."""
-    moved = nested(after)
-    return {id(code): moved[key] for key, code in nested(before).items() if key in moved}
+def moved(before: types.CodeType, after: types.CodeType) -> dict[int, types.CodeType]:
+    """`after` is `before` with its lines moved: returns id of each nested code object of
+    `before` -> its counterpart in `after`, and remembers, for each counterpart, the earlier
+    code objects functions made before the move may still hold (no heap search here)."""
+    live = {id(c) for c in _alive_own(before)}
+    new = nested(after)
+    pairs = {}
+    for key, code in nested(before).items():
+        if key not in new:
+            continue
+        pairs[id(code)] = new[key]
+        earlier = _EARLIER.get(code, [])
+        if id(code) in live:
+            earlier = [code, *earlier]
+        if earlier:
+            _EARLIER[new[key]] = earlier
+    return pairs
+
+
+#: A moved maker's nested code object -> the ones before the move that functions made
+#: earlier may still hold (see `moved`).
+_EARLIER: weakref.WeakKeyDictionary[types.CodeType, list[types.CodeType]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _counts(codes: list[types.CodeType]) -> list[int]:
@@ -73,7 +95,16 @@ _BASELINE = _calibrate()
 
 def alive(code: types.CodeType) -> list[types.CodeType]:
     """The nested code objects of `code` that some object besides `code` refers to (a
-    function made from it, a running generator's frame)."""
+    function made from it, a running generator's frame), and those they stood for before
+    `code` moved."""
+    found = _alive_own(code)
+    if _EARLIER:
+        for inner in nested(code).values():
+            found += _EARLIER.get(inner, [])
+    return found
+
+
+def _alive_own(code: types.CodeType) -> list[types.CodeType]:
     codes = list(nested(code).values())
     return [c for c, n in zip(codes, _counts(codes), strict=True) if n > _BASELINE]
 
@@ -100,6 +131,8 @@ def update(
         return []
     old_nested, new_nested = nested(old_code), nested(new_code)
     key_of = {id(c): key for key, c in old_nested.items()}
+    for key, inner in old_nested.items():
+        key_of.update((id(c), key) for c in _EARLIER.get(inner, []))
     same_maker = same_defaults and _own_part(old_code) == _own_part(new_code)
     notes = []
     for func in funcs:
