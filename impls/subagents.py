@@ -6,22 +6,15 @@ queued, until none is left. Cancellation goes through `Agent.cancel` (thread-saf
 the turn's CancelToken), so a cancelled child ends its turn the normal way, its open tool
 calls answered, its transcript closed. The timeout is a timer that cancels the same way.
 
-A forked child is a process (`python -m liveforge.subagent_process`) fed one JSON payload on
-its standard input; a watcher thread waits for it (killing it at the timeout or on cancel)
-and reads the result file it writes, with the modules it changed.
+A forked child (`subagent_fork.ForkChild`) is a process on a copy of the parent's live state;
+`accept` applies what it proposes in one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
-import tempfile
 import threading
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import forwardpy
@@ -36,6 +29,7 @@ from liveforge.declarations.subagents import (
     SubAgentStatus,
 )
 from liveforge.impls.session_store import close_transcript
+from liveforge.impls.subagent_fork import ForkChild, child_info, fork_conflicts
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
@@ -146,116 +140,14 @@ class _Child:
         return str(self.agent.session.path)
 
     def info(self, limit: int) -> SubAgentInfo:
-        return _info(self, limit)
+        return child_info(self, limit)
 
 
-class _ForkChild:
-    """A forked sub-agent: a process on a copy of the parent's live state."""
-
-    fork = True
-
-    def __init__(self, spec: ChildSpec, task: str, payload: dict[str, Any], timeout: float):
-        self.spec, self.task, self.payload, self.timeout = spec, task, payload, timeout
-        self.status: SubAgentStatus = "running"
-        self.answer = self.error = self.session_id = self.transcript = ""
-        self.turns = self.tokens = 0
-        self.inbox: deque[str] = deque()
-        self.proposal: dict[str, Any] = {}
-        self.cancelled = self.timed_out = self.accepted = False
-        self.process: subprocess.Popen[str] | None = None
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        handle, path = tempfile.mkstemp(prefix="liveforge-fork-", suffix=".json")
-        os.close(handle)
-        self.payload["result_path"] = path
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "liveforge.subagent_process"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.thread = threading.Thread(
-            target=self._watch, args=(Path(path),), name=f"subagent-{self.spec.agent_id}"
-        )
-        self.thread.daemon = True
-        self.thread.start()
-
-    def _watch(self, result: Path) -> None:
-        assert self.process is not None
-        try:
-            _, err = self.process.communicate(json.dumps(self.payload), timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self.timed_out = True
-            self._stop()
-            err = ""
-        self._read(result, err)
-        result.unlink(missing_ok=True)
-
-    def _read(self, result: Path, err: str) -> None:
-        try:
-            data = json.loads(result.read_text(encoding="utf-8") or "{}")
-        except (OSError, json.JSONDecodeError):
-            data = {}
-        self.answer, self.error = data.get("answer", ""), data.get("error", "")
-        self.session_id, self.transcript = data.get("session_id", ""), data.get("transcript", "")
-        self.tokens, self.turns = data.get("tokens", 0), 1 if data.get("reason") else 0
-        self.proposal = data.get("changes") or {}
-        if not data and not (self.cancelled or self.timed_out):
-            self.error = (err or "the forked sub-agent ended without a result").strip()[-2000:]
-        if self.timed_out or self.cancelled:
-            self.status = "timed out" if self.timed_out else "cancelled"
-        else:
-            self.status = "failed" if self.error and not self.answer else "done"
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self._stop()
-
-    def _stop(self) -> None:
-        process = self.process
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-    def info(self, limit: int) -> SubAgentInfo:
-        return _info(self, limit)
-
-
-def _info(child: _Child | _ForkChild, limit: int) -> SubAgentInfo:
-    answer = child.answer
-    if len(answer) > limit:
-        answer = answer[:limit] + f"\n[... cut; the whole answer is in {child.transcript}]"
-    return SubAgentInfo(
-        id=child.spec.agent_id,
-        task=child.task,
-        status=child.status,
-        depth=child.spec.depth,
-        profile=child.spec.profile,
-        session_id=child.session_id,
-        transcript=child.transcript,
-        answer=answer,
-        error=child.error,
-        turns=child.turns,
-        tokens=child.tokens,
-        pending=len(child.inbox),
-        fork=child.fork,
-        proposal=sorted(child.proposal),
-        accepted=child.accepted,
-    )
-
-
-def _children(agents: SubAgents) -> dict[str, _Child | _ForkChild]:
+def _children(agents: SubAgents) -> dict[str, _Child | ForkChild]:
     return agents.children
 
 
-def _child(agents: SubAgents, agent_id: str) -> _Child | _ForkChild:
+def _child(agents: SubAgents, agent_id: str) -> _Child | ForkChild:
     child = _children(agents).get(agent_id.strip())
     if child is None:
         known = ", ".join(_children(agents)) or "none yet"
@@ -313,9 +205,9 @@ def _payload(agents: SubAgents, spec: ChildSpec, task: str) -> dict[str, Any]:
 
 def _start_child(
     agents: SubAgents, spec: ChildSpec, task: str, timeout: float, fork: bool
-) -> _Child | _ForkChild:
+) -> _Child | ForkChild:
     if fork:
-        return _ForkChild(spec, task, _payload(agents, spec, task), timeout)
+        return ForkChild(spec, task, _payload(agents, spec, task), timeout)
     agent = agents.factory(spec)
     return _Child(spec, task, agent, timeout)
 
@@ -362,7 +254,7 @@ def list_(self: SubAgents) -> list[SubAgentInfo]:
 @forwardpy.impl(SubAgents.send)
 def send(self: SubAgents, agent_id: str, text: str) -> SubAgentInfo:
     child = _child(self, agent_id)
-    if isinstance(child, _ForkChild):
+    if isinstance(child, ForkChild):
         raise SubAgentError(
             f"{agent_id} is forked and takes its first task only; spawn another with the rest."
         )
@@ -384,28 +276,16 @@ def result(self: SubAgents, agent_id: str, *, wait: float = 0) -> SubAgentInfo:
     return child.info(self.answer_limit)
 
 
-def _conflicts(agents: SubAgents, child: _ForkChild) -> list[str]:
-    """Proposed modules this agent changed since the fork (accepting would undo that)."""
-    rt, base = agents.parent.runtime, child.payload["overlay"]
-    found = []
-    records = {r.name: r for r in rt.changed_modules()}
-    for name in child.proposal:
-        now = records[name].source if name in records else None
-        if now != (base.get(name) or {}).get("source"):
-            found.append(name)
-    return found
-
-
 @forwardpy.impl(SubAgents.accept)
 def accept(self: SubAgents, agent_id: str) -> list[str]:
     child = _child(self, agent_id)
-    if not isinstance(child, _ForkChild):
+    if not isinstance(child, ForkChild):
         raise SubAgentError(f"{agent_id} is not forked: its changes are in this program already.")
     if child.status == "running" or child.accepted or not child.proposal:
         state = "still running" if child.status == "running" else "accepted already"
         why = state if child.status == "running" or child.accepted else "proposes no change"
         raise SubAgentError(f"nothing to accept from {agent_id}: it is {why}.")
-    conflicts = _conflicts(self, child)
+    conflicts = fork_conflicts(self.parent.runtime, child)
     if conflicts:
         raise SubAgentError(
             f"{', '.join(conflicts)} changed here since {agent_id} was forked; accepting would "
