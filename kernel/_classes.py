@@ -20,6 +20,7 @@ import ast
 import enum
 import functools
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,9 @@ class MergeContext:
     #: the objects the new source created, alive until the patch is done: the identity map
     #: is keyed by their ids, which a freed object would hand on to the next one.
     created: list[Any] = field(default_factory=list)
+    #: called after a class was merged (name, new class, live class, class statement), to
+    #: put the live class where building the new one stored it (see `_reach.rehome`).
+    rehome: Callable[[str, type, type, ast.stmt | None, MergeContext], None] | None = None
 
 
 def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
@@ -290,6 +294,8 @@ def _merge_in_place(
         and value.__qualname__.endswith("." + nodes[1].name)
     ):
         merge(current, value, nodes[0], nodes[1], ctx)
+        if ctx.rehome is not None:
+            ctx.rehome(current.__qualname__, value, current, nodes[1], ctx)
         return True
     return False
 

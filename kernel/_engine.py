@@ -81,7 +81,7 @@ def apply(
     whose running code may not match `old` (its file changed before liveforge saw it).
     """
     plan = _plan(old, source, filename, target, rerun_definitions)
-    ctx = _classes.MergeContext(UndoLog(), filename)
+    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_reach.rehome)
     namespace = module.__dict__
     saved = dict(namespace)
     registries = _forward.Snapshot()
@@ -346,10 +346,7 @@ def _merge_name(
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
-        hooks = _reach.class_hooks(new, stmt.node)
-        if hooks:
-            held = _reach.holders(new, [ctx.created])
-            _reach.replace_held(name, held, new, old, ctx, hooks)
+        _reach.rehome(name, new, old, stmt.node, ctx)
     else:
         note = retarget(old, new, ctx.log)
         if note:

@@ -63,6 +63,8 @@ BASELINE = _calibrate()
 
 
 _PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
+#: modules whose class hooks store nothing a patch could leave behind (`Generic`, protocols).
+_STDLIB_HOOKS = frozenset({"typing", "abc", "enum", "collections.abc", "builtins"})
 
 
 def class_hooks(cls: type, node: ast.stmt) -> list[str]:
@@ -71,16 +73,25 @@ def class_hooks(cls: type, node: ast.stmt) -> list[str]:
     (Classes refer to themselves in many ways, so their reference count tells nothing; the
     heap is searched only when there is one.)"""
     hooks = []
-    if type(cls) not in _PLAIN_METACLASSES:
+    if type(cls) not in _PLAIN_METACLASSES and type(cls).__module__ not in _STDLIB_HOOKS:
         hooks.append(f"its metaclass {type(cls).__qualname__}")
     hooks += [
         f"{base.__qualname__}.__init_subclass__"
         for base in cls.__mro__[1:-1]
-        if "__init_subclass__" in vars(base)
+        if "__init_subclass__" in vars(base) and base.__module__ not in _STDLIB_HOOKS
     ][:1]
     decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
     hooks += [f"its decorator @{d}" for d in decorators if "dataclass" not in d]
     return hooks
+
+
+def rehome(name: str, new: type, live: type, node: ast.stmt | None, ctx: MergeContext) -> None:
+    """After `new` was merged into `live`: where what ran while building `new` (a base's
+    `__init_subclass__`, a metaclass, a class decorator) stored it, the live class takes
+    its place; where nothing was found, a note says what was not replayed."""
+    hooks = class_hooks(new, node or ast.Pass())
+    if hooks:
+        replace_held(name, holders(new, [ctx.created]), new, live, ctx, hooks)
 
 
 def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:

@@ -7,7 +7,7 @@ or named in a note on the `Change`; rollback restores what was there."""
 from __future__ import annotations
 
 import pytest
-from kernel_support import Project
+from kernel_support import Project, src
 
 from liveforge import PatchError, Runtime
 
@@ -304,3 +304,18 @@ def test_removing_a_definition_an_earlier_statement_also_binds_is_named(
     )
     change = rt.patch_module(mod.__name__, rt.source(mod.__name__).split("\n\n\nclass")[0] + "\n")
     assert any(n.startswith("Parser: its definition was removed, and line 1") for n in change.notes)
+
+
+def test_a_nested_plugin_class_keeps_its_registry_entry(project: Project, rt: Runtime) -> None:
+    """A plugin class nested in another class is registered as the live nested class after
+    the outer class is patched."""
+    mod = project.module(
+        src(PLUGINS)
+        + "\n\nclass Formats:\n    class Tsv(Plugin, name='tsv'):\n        sep = '\\t'\n"
+    )
+    tsv = mod.Formats.Tsv
+    rt.patch(
+        f"{mod.__name__}.Formats",
+        "class Formats:\n    class Tsv(Plugin, name='tsv'):\n        sep = '|'\n",
+    )
+    assert mod.REGISTRY["tsv"] is tsv and tsv.sep == "|"
