@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from liveforge.kernel import _forward, _holders
+from liveforge.kernel._functions import collect_functions
 from liveforge.kernel._stmts import bindings
+from liveforge.kernel._undo import UndoLog
 from liveforge.kernel._update import (
-    UndoLog,
     fix_cells,
     mergeable,
     retarget,
@@ -64,14 +65,7 @@ def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
     if before is value:
         return
 
-    def undo() -> None:
-        if before is _MISSING:
-            if name in cls.__dict__:
-                type.__delattr__(cls, name)
-        else:
-            type.__setattr__(cls, name, before)
-
-    ctx.log.add(undo)
+    ctx.log.add(functools.partial(_put_back, cls, name, before))
     type.__setattr__(cls, name, value)
 
 
@@ -231,7 +225,7 @@ def _merge_member(
             note = _holders.unmerged(f"{cls.__qualname__}.{name}", current, value)
         _note(note, ctx)
     found: dict[int, types.FunctionType] = {}
-    _collect_functions(value, found)
+    collect_functions(value, found)
     fix_cells(list(found.values()), ctx.idmap)
     live = translate(value, ctx.idmap)
     _set(cls, name, live, ctx)
@@ -362,66 +356,3 @@ def _reassign_value(member: Any, value: Any, ctx: MergeContext) -> None:
     before = member._value_
     ctx.log.add(lambda: object.__setattr__(member, "_value_", before))
     object.__setattr__(member, "_value_", value)
-
-
-def defined_functions(value: Any, filename: str, first: int, last: int) -> list[types.FunctionType]:
-    """Functions reachable from `value` (through class bodies, nested classes, descriptors
-    and `__wrapped__` chains) whose code was compiled from lines `first`..`last` of
-    `filename` — the functions a statement standing at those lines defined. Functions it
-    merely references (a decorator's wrapper, a helper from elsewhere) are left out."""
-    found: dict[int, types.FunctionType] = {}
-    _collect_functions(value, found)
-    return [
-        f
-        for f in found.values()
-        if f.__code__.co_filename == filename and first <= f.__code__.co_firstlineno <= last
-    ]
-
-
-def module_functions(namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
-    """Every function reachable from a module's own functions and classes whose code comes
-    from `filename` (closures bound at module or class level included)."""
-    found: dict[int, types.FunctionType] = {}
-    name = namespace.get("__name__")
-    for value in list(namespace.values()):
-        if getattr(value, "__module__", None) == name:
-            _collect_functions(value, found)
-    return [f for f in found.values() if f.__code__.co_filename == filename]
-
-
-_TRANSIENT = {"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"}
-
-
-def makes_functions(code: types.CodeType) -> bool:
-    """True when running `code` can create functions that outlive the call (nested defs and
-    lambdas; comprehensions are called at once and dropped)."""
-    return any(
-        isinstance(c, types.CodeType) and (c.co_name not in _TRANSIENT or makes_functions(c))
-        for c in code.co_consts
-    )
-
-
-def _collect_functions(value: Any, found: dict[int, types.FunctionType]) -> None:
-    if isinstance(value, type):
-        for member in list(value.__dict__.values()):
-            if not isinstance(member, type) or member.__qualname__.startswith(
-                value.__qualname__ + "."
-            ):
-                _collect_functions(member, found)
-        return
-    for func in _functions_in(value):
-        while isinstance(func, types.FunctionType) and id(func) not in found:
-            found[id(func)] = func
-            func = getattr(func, "__wrapped__", None)
-
-
-def _functions_in(value: Any) -> list[Any]:
-    if isinstance(value, types.ModuleType):
-        return []
-    if isinstance(value, (classmethod, staticmethod)):
-        value = value.__func__
-    if isinstance(value, property):
-        return [value.fget, value.fset, value.fdel]
-    if isinstance(value, types.FunctionType):
-        return [value]
-    return [getattr(value, "__wrapped__", None)]

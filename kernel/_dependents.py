@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from liveforge.kernel import _reach
 from liveforge.kernel._sources import ModuleRegistry
-from liveforge.kernel._update import UndoLog
+from liveforge.kernel._undo import UndoLog
 
 if TYPE_CHECKING:
     from liveforge.kernel._engine import Outcome

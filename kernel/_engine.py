@@ -9,8 +9,8 @@ preserved throughout. Names the new source no longer binds are removed; forwardp
 registrations of replaced or removed definitions are dropped first so the new source alone
 decides what is implemented. Code of unchanged statements that moved (and of the closures
 their functions made, such as a decorator's wrappers) gets its line numbers shifted, so
-tracebacks and `inspect` stay exact. A change of `from __future__` flags runs every
-definition again, since each compiles differently.
+tracebacks and `inspect` stay exact (see `_moves`). A change of `from __future__` flags
+runs every definition again, since each compiles differently.
 
 Any failure — a syntax error, an exception while executing, a change that cannot be made in
 place — restores the module namespace, every live object, forwardpy's registries and
@@ -27,13 +27,15 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward, _reach, _recompute, _spawned
+from liveforge.kernel import _classes, _forward, _reach, _recompute
 from liveforge.kernel import _follow as _follow_
+from liveforge.kernel._moves import shift_moved
 from liveforge.kernel._reexports import is_star, removed_names
 from liveforge.kernel._revert import Revert, changed_bindings
 from liveforge.kernel._sources import register_source
 from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
-from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
+from liveforge.kernel._undo import UndoLog
+from liveforge.kernel._update import mergeable, retarget, update_callable
 from liveforge.kernel.errors import PatchError, PatchExecutionError
 
 _MISSING = object()
@@ -204,7 +206,7 @@ def _execute(
             _drop_registrations(stmt, saved)
     # Before anything runs, every function's code still carries its old lines, so a moved
     # statement's old line range names exactly the functions it made.
-    _shift_moved(namespace, plan.moved, ctx)
+    shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     for stmt, code in plan.run:
         exec(code, namespace)
@@ -367,46 +369,6 @@ def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]])
 
 def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
     return node if isinstance(node, ast.ClassDef) else None
-
-
-def _shift_moved(
-    namespace: dict[str, Any], moved: list[tuple[Stmt, int]], ctx: _classes.MergeContext
-) -> None:
-    seen: set[int] = set()
-    module_functions: list[types.FunctionType] | None = None
-    for stmt, delta in moved:
-        first, last = stmt.start - delta, stmt.end - delta
-        if stmt.functions is None:
-            # Found once by line range; the objects keep their identity while the statement
-            # is not executed again, so later moves reuse the list.
-            stmt.functions = [
-                f
-                for name in stmt.binds
-                for f in _classes.defined_functions(namespace.get(name), ctx.filename, first, last)
-            ]
-            stmt.spawns = any(_classes.makes_functions(f.__code__) for f in stmt.functions)
-        funcs = stmt.functions
-        if stmt.spawns:
-            # Closures made at run time by the statement's functions (a decorator's wrappers)
-            # are bound elsewhere in the module; they are found by their line range.
-            if module_functions is None:
-                module_functions = _classes.module_functions(namespace, ctx.filename)
-            funcs = funcs + [
-                f for f in module_functions if first <= f.__code__.co_firstlineno <= last
-            ]
-        # A closure found here takes the very nested code object its shifted maker holds;
-        # those held elsewhere (a registry, a partial) keep theirs, which the maker's new code
-        # remembers, so its next patch still finds them (see `_spawned.moved`).
-        shifted: dict[int, types.CodeType] = {}
-        for func in funcs:
-            if id(func) in seen:
-                continue
-            seen.add(id(func))
-            before = func.__code__
-            ctx.log.add(functools.partial(setattr, func, "__code__", before))
-            func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
-            if stmt.spawns:
-                shifted.update(_spawned.moved(before, func.__code__))
 
 
 def _restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from liveforge.kernel import _holders
 from liveforge.kernel._classes import MergeContext
-from liveforge.kernel._update import UndoLog
+from liveforge.kernel._undo import UndoLog
 
 
 def references(obj: Any) -> int:

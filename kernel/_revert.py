@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from liveforge.kernel._reach import discard_created
-from liveforge.kernel._update import UndoLog
+from liveforge.kernel._undo import UndoLog
 
 MISSING = object()  # a name that was not bound
 

@@ -24,12 +24,10 @@ import gc
 import sys
 import types
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from liveforge.kernel import _holders
-
-if TYPE_CHECKING:
-    from liveforge.kernel._update import UndoLog
+from liveforge.kernel._undo import UndoLog
 
 Key = tuple[str, int]
 

@@ -21,10 +21,10 @@ import functools
 import inspect
 import types
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 from liveforge.kernel import _spawned
+from liveforge.kernel._undo import UndoLog
 
 _FORWARD_KEY = "__liveforge_target__"
 _SWAPPED = (
@@ -37,22 +37,6 @@ _SWAPPED = (
     "__qualname__",
     "__module__",
 )
-
-
-class UndoLog:
-    """Reversible record of in-place mutations, undone newest first."""
-
-    def __init__(self) -> None:
-        self._steps: list[Callable[[], None]] = []
-
-    def add(self, step: Callable[[], None]) -> None:
-        """Remember how to undo one mutation."""
-        self._steps.append(step)
-
-    def undo(self) -> None:
-        """Undo every recorded mutation, newest first."""
-        while self._steps:
-            self._steps.pop()()
 
 
 def _state(func: types.FunctionType) -> list[Any]:
