@@ -257,7 +257,8 @@ def replace_held(
 ) -> None:
     """What ran while the new object was built (`hooks`: a decorator, a base's
     `__init_subclass__`) stored it: the live one takes its place. Where nothing was found
-    that holds it, the note says what ran and was not replayed for the live object."""
+    that holds it, the note says which class hooks (`__init_subclass__`, a metaclass: code
+    run for its side effects) ran and were not replayed for the live class."""
     who = " or ".join(hooks)
     if held:
         kinds = replace_in(held, new, live, ctx.log)
@@ -266,8 +267,11 @@ def replace_held(
             "live object took its place there, as one entry, like a fresh import's"
         )
         return
+    ran = " and ".join(h for h in hooks if not h.startswith("its decorator"))
+    if not ran:
+        return  # a class decorator that stored nothing: it only changed the class
     ctx.notes.append(
-        f"{name}: {who} ran again for the new class object, which was then merged into the "
+        f"{name}: {ran} ran again for the new class object, which was then merged into the "
         "live class; it stored it in no list, dict or set liveforge could find, so anything "
         f"else it did (a weak registry, a counter, a call elsewhere) was done for that "
         f"object and not replayed for the live {name}. Check it, and redo that for {name} "
