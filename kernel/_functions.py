@@ -69,4 +69,11 @@ def _functions_in(value: Any) -> list[Any]:
         return [value.fget, value.fset, value.fdel]
     if isinstance(value, types.FunctionType):
         return [value]
-    return [getattr(value, "__wrapped__", None)]
+    wrapped = getattr(value, "__wrapped__", None)
+    if wrapped is not None:
+        return [wrapped]
+    # A class-based decorator's instance (`curry`) that keeps its function as an attribute.
+    state = getattr(value, "__dict__", None)
+    if isinstance(state, dict):
+        return [v for v in state.values() if isinstance(v, types.FunctionType)]
+    return []

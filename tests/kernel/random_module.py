@@ -55,6 +55,14 @@ class _Twice:
         return ("twice", self.fn(*args, **kwargs))
 
 
+class _Curry:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return ("curry", self.fn(*args, **kwargs))
+
+
 _PLUGINS = {}
 
 
@@ -309,7 +317,8 @@ def function_def(rng: random.Random, name: str) -> Def:
             "(x: int, y: Root | None = None) -> int",
         ]
     )
-    deco = rng.choice(["", "", "deco", "tag", "_Twice", "functools.lru_cache(maxsize=None)"])
+    decos = ["", "", "deco", "tag", "_Twice", "_Curry", "functools.lru_cache(maxsize=None)"]
+    deco = rng.choice(decos)
     return Def(
         name, deco, params, function_expr(rng, name, params), rng.random() < 0.4, rng.random() < 0.3
     )
@@ -497,8 +506,8 @@ def identities(items: list[Item]) -> dict[str, str]:
             values = list(item.members.values())
             for i, (member, value) in enumerate(item.members.items()):
                 found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
-        elif isinstance(item, Def) and item.deco == "_Twice":
-            found[item.name] = "twice"  # a decorator instance, not a function
+        elif isinstance(item, Def) and item.deco in ("_Twice", "_Curry"):
+            found[item.name] = item.deco  # a decorator instance, not a function
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__
     return found

@@ -125,7 +125,9 @@ def behaviour(
             seen[name] = probe(value, filename)
             seen[f"{name} source"] = _source(value)
             if callable(value):
-                seen[f"{name} annotations"] = repr(inspect.unwrap(value).__annotations__)
+                seen[f"{name} annotations"] = repr(
+                    inspect.unwrap(getattr(value, "fn", value)).__annotations__
+                )
     return seen
 
 
@@ -169,6 +171,7 @@ def _observe_enum(path: str, cls: Any, filename: str, seen: dict[str, Any]) -> N
 
 def _source(value: Any) -> str | None:
     func = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
+    func = getattr(func, "fn", func)  # a class-based decorator's instance: its function
     return inspect.getsource(func) if callable(func) else None
 
 
