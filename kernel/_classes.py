@@ -233,11 +233,12 @@ def _merge_member(
 
 
 def _unrelated(current: Any, value: Any, nested: ast.ClassDef | None) -> bool:
-    """A callable member (not a class, not a plain value) replaced by an object it cannot
-    be merged into: a decorator of a method now makes another kind of object."""
+    """A callable member or a descriptor (not a class, not a plain value) replaced by an
+    object it cannot be merged into: a decorator of a method now makes another kind of
+    object (a `cachedproperty` dropped, a `staticmethod` added)."""
     if isinstance(current, type) or nested is not None:
         return False
-    return callable(current) or isinstance(current, (classmethod, staticmethod, property))
+    return callable(current) or hasattr(type(current), "__get__")
 
 
 def _replay_set_name(cls: type, name: str, value: Any, ctx: MergeContext) -> None:

@@ -319,3 +319,16 @@ def test_a_nested_plugin_class_keeps_its_registry_entry(project: Project, rt: Ru
         "class Formats:\n    class Tsv(Plugin, name='tsv'):\n        sep = '|'\n",
     )
     assert mod.REGISTRY["tsv"] is tsv and tsv.sep == "|"
+
+
+def test_a_method_decorator_replaced_by_another_kind_of_object_is_named(
+    project: Project, rt: Runtime
+) -> None:
+    """Dropping a class-based descriptor decorator from a method makes it a plain method,
+    and the note names the member and the old object's kind."""
+    mod = project.module(
+        src(CURRY) + "\n\nclass Box:\n    @curry\n    def size(self):\n        return 1\n"
+    )
+    change = rt.patch(f"{mod.__name__}.Box.size", "def size(self):\n    return 2\n")
+    assert any(n.startswith("Box.size: the new definition is a function") for n in change.notes)
+    assert mod.Box().size() == 2
