@@ -24,6 +24,7 @@ import gc
 import sys
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from liveforge.kernel import _holders
@@ -59,19 +60,33 @@ def moved(before: types.CodeType, after: types.CodeType) -> dict[int, types.Code
         if key not in new:
             continue
         pairs[id(code)] = new[key]
-        earlier = _EARLIER.get(code, [])
+        earlier = _earlier(code)
         if id(code) in live:
             earlier = [code, *earlier]
         if earlier:
-            _EARLIER[new[key]] = earlier
+            target = new[key]
+            _EARLIER[id(target)] = (weakref.ref(target, _forget(id(target))), earlier)
     return pairs
 
 
-#: A moved maker's nested code object -> the ones before the move that functions made
-#: earlier may still hold (see `moved`).
-_EARLIER: weakref.WeakKeyDictionary[types.CodeType, list[types.CodeType]] = (
-    weakref.WeakKeyDictionary()
-)
+#: id of a moved maker's nested code object -> (a weak reference to it, the code objects
+#: before the move that functions made earlier may still hold); see `moved`. Keyed by
+#: identity: equal code objects of other functions (code compares by value) are others.
+_EARLIER: dict[int, tuple[weakref.ref[types.CodeType], list[types.CodeType]]] = {}
+
+
+def _earlier(code: types.CodeType) -> list[types.CodeType]:
+    entry = _EARLIER.get(id(code))
+    return entry[1] if entry is not None and entry[0]() is code else []
+
+
+def _forget(key: int) -> Callable[[object], None]:
+    def drop(ref: object) -> None:
+        entry = _EARLIER.get(key)
+        if entry is not None and entry[0] is ref:
+            del _EARLIER[key]
+
+    return drop
 
 
 def _counts(codes: list[types.CodeType]) -> list[int]:
@@ -98,7 +113,7 @@ def alive(code: types.CodeType) -> list[types.CodeType]:
     found = _alive_own(code)
     if _EARLIER:
         for inner in nested(code).values():
-            found += _EARLIER.get(inner, [])
+            found += _earlier(inner)
     return found
 
 
@@ -130,7 +145,7 @@ def update(
     old_nested, new_nested = nested(old_code), nested(new_code)
     key_of = {id(c): key for key, c in old_nested.items()}
     for key, inner in old_nested.items():
-        key_of.update((id(c), key) for c in _EARLIER.get(inner, []))
+        key_of.update((id(c), key) for c in _earlier(inner))
     same_maker = same_defaults and _own_part(old_code) == _own_part(new_code)
     notes = []
     for func in funcs:
