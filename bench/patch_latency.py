@@ -11,6 +11,9 @@ child processes, so load from other programs on the machine distorts the table l
 Rows:
 
 * liveforge patch     `rt.patch("mod.fn30", src)` (one definition spliced and applied);
+* liveforge closures  `rt.patch("mod.maker", src)`: a factory whose 10 closures, made at
+                      import and held in a list, take its new nested code (the one case
+                      that searches the heap for them, so its cost grows with the heap);
 * liveforge reload    `rt.reload("mod")` after the new text was written to the file;
 * importlib.reload    `importlib.reload(module)` after writing the file;
 * jurigged recoder    `jurigged.make_recoder(fn).patch(src)`;
@@ -47,6 +50,7 @@ TARGET = "fn30"
 BIG_HEAP = 1_000_000
 ENGINES = {
     "lf-patch": "liveforge patch",
+    "lf-closures": "liveforge patch, closures",
     "lf-reload": "liveforge reload",
     "importlib": "importlib.reload",
     "jurigged-recoder": "jurigged recoder.patch",
@@ -89,9 +93,15 @@ def class_source(index: int) -> str:
     return f'class Class{index}:\n    """Class {index}."""\n    base = {index}\n{methods}'
 
 
-def module_source(variant: int = 0) -> str:
-    """The whole module, with the target function in `variant`."""
-    parts = ['"""Generated benchmark module."""\n\nLIMIT = 7\n']
+def maker_source(variant: int = 0) -> str:
+    """A factory of closures; `variant` changes the closures' code only."""
+    return f"def maker(k):\n    def made(x):\n        return x + k + {variant}\n    return made\n"
+
+
+def module_source(variant: int = 0, maker: int = 0) -> str:
+    """The whole module, with the target function in `variant` and the factory in `maker`."""
+    parts = ['"""Generated benchmark module."""\n\nLIMIT = 7\n', maker_source(maker)]
+    parts.append("MADE = [maker(i) for i in range(10)]\n")
     for i in range(60):
         parts.append(function_source(i, variant if i == 30 else 0))
         if i % 5 == 4:
@@ -123,7 +133,7 @@ def run_engine(engine: str, patches: int, folder: Path) -> tuple[list[float], bo
     path.write_text(module_source())
     sys.path.insert(0, str(folder))
     module = importlib.import_module(MODULE)
-    fn = getattr(module, TARGET)
+    fn, made = getattr(module, TARGET), module.MADE[0]
 
     def write(step: int) -> None:
         path.write_text(module_source(_variant(step)))
@@ -132,6 +142,8 @@ def run_engine(engine: str, patches: int, folder: Path) -> tuple[list[float], bo
         return function_source(30, _variant(step))
 
     def check(step: int) -> bool:
+        if engine == "lf-closures":
+            return bool(made(1) == 1 + 0 + _variant(step))
         want = 4 * 30 + 2 + 30 % 7 + sum(k * 4 for k in range(_variant(step))) + 7
         if getattr(module, TARGET)(4) != want:
             raise AssertionError(f"{engine}: the patch did not take effect")
@@ -145,6 +157,11 @@ def run_engine(engine: str, patches: int, folder: Path) -> tuple[list[float], bo
         if engine == "lf-patch":
             samples = _timed(
                 lambda s: None, lambda s: rt.patch(f"{MODULE}.{TARGET}", src(s)), patches
+            )
+        elif engine == "lf-closures":
+            patch = maker_source
+            samples = _timed(
+                lambda s: None, lambda s: rt.patch(f"{MODULE}.maker", patch(_variant(s))), patches
             )
         else:
             samples = _timed(write, lambda s: rt.reload(MODULE), patches)
@@ -296,6 +313,10 @@ def _targets(results: dict[str, tuple[float | str, float | str]]) -> None:
     ]
     for label, value, ok in checks:
         print(f"target: {label:<40} {value:>10}  {'met' if ok else 'MISSED'}")
+    print(
+        "(the closures row searches the heap for the closures a factory made, only when one "
+        "is alive: no target, its cost grows with the heap)"
+    )
 
 
 if __name__ == "__main__":

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _forward
+from liveforge.kernel import _forward, _holders
+from liveforge.kernel._functions import collect_functions
 from liveforge.kernel._stmts import bindings
+from liveforge.kernel._undo import UndoLog
 from liveforge.kernel._update import (
-    UndoLog,
     fix_cells,
     mergeable,
     retarget,
@@ -52,6 +55,9 @@ class MergeContext:
     #: the objects the new source created, alive until the patch is done: the identity map
     #: is keyed by their ids, which a freed object would hand on to the next one.
     created: list[Any] = field(default_factory=list)
+    #: called after a class was merged (name, new class, live class, class statement), to
+    #: put the live class where building the new one stored it (see `_reach.rehome`).
+    rehome: Callable[[str, type, type, ast.stmt | None, MergeContext], None] | None = None
 
 
 def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
@@ -59,14 +65,7 @@ def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
     if before is value:
         return
 
-    def undo() -> None:
-        if before is _MISSING:
-            if name in cls.__dict__:
-                type.__delattr__(cls, name)
-        else:
-            type.__setattr__(cls, name, before)
-
-    ctx.log.add(undo)
+    ctx.log.add(functools.partial(_put_back, cls, name, before))
     type.__setattr__(cls, name, value)
 
 
@@ -218,13 +217,49 @@ def _merge_member(
 ) -> None:
     current = cls.__dict__.get(name, _MISSING)
     if current is not _MISSING and _merge_in_place(current, value, ctx, nodes):
+        _replay_set_name(cls, name, current, ctx)
         return
     if current is not _MISSING:
-        _note(retarget(current, value, ctx.log), ctx)
+        note = retarget(current, value, ctx.log)
+        if not note and _unrelated(current, value, nodes[1]):
+            note = _holders.unmerged(f"{cls.__qualname__}.{name}", current, value)
+        _note(note, ctx)
     found: dict[int, types.FunctionType] = {}
-    _collect_functions(value, found)
+    collect_functions(value, found)
     fix_cells(list(found.values()), ctx.idmap)
-    _set(cls, name, translate(value, ctx.idmap), ctx)
+    live = translate(value, ctx.idmap)
+    _set(cls, name, live, ctx)
+    _replay_set_name(cls, name, live, ctx)
+
+
+def _unrelated(current: Any, value: Any, nested: ast.ClassDef | None) -> bool:
+    """A callable member or a descriptor (not a class, not a plain value) replaced by an
+    object it cannot be merged into: a decorator of a method now makes another kind of
+    object (a `cachedproperty` dropped, a `staticmethod` added)."""
+    if isinstance(current, type) or nested is not None:
+        return False
+    return callable(current) or hasattr(type(current), "__get__")
+
+
+def _replay_set_name(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
+    """Call `__set_name__` as type creation would for the live class: the new class
+    statement called it with the new class object, which was merged into `cls`. What it
+    sets on the class is undone with the change."""
+    hook = getattr(type(value), "__set_name__", None)
+    if hook is None:
+        return
+    before = dict(cls.__dict__)
+    hook(value, cls, name)
+    for key, now in list(cls.__dict__.items()):
+        if before.get(key, _MISSING) is not now:
+            ctx.log.add(functools.partial(_put_back, cls, key, before.get(key, _MISSING)))
+
+
+def _put_back(cls: type, name: str, value: Any) -> None:
+    if value is not _MISSING:
+        type.__setattr__(cls, name, value)
+    elif name in cls.__dict__:
+        type.__delattr__(cls, name)
 
 
 def _merge_in_place(
@@ -254,6 +289,8 @@ def _merge_in_place(
         and value.__qualname__.endswith("." + nodes[1].name)
     ):
         merge(current, value, nodes[0], nodes[1], ctx)
+        if ctx.rehome is not None:
+            ctx.rehome(current.__qualname__, value, current, nodes[1], ctx)
         return True
     return False
 
@@ -320,66 +357,3 @@ def _reassign_value(member: Any, value: Any, ctx: MergeContext) -> None:
     before = member._value_
     ctx.log.add(lambda: object.__setattr__(member, "_value_", before))
     object.__setattr__(member, "_value_", value)
-
-
-def defined_functions(value: Any, filename: str, first: int, last: int) -> list[types.FunctionType]:
-    """Functions reachable from `value` (through class bodies, nested classes, descriptors
-    and `__wrapped__` chains) whose code was compiled from lines `first`..`last` of
-    `filename` — the functions a statement standing at those lines defined. Functions it
-    merely references (a decorator's wrapper, a helper from elsewhere) are left out."""
-    found: dict[int, types.FunctionType] = {}
-    _collect_functions(value, found)
-    return [
-        f
-        for f in found.values()
-        if f.__code__.co_filename == filename and first <= f.__code__.co_firstlineno <= last
-    ]
-
-
-def module_functions(namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
-    """Every function reachable from a module's own functions and classes whose code comes
-    from `filename` (closures bound at module or class level included)."""
-    found: dict[int, types.FunctionType] = {}
-    name = namespace.get("__name__")
-    for value in list(namespace.values()):
-        if getattr(value, "__module__", None) == name:
-            _collect_functions(value, found)
-    return [f for f in found.values() if f.__code__.co_filename == filename]
-
-
-_TRANSIENT = {"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"}
-
-
-def makes_functions(code: types.CodeType) -> bool:
-    """True when running `code` can create functions that outlive the call (nested defs and
-    lambdas; comprehensions are called at once and dropped)."""
-    return any(
-        isinstance(c, types.CodeType) and (c.co_name not in _TRANSIENT or makes_functions(c))
-        for c in code.co_consts
-    )
-
-
-def _collect_functions(value: Any, found: dict[int, types.FunctionType]) -> None:
-    if isinstance(value, type):
-        for member in list(value.__dict__.values()):
-            if not isinstance(member, type) or member.__qualname__.startswith(
-                value.__qualname__ + "."
-            ):
-                _collect_functions(member, found)
-        return
-    for func in _functions_in(value):
-        while isinstance(func, types.FunctionType) and id(func) not in found:
-            found[id(func)] = func
-            func = getattr(func, "__wrapped__", None)
-
-
-def _functions_in(value: Any) -> list[Any]:
-    if isinstance(value, types.ModuleType):
-        return []
-    if isinstance(value, (classmethod, staticmethod)):
-        value = value.__func__
-    if isinstance(value, property):
-        return [value.fget, value.fset, value.fdel]
-    if isinstance(value, types.FunctionType):
-        return [value]
-    return [getattr(value, "__wrapped__", None)]

@@ -1,4 +1,5 @@
-"""Dependents of a reloaded module: `from mod import NAME` bindings made elsewhere."""
+"""Dependents of a changed module: `from mod import NAME` bindings made elsewhere, and the
+references to objects the change could not update in place."""
 
 from __future__ import annotations
 
@@ -6,12 +7,33 @@ import ast
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from liveforge.kernel import _reach
 from liveforge.kernel._sources import ModuleRegistry
-from liveforge.kernel._update import UndoLog
+from liveforge.kernel._undo import UndoLog
+
+if TYPE_CHECKING:
+    from liveforge.kernel._engine import Outcome
 
 _MISSING = object()
+
+
+def follow_up(registry: ModuleRegistry, name: str, outcome: Outcome, root: str | None) -> list[str]:
+    """After module `name` ran new source: re-bind what other modules imported from it, then
+    name what still holds objects the change could not update in place. Returns notes."""
+    revert = outcome.revert
+    if revert is None:
+        return []
+    notes = []
+    rebound = revert.rebound()
+    if rebound:
+        notes += rebind_dependents(registry, name, rebound, revert.log, root)
+    del rebound  # it holds the old objects, which are looked up next
+    if outcome.unmerged:
+        records = [*revert.bindings.values(), *outcome.unmerged, outcome.unmerged]
+        notes += _reach.unmerged_notes(outcome.unmerged, records)
+    return notes
 
 
 def rebind_dependents(

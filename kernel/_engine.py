@@ -9,8 +9,8 @@ preserved throughout. Names the new source no longer binds are removed; forwardp
 registrations of replaced or removed definitions are dropped first so the new source alone
 decides what is implemented. Code of unchanged statements that moved (and of the closures
 their functions made, such as a decorator's wrappers) gets its line numbers shifted, so
-tracebacks and `inspect` stay exact. A change of `from __future__` flags runs every
-definition again, since each compiles differently.
+tracebacks and `inspect` stay exact (see `_moves`). A change of `from __future__` flags
+runs every definition again, since each compiles differently.
 
 Any failure — a syntax error, an exception while executing, a change that cannot be made in
 place — restores the module namespace, every live object, forwardpy's registries and
@@ -28,13 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward, _reach
+from liveforge.kernel import _classes, _forward, _reach, _recompute
 from liveforge.kernel import _follow as _follow_
+from liveforge.kernel._moves import shift_moved
 from liveforge.kernel._reexports import is_star, removed_names
 from liveforge.kernel._revert import Revert, changed_bindings
 from liveforge.kernel._sources import register_source
 from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
-from liveforge.kernel._update import UndoLog, mergeable, retarget, shift_code, update_callable
+from liveforge.kernel._undo import UndoLog
+from liveforge.kernel._update import mergeable, retarget, update_callable
 from liveforge.kernel.errors import PatchError, PatchExecutionError
 
 _MISSING = object()
@@ -48,6 +50,8 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: names whose new object could not be merged into the old one: (name, old, new).
+    unmerged: list[tuple[str, Any, Any]] = field(default_factory=list)
     #: undoes exactly this application (see `Revert`).
     revert: Revert | None = None
 
@@ -63,6 +67,8 @@ class _Plan:
     dropped_stars: list[Stmt] = field(default_factory=list)
     #: changed statements left unexecuted (the caller's `skip` chose them).
     skipped: list[Stmt] = field(default_factory=list)
+    #: names of def and class statements the new source no longer has.
+    removed_defs: set[str] = field(default_factory=set)
 
 
 def apply(
@@ -83,7 +89,7 @@ def apply(
     that serves): the source still takes them, and the outcome's notes name each one.
     """
     plan = _plan(old, source, filename, target, rerun_definitions, skip)
-    ctx = _classes.MergeContext(UndoLog(), filename)
+    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_reach.rehome)
     namespace = module.__dict__
     saved = dict(namespace)
     registries = _forward.Snapshot()
@@ -96,6 +102,7 @@ def apply(
         ctx.log.undo()
         registries.restore()
         _restore_namespace(namespace, saved)
+        _reach.discard_created(ctx.created, saved, anywhere=True)
         _restore_linecache(filename, cached)
         if isinstance(exc, PatchError):
             raise
@@ -175,7 +182,8 @@ def _plan(
     for stmt in old_run:
         removed |= stmt.binds
     dropped = [s for left in old_plain.values() for s in left if is_star(s.node)]
-    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped, skipped)
+    gone_defs = set(old_defs) - {s.name for s in new_run if s.name}
+    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped, skipped, gone_defs)
 
 
 def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:
@@ -226,7 +234,7 @@ def _execute(
             _drop_registrations(stmt, saved)
     # Before anything runs, every function's code still carries its old lines, so a moved
     # statement's old line range names exactly the functions it made.
-    _shift_moved(namespace, plan.moved, ctx)
+    shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     for stmt, code in plan.run:
         exec(code, namespace)
@@ -241,10 +249,12 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    ran = [s for s, _ in plan.run]
+    ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     for name in sorted(gone):
         if name in namespace:
-            del namespace[name]
+            _reach.forget(name, namespace.pop(name), ctx)
             outcome.removed.append(name)
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
@@ -277,7 +287,12 @@ def _follow(
             f"({_describe_value(saved[name])}), as in a fresh import, so the patched "
             "definition is not what the name holds"
         )
-    defs, others = _follow_.readers(plan.index.stmts, ran, rebound)
+    recomputed, changed, notes = _recompute.run(
+        plan.index.stmts, ran, rebound, namespace, ctx.filename, plan.index.future_flags
+    )
+    ctx.notes.extend(notes)
+    rebound |= changed
+    defs, others = _follow_.readers(plan.index.stmts, ran + recomputed, rebound)
     for stmt in defs:
         exec(_compile(stmt, ctx.filename, plan.index.future_flags, ""), namespace)
         ctx.created.append(namespace.get(stmt.name or ""))
@@ -334,11 +349,13 @@ def _merge_name(
     if new is old:
         return
     outcome.updated.append(name)
-    if id(new) in existing or getattr(old, "__module__", None) != module_ns.get("__name__"):
+    if id(new) in existing:
+        return
+    if getattr(old, "__module__", None) != module_ns.get("__name__"):
+        if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
+            outcome.unmerged.append((name, old, new))
         return
     if mergeable(old, new):
-        own = _reach.own_code(old)
-        old_code = own if own is not None and _reach.nested_codes(own) else None
         held = (
             _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
         )
@@ -351,25 +368,21 @@ def _merge_name(
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
         if held:
-            _reach.replace_held(name, held, new, old, ctx)
+            _reach.replace_held(name, held, new, old, ctx, ["its decorator"])
         module_ns[name] = old
-        new_code = _reach.own_code(new)
-        if old_code is not None and new_code is not None:
-            ctx.notes.extend(_reach.update_spawned(old_code, new_code, ctx.log))
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
         first = len(ctx.members)
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
-        if _reach.may_register(new, stmt.node):
-            held = _reach.holders(new, [ctx.created])
-            if held:
-                _reach.replace_held(name, held, new, old, ctx)
+        _reach.rehome(name, new, old, stmt.node, ctx)
     else:
         note = retarget(old, new, ctx.log)
         if note:
             ctx.notes.append(note)
+        elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
+            outcome.unmerged.append((name, old, new))
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:
@@ -384,40 +397,6 @@ def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]])
 
 def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
     return node if isinstance(node, ast.ClassDef) else None
-
-
-def _shift_moved(
-    namespace: dict[str, Any], moved: list[tuple[Stmt, int]], ctx: _classes.MergeContext
-) -> None:
-    seen: set[int] = set()
-    module_functions: list[types.FunctionType] | None = None
-    for stmt, delta in moved:
-        first, last = stmt.start - delta, stmt.end - delta
-        if stmt.functions is None:
-            # Found once by line range; the objects keep their identity while the statement
-            # is not executed again, so later moves reuse the list.
-            stmt.functions = [
-                f
-                for name in stmt.binds
-                for f in _classes.defined_functions(namespace.get(name), ctx.filename, first, last)
-            ]
-            stmt.spawns = any(_classes.makes_functions(f.__code__) for f in stmt.functions)
-        funcs = stmt.functions
-        if stmt.spawns:
-            # Closures made at run time by the statement's functions (a decorator's wrappers)
-            # are bound elsewhere in the module; they are found by their line range.
-            if module_functions is None:
-                module_functions = _classes.module_functions(namespace, ctx.filename)
-            funcs = funcs + [
-                f for f in module_functions if first <= f.__code__.co_firstlineno <= last
-            ]
-        for func in funcs:
-            if id(func) in seen:
-                continue
-            seen.add(id(func))
-            before = func.__code__
-            ctx.log.add(functools.partial(setattr, func, "__code__", before))
-            func.__code__ = shift_code(before, delta)
 
 
 def _restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:

@@ -8,13 +8,17 @@ run differently although their text did not change.
   is defined again, in place, so its defaults are the new value's, as in a fresh import.
 - Other statements that read a rebound name when the module ran (`DOUBLE = LIMIT * 2`, a
   class body) are not run again — that would repeat their side effects — and are named in
-  a note instead.
+  a note instead (pure values are computed again, see `_recompute`).
+- A removed definition whose name another statement, before it, binds too (`try: from
+  ._fast import X` then `class X`) leaves the name on the removed object until that
+  statement runs again; a note says so.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from typing import Any
 
 from liveforge.kernel._stmts import Stmt
 
@@ -88,3 +92,25 @@ def _reads(node: ast.AST, names: set[str]) -> None:
         return
     for child in ast.iter_child_nodes(node):
         _reads(child, names)
+
+
+def still_bound(
+    stmts: list[Stmt], ran: Iterable[Stmt], removed: set[str], namespace: dict[str, Any]
+) -> list[str]:
+    """Notes for names whose definition was removed while a statement that did not run
+    binds them too, and which still hold what the removed definition made."""
+    notes = []
+    ran_ids = {id(s) for s in ran}
+    for name, stmt in sorted(bound_later(stmts, [], removed).items()):
+        value = namespace.get(name)
+        if id(stmt) in ran_ids or getattr(value, "__qualname__", None) != name:
+            continue
+        if getattr(value, "__module__", None) != namespace.get("__name__"):
+            continue
+        notes.append(
+            f"{name}: its definition was removed, and line {stmt.start} binds it too but did "
+            f"not run again; {name} still holds the removed definition (a fresh import would "
+            f"hold what line {stmt.start} binds). Patch the module with line {stmt.start} "
+            "changed so it runs again"
+        )
+    return notes

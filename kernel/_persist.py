@@ -21,7 +21,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from liveforge.kernel._changes import ChangeStatus, History
-from liveforge.kernel._classes import defined_functions
 from liveforge.kernel._files import (
     PersistRecord,
     PlannedWrite,
@@ -31,6 +30,7 @@ from liveforge.kernel._files import (
     read_source,
     restore,
 )
+from liveforge.kernel._functions import defined_functions
 from liveforge.kernel._journal import ForeignWrite, Journal
 from liveforge.kernel._sources import (
     ModuleRecord,

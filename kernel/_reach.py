@@ -1,4 +1,4 @@
-"""What else holds the objects a patch replaced: registries and closures made earlier.
+"""What else holds the objects a patch replaced: registries, and old references.
 
 Re-executing a definition builds new objects and the engine merges them into the live ones,
 so every reference to the live object runs the new code. Two kinds of reference escape that:
@@ -7,14 +7,14 @@ so every reference to the live object runs the new code. Two kinds of reference 
   or a base's `__init_subclass__` that stores the subclasses, stored the new object too.
   A fresh import would hold one entry; the new object is replaced by the live one it was
   merged into (and dropped where the live one already is).
-- a function that *makes* functions (a decorator's `wrapper`, a factory's closure) made
-  them earlier from its old code. Those closures get the new nested code in place when
-  their free variables are the same; otherwise a note names them.
+- a new object that cannot be merged into the old one (a decorator now returns an object
+  of another kind, with no `__wrapped__` to forward through): the name takes the new one,
+  and a note names the references that still hold the old one.
 
-Both look at the heap (`gc.get_referrers`), so both run only when needed: the first when
-the new function has references nobody in the engine made (its reference count tells) or
-the new class may have been stored (`may_register`), the second when the changed function
-has nested functions at all.
+(Functions made earlier by a changed function are `_spawned`'s.) Both look at the heap
+(`gc.get_referrers`), so both run only when needed: the first when the new function has
+references nobody in the engine made (its reference count tells) or the new class may have
+been stored (`may_register`), the second only for such an unmergeable pair.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ import functools
 import gc
 import sys
 import types
+from collections.abc import Iterable
 from typing import Any
 
+from liveforge.kernel import _holders
 from liveforge.kernel._classes import MergeContext
-from liveforge.kernel._update import UndoLog
+from liveforge.kernel._undo import UndoLog
 
 
 def references(obj: Any) -> int:
@@ -61,19 +63,140 @@ BASELINE = _calibrate()
 
 
 _PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
+#: modules whose class hooks store nothing a patch could leave behind (`Generic`, protocols).
+_STDLIB_HOOKS = frozenset({"typing", "abc", "enum", "collections.abc", "builtins"})
 
 
-def may_register(cls: type, node: ast.stmt) -> bool:
-    """True when building `cls` may have stored it somewhere: a base's `__init_subclass__`,
-    a metaclass of its own, or a class decorator other than `dataclass`. (Classes refer to
-    themselves in many ways, so their reference count tells nothing; the heap is searched
-    only in these cases.)"""
-    if type(cls) not in _PLAIN_METACLASSES:
-        return True
-    if any("__init_subclass__" in vars(base) for base in cls.__mro__[1:-1]):
-        return True
-    decorators = getattr(node, "decorator_list", [])
-    return any("dataclass" not in ast.unparse(d) for d in decorators)
+def class_hooks(cls: type, node: ast.stmt) -> list[str]:
+    """What ran when `cls` was built and may have stored it somewhere, in words: a base's
+    `__init_subclass__`, a metaclass of its own, a class decorator other than `dataclass`.
+    (Classes refer to themselves in many ways, so their reference count tells nothing; the
+    heap is searched only when there is one.)"""
+    hooks = []
+    if type(cls) not in _PLAIN_METACLASSES and type(cls).__module__ not in _STDLIB_HOOKS:
+        hooks.append(f"its metaclass {type(cls).__qualname__}")
+    hooks += [
+        f"{base.__qualname__}.__init_subclass__"
+        for base in cls.__mro__[1:-1]
+        if "__init_subclass__" in vars(base) and base.__module__ not in _STDLIB_HOOKS
+    ][:1]
+    decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
+    hooks += [f"its decorator @{d}" for d in decorators if "dataclass" not in d]
+    return hooks
+
+
+def rehome(name: str, new: type, live: type, node: ast.stmt | None, ctx: MergeContext) -> None:
+    """After `new` was merged into `live`: where what ran while building `new` (a base's
+    `__init_subclass__`, a metaclass, a class decorator) stored it, the live class takes
+    its place; where nothing was found, a note says what was not replayed."""
+    hooks = class_hooks(new, node or ast.Pass())
+    if hooks:
+        replace_held(name, holders(new, [ctx.created]), new, live, ctx, hooks)
+
+
+def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
+    """True when a definition statement made `new`, which cannot be merged into the live
+    `old` (a decorator now returns another kind of object), and references to `old` would
+    keep the old behaviour: `old` is callable and not something imported from elsewhere."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if isinstance(old, (types.FunctionType, type)) and old.__module__ != module:
+        return False
+    return callable(old) and old is not new
+
+
+def forget(name: str, value: Any, ctx: MergeContext) -> None:
+    """A class the new source no longer defines leaves the registries its bases'
+    `__init_subclass__` (or its metaclass) stored it in, as a fresh import would not have
+    it there: lists, dicts and sets bound in its module or its bases' modules, directly or
+    as class attributes. Other containers are left alone."""
+    if not isinstance(value, type) or not class_hooks(value, ast.Pass()):
+        return
+    registries = _registries([value])
+    held = [h for h in holders(value, [ctx.created]) if id(h) in registries]
+    if not held:
+        return
+    for holder in held:
+        _drop(holder, value, ctx.log)
+    ctx.notes.append(
+        f"{name}: removed, and taken out of {', '.join(sorted(registries[id(h)] for h in held))}"
+        ", where what ran when it was defined stored it, as a fresh import would not have it"
+    )
+
+
+def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: bool) -> None:
+    """The functions and classes a failed or undone application created, which something
+    stored (a decorator's registry, a base's `__init_subclass__`), leave those containers
+    again, or give way to the object `namespace` (as restored) binds to that name. After a
+    failure the objects are moments old, so every list, dict and set that holds them is
+    theirs; after a rollback (`anywhere` false) only registries bound in their module or
+    their bases' modules are. One search of the heap, when there is anything to look for."""
+    existed = {id(v) for v in namespace.values()}
+    made = {
+        id(o): o
+        for o in created
+        if isinstance(o, (type, types.FunctionType))
+        and o.__module__ == namespace.get("__name__")
+        and id(o) not in existed
+    }
+    if not made:
+        return
+    allowed = None if anywhere else _registries(made.values())
+    skip = {id(created), id(namespace), id(made)}
+    for holder in gc.get_referrers(*made.values()):
+        if id(holder) in skip or not isinstance(holder, (list, dict, set)):
+            continue
+        if (isinstance(holder, dict) and _is_namespace(holder)) or (
+            allowed is not None and id(holder) not in allowed
+        ):
+            continue
+        items = holder.values() if isinstance(holder, dict) else holder
+        for obj in [made[id(v)] for v in list(items) if id(v) in made]:
+            before = namespace.get(obj.__name__)
+            if before is not None and not isinstance(holder, list):
+                replace_in([holder], obj, before, UndoLog())
+            else:
+                _drop(holder, obj, UndoLog())
+
+
+def _registries(objects: Iterable[Any]) -> dict[int, str]:
+    """Containers bound in the modules of `objects` (and of their bases, for classes),
+    directly or as class attributes."""
+    modules = set()
+    for obj in objects:
+        mro = obj.__mro__[:-1] if isinstance(obj, type) else [obj]
+        modules |= {c.__module__ for c in mro}
+    found: dict[int, str] = {}
+    for module_name in modules:
+        module = sys.modules.get(module_name)
+        for key, value in list(getattr(module, "__dict__", {}).items()):
+            owners = [(f"{module_name}.{key}", value)]
+            if isinstance(value, type) and value.__module__ == module_name:
+                owners += [(f"{module_name}.{key}.{k}", v) for k, v in vars(value).items()]
+            for label, item in owners:
+                if isinstance(item, (list, dict, set)):
+                    found.setdefault(id(item), label)
+    return found
+
+
+def _drop(holder: Any, value: Any, log: UndoLog) -> None:
+    if isinstance(holder, list):
+        before = list(holder)
+        holder[:] = [item for item in holder if item is not value]
+        log.add(functools.partial(holder.__setitem__, slice(None), before))
+        return
+    log.add(functools.partial(_reset, holder, holder.copy()))
+    if isinstance(holder, dict):
+        for key in [k for k, v in holder.items() if v is value]:
+            del holder[key]
+    else:
+        holder.discard(value)
+
+
+def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
+    """Notes for names whose new object could not be merged into the old one (looked up
+    after from-import copies were re-bound; `skip` are liveforge's own records)."""
+    return [_holders.unmerged(name, old, new, skip) for name, old, new in unmerged]
 
 
 def holders(obj: Any, skip: list[Any]) -> list[Any]:
@@ -98,7 +221,7 @@ def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list
             _fix_dict(holder, new, live, log)
         else:
             holder.discard(new)
-            log.add(functools.partial(_reset_set, holder, set(holder)))
+            log.add(functools.partial(_reset, holder, set(holder)))
             holder.add(live)
     return [type(h).__name__ for h in containers]
 
@@ -124,69 +247,33 @@ def _fix_dict(holder: dict[Any, Any], new: Any, live: Any, log: UndoLog) -> None
             holder[key] = live
 
 
-def _reset_set(holder: set[Any], before: set[Any]) -> None:
+def _reset(holder: Any, before: Any) -> None:
     holder.clear()
     holder.update(before)
 
 
-_ANONYMOUS = {"<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>", "<lambda>"}
-
-
-def nested_codes(code: types.CodeType) -> dict[str, types.CodeType]:
-    """Code of the named functions `code` makes when it runs (nested ones too), by qualified
-    name. Lambdas are left out: nearly always called at once, and looking for the ones that
-    were kept would cost a scan of the heap on every patch of a function using one."""
-    found: dict[str, types.CodeType] = {}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType) and const.co_name not in _ANONYMOUS:
-            found[const.co_qualname] = const
-            found.update(nested_codes(const))
-    return found
-
-
-def update_spawned(old_code: types.CodeType, new_code: types.CodeType, log: UndoLog) -> list[str]:
-    """Give closures made earlier by a changed function (`old_code`) the new nested code.
-
-    Returns notes for closures that keep their old code (their free variables changed, or
-    the new code no longer makes them)."""
-    old_nested = nested_codes(old_code)
-    if not old_nested:
-        return []
-    new_nested = nested_codes(new_code)
-    by_code = {id(c): name for name, c in old_nested.items()}
-    notes = []
-    for holder in gc.get_referrers(*old_nested.values()):
-        if not isinstance(holder, types.FunctionType) or id(holder.__code__) not in by_code:
-            continue
-        name = by_code[id(holder.__code__)]
-        code = new_nested.get(name)
-        if code is None or code.co_freevars != holder.__code__.co_freevars:
-            notes.append(
-                f"{name} (made by {old_code.co_qualname} before this change, e.g. a "
-                f"decorator's wrapper) keeps its old code: "
-                + (
-                    "the new code makes no such function"
-                    if code is None
-                    else "its free variables changed"
-                )
-                + "; re-run what made it to rebuild it"
-            )
-            continue
-        log.add(functools.partial(setattr, holder, "__code__", holder.__code__))
-        holder.__code__ = code
-    return notes
-
-
-def own_code(func: Any) -> types.CodeType | None:
-    """The code of a function, or of the function a wrapper (lru_cache) holds."""
-    inner = func if isinstance(func, types.FunctionType) else getattr(func, "__wrapped__", None)
-    return inner.__code__ if isinstance(inner, types.FunctionType) else None
-
-
-def replace_held(name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext) -> None:
-    """A decorator stored the new object (a registry): the live one takes its place."""
-    kinds = replace_in(held, new, live, ctx.log)
+def replace_held(
+    name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext, hooks: list[str]
+) -> None:
+    """What ran while the new object was built (`hooks`: a decorator, a base's
+    `__init_subclass__`) stored it: the live one takes its place. Where nothing was found
+    that holds it, the note says which class hooks (`__init_subclass__`, a metaclass: code
+    run for its side effects) ran and were not replayed for the live class."""
+    who = " or ".join(hooks)
+    if held:
+        kinds = replace_in(held, new, live, ctx.log)
+        ctx.notes.append(
+            f"{name}: the new definition was also stored by {who} ({', '.join(kinds)}); the "
+            "live object took its place there, as one entry, like a fresh import's"
+        )
+        return
+    ran = " and ".join(h for h in hooks if not h.startswith("its decorator"))
+    if not ran:
+        return  # a class decorator that stored nothing: it only changed the class
     ctx.notes.append(
-        f"{name}: the new definition was also stored by its decorator ({', '.join(kinds)}); "
-        "the live object took its place there, as one entry, like a fresh import's"
+        f"{name}: {ran} ran again for the new class object, which was then merged into the "
+        "live class; it stored it in no list, dict or set liveforge could find, so anything "
+        f"else it did (a weak registry, a counter, a call elsewhere) was done for that "
+        f"object and not replayed for the live {name}. Check it, and redo that for {name} "
+        "where needed"
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from liveforge.kernel._update import UndoLog
+from liveforge.kernel._reach import discard_created
+from liveforge.kernel._undo import UndoLog
 
 MISSING = object()  # a name that was not bound
 
@@ -31,6 +32,7 @@ class Revert:
         """Undo the application (once)."""
         self.registries()
         self.log.undo()
+        dropped = []
         for name, (before, after) in self.bindings.items():
             if self.namespace.get(name, MISSING) is not after:
                 continue  # rebound since by something else: not this change's to undo
@@ -38,7 +40,10 @@ class Revert:
                 del self.namespace[name]
             else:
                 self.namespace[name] = before
+            dropped.append(after)
         self.bindings = {}
+        # What ran when they were made (a decorator, `__init_subclass__`) stored them.
+        discard_created(dropped, self.namespace, anywhere=False)
 
 
 def changed_bindings(

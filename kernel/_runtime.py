@@ -18,7 +18,7 @@ from typing import Any
 from liveforge.kernel import _engine, _forward
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._checks import Checks
-from liveforge.kernel._dependents import rebind_dependents
+from liveforge.kernel._dependents import follow_up
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._filestep import FileSteps
@@ -425,14 +425,7 @@ class Runtime(Checks, Persistence, VirtualModules, FileWrites, FileSteps):
             filename=label,
         )
         change._revert, change._index_before = outcome.revert, index_before
-        rebound = outcome.revert.rebound() if outcome.revert else {}
-        if rebound:
-            assert outcome.revert is not None
-            change.notes.extend(
-                rebind_dependents(
-                    self.registry, record.name, rebound, outcome.revert.log, self._root_prefix
-                )
-            )
+        change.notes.extend(follow_up(self.registry, record.name, outcome, self._root_prefix))
         return self._record_change(record, change)
 
     def _record_change(self, record: ModuleRecord, change: Change) -> Change:

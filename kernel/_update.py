@@ -21,8 +21,10 @@ import functools
 import inspect
 import types
 import weakref
-from collections.abc import Callable
 from typing import Any
+
+from liveforge.kernel import _spawned
+from liveforge.kernel._undo import UndoLog
 
 _FORWARD_KEY = "__liveforge_target__"
 _SWAPPED = (
@@ -35,22 +37,6 @@ _SWAPPED = (
     "__qualname__",
     "__module__",
 )
-
-
-class UndoLog:
-    """Reversible record of in-place mutations, undone newest first."""
-
-    def __init__(self) -> None:
-        self._steps: list[Callable[[], None]] = []
-
-    def add(self, step: Callable[[], None]) -> None:
-        """Remember how to undo one mutation."""
-        self._steps.append(step)
-
-    def undo(self) -> None:
-        """Undo every recorded mutation, newest first."""
-        while self._steps:
-            self._steps.pop()()
 
 
 def _state(func: types.FunctionType) -> list[Any]:
@@ -163,7 +149,7 @@ def update_function(
             return update_callable(target, new, log, idmap)
         return retarget(old, new, log)
     _fix_cells(new, idmap, log)
-    inner_note = _update_wrapped(old, new, log, idmap)
+    inner_note = _join(_update_wrapped(old, new, log, idmap), _spawned_notes(old, new, log))
     _save(old, log)
     new_dict = {k: translate(v, idmap) for k, v in new.__dict__.items()}
     old_free, new_free = old.__code__.co_freevars, new.__code__.co_freevars
@@ -177,12 +163,35 @@ def update_function(
         old.__dict__.update(new_dict)
         return inner_note
     _become_forwarder(old, new, new_dict)
-    return (
+    return _join(
+        inner_note,
         f"{new.__qualname__}: its free variables changed "
         f"({', '.join(old_free) or 'none'} -> {', '.join(new_free) or 'none'}); the "
         "existing function object now forwards every call to the new one, so earlier "
-        "references stay live"
+        "references stay live",
     )
+
+
+def _spawned_notes(old: types.FunctionType, new: Any, log: UndoLog) -> str | None:
+    """Functions `old` made earlier (closures, lambdas) take the new nested code."""
+    inner = inspect.unwrap(new) if not isinstance(new, types.FunctionType) else new
+    if not isinstance(inner, types.FunctionType):
+        return None
+    same = _same(old.__defaults__, inner.__defaults__) and _same(
+        old.__kwdefaults__, inner.__kwdefaults__
+    )
+    return _join(*_spawned.update(old.__code__, inner.__code__, log, same))
+
+
+def _same(old: Any, new: Any) -> bool:
+    try:
+        return bool(old == new)
+    except Exception:  # a value whose comparison fails: take it as changed
+        return False
+
+
+def _join(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
 
 
 def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
@@ -194,6 +203,7 @@ def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
     func = old if isinstance(old, types.FunctionType) else getattr(old, "__wrapped__", None)
     if not isinstance(func, types.FunctionType) or not _plain_callable(new):
         return None
+    spawned = _spawned_notes(func, new, log)
     _save(func, log)
     _become_forwarder(func, new, dict(func.__dict__))
     fronts = set(_FRONT_CACHES.get(func, ()))
@@ -203,10 +213,11 @@ def retarget(old: Any, new: Any, log: UndoLog) -> str | None:
     for cache in fronts:
         cache.cache_clear()
         log.add(cache.cache_clear)  # undone, results of the new code must not stay
-    return (
+    return _join(
+        spawned,
         f"{new.__qualname__}: its decorators changed what kind of object it is "
         f"({type(old).__name__} -> {type(new).__name__}); the name now holds the new "
-        "object and the old one forwards every call to it"
+        "object and the old one forwards every call to it",
     )
 
 

@@ -97,7 +97,7 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
     present = named(items)
     kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member", "future"]
     kind = rng.choice(kinds)
-    editable = [n for n in present if n not in ("SCALE", "tag")]
+    editable = [n for n in present if n not in ("SCALE", "tag", "make")]
     if kind == "change" and present:
         name = rng.choice(list(present))
         old = present[name]
@@ -166,7 +166,7 @@ def _member_edit(
         name = rng.choice(list(present))
         old = present[name]
         new: Any = (
-            Assign(name, old.value + 1)
+            type(old)(name, old.value + 1)
             if isinstance(old, Assign)
             else changed(rng, old)
             if isinstance(old, Cls)

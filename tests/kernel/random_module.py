@@ -24,8 +24,9 @@ FAST = """class Epsilon:
     def m0(self, x):
         return ("fast", x)
 """
-#: items at the start that stay there: filler, SCALE (defaults read it), the tag decorator
-FIRST = 3
+#: items at the start that stay there: filler, SCALE (defaults read it), the tag decorator,
+#: values computed from SCALE, the callback factory and the callbacks it made at import
+FIRST = 8
 ENUMS = ["Color", "Shape"]
 ENUM_MEMBERS = ["RED", "GREEN", "BLUE", "PINK"]
 FIELDS = ["a", "b", "c"]
@@ -54,7 +55,34 @@ class _Twice:
         return ("twice", self.fn(*args, **kwargs))
 
 
+class _Curry:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return ("curry", self.fn(*args, **kwargs))
+
+
+_PLUGINS = {}
+
+
+class Field:
+    def __init__(self, default=None):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    def __get__(self, obj, owner=None):
+        return (self.owner.__qualname__, self.owner is owner, self.name, self.default)
+
+
 class Root:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "." not in cls.__qualname__ and cls.__name__ != "Epsilon":
+            _PLUGINS[cls.__name__] = cls
+
     def __init__(self, v=5):
         self.v = v
 
@@ -121,6 +149,37 @@ class Tag:
             "def tag(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
             f"        return ('tag{self.label}', fn(*args, **kwargs))\n    return wrapper\n"
         )
+
+
+@dataclass
+class Factory:
+    """`make`, which makes the callbacks `_CALLBACKS` holds since import: a label only its
+    closure reads (an exact update), a multiplier its own code computes (the callbacks keep
+    the old captured value), a lambda or a def, with or without a second free variable."""
+
+    label: int
+    mult: int
+    lam: bool
+    uses_k: bool
+    name = "make"
+
+    def text(self, indent: str = "") -> str:
+        value = f"('cb{self.label}', x * scaled" + (" + k)" if self.uses_k else ")")
+        body = (
+            [f"    return lambda x: {value}"]
+            if self.lam
+            else ["    def cb(x):", f"        return {value}", "    return cb"]
+        )
+        lines = ["def make(n, k=1):", f"    scaled = n * {self.mult}", *body]
+        return "".join(f"{indent}{line}\n" for line in lines)
+
+    def shape(self) -> tuple[int, bool, bool]:
+        """What callbacks made earlier cannot follow when it changes."""
+        return (self.mult, self.lam, self.uses_k)
+
+
+DERIVED = 'DERIVED = SCALE * 3\nLABEL = f"s{SCALE}"\nPAIR: tuple = (SCALE, min(SCALE, 4))\n'
+CALLBACKS = "_CALLBACKS = [make(2), functools.partial(make(3), 5)]\n"
 
 
 @dataclass
@@ -211,7 +270,15 @@ class EnumDef:
         return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
 
 
-Item = Def | Assign | Filler | Cls | Data | EnumDef | Tag
+@dataclass
+class FieldAssign(Assign):
+    """`NAME = Field(value)` in a class body: a descriptor with `__set_name__`."""
+
+    def text(self, indent: str = "") -> str:
+        return f"{indent}{self.name} = Field({self.value})\n"
+
+
+Item = Def | Assign | Filler | Cls | Data | EnumDef | Tag | Factory
 
 
 FUTURE = "from __future__ import annotations\n"
@@ -250,7 +317,8 @@ def function_def(rng: random.Random, name: str) -> Def:
             "(x: int, y: Root | None = None) -> int",
         ]
     )
-    deco = rng.choice(["", "", "deco", "tag", "_Twice", "functools.lru_cache(maxsize=None)"])
+    decos = ["", "", "deco", "tag", "_Twice", "_Curry", "functools.lru_cache(maxsize=None)"]
+    deco = rng.choice(decos)
     return Def(
         name, deco, params, function_expr(rng, name, params), rng.random() < 0.4, rng.random() < 0.3
     )
@@ -302,6 +370,8 @@ def class_def(rng: random.Random, name: str) -> Cls:
         members += [Filler("\n"), method_def(rng, mname)]
     if rng.random() < 0.5:
         members.insert(2, Assign(rng.choice(CLASS_CONSTS), rng.randint(10, 99)))
+    if rng.random() < 0.5:
+        members.insert(2, FieldAssign("FLD", rng.randint(0, 9)))
     if name in CLASSES and rng.random() < 0.3:
         members += [Filler("\n"), class_def(rng, rng.choice(INNER))]
     return Cls(name, members)
@@ -322,12 +392,15 @@ class Sequence:
     items: list[Item]
     log: list[str] = field(default_factory=list)
     broken: set[str] = field(default_factory=set)
+    #: names (and "callbacks") a change's note said keep old objects: not compared.
+    noted: set[str] = field(default_factory=set)
     #: the model before each applied change, newest last (for rollback).
     undo: list[list[Item]] = field(default_factory=list)
 
     @classmethod
     def start(cls, rng: random.Random) -> Sequence:
-        items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3), Tag(1)]
+        items: list[Item] = [Filler("\n\n"), Assign("SCALE", 3), Tag(1), Filler("\n\n")]
+        items += [Fixed(DERIVED), Filler("\n\n"), Factory(1, 2, False, True), Fixed(CALLBACKS)]
         pool = [
             *rng.sample(CONSTS, 2),
             *rng.sample(FUNCS, 3),
@@ -381,7 +454,11 @@ def changed(rng: random.Random, old: Item) -> Item:
     """A changed version of a definition (new value, new class body, or a function with some
     of decorator, parameters, body and extras changed)."""
     if isinstance(old, Assign):
-        return Assign(old.name, old.value + rng.randint(1, 9))
+        return type(old)(old.name, old.value + rng.randint(1, 9))
+    if isinstance(old, Factory):
+        if rng.random() < 0.6:
+            return Factory(old.label + 1, old.mult, old.lam, old.uses_k)
+        return Factory(old.label + 1, rng.randint(1, 3), rng.random() < 0.3, rng.random() < 0.7)
     if isinstance(old, Tag):
         return Tag(old.label + 1)
     if isinstance(old, EnumDef):
@@ -411,6 +488,11 @@ def changed(rng: random.Random, old: Item) -> Item:
     )
 
 
+def factory_shape(items: list[Item]) -> tuple[int, bool, bool]:
+    """The shape of `make` (see `Factory.shape`)."""
+    return next(item.shape() for item in items if isinstance(item, Factory))
+
+
 def identities(items: list[Item]) -> dict[str, str]:
     """What kind of object each name is bound to (changing it breaks captured references)."""
     found: dict[str, str] = {}
@@ -424,8 +506,8 @@ def identities(items: list[Item]) -> dict[str, str]:
             values = list(item.members.values())
             for i, (member, value) in enumerate(item.members.items()):
                 found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
-        elif isinstance(item, Def) and item.deco == "_Twice":
-            found[item.name] = "twice"  # a decorator instance, not a function
+        elif isinstance(item, Def) and item.deco in ("_Twice", "_Curry"):
+            found[item.name] = item.deco  # a decorator instance, not a function
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__
     return found

@@ -112,7 +112,8 @@ def test_closure_free_variable_change_forwards_and_says_so(rt, mod):
             return add
     """),
     )
-    assert mod.make_adder(1)(1) == 102 and add(1) == 3
+    # the closure made before the patch (and before `make_adder` moved) runs the new code
+    assert mod.make_adder(1)(1) == 102 and add(1) == 103
     assert change.notes == []
 
 

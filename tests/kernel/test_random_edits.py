@@ -36,7 +36,16 @@ from typing import Any
 import pytest
 from kernel_support import Project
 from random_apply import edit
-from random_module import CLASSES, ENUMS, FAST, FUNCS, Sequence, identities, render
+from random_module import (
+    CLASSES,
+    ENUMS,
+    FAST,
+    FUNCS,
+    Sequence,
+    factory_shape,
+    identities,
+    render,
+)
 
 from liveforge import Runtime
 
@@ -88,13 +97,25 @@ def members(cls: type) -> list[str]:
     )
 
 
-def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[str, Any]:
-    """Everything observable about the generated part of `module`."""
+def behaviour(
+    module: types.ModuleType, instance: Callable[[str], Any], noted: set[str] | None = None
+) -> dict[str, Any]:
+    """Everything observable about the generated part of `module`, except what a change's
+    note said keeps old objects (`noted`: names, or "callbacks" made at import)."""
     filename = module.__file__ or ""
     seen: dict[str, Any] = {"names": sorted(n for n in vars(module) if not n.startswith("_"))}
+    # What ran at import and holds objects of the module: callbacks a factory made, and the
+    # registry of classes `Root.__init_subclass__` fills.
+    noted = noted or set()
+    if "callbacks" not in noted:
+        callbacks = module._CALLBACKS
+        seen["callbacks"] = [outcome(functools.partial(cb, 4), filename) for cb in callbacks]
+    seen["plugins"] = {
+        k: (v.__qualname__, v is getattr(module, k, None)) for k, v in module._PLUGINS.items()
+    }
     for name in seen["names"]:
         value = getattr(module, name)
-        if isinstance(value, types.ModuleType) or name == "STATE":
+        if isinstance(value, types.ModuleType) or name in ("STATE", *noted):
             continue
         if isinstance(value, enum.EnumMeta):
             _observe_enum(name, value, filename, seen)
@@ -104,7 +125,9 @@ def behaviour(module: types.ModuleType, instance: Callable[[str], Any]) -> dict[
             seen[name] = probe(value, filename)
             seen[f"{name} source"] = _source(value)
             if callable(value):
-                seen[f"{name} annotations"] = repr(inspect.unwrap(value).__annotations__)
+                seen[f"{name} annotations"] = repr(
+                    inspect.unwrap(getattr(value, "fn", value)).__annotations__
+                )
     return seen
 
 
@@ -148,6 +171,7 @@ def _observe_enum(path: str, cls: Any, filename: str, seen: dict[str, Any]) -> N
 
 def _source(value: Any) -> str | None:
     func = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
+    func = getattr(func, "fn", func)  # a class-based decorator's instance: its function
     return inspect.getsource(func) if callable(func) else None
 
 
@@ -218,6 +242,7 @@ class Captured:
         fresh: types.ModuleType,
         fresh_seen: dict[str, Any],
         broken: set[str],
+        noted: set[str],
     ) -> list[str]:
         """Where the captured references do not run the final code."""
         found = [
@@ -230,6 +255,7 @@ class Captured:
                         if n in self.instances and n not in broken
                         else getattr(module, n)()
                     ),
+                    noted,
                 ),
                 fresh_seen,
             )
@@ -292,11 +318,12 @@ def test_random_edit_sequence_matches_fresh_import(
     path = project.write(mod, render(seq.items))
     project.write(f"{mod}_fast", FAST)  # what the module's later statement binds Epsilon to
     module = importlib.import_module(mod)
-    user = project.module(f"from {mod} import SCALE\n", name=f"{mod}_user")
+    user = project.module(f"from {mod} import SCALE, DERIVED\n", name=f"{mod}_user")
     captured = Captured.take(module)
     rt = Runtime(project_root=project.root)
     rt.source(mod)  # the runtime takes the module's source as it was imported
     context = f"seed {seed}; edits:\n  "
+    shape = factory_shape(seq.items)
     for _ in range(EDITS_PER_SEQUENCE):
         before = identities(seq.items)
         try:
@@ -307,15 +334,24 @@ def test_random_edit_sequence_matches_fresh_import(
             ) from exc
         after = identities(seq.items)
         seq.broken |= {n for n, kind in before.items() if after.get(n) != kind}
+        if factory_shape(seq.items) != shape:
+            seq.noted.add("callbacks")  # the change named them in a note; they stay old
+        shape = factory_shape(seq.items)
+        history = rt.history()
+        notes = history[-1].notes if history else []
+        seq.noted |= {n.partition(":")[0] for n in notes if "still holds the removed" in n}
     context += "\n  ".join(seq.log)
     final = render(seq.items)
     assert rt.source(mod) == final, f"in-memory source differs from the model; {context}"
     fresh = fresh_import(mod, final, tmp_path / f"fresh{seed}")
-    fresh_seen = behaviour(fresh, lambda n: getattr(fresh, n)())
-    differences = _diff(behaviour(module, lambda n: getattr(module, n)()), fresh_seen)
-    differences += captured.differences(module, fresh, fresh_seen, seq.broken)
-    if user.SCALE != fresh.SCALE:
-        differences.append(f"  from-import copy of SCALE: {user.SCALE} != {fresh.SCALE}")
+    fresh_seen = behaviour(fresh, lambda n: getattr(fresh, n)(), seq.noted)
+    differences = _diff(behaviour(module, lambda n: getattr(module, n)(), seq.noted), fresh_seen)
+    differences += captured.differences(
+        module, fresh, fresh_seen, seq.broken | seq.noted, seq.noted
+    )
+    for name in ("SCALE", "DERIVED"):
+        if getattr(user, name) != getattr(fresh, name):
+            differences.append(f"  from-import copy of {name}: {getattr(user, name)!r}")
     sys.modules.pop(mod, None)
     assert not differences, (
         "live module differs from a fresh import:\n" + "\n".join(differences) + f"\n{context}"

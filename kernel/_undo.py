@@ -1,0 +1,21 @@
+"""The reversible record of in-place mutations a patch makes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class UndoLog:
+    """Reversible record of in-place mutations, undone newest first."""
+
+    def __init__(self) -> None:
+        self._steps: list[Callable[[], None]] = []
+
+    def add(self, step: Callable[[], None]) -> None:
+        """Remember how to undo one mutation."""
+        self._steps.append(step)
+
+    def undo(self) -> None:
+        """Undo every recorded mutation, newest first."""
+        while self._steps:
+            self._steps.pop()()
