@@ -6,6 +6,8 @@ module files it imported, then waits on a Unix socket. For each run the parent s
 (code or pytest arguments, the overlay's sources) together with three pipe ends (stdout,
 stderr, result); the template forks, the child applies the overlay, runs and writes its outcome
 to the result pipe (see `_child`), and the template reports the child's pid and exit status.
+After a run in namespaces the template makes the next check ahead while it is idle (see
+`_spare`): the namespaces and pid 1 are ready, and the request only goes to a waiting process.
 
 A template is *stale* when it imported a module the overlay now replaces, or a module whose
 file changed on disk since; `TemplateProcess.stale_reason` says why, and the sandbox then
@@ -166,30 +168,26 @@ def serve(sock_fd: int) -> None:
     processes = child.load_sibling("_processes")
     processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
     rulesets = boundary.Rulesets()
+    spare = None  # the next check in namespaces, made while idle (see `_spare`)
     while True:
         request, fds = channel.receive(max_fds=3)
         if request is None:
             return
         request["parent_pid"] = os.getpid()
-        handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
-        request["handshake"] = handshake
         policy = boundary.BoundaryPolicy.from_dict(request["boundary"])
         request["ruleset_fd"] = rulesets.take(policy)
-        pid = os.fork()
-        if pid == 0:
-            channel.sock.close()
-            child.child_main(request, *fds)
+        if spare is not None and not policy.namespaces:
+            spare.discard()
+            spare = None
+        if spare is not None and spare.start(request, fds, request["ruleset_fd"]):
+            pid, handshake = spare.pid, spare.handshake
+            reporting = handshake if spare.mapped else None
+        else:
+            pid, handshake, reporting = _fork_check(boundary, child, channel, request, fds)
+        spare = None
         for fd in [*fds, request["ruleset_fd"]]:
             if fd is not None:
                 os.close(fd)
-        reporting = None
-        if handshake is not None:
-            handshake.parent_side()
-            reporting = handshake if handshake.serve(pid) else None
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass
         channel.send({"pid": pid})
         status = _wait_child(pid, channel, reporting)
         if status is not None:  # said first: tearing down namespaces takes a while
@@ -201,7 +199,42 @@ def serve(sock_fd: int) -> None:
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
+        if policy.namespaces:  # before the rulesets' spare: it holds no fd of theirs
+            spare = _make_spare(child, channel)
         rulesets.make_spare(policy)
+
+
+def _fork_check(
+    boundary: Any, child: Any, channel: LineChannel, request: dict[str, Any], fds: list[int]
+) -> tuple[int, Any, Any]:
+    """Fork a check for `request` now: its pid, its handshake and the handshake that
+    reports the check's status (None where the check is not in namespaces)."""
+    handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
+    request["handshake"] = handshake
+    pid = os.fork()
+    if pid == 0:
+        channel.sock.close()
+        child.child_main(request, *fds)
+    reporting = None
+    if handshake is not None:
+        handshake.parent_side()
+        reporting = handshake if handshake.serve(pid) else None
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    return pid, handshake, reporting
+
+
+def _make_spare(child: Any, channel: LineChannel) -> Any:
+    """The next check, forked now into namespaces of its own (see `_spare`)."""
+    spare_module = child.load_sibling("_spare")
+
+    def run(request: dict[str, Any], fds: list[int]) -> Any:
+        child.child_main(request, *fds)
+
+    boundary = child.load_sibling("_boundary")
+    return spare_module.Spare.make(boundary, LineChannel, os.getpid(), run, [channel.sock])
 
 
 def _reap(pid: int) -> None:
