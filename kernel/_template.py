@@ -199,7 +199,8 @@ def serve(sock_fd: int) -> None:
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
-        if policy.namespaces:  # before the rulesets' spare: it holds no fd of theirs
+        if policy.namespaces and boot.get("ahead", True):  # before the rulesets' spare:
+            # it holds no fd of theirs
             spare = _make_spare(child, channel)
         rulesets.make_spare(policy)
 
@@ -291,7 +292,13 @@ class TemplateProcess:
     """Parent-side handle of one template process."""
 
     def __init__(
-        self, *, cwd: Path, sys_path: list[str], preload: list[str], boot_timeout: float = 120.0
+        self,
+        *,
+        cwd: Path,
+        sys_path: list[str],
+        preload: list[str],
+        boot_timeout: float = 120.0,
+        make_ahead: bool = True,
     ) -> None:
         # Parent side only: this file also runs standalone as the template's bootstrap.
         from liveforge.kernel._secrets import without_secrets
@@ -309,7 +316,7 @@ class TemplateProcess:
         )
         child_end.close()
         self.channel = LineChannel(parent_end)
-        self.channel.send({"sys_path": sys_path, "preload": preload})
+        self.channel.send({"sys_path": sys_path, "preload": preload, "ahead": make_ahead})
         parent_end.settimeout(boot_timeout)
         try:
             ready, _ = self.channel.receive()
