@@ -42,6 +42,10 @@ BOOTSTRAP = (
 )
 
 
+IDLE_BEFORE_SPARE = 0.05
+"""Seconds without a request after a run before the template makes the next check ahead."""
+
+
 def load_child_module() -> Any:
     """Load `_child.py` by path under a private name (so `liveforge` is not imported)."""
     if CHILD_MODULE in sys.modules:
@@ -199,10 +203,19 @@ def serve(sock_fd: int) -> None:
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
-        if policy.namespaces and boot.get("ahead", True):  # before the rulesets' spare:
-            # it holds no fd of theirs
-            spare = _make_spare(child, channel)
+        ahead = policy.namespaces and boot.get("ahead", True)
+        if ahead and _idle(channel, IDLE_BEFORE_SPARE):  # before the rulesets' spare, so
+            spare = _make_spare(child, channel)  # it holds no fd of theirs
         rulesets.make_spare(policy)
+
+
+def _idle(channel: LineChannel, seconds: float) -> bool:
+    """True when no request came within `seconds` (the front end is done with the last
+    result: work done now does not compete with it)."""
+    if b"\n" in channel.buffer:
+        return False
+    ready, _, _ = select.select([channel.sock], [], [], seconds)
+    return not ready
 
 
 def _fork_check(
