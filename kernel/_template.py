@@ -203,7 +203,8 @@ def serve(sock_fd: int) -> None:
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
-        ahead = policy.namespaces and boot.get("ahead", True)
+        # a run stopped by a signal (the front end's Ctrl-C, a limit): the next waits until asked
+        ahead = policy.namespaces and boot.get("ahead", True) and not os.WIFSIGNALED(status)
         if ahead and _idle(channel, IDLE_BEFORE_SPARE):  # before the rulesets' spare, so
             spare = _make_spare(child, channel)  # it holds no fd of theirs
         rulesets.make_spare(policy)
