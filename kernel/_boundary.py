@@ -147,18 +147,23 @@ class _Report:
 
 
 def contain(
-    policy: BoundaryPolicy, handshake: Any | None = None, prepared: int | None = None
+    policy: BoundaryPolicy,
+    handshake: Any | None = None,
+    prepared: int | None = None,
+    entered: Any | None = None,
 ) -> dict[str, Any]:
     """Wall in this freshly forked child as `policy` says (see the module's text); the
     report of what applied. `handshake` (a `Handshake` the parent made before the fork and
     serves after it) is needed for namespaces; without one the check stays in its parent's.
     In namespaces this returns in a new process (pid 2 of the check's pid namespace); the
     forked one waits for it and ends as it ends. `prepared` is a ruleset fd from `prepare`
-    (closed here)."""
-    if policy.parent_pid is not None:
+    (closed here). `entered` is what `_namespaces.enter` set up ahead of the run in a check
+    made before its request came (see `_spare`): only the project's view is mounted now."""
+    if entered is not None:
+        _namespaces.mount_view(entered, policy.copy_on_write())
+    elif policy.parent_pid is not None:
         _processes.die_with_parent(policy.parent_pid)
-    entered = None
-    if handshake is not None:
+    if entered is None and handshake is not None:
         handshake.child_side()
         entered = _namespaces.enter(handshake, policy.copy_on_write())
     report = apply_boundary(policy, entered, prepared)

@@ -421,7 +421,8 @@ def _enter_boundary(request: dict[str, Any]) -> dict[str, Any]:
         {**request["boundary"], "parent_pid": request.get("parent_pid")}
     )
     handshake, prepared = request.get("handshake"), request.get("ruleset_fd")
-    report: dict[str, Any] = boundary.contain(policy, handshake, prepared)
+    entered = request.get("entered")  # a check made ahead of its run (see `_spare`)
+    report: dict[str, Any] = boundary.contain(policy, handshake, prepared, entered)
     return report
 
 

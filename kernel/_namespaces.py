@@ -48,7 +48,7 @@ if __package__:  # imported as liveforge.kernel._namespaces
 else:  # loaded by file path in a sandbox child, after `_overlay` (see `_boundary`)
     _overlay = sys.modules["_liveforge_sandbox_overlay"]
 
-__all__ = ["CHECK_ID", "Entered", "Handshake", "check_ids", "enter", "id_maps"]
+__all__ = ["CHECK_ID", "Entered", "Handshake", "check_ids", "enter", "id_maps", "mount_view"]
 
 CHECK_ID = 2**31 - 16
 """The id outside that a check run by root has: no account has it, nothing else counts
@@ -201,14 +201,22 @@ def enter(handshake: Handshake, view: Any | None) -> Entered:
     if os.getppid() != parent:
         os._exit(0)
     entered.namespaces = True
-    if view is not None:
-        try:
-            _overlay.mount(view)
-            entered.project = "copy-on-write"
-        except OSError as exc:
-            entered.project_reason = str(exc)
+    mount_view(entered, view)
     _relay(handshake, entered)
     return entered
+
+
+def mount_view(entered: Entered, view: Any | None) -> None:
+    """Mount the copy-on-write `view` in the namespaces `entered` describes (a check made
+    ahead of its run mounts its view when the run comes, so it sees the project as it is
+    then); where it cannot, `entered` says why and the project stays read-only."""
+    if view is None or not entered.namespaces:
+        return
+    try:
+        _overlay.mount(view)
+        entered.project = "copy-on-write"
+    except OSError as exc:
+        entered.project_reason = str(exc)
 
 
 def _become_root() -> None:

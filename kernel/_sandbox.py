@@ -77,11 +77,14 @@ class Sandbox:
         preload: Sequence[str] = (),
         output_cap: int | None = None,
         settings: CheckSettings | None = None,
+        make_ahead: bool = True,
     ) -> None:
         """`preload` names extra modules the template imports ahead of time (besides the
         libraries the parent has loaded); `settings` are the checks' boundary and limits
         (network off, 2 GiB of memory by default); `output_cap` overrides its
-        `output_bytes`, the cap of each captured stream's file."""
+        `output_bytes`, the cap of each captured stream's file. With `make_ahead` the
+        template makes the next check's namespaces while idle (see `_spare`); False forks
+        each check when it is asked for (slower; for comparison)."""
         self.project_root = Path(project_root).resolve()
         self.store = RunStore(
             Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
@@ -91,6 +94,7 @@ class Sandbox:
         self.readable = Readable(self.project_root, self.settings.readable)
         self.scratch = Scratch()
         self.extra_preload = list(preload)
+        self.make_ahead = make_ahead
         self.template_starts = 0
         self._live_rulesets = Rulesets()
         self.last_refresh_reason: str | None = None
@@ -378,7 +382,10 @@ class Sandbox:
     ) -> TemplateProcess | None:
         try:
             template = TemplateProcess(
-                cwd=self.project_root, sys_path=list(sys.path), preload=preload
+                cwd=self.project_root,
+                sys_path=list(sys.path),
+                preload=preload,
+                make_ahead=self.make_ahead,
             )
         except OSError as exc:
             raise SandboxError(

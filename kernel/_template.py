@@ -6,6 +6,8 @@ module files it imported, then waits on a Unix socket. For each run the parent s
 (code or pytest arguments, the overlay's sources) together with three pipe ends (stdout,
 stderr, result); the template forks, the child applies the overlay, runs and writes its outcome
 to the result pipe (see `_child`), and the template reports the child's pid and exit status.
+After a run in namespaces the template makes the next check ahead while it is idle (see
+`_spare`): the namespaces and pid 1 are ready, and the request only goes to a waiting process.
 
 A template is *stale* when it imported a module the overlay now replaces, or a module whose
 file changed on disk since; `TemplateProcess.stale_reason` says why, and the sandbox then
@@ -38,6 +40,10 @@ BOOTSTRAP = (
     "s = u.spec_from_file_location('_liveforge_sandbox_template', sys.argv[1])\n"
     "m = u.module_from_spec(s); s.loader.exec_module(m); m.serve(int(sys.argv[2]))\n"
 )
+
+
+IDLE_BEFORE_SPARE = 0.05
+"""Seconds without a request after a run before the template makes the next check ahead."""
 
 
 def load_child_module() -> Any:
@@ -166,30 +172,26 @@ def serve(sock_fd: int) -> None:
     processes = child.load_sibling("_processes")
     processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
     rulesets = boundary.Rulesets()
+    spare = None  # the next check in namespaces, made while idle (see `_spare`)
     while True:
         request, fds = channel.receive(max_fds=3)
         if request is None:
             return
         request["parent_pid"] = os.getpid()
-        handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
-        request["handshake"] = handshake
         policy = boundary.BoundaryPolicy.from_dict(request["boundary"])
         request["ruleset_fd"] = rulesets.take(policy)
-        pid = os.fork()
-        if pid == 0:
-            channel.sock.close()
-            child.child_main(request, *fds)
+        if spare is not None and not policy.namespaces:
+            spare.discard()
+            spare = None
+        if spare is not None and spare.start(request, fds, request["ruleset_fd"]):
+            pid, handshake = spare.pid, spare.handshake
+            reporting = handshake if spare.mapped else None
+        else:
+            pid, handshake, reporting = _fork_check(boundary, child, channel, request, fds)
+        spare = None
         for fd in [*fds, request["ruleset_fd"]]:
             if fd is not None:
                 os.close(fd)
-        reporting = None
-        if handshake is not None:
-            handshake.parent_side()
-            reporting = handshake if handshake.serve(pid) else None
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass
         channel.send({"pid": pid})
         status = _wait_child(pid, channel, reporting)
         if status is not None:  # said first: tearing down namespaces takes a while
@@ -201,7 +203,53 @@ def serve(sock_fd: int) -> None:
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
             return
+        # a run stopped by a signal (the front end's Ctrl-C, a limit): the next waits until asked
+        ahead = policy.namespaces and boot.get("ahead", True) and not os.WIFSIGNALED(status)
+        if ahead and _idle(channel, IDLE_BEFORE_SPARE):  # before the rulesets' spare, so
+            spare = _make_spare(child, channel)  # it holds no fd of theirs
         rulesets.make_spare(policy)
+
+
+def _idle(channel: LineChannel, seconds: float) -> bool:
+    """True when no request came within `seconds` (the front end is done with the last
+    result: work done now does not compete with it)."""
+    if b"\n" in channel.buffer:
+        return False
+    ready, _, _ = select.select([channel.sock], [], [], seconds)
+    return not ready
+
+
+def _fork_check(
+    boundary: Any, child: Any, channel: LineChannel, request: dict[str, Any], fds: list[int]
+) -> tuple[int, Any, Any]:
+    """Fork a check for `request` now: its pid, its handshake and the handshake that
+    reports the check's status (None where the check is not in namespaces)."""
+    handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
+    request["handshake"] = handshake
+    pid = os.fork()
+    if pid == 0:
+        channel.sock.close()
+        child.child_main(request, *fds)
+    reporting = None
+    if handshake is not None:
+        handshake.parent_side()
+        reporting = handshake if handshake.serve(pid) else None
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    return pid, handshake, reporting
+
+
+def _make_spare(child: Any, channel: LineChannel) -> Any:
+    """The next check, forked now into namespaces of its own (see `_spare`)."""
+    spare_module = child.load_sibling("_spare")
+
+    def run(request: dict[str, Any], fds: list[int]) -> Any:
+        child.child_main(request, *fds)
+
+    boundary = child.load_sibling("_boundary")
+    return spare_module.Spare.make(boundary, LineChannel, os.getpid(), run, [channel.sock])
 
 
 def _reap(pid: int) -> None:
@@ -258,7 +306,13 @@ class TemplateProcess:
     """Parent-side handle of one template process."""
 
     def __init__(
-        self, *, cwd: Path, sys_path: list[str], preload: list[str], boot_timeout: float = 120.0
+        self,
+        *,
+        cwd: Path,
+        sys_path: list[str],
+        preload: list[str],
+        boot_timeout: float = 120.0,
+        make_ahead: bool = True,
     ) -> None:
         # Parent side only: this file also runs standalone as the template's bootstrap.
         from liveforge.kernel._secrets import without_secrets
@@ -276,7 +330,7 @@ class TemplateProcess:
         )
         child_end.close()
         self.channel = LineChannel(parent_end)
-        self.channel.send({"sys_path": sys_path, "preload": preload})
+        self.channel.send({"sys_path": sys_path, "preload": preload, "ahead": make_ahead})
         parent_end.settimeout(boot_timeout)
         try:
             ready, _ = self.channel.receive()
