@@ -20,6 +20,15 @@ from liveforge.testing import FakeProvider
 _ids = itertools.count(1)
 
 
+#: The fix the scripted models patch into the cart fixture.
+FIX = """def subtotal(self) -> int:
+    cents = self.unit_cents * self.quantity
+    if self.quantity >= BULK_QUANTITY:
+        cents -= round(cents * BULK_DISCOUNT)
+    return cents
+"""
+
+
 def gateway_env(fake: FakeProvider | None, **extra: str) -> dict[str, str]:
     """The gateway's environment: no outside keys or config, the fake as the model."""
     env = {

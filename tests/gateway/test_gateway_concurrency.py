@@ -9,12 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from gateway_support import Client, GatewayProcess, ended, gateway_env
 
 from liveforge.gateway.core import Gateway
 from liveforge.gateway.protocol import parse_client
-from liveforge.testing import FakeProvider, reply
+from liveforge.testing import reply
 
 SUBTOTAL = """def subtotal(self) -> int:
     cents = self.unit_cents * self.quantity
@@ -26,12 +25,6 @@ APPLY = """def apply(self, total_cents: int) -> int:
     reduced = total_cents - total_cents * self.percent // 100 - self.cents
     return max(reduced, 0)
 """
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
 
 
 def _deltas(messages: list[dict[str, Any]]) -> list[str]:

@@ -5,23 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-from gateway_support import Client, GatewayProcess, ended, gateway_env
+from gateway_support import FIX, Client, GatewayProcess, ended, gateway_env
 
-from liveforge.testing import FakeProvider, reply
-
-FIX = """def subtotal(self) -> int:
-    cents = self.unit_cents * self.quantity
-    if self.quantity >= BULK_QUANTITY:
-        cents -= round(cents * BULK_DISCOUNT)
-    return cents
-"""
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
+from liveforge.testing import reply
 
 
 def test_two_projects_with_the_same_package_name_never_meet(sample: Path, tmp_path, fake):

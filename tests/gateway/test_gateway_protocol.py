@@ -7,23 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from gateway_support import Client, GatewayProcess, ended, gateway_env
+from gateway_support import FIX, Client, GatewayProcess, ended, gateway_env
 from websockets.exceptions import InvalidStatus
 
 from liveforge.testing import FakeProvider, reply
-
-FIX = """def subtotal(self) -> int:
-    cents = self.unit_cents * self.quantity
-    if self.quantity >= BULK_QUANTITY:
-        cents -= round(cents * BULK_DISCOUNT)
-    return cents
-"""
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
 
 
 @pytest.fixture

@@ -8,16 +8,10 @@ from pathlib import Path
 
 import pytest
 from browser_support import CHROMIUM, Browser
-from gateway_support import GatewayProcess, gateway_env
+from gateway_support import FIX, GatewayProcess, gateway_env
 
 from liveforge.testing import FakeProvider, reply
 
-FIX = """def subtotal(self) -> int:
-    cents = self.unit_cents * self.quantity
-    if self.quantity >= BULK_QUANTITY:
-        cents -= round(cents * BULK_DISCOUNT)
-    return cents
-"""
 CHECK = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
 
 pytestmark = pytest.mark.skipif(
