@@ -16,13 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from shell_support import make_box, project_runtime
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
-from liveforge.declarations.permissions import Policy
 from liveforge.declarations.shell import Shell
-from liveforge.declarations.tool_settings import ShellSettings, ToolSettings
-from liveforge.declarations.toolbox import Toolbox
-from liveforge.kernel import Runtime
+from liveforge.declarations.tool_settings import ShellSettings
 from liveforge.kernel._boundary import probe
 
 pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI 6 (Linux 6.12+)")
@@ -30,17 +28,7 @@ pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI 6 (Li
 
 @pytest.fixture
 def rt(project):
-    runtime = Runtime(project_root=project.root)
-    yield runtime
-    runtime.close()
-
-
-def make_box(rt, **shell_settings):
-    box = Toolbox(
-        policy=Policy(mode="full-auto"), runtime=rt, packages=["liveforge.tools"], limit=8000
-    )
-    box.settings = ToolSettings(shell=ShellSettings(**shell_settings))
-    return box
+    yield from project_runtime(project)
 
 
 def _alive(pid: int) -> bool:

@@ -9,29 +9,18 @@ import sys
 import time
 
 import pytest
+from shell_support import make_box, project_runtime
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
 from liveforge.declarations.permissions import Decision, Policy, effect_of
-from liveforge.declarations.tool_settings import ShellSettings, ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.shell import command_names
-from liveforge.kernel import Runtime
 from liveforge.tools import shell
-
-FULL_AUTO = Policy(mode="full-auto")  # these tests are about the tools, not the gate
 
 
 @pytest.fixture
 def rt(project):
-    runtime = Runtime(project_root=project.root)
-    yield runtime
-    runtime.close()
-
-
-def make_box(rt, **shell_settings):
-    box = Toolbox(policy=FULL_AUTO, runtime=rt, packages=["liveforge.tools"], limit=8000)
-    box.settings = ToolSettings(shell=ShellSettings(**shell_settings))
-    return box
+    yield from project_runtime(project)
 
 
 def test_exec_reports_exit_code_and_both_streams(rt):
