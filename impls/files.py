@@ -18,6 +18,7 @@ from whatthepatch.exceptions import HunkApplyException, WhatThePatchException
 from liveforge.declarations.files import EditRefused, Files
 from liveforge.kernel import Change
 from liveforge.kernel._filewrites import confined, read_text
+from liveforge.kernel.errors import UnsafePath
 from liveforge.tools._output import number_lines
 
 __all__: list[str] = []
@@ -52,9 +53,18 @@ def _text(files: Files, path: Path) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+_HOW_TO_ALLOW_PATHS = (
+    "The user can let the file tools use another folder by adding it to `allow_paths` "
+    "under [tool.liveforge.tools.files] in pyproject.toml; then give the file's absolute path."
+)
+
+
 @forwardpy.impl(Files.resolve)
 def resolve(self: Files, path: str) -> Path:
-    return confined(self.runtime.project_root, path, self.settings.allow_paths)
+    try:
+        return confined(self.runtime.project_root, path, self.settings.allow_paths)
+    except UnsafePath as exc:
+        raise UnsafePath(f"{exc} {_HOW_TO_ALLOW_PATHS}", path=exc.path) from None
 
 
 @forwardpy.impl(Files.read)

@@ -118,6 +118,43 @@ def test_read_edit_patch_show_in_diff_and_undo_restores(project, fake, agent_on)
     assert "no unpersisted changes" in _slash(agent, "/diff")
 
 
+def test_a_folder_outside_the_project_is_refused_until_allow_paths_names_it(
+    project, fake, agent_on, tmp_path
+):
+    """By default read_file and edit_file refuse a file outside the project, and the model
+    reads how the user can allow it; once `allow_paths` under [tool.liveforge.tools.files]
+    in pyproject.toml names its folder, a new session reads and edits it."""
+    root, _ = project
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "notes.md").write_text(NOTES)
+    target = str(outside / "notes.md")
+    edit = {"path": target, "old_string": "speed: slow", "new_string": "speed: fast"}
+    fake.add(
+        reply.tool_call("read_file", {"path": target}),
+        reply.tool_call("edit_file", edit),
+        reply.text("That file is outside the project."),
+    )
+    events = run_turn(agent_on(), "read and edit the notes elsewhere")
+    assert [f.is_error for f in of_type(events, "tool_finished")] == [True, True]
+    sent = json.dumps(fake.requests[-1].body)
+    assert f"'{target}' is outside the project root" in sent
+    assert "adding it to `allow_paths` under [tool.liveforge.tools.files] in pyproject.toml" in sent
+    assert (outside / "notes.md").read_text() == NOTES
+    (root / "pyproject.toml").write_text(
+        f"[tool.liveforge.tools.files]\nallow_paths = [{json.dumps(str(outside))}]\n"
+    )
+    fake.add(
+        reply.tool_call("read_file", {"path": target}),
+        reply.tool_call("edit_file", edit),
+        reply.text("Edited."),
+    )
+    events = run_turn(agent_on(), "read and edit the notes elsewhere")
+    assert [f.is_error for f in of_type(events, "tool_finished")] == [False, False]
+    assert "2 speed: slow" in json.dumps(fake.requests[-2].body)
+    assert (outside / "notes.md").read_text() == NOTES.replace("slow", "fast")
+
+
 def test_shell_output_exit_code_timeout_and_a_background_process(project, fake, agent_on):
     """What the commands printed, their exit codes and the timeout reach the model; the
     background process is started, polled and killed."""
