@@ -23,6 +23,7 @@ from typing import Any
 
 from liveforge.declarations.files import Files
 from liveforge.declarations.permissions import (
+    UNBOUNDED,
     ApprovalRequest,
     Decision,
     Effect,
@@ -36,13 +37,27 @@ from liveforge.impls.shell_boundary import view_unavailable
 from liveforge.kernel._boundary import probe
 from liveforge.kernel.errors import LiveforgeError
 
-__all__ = ["HOW_TO_ALLOW", "in_tool_call", "persist_guard", "preview", "refusal"]
+__all__ = [
+    "HOW_TO_ALLOW",
+    "HOW_TO_ALLOW_UNBOUNDED",
+    "in_tool_call",
+    "persist_guard",
+    "preview",
+    "refusal",
+]
 
 HOW_TO_ALLOW = (
     "The user can allow it with a more permissive mode (`--mode auto-edit` or "
     "`--mode full-auto`, or `--yes`, on the command line; `mode` under "
     "[tool.liveforge.permissions] in pyproject.toml) or by adding the tool to that table's "
     "`allow` list."
+)
+HOW_TO_ALLOW_UNBOUNDED = (
+    "A command outside the check boundary needs the user's yes in every mode, `--yes` "
+    "included; the user can let such commands run without a question by adding "
+    '"unbounded" to the `allow` list under [tool.liveforge.permissions] in pyproject.toml. '
+    "A command that works inside the boundary (boundary=true, the default) goes by the "
+    "permission mode like any other."
 )
 _PREVIEW_LINES = 80
 
@@ -56,19 +71,22 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
     decision = policy.decide(name, effect)
     if decision is Decision.ALLOW:
         return None
-    what = f"{name} ({effect})"
+    unbounded = effect == UNBOUNDED
+    what = f"{name} outside the check boundary" if unbounded else f"{name} ({effect})"
+    how = HOW_TO_ALLOW_UNBOUNDED if unbounded else HOW_TO_ALLOW
     if decision is Decision.DENY:
-        by = "a deny rule" if name in policy.rules.deny else f"{policy.mode!r} mode"
+        ruled = name in policy.rules.deny or (unbounded and UNBOUNDED in policy.rules.deny)
+        by = "a deny rule" if ruled else f"{policy.mode!r} mode"
         return (
             f"not run: {what} is refused by {by}. Do not retry it; do what you can with "
-            f"the tools this mode allows and tell the user what is left. {HOW_TO_ALLOW}"
+            f"the tools this mode allows and tell the user what is left. {how}"
         )
     approver = box.approver
     if approver is None:
         return (
             f"not run: {what} needs the user's approval in {policy.mode!r} mode, and nobody "
             "is here to approve it (a non-interactive run). Do not retry it; finish with "
-            f"what you can do without it and tell the user what is left. {HOW_TO_ALLOW}"
+            f"what you can do without it and tell the user what is left. {how}"
         )
     request = ApprovalRequest(name, effect, dict(values), preview(box, name, values))
     try:

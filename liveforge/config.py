@@ -209,7 +209,8 @@ class PermissionsConfig(BaseModel):
     mode: Mode | None = None
     """read-only, ask, auto-edit or full-auto; unset: the front end's default (ask)."""
     allow: list[str] = Field(default_factory=list)
-    """Tools that run without asking, whatever the mode."""
+    """Tools that run without asking, whatever the mode; ``"unbounded"``: shell commands
+    outside the check boundary (a tool's own name does not cover those)."""
     ask: list[str] = Field(default_factory=list)
     """Tools that ask first (unless denied or allowed)."""
     deny: list[str] = Field(default_factory=list)

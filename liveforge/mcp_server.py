@@ -68,6 +68,7 @@ _HINTS: dict[str, tuple[bool, bool, bool, bool]] = {
     "write": (False, True, False, False),
     "execute": (False, True, False, True),
     "shell": (False, True, False, True),
+    "unbounded": (False, True, False, True),
 }
 
 

@@ -4,15 +4,17 @@ Commands run with bash in a folder of the project, inside the check boundary by 
 they read the system and the project, write only the project and their own ``$TMPDIR``,
 have no network unless asked, cannot signal other processes, get no secret variables, have
 memory and file-size limits, and nothing they start outlives them. The user is asked before
-each command unless the permission mode allows shell commands; reading a background
-process's state and output asks nothing.
+each command unless the permission mode allows shell commands; a command outside the
+boundary (``boundary=False``, effect ``unbounded``) is asked about in every mode unless the
+configuration allows it by name. Reading a background process's state and output asks
+nothing.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from liveforge.declarations.permissions import effect
+from liveforge.declarations.permissions import CallEffects, effect
 from liveforge.declarations.shell import ProcessInfo, Shell, ShellResult
 from liveforge.tools._context import runtime, settings
 
@@ -23,7 +25,10 @@ def _shell() -> Shell:
     return Shell(runtime=runtime(), settings=settings().shell)
 
 
-@effect("shell")
+_OUTSIDE: CallEffects = {"boundary": {False: "unbounded"}}
+
+
+@effect("shell", stricter=_OUTSIDE)
 def exec(
     command: str,
     cwd: str = ".",
@@ -39,13 +44,18 @@ def exec(
         timeout: seconds before the command is killed; omit for the configured default
         boundary: run inside the check boundary (writes only in the project, no secrets,
             limits); false runs it as a terminal would, which the user must approve
+            in every mode
         network: let the command open network connections (inside the boundary); omit for
             the configured default (off unless configured)
     """
     return _report(_shell().run(command, cwd, timeout, boundary, network))
 
 
-@effect("shell", lighter={"action": {"poll": "read", "read": "read", "list": "read"}})
+@effect(
+    "shell",
+    lighter={"action": {"poll": "read", "read": "read", "list": "read"}},
+    stricter=_OUTSIDE,
+)
 def process(
     action: Literal["start", "poll", "read", "kill", "list"],
     command: str = "",
@@ -61,7 +71,8 @@ def process(
         command: the command to start (action start)
         process_id: the id start returned, e.g. p1 (actions poll, read, kill)
         cwd: folder to start in, relative to the project root (action start)
-        boundary: start inside the check boundary (action start)
+        boundary: start inside the check boundary (action start); false starts it as a
+            terminal would, which the user must approve in every mode
         network: let it open network connections, e.g. a server tests talk to (action start)
     """
     shell = _shell()

@@ -7,7 +7,7 @@ turn and keeps the session; Ctrl-D (or /quit) leaves, and the transcript stays i
 `.liveforge/sessions/` for `--resume`. Tool calls follow the permission mode (`--mode`,
 `--yes` = full-auto, else `[tool.liveforge.permissions]`, else ask): a call the policy asks
 about shows what it will do (a diff, the code) and waits for y / n / a (always, for this
-tool in this chat).
+tool in this chat; for a shell command outside the check boundary, for those only).
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ class ChatApp:
         self.agent = agent
         self.project = project
         self.yes = policy_of(agent).mode == "full-auto"
-        self.always: set[str] = set()
+        self.always: set[tuple[str, str]] = set()
+        """(tool, effect) answered "always": a yes to commands inside the check boundary is
+        not a yes to commands outside it."""
         self.console = console or Console(highlight=False)
         self.renderer = Renderer(
             self.console, model=model_name(agent.provider), runs=agent.runtime.run
@@ -259,7 +261,7 @@ class ChatApp:
 
     def _approve_from_worker(self, request: ApprovalRequest) -> bool:
         """The toolbox's approver: called in the agent's tool worker when the policy asks."""
-        if request.tool in self.always:
+        if (request.tool, request.effect) in self.always:
             return True
         assert self._loop is not None
         self._question = asyncio.run_coroutine_threadsafe(self._ask(request), self._loop)
@@ -291,7 +293,7 @@ class ChatApp:
             return False
         choice = answer.strip().lower()
         if choice in ("a", "always"):
-            self.always.add(request.tool)
+            self.always.add((request.tool, request.effect))
         return choice in ("y", "yes", "a", "always")
 
     # -- model -------------------------------------------------------------------------------

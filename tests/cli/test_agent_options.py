@@ -1,7 +1,9 @@
-"""`--profile` on `run` and `chat` against the fake provider: what the model is offered."""
+"""`--profile` on `run` and `chat`, and `run -p` with a shell command outside the check
+boundary, against the fake provider: what the model is offered, and what it is told."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pexpect
@@ -52,3 +54,37 @@ def test_chat_with_profile_coding_offers_the_coding_tools(sample: Path):
         offered = _offered(fake)
     assert {"read_file", "edit_file", "exec", "process", "memory_search", "verify"} <= offered
     assert not {"patch", "persist", "execute", "spawn_agent"} & offered
+
+
+def test_run_refuses_a_command_outside_the_boundary_even_with_yes(sample: Path):
+    """`run -p --yes`: exec with boundary=false has nobody to approve it; it does not run,
+    and the model is told how the user allows such commands."""
+    command = f"touch {sample / 'ran'}"
+    script = [
+        reply.tool_call("exec", {"command": command, "boundary": False}),
+        reply.text("That needs your approval."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "touch it", "--yes", cwd=sample, **_env(fake))
+        answered = fake.requests[1].body["messages"][-1]["content"][0]
+    assert result.returncode == 0, result.stderr
+    assert answered["is_error"] is True and not (sample / "ran").exists()
+    text = json.dumps(answered["content"])
+    assert "needs the user's approval in 'full-auto' mode" in text
+    assert '\\"unbounded\\" to the `allow` list under [tool.liveforge.permissions]' in text
+
+
+def test_run_lets_it_through_when_the_config_allows_unbounded(sample: Path):
+    """With `allow = ["unbounded"]` in [tool.liveforge.permissions], `run -p --yes` runs the
+    command outside the boundary."""
+    with (sample / "pyproject.toml").open("a") as config:
+        config.write('\n[tool.liveforge.permissions]\nallow = ["unbounded"]\n')
+    script = [
+        reply.tool_call("exec", {"command": f"touch {sample / 'ran'}", "boundary": False}),
+        reply.text("Done."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "touch it", "--yes", cwd=sample, **_env(fake))
+        answered = fake.requests[1].body["messages"][-1]["content"][0]
+    assert result.returncode == 0, result.stderr
+    assert not answered.get("is_error") and (sample / "ran").exists()

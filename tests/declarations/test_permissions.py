@@ -13,12 +13,12 @@ from liveforge.declarations.permissions import (
     effect_of,
 )
 
-EFFECTS = ("read", "memory", "check", "write", "execute", "shell")
+EFFECTS = ("read", "memory", "check", "write", "execute", "shell", "unbounded")
 TABLE = {
-    "read-only": "allow deny  allow deny  deny  deny",
-    "ask": "allow ask   allow ask   ask   ask",
-    "auto-edit": "allow allow allow ask   ask   ask",
-    "full-auto": "allow allow allow allow allow allow",
+    "read-only": "allow deny  allow deny  deny  deny  deny",
+    "ask": "allow ask   allow ask   ask   ask   ask",
+    "auto-edit": "allow allow allow ask   ask   ask   ask",
+    "full-auto": "allow allow allow allow allow allow ask",
 }
 
 
@@ -37,6 +37,23 @@ def test_rules_override_the_mode_deny_first():
     assert policy.decide("persist", "write") is Decision.ALLOW
     assert policy.decide("execute", "execute") is Decision.DENY
     assert policy.decide("verify", "check") is Decision.ASK
+
+
+def test_unbounded_calls_go_by_the_unbounded_rule_not_the_tools_allow():
+    """A tool's allow does not let its calls outside the check boundary run unasked; the
+    "unbounded" rule does, in any mode; a deny of the tool or of "unbounded" refuses them."""
+    tool_allowed = Policy(mode="full-auto", rules=Rules(allow=("exec",)))
+    assert tool_allowed.decide("exec", "shell") is Decision.ALLOW
+    assert tool_allowed.decide("exec", "unbounded") is Decision.ASK
+    allowed = Rules(allow=("unbounded",))
+    assert Policy(mode="ask", rules=allowed).decide("exec", "unbounded") is Decision.ALLOW
+    assert Policy(mode="ask", rules=allowed).decide("exec", "shell") is Decision.ASK
+    assert Policy(mode="read-only", rules=allowed).decide("process", "unbounded") is Decision.ALLOW
+    both = Rules(allow=("unbounded",), deny=("exec",))
+    assert Policy(mode="full-auto", rules=both).decide("exec", "unbounded") is Decision.DENY
+    denied = Rules(allow=("exec",), deny=("unbounded",))
+    assert Policy(mode="full-auto", rules=denied).decide("exec", "unbounded") is Decision.DENY
+    assert Policy(mode="full-auto", rules=denied).decide("exec", "shell") is Decision.ALLOW
 
 
 def test_unknown_mode_is_refused_with_the_choices():
@@ -71,3 +88,24 @@ def test_a_call_can_have_a_lighter_effect_than_its_tool():
     assert effect_of(marked, {"action": ["poll"]}) == "shell"
     with pytest.raises(ValueError, match="unknown tool effect 'peek'"):
         effect("shell", lighter={"action": {"poll": "peek"}})  # type: ignore[dict-item]
+
+
+def test_a_call_can_have_a_stricter_effect_than_its_tool_unless_a_lighter_one_names_it():
+    """`stricter` raises the effect of the calls it names (by a bool argument too); a call
+    that `lighter` names keeps its milder effect."""
+
+    def tool(action: str = "start", boundary: bool = True) -> str:
+        return action
+
+    marked = effect(
+        "shell",
+        lighter={"action": {"poll": "read"}},
+        stricter={"boundary": {False: "unbounded"}},
+    )(tool)
+    assert effect_of(marked) == "shell"
+    assert effect_of(marked, {"action": "start", "boundary": True}) == "shell"
+    assert effect_of(marked, {"action": "start", "boundary": False}) == "unbounded"
+    assert effect_of(marked, {"action": "poll", "boundary": False}) == "read"
+    assert effect_of(marked, {"boundary": 0}) == "shell"
+    with pytest.raises(ValueError, match="unknown tool effect 'wild'"):
+        effect("shell", stricter={"boundary": {False: "wild"}})  # type: ignore[dict-item]

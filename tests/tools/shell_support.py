@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
-from liveforge.declarations.permissions import Policy
+from liveforge.declarations.permissions import UNBOUNDED, Policy, Rules
 from liveforge.declarations.tool_settings import ShellSettings, ToolSettings
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.kernel import Runtime
 
-FULL_AUTO = Policy(mode="full-auto")  # these tests are about the tools, not the gate
+# these tests are about the tools, not the gate: nothing asks, outside the boundary neither
+FULL_AUTO = Policy(mode="full-auto", rules=Rules(allow=(UNBOUNDED,)))
 
 
 def project_runtime(project: Any) -> Iterator[Runtime]:
