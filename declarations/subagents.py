@@ -14,7 +14,9 @@ patches the parent sees at once. Limits keep it bounded:
                     turn; `cancel_all()` (the parent's end) cancels every one still running
 
 A sub-agent's tools are its parent's, or with profile "read" only the tools whose effect is
-read or check (`liveforge.declarations.permissions`). Its result is its final answer,
+read or check (`liveforge.declarations.permissions`); it works under its parent's tool
+settings (profile, allow/deny lists) and permission rules, forked or not, and never gets a
+tool its parent does not have. Its result is its final answer,
 clipped to a bound with a pointer to its transcript, so the parent's context stays small.
 `send(id, text)` steers one: the text becomes its next turn, right after the current one.
 

@@ -8,6 +8,9 @@ calls answered, its transcript closed. The timeout is a timer that cancels the s
 
 A forked child (`subagent_fork.ForkChild`) is a process on a copy of the parent's live state;
 `accept` applies what it proposes in one transaction.
+
+Either kind works under its parent's tool settings (profile, allow/deny lists) and
+permission rules, and gets no tool its parent does not have (`child_tools`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import forwardpy
 
+from liveforge.declarations.permissions import effect_of
 from liveforge.declarations.provider import Route
 from liveforge.declarations.subagents import (
     ChildSpec,
@@ -35,7 +39,10 @@ from liveforge.impls.subagent_fork import ForkChild, child_info, fork_conflicts
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
 
-__all__ = ["close_subagents", "routes_for"]
+__all__ = ["child_tools", "close_subagents", "routes_for"]
+
+_READ_EFFECTS = ("read", "check")
+"""The effects of the tools a sub-agent with profile "read" gets."""
 
 
 def routes_for(routes: list[Route], model: str | None) -> list[Route]:
@@ -46,6 +53,15 @@ def routes_for(routes: list[Route], model: str | None) -> list[Route]:
         r.model_copy(update={"model": model, "name": f"{r.name.partition(':')[0]}:{model}"})
         for r in routes
     ]
+
+
+def child_tools(parent: Agent, profile: Profile) -> list[str] | None:
+    """The names of the tools a sub-agent of `parent` with `profile` may have; None: every
+    tool the parent's tool settings let through (the child works under the same settings).
+    Never a tool the parent's own list leaves out."""
+    if profile == "full":
+        return None if parent.toolbox.only is None else list(parent.toolbox.only)
+    return [t.name for t in parent.toolbox.tools() if effect_of(t.func) in _READ_EFFECTS]
 
 
 class _Child:
@@ -173,8 +189,10 @@ def _check_limits(agents: SubAgents) -> None:
 
 def _payload(agents: SubAgents, spec: ChildSpec, task: str) -> dict[str, Any]:
     """What a forked child needs: the project, the provider (keys in clear: a pipe only),
-    the settings and the parent's unpersisted modules."""
+    the settings (the parent's tool settings and permission rules too, and the tools it may
+    have) and the parent's unpersisted modules."""
     parent = agents.parent
+    policy = parent.toolbox.policy
     routes = [
         {
             **r.model_dump(mode="json", exclude={"credentials"}),
@@ -190,7 +208,10 @@ def _payload(agents: SubAgents, spec: ChildSpec, task: str) -> dict[str, Any]:
         "spec": spec.model_dump(mode="json"),
         # the fork patches its own copy (the parent accepts or not): memory is free there,
         # unless the parent may not change anything at all
-        "mode": "read-only" if parent.toolbox.policy.mode == "read-only" else "auto-edit",
+        "mode": "read-only" if policy.mode == "read-only" else "auto-edit",
+        "rules": {"allow": policy.rules.allow, "ask": policy.rules.ask, "deny": policy.rules.deny},
+        "tool_settings": parent.toolbox.settings.model_dump(mode="json"),
+        "tools": child_tools(parent, spec.profile),
         "routes": routes,
         "retry": parent.provider.retry.model_dump(mode="json"),
         "settings": parent.settings.model_dump(mode="json"),

@@ -21,7 +21,7 @@ from pathlib import Path
 import liveforge.impls  # noqa: F401  (registers every @impl body)
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import Compactor, ContextSettings
-from liveforge.declarations.permissions import Approver, Policy, effect_of
+from liveforge.declarations.permissions import Approver, Policy
 from liveforge.declarations.plugins import PluginHost
 from liveforge.declarations.prompt import SystemPrompt
 from liveforge.declarations.provider import Provider
@@ -33,7 +33,7 @@ from liveforge.impls.approvals import persist_guard
 from liveforge.impls.live_program import changes_of, holding, lane_of
 from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
-from liveforge.impls.subagents import routes_for
+from liveforge.impls.subagents import child_tools, routes_for
 from liveforge.kernel import Runtime
 from liveforge.kernel._secrets import is_secret_name, register_secrets
 
@@ -77,13 +77,6 @@ def link_session(
         parent_transcript=parent_transcript,
         depth=spec.depth,
     )
-
-
-def _profile_tools(parent: Agent | None, spec: ChildSpec | None) -> list[str] | None:
-    """The tool names a sub-agent's profile allows (None: all of them)."""
-    if parent is None or spec is None or spec.profile == "full":
-        return None
-    return [t.name for t in parent.toolbox.tools() if effect_of(t.func) in ("read", "check")]
 
 
 def _inherited_limits(parent: Agent | None) -> dict[str, int]:
@@ -155,7 +148,8 @@ def build_agent(
     (`liveforge.declarations.plugins`); their load problems are in
     `agent.session.live.plugin_problems`. `parent` and `spec` build a sub-agent
     (`liveforge.declarations.subagents`): its session is linked to the parent's, and it
-    shares the parent's runtime.
+    shares the parent's runtime, tool settings, policy and approver (never a tool the
+    parent's profile or deny lists leave out).
     `tool_settings` (default: the project's `[tool.liveforge.tools]`) choose the session's
     tool profile.
     """
@@ -192,7 +186,7 @@ def build_agent(
         runtime=runtime,
         packages=list(tool_packages or []),
         modules=_plugin_tool_modules(plugins),
-        only=_profile_tools(parent, spec),
+        only=child_tools(parent, spec.profile) if parent and spec else None,
         limit=context.tool_result_limit,
         policy=parent.toolbox.policy if parent is not None else policy,
         approver=parent.toolbox.approver if parent is not None else approver,

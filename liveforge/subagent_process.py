@@ -4,8 +4,9 @@ The parent (`liveforge.impls.subagents`) starts `python -m liveforge.subagent_pr
 writes one JSON object to its standard input: the project, the task, the provider's routes
 (keys included: they travel over the pipe only), the settings, the parent's unpersisted
 module sources (the overlay) and where to write the result. This process applies the
-overlay to a fresh runtime, runs the task with every tool except those that write files or
-run shells (nothing it does reaches the files or the parent), and writes a JSON result:
+overlay to a fresh runtime, runs the task under the parent's tool settings and permission
+rules with the tools the parent allows it except those that write files or run shells
+(nothing it does reaches the files or the parent), and writes a JSON result:
 the answer, and the modules it changed with their new source — the proposal the parent may
 accept (`agent_accept`) or leave.
 """
@@ -22,9 +23,10 @@ from typing import Any
 from liveforge.agent_setup import build_agent, link_session
 from liveforge.declarations.agent import Agent, AgentSettings
 from liveforge.declarations.compaction import ContextSettings
-from liveforge.declarations.permissions import Policy, effect_of
+from liveforge.declarations.permissions import Policy, Rules, effect_of
 from liveforge.declarations.provider import Provider, RetryPolicy, Route
 from liveforge.declarations.subagents import ChildSpec
+from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel import Runtime
 
 __all__ = ["main"]
@@ -54,11 +56,18 @@ def _agent(payload: dict[str, Any], rt: Runtime) -> Agent:
         runtime=rt,
         settings=AgentSettings.model_validate(payload["settings"]),
         context=ContextSettings.model_validate(payload["context"]),
-        policy=Policy(mode=payload.get("mode", "auto-edit")),
+        tool_settings=ToolSettings.model_validate(payload["tool_settings"]),
+        policy=Policy(
+            mode=payload["mode"],
+            rules=Rules(**{kind: tuple(names) for kind, names in payload["rules"].items()}),
+        ),
     )
     link_session(agent.session, payload["parent_session"], payload["parent_transcript"], spec)
+    allowed = payload["tools"]  # None: every tool the parent's tool settings let through
     agent.toolbox.only = [
-        t.name for t in agent.toolbox.tools() if effect_of(t.func) not in _HELD_BACK
+        t.name
+        for t in agent.toolbox.tools()
+        if effect_of(t.func) not in _HELD_BACK and (allowed is None or t.name in allowed)
     ]
     return agent
 
