@@ -13,13 +13,20 @@ from liveforge.declarations.permissions import Policy
 from liveforge.testing import reply
 
 SERVER = f"{sys.executable} -c \"import time; print('up', flush=True); time.sleep(60)\""
+PROTOCOLS = ["anthropic", "openai"]
 
 
 @pytest.fixture
-def asked_agent(project, fake):
+def protocol() -> str:
+    """The fake provider's wire protocol; tests that hold for both parametrize it."""
+    return "anthropic"
+
+
+@pytest.fixture
+def asked_agent(project, fake, protocol):
     """An agent in ask mode whose approver says yes and keeps every request."""
     root, _ = project
-    agent = make_agent(root, fake, policy=Policy(mode="ask"))
+    agent = make_agent(root, fake, protocol=protocol, policy=Policy(mode="ask"))
     asked: list = []
 
     def approve(request):
@@ -71,6 +78,7 @@ def _transcript_questions(agent) -> list[dict]:
     return [r for r in records if r.get("t") == "note" and r.get("what") == "approval"]
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_questions_show_the_diff_or_the_command_and_the_transcript_keeps_them(
     asked_agent, fake, project
 ):
@@ -110,6 +118,7 @@ def test_questions_show_the_diff_or_the_command_and_the_transcript_keeps_them(
     assert "inside the check boundary" in listing and "network on" in listing
     assert command in outside and "OUTSIDE the check boundary" in outside
     assert not (root / "ran.txt").exists()
+    assert "the user declined exec" in json.dumps(fake.requests[-1].body)
     assert (root / "notes.md").read_text() == "# Notes\nspeed: fast\nsize: large\n"
     kept = _transcript_questions(agent)
     assert [(q["tool"], q["text"], q["answer"]) for q in kept] == [
@@ -134,10 +143,11 @@ def test_an_edit_that_will_not_apply_says_so_in_the_question(asked_agent, fake, 
     assert "old_string was not found in notes.md" in request.preview
 
 
-def test_read_only_refuses_the_command_and_nothing_runs(project, fake):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_read_only_refuses_the_command_and_nothing_runs(project, fake, protocol):
     """In read-only mode exec is refused without a question; the model reads why."""
     root, _ = project
-    agent = make_agent(root, fake, policy=Policy(mode="read-only"))
+    agent = make_agent(root, fake, protocol=protocol, policy=Policy(mode="read-only"))
     try:
         fake.add(
             reply.tool_call("exec", {"command": f"touch {root / 'ran'}"}),
@@ -148,4 +158,5 @@ def test_read_only_refuses_the_command_and_nothing_runs(project, fake):
         agent.runtime.close()
     (finished,) = of_type(events, "tool_finished")
     assert finished.is_error and "refused by 'read-only' mode" in finished.summary
+    assert "exec (shell) is refused by 'read-only' mode" in json.dumps(fake.requests[-1].body)
     assert not (root / "ran").exists()
