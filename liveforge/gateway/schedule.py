@@ -73,6 +73,7 @@ class Scheduler:
                 session=entry.session,
                 input=entry.input,
                 idempotency_key=key,
+                busy="queue",  # a schedule never cuts a person's turn short
             )
             result = await self.gateway.request(self.deliver(entry, entry.session), run)
             started.append(result["run"])

@@ -113,7 +113,13 @@ def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[An
     gateways, extras = [], []
     for (name, folder), config in zip(projects, configs, strict=True):
         settings = config.gateway or GatewaySettings()
-        gateway = Gateway(folder, approval_timeout=settings.approval_timeout, mode=mode, name=name)
+        gateway = Gateway(
+            folder,
+            approval_timeout=settings.approval_timeout,
+            busy=settings.busy,
+            mode=mode,
+            name=name,
+        )
         gateways.append(gateway)
         extras += _extras(gateway, settings, config.schedule)
     return Hub(gateways), extras

@@ -2,6 +2,7 @@
 
 [tool.liveforge.gateway]
 approval_timeout = 300            # seconds a question waits before it counts as "deny"
+busy = "queue"                    # input for a busy session: "queue" behind it, or "steer"
 
 [tool.liveforge.gateway.telegram]
 allowed_users = [123456789]       # Telegram user ids allowed to talk to the bot
@@ -16,6 +17,8 @@ deliver = "telegram:123456789"    # or "ui" (the session's watchers and runs.lis
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -42,6 +45,10 @@ class GatewaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     approval_timeout: float = Field(default=300.0, gt=0)
     """Seconds an approval question waits for an answer before it counts as a refusal."""
+    busy: Literal["queue", "steer"] = "queue"
+    """What input for a session that is running does: "queue" (wait its turn, behind the
+    session's other queued input) or "steer" (stop the running turn, run next). A `run`
+    request's `busy` decides for itself; scheduled runs always queue."""
     telegram: TelegramSettings | None = None
     """The Telegram channel; off unless this table exists and the token variable is set."""
 
