@@ -13,7 +13,7 @@ name = "nightly-tests"
 cron = "0 3 * * *"                # minute hour day-of-month month day-of-week
 session = "nightly"
 input = "Run the test suite and tell me what fails."
-deliver = "telegram:123456789"    # or "ui" (the session's watchers and runs.list)
+deliver = "telegram:123456789"    # a channel's address, or "ui" (the session's watchers)
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ class ScheduleEntry(BaseModel):
     cron: str
     session: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
     input: str = Field(min_length=1)
-    deliver: str = "ui"
-    """"ui" (the session's watchers) or "telegram:CHAT_ID"."""
+    deliver: str = Field(default="ui", pattern=r"^(ui|[a-z][a-z0-9_-]*:\S+)$")
+    """Where the run's answer goes: "ui" (the session's watchers) or a channel's address,
+    "NAME:WHERE" ("telegram:CHAT_ID")."""
 
     @field_validator("cron")
     @classmethod
