@@ -14,8 +14,10 @@ builds it; a test keeps the file equal to it).
 
     {"type": "connect", "id": "1", "token": "..."}
     {"type": "run", "id": "2", "session": "main", "input": "fix the bug", "idempotency_key": "k1"}
-    {"type": "result", "id": "2", "ok": true, "result": {"run": "r-…", "status": "queued"}}
-    {"type": "event", "run": "r-…", "session": "main", "seq": 0, "event": {"type": …}}
+    {"type": "result", "id": "2", "ok": true, "result": {"run": "r-…", "status": "queued", …},
+     "error": null}
+    {"type": "event", "project": "shop", "run": "r-…", "session": "main", "seq": 0, "at": …,
+     "event": {"type": "text_delta", "text": "…"}}
 """
 
 from __future__ import annotations
