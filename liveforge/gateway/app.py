@@ -24,7 +24,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from liveforge.gateway.core import GatewayError
 from liveforge.gateway.hub import Hub
-from liveforge.gateway.protocol import parse_client
+from liveforge.gateway.protocol import parse_client, server_message
 
 __all__ = ["build_app"]
 
@@ -114,7 +114,14 @@ async def _serve(hub: Hub, socket: WebSocket, client: _WsClient, token: str) -> 
             await client.send(_ok(message.id, hub.hello()))
             continue
         if not authenticated:
-            await client.send(_error(message.id, "Unauthorized", "send connect first"))
+            await client.send(
+                _error(
+                    message.id,
+                    "Unauthorized",
+                    "this connection is not authenticated: send connect first (with the "
+                    "gateway's token when it has one); nothing else is answered until then",
+                )
+            )
             continue
         try:
             result = await hub.request(client, message)
@@ -125,16 +132,12 @@ async def _serve(hub: Hub, socket: WebSocket, client: _WsClient, token: str) -> 
 
 
 def _ok(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "result", "id": request_id, "ok": True, "result": result}
+    return server_message({"type": "result", "id": request_id, "ok": True, "result": result})
 
 
 def _error(request_id: str, kind: str, text: str) -> dict[str, Any]:
-    return {
-        "type": "result",
-        "id": request_id,
-        "ok": False,
-        "error": {"type": kind, "message": text},
-    }
+    error = {"type": kind, "message": text}
+    return server_message({"type": "result", "id": request_id, "ok": False, "error": error})
 
 
 def _request_id(text: str) -> str:

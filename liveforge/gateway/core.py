@@ -2,12 +2,14 @@
 
 Independent of the transport: a client is anything with `async send(message)`. Each session
 runs one run at a time (its lane), in the order the store keeps: steered runs first, then
-oldest first. Runs of different sessions go at once: their model requests and streamed text
-run side by side in the project's worker, and their tool calls take turns on the live
-program there (`liveforge.impls.live_program`). Events go to the client that started the run
-and to every client watching its session; an approval question goes to the run's owner
-(else to its session's watchers) and is refused when nobody answers within
-`approval_timeout`. Every message the gateway sends names its project.
+oldest first; a run sent to a busy session queues or steers as it says (`busy`), else as the
+gateway is configured. Runs of different sessions go at once: their model requests and
+streamed text run side by side in the project's worker, and their tool calls take turns on
+the live program there (`liveforge.impls.live_program`). Events go to the client that
+started the run and to every client watching its session; an approval question goes to the
+run's owner (else to its session's watchers) and is refused when nobody answers within
+`approval_timeout`. Every message the gateway sends names its project and is built by
+`protocol.server_message`, so it is what the shipped schema says.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Protocol
 
-from liveforge.gateway.protocol import PROTOCOL_VERSION
+from liveforge.gateway.protocol import PROTOCOL_VERSION, server_message
 from liveforge.gateway.store import GatewayStore, RunRow
 from liveforge.gateway.workers import ProjectWorker
 from liveforge.kernel import __version__
@@ -40,10 +42,18 @@ class Gateway:
     """One project's sessions and runs, served to any number of clients."""
 
     def __init__(
-        self, project: Path, *, approval_timeout: float = 300.0, mode: str = "", name: str = ""
+        self,
+        project: Path,
+        *,
+        approval_timeout: float = 300.0,
+        busy: str = "queue",
+        mode: str = "",
+        name: str = "",
     ) -> None:
         self.project = project
         self.name = name or project.name
+        self.busy = busy
+        """What a run sent to a busy session does unless it says: "queue" or "steer"."""
         self.store = GatewayStore(project / ".liveforge" / "gateway.db")
         self.worker = ProjectWorker(project, self._on_worker, mode)
         self.approval_timeout = approval_timeout
@@ -93,29 +103,39 @@ class Gateway:
         return result
 
     async def _run(self, client: Client | None, message: Any) -> dict[str, Any]:
-        self.store.ensure_session(message.session, message.input)
-        run, duplicate = self.store.add_run(message.session, message.input, message.idempotency_key)
-        if client is not None:
-            self.watchers.setdefault(message.session, set()).add(client)
-        if not duplicate:
+        known = self.store.by_key(message.idempotency_key)
+        if known is not None:  # a retry, from this client or another: the run it started
             if client is not None:
-                self.owners[run.id] = client
-            await self._status(run, "queued", position=self._position(run.id))
-            self._wake.set()
-        return {"run": run.id, "session": run.session, "status": run.status, "duplicate": duplicate}
+                self.watchers.setdefault(known.session, set()).add(client)
+            return {**self._summary(known), "duplicate": True}
+        steer = (message.busy or self.busy) == "steer"
+        run = await self._enqueue(client, message, message.idempotency_key, steer=steer)
+        return {**self._summary(run), "duplicate": False}
 
     async def _steer(self, client: Client, message: Any) -> dict[str, Any]:
+        return self._summary(await self._enqueue(client, message, "", steer=True))
+
+    async def _enqueue(
+        self, client: Client | None, message: Any, key: str, *, steer: bool
+    ) -> RunRow:
+        """Queue `message.input` on its session; steering goes first and stops the session's
+        running turn."""
         self.store.ensure_session(message.session, message.input)
-        run, _ = self.store.add_run(message.session, message.input, "", priority=1)
-        self.owners[run.id] = client
-        self.watchers.setdefault(message.session, set()).add(client)
-        busy = self.running.get(message.session)
+        run, _ = self.store.add_run(message.session, message.input, key, priority=int(steer))
+        if client is not None:
+            self.owners[run.id] = client
+            self.watchers.setdefault(message.session, set()).add(client)
+        busy = self.running.get(message.session) if steer else None
         if busy is not None:
             self.aborted.add(busy.id)
             await self.worker.send("abort", run=busy.id)
         await self._status(run, "queued", position=self._position(run.id))
         self._wake.set()
-        return {"run": run.id, "session": run.session, "status": "queued"}
+        return run
+
+    @staticmethod
+    def _summary(run: RunRow) -> dict[str, Any]:
+        return {"run": run.id, "session": run.session, "status": run.status}
 
     async def _abort(self, client: Client, message: Any) -> dict[str, Any]:
         run = self.store.run(message.run)
@@ -270,7 +290,10 @@ class Gateway:
             self.seq[run.id] = seq + 1
             event = {"type": "event", "project": self.name, "run": run.id, "session": run.session}
             await self._fan_out(
-                run, {**event, "seq": seq, "at": message["at"], "event": message["event"]}
+                run,
+                server_message(
+                    {**event, "seq": seq, "at": message["at"], "event": message["event"]}
+                ),
             )
         elif kind == "ask":
             await self._ask(run, message["request"], message["question"])
@@ -313,14 +336,16 @@ class Gateway:
         self.questions[key] = (run.id, timer)
         owner = self.owners.get(run.id)
         targets = [owner] if owner else list(self.watchers.get(run.session, ()))
-        message = {
-            "type": "approval",
-            "project": self.name,
-            "request": key,
-            "run": run.id,
-            "session": run.session,
-            "question": question,
-        }
+        message = server_message(
+            {
+                "type": "approval",
+                "project": self.name,
+                "request": key,
+                "run": run.id,
+                "session": run.session,
+                "question": question,
+            }
+        )
         for client in targets:
             await _send(client, message)
 
@@ -341,7 +366,7 @@ class Gateway:
             "reason": reason,
             "position": position,
         }
-        await self._fan_out(run, message)
+        await self._fan_out(run, server_message(message))
 
     async def _fan_out(self, run: RunRow, message: dict[str, Any]) -> None:
         targets = set(self.watchers.get(run.session, ()))

@@ -7,13 +7,17 @@ gateway of one project does not need), and everything the server sends names its
 Everything else the server sends is unsolicited: `event` (one agent event of a run, numbered
 per run by `seq`), `run_status` (queued / running / done / aborted / interrupted / failed)
 and `approval` (a question for the client that owns the run; answer with `approve` or
-`deny`). The JSON Schema of both directions ships as `protocol-v1.json` beside this module
-(`schema()` builds it; a test keeps the file equal to it).
+`deny`). The server builds each message from its model here (`server_message`), so what it
+sends is what the schema says: every field present, `null` where a result has no value. The
+JSON Schema of both directions ships as `protocol-v1.json` beside this module (`schema()`
+builds it; a test keeps the file equal to it).
 
     {"type": "connect", "id": "1", "token": "..."}
     {"type": "run", "id": "2", "session": "main", "input": "fix the bug", "idempotency_key": "k1"}
-    {"type": "result", "id": "2", "ok": true, "result": {"run": "r-…", "status": "queued"}}
-    {"type": "event", "run": "r-…", "session": "main", "seq": 0, "event": {"type": …}}
+    {"type": "result", "id": "2", "ok": true, "result": {"run": "r-…", "status": "queued", …},
+     "error": null}
+    {"type": "event", "project": "shop", "run": "r-…", "session": "main", "seq": 0, "at": …,
+     "event": {"type": "text_delta", "text": "…"}}
 """
 
 from __future__ import annotations
@@ -32,13 +36,16 @@ __all__ = [
     "ServerMessage",
     "parse_client",
     "schema",
+    "server_message",
     "shipped_schema",
 ]
 
 PROTOCOL_VERSION = 1
-PROTOCOL_REVISION = 2
+PROTOCOL_REVISION = 3
 """Backward-compatible additions to version 1: 2 added projects (the `project` field,
-`projects.list`), `changes.undo` and a session's own `changes.diff`."""
+`projects.list`), `changes.undo` and a session's own `changes.diff`; 3 added `busy` to `run`
+and made the schema of server messages name every field as required (they always carry
+them)."""
 _ID = Field(min_length=1, max_length=200, description="the client's id for this request")
 _SESSION = Field(
     min_length=1,
@@ -77,6 +84,11 @@ class Run(_Message):
     session: str = _SESSION
     input: str = Field(min_length=1, max_length=200_000)
     idempotency_key: str = Field(default="", max_length=200)
+    busy: Literal["", "queue", "steer"] = Field(
+        default="",
+        description="when the session is busy: queue behind its run, or steer (stop its turn "
+        "and run this next); empty: as the gateway is configured (busy = ...)",
+    )
 
 
 class Abort(_Message):
@@ -143,14 +155,28 @@ ClientMessage = Annotated[
 ]
 
 
-class ErrorInfo(BaseModel):
+class _Sent(BaseModel):
+    """A message the server sends: all its fields always go out, so all are required."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class ErrorInfo(_Sent):
     """Why a request failed: a type name and a message that says what to do."""
 
     type: str
     message: str
 
 
-class Result(_Message):
+class AgentEvent(BaseModel):
+    """An agent event: its `type` (text_delta, tool_started, patch_applied, ...) and the
+    fields of that type."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class Result(_Sent):
     """The answer to the request with the same `id`."""
 
     type: Literal["result"] = "result"
@@ -160,7 +186,7 @@ class Result(_Message):
     error: ErrorInfo | None = None
 
 
-class Event(_Message):
+class Event(_Sent):
     """One agent event of a run (the same objects `liveforge run --json` reports)."""
 
     type: Literal["event"] = "event"
@@ -169,10 +195,10 @@ class Event(_Message):
     session: str
     seq: int = Field(ge=0, description="position of the event in its run, from 0")
     at: float = Field(description="when the agent produced the event (server clock, Unix s)")
-    event: dict[str, Any]
+    event: AgentEvent
 
 
-class RunStatus(_Message):
+class RunStatus(_Sent):
     """A run changed state. `reason` is the turn's end reason when it is done."""
 
     type: Literal["run_status"] = "run_status"
@@ -184,7 +210,7 @@ class RunStatus(_Message):
     position: int = Field(default=0, ge=0, description="place in the queue when queued")
 
 
-class Approval(_Message):
+class Approval(_Sent):
     """A question the permission policy asks before a run may go on."""
 
     type: Literal["approval"] = "approval"
@@ -206,6 +232,17 @@ def parse_client(text: str | bytes) -> Any:
     return _CLIENT.validate_json(text)
 
 
+def server_message(fields: dict[str, Any]) -> dict[str, Any]:
+    """The message `fields` describe (`type` names which), checked against its model and
+    completed with its defaults; raises pydantic's ValidationError for a malformed one.
+
+        server_message({"type": "result", "id": "1", "ok": True, "result": {}})
+        # {'type': 'result', 'id': '1', 'ok': True, 'result': {}, 'error': None}
+    """
+    data: dict[str, Any] = _SERVER.dump_python(_SERVER.validate_python(fields))
+    return data
+
+
 def schema() -> dict[str, Any]:
     """The protocol's JSON Schema: both directions, versioned."""
     return {
@@ -214,7 +251,7 @@ def schema() -> dict[str, Any]:
         "version": PROTOCOL_VERSION,
         "revision": PROTOCOL_REVISION,
         "client": _CLIENT.json_schema(),
-        "server": _SERVER.json_schema(),
+        "server": _SERVER.json_schema(mode="serialization"),
     }
 
 

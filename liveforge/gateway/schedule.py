@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from datetime import datetime
 
-from liveforge.gateway.core import Client, Gateway
+from liveforge.gateway.channels import Channels
+from liveforge.gateway.core import Gateway
 from liveforge.gateway.cron import Cron
 from liveforge.gateway.protocol import Run
 from liveforge.gateway.settings import ScheduleEntry
@@ -22,18 +22,13 @@ __all__ = ["Scheduler"]
 
 
 class Scheduler:
-    """Fires the configured entries on the gateway; `deliver(entry)` picks the client that
-    receives a run's events (the UI's watchers when it returns None)."""
+    """Fires the configured entries on the gateway; each run's messages go where its entry's
+    `deliver` says, through the project's `channels` ("ui": the session's watchers)."""
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        entries: list[ScheduleEntry],
-        deliver: Callable[[ScheduleEntry, str], Client | None],
-    ) -> None:
+    def __init__(self, gateway: Gateway, entries: list[ScheduleEntry], channels: Channels) -> None:
         self.gateway = gateway
         self.entries = [(entry, Cron(entry.cron)) for entry in entries]
-        self.deliver = deliver
+        self.channels = channels
         self._task: asyncio.Task[None] | None = None
 
     def note_missed(self, now: float | None = None) -> None:
@@ -73,8 +68,9 @@ class Scheduler:
                 session=entry.session,
                 input=entry.input,
                 idempotency_key=key,
+                busy="queue",  # a schedule never cuts a person's turn short
             )
-            result = await self.gateway.request(self.deliver(entry, entry.session), run)
+            result = await self.gateway.request(self.channels.client_for(entry.deliver), run)
             started.append(result["run"])
             self.gateway.store.set_schedule_last(entry.name, minute.timestamp())
         return started

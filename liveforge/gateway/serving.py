@@ -113,7 +113,13 @@ def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[An
     gateways, extras = [], []
     for (name, folder), config in zip(projects, configs, strict=True):
         settings = config.gateway or GatewaySettings()
-        gateway = Gateway(folder, approval_timeout=settings.approval_timeout, mode=mode, name=name)
+        gateway = Gateway(
+            folder,
+            approval_timeout=settings.approval_timeout,
+            busy=settings.busy,
+            mode=mode,
+            name=name,
+        )
         gateways.append(gateway)
         extras += _extras(gateway, settings, config.schedule)
     return Hub(gateways), extras
@@ -135,12 +141,14 @@ def _one_project_per_bot(bots: dict[str, str], token_env: str, project: str) -> 
 def _extras(
     gateway: Gateway, settings: GatewaySettings, schedule: list[ScheduleEntry]
 ) -> list[Any]:
-    """The Telegram channel (when configured and its token is set) and the scheduler."""
+    """The project's channels (Telegram when configured and its token is set) and its
+    scheduler, which delivers through them; a schedule delivering to a channel the project
+    lacks is refused."""
+    from liveforge.gateway.channels import Channels
     from liveforge.gateway.schedule import Scheduler
     from liveforge.gateway.telegram import TelegramChannel
 
-    extras: list[Any] = []
-    telegram: TelegramChannel | None = None
+    channels = Channels()
     if settings.telegram is not None:
         bot_token = os.environ.get(settings.telegram.token_env, "")
         if not bot_token:
@@ -149,14 +157,10 @@ def _extras(
                 "set; export the bot token from @BotFather, or remove the table",
                 key="gateway.telegram.token_env",
             )
-        telegram = TelegramChannel(gateway, settings.telegram, bot_token)
-        extras.append(telegram)
-
-    def deliver(entry: ScheduleEntry, session: str) -> Any:
-        if entry.deliver.startswith("telegram:") and telegram is not None:
-            return telegram.for_chat(int(entry.deliver.split(":", 1)[1]))
-        return None
-
-    if schedule:
-        extras.append(Scheduler(gateway, schedule, deliver))
-    return extras
+        channels.add(TelegramChannel(gateway, settings.telegram, bot_token))
+    for entry in schedule:
+        try:
+            channels.client_for(entry.deliver)
+        except ValueError as exc:
+            raise ConfigError(f"schedule {entry.name}: {exc}", key="schedule.deliver") from None
+    return [channels, Scheduler(gateway, schedule, channels)] if schedule else [channels]

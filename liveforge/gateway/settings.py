@@ -2,6 +2,7 @@
 
 [tool.liveforge.gateway]
 approval_timeout = 300            # seconds a question waits before it counts as "deny"
+busy = "queue"                    # input for a busy session: "queue" behind it, or "steer"
 
 [tool.liveforge.gateway.telegram]
 allowed_users = [123456789]       # Telegram user ids allowed to talk to the bot
@@ -12,10 +13,12 @@ name = "nightly-tests"
 cron = "0 3 * * *"                # minute hour day-of-month month day-of-week
 session = "nightly"
 input = "Run the test suite and tell me what fails."
-deliver = "telegram:123456789"    # or "ui" (the session's watchers and runs.list)
+deliver = "telegram:123456789"    # a channel's address, or "ui" (the session's watchers)
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -42,6 +45,10 @@ class GatewaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     approval_timeout: float = Field(default=300.0, gt=0)
     """Seconds an approval question waits for an answer before it counts as a refusal."""
+    busy: Literal["queue", "steer"] = "queue"
+    """What input for a session that is running does: "queue" (wait its turn, behind the
+    session's other queued input) or "steer" (stop the running turn, run next). A `run`
+    request's `busy` decides for itself; scheduled runs always queue."""
     telegram: TelegramSettings | None = None
     """The Telegram channel; off unless this table exists and the token variable is set."""
 
@@ -54,8 +61,9 @@ class ScheduleEntry(BaseModel):
     cron: str
     session: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
     input: str = Field(min_length=1)
-    deliver: str = "ui"
-    """"ui" (the session's watchers) or "telegram:CHAT_ID"."""
+    deliver: str = Field(default="ui", pattern=r"^(ui|[a-z][a-z0-9_-]*:\S+)$")
+    """Where the run's answer goes: "ui" (the session's watchers) or a channel's address,
+    "NAME:WHERE" ("telegram:CHAT_ID")."""
 
     @field_validator("cron")
     @classmethod

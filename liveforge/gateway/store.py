@@ -148,10 +148,9 @@ class GatewayStore:
         self, session: str, text: str, idem: str, *, priority: int = 0
     ) -> tuple[RunRow, bool]:
         """A new queued run, or (with a known idempotency key) the existing one and True."""
-        if idem:
-            row = self._db.execute("SELECT * FROM runs WHERE idem = ?", (idem,)).fetchone()
-            if row:
-                return RunRow(**row), True
+        known = self.by_key(idem)
+        if known is not None:
+            return known, True
         run_id = f"r-{secrets.token_hex(6)}"
         self._db.execute(
             "INSERT INTO runs(id, session, idem, input, status, priority, created) "
@@ -161,6 +160,13 @@ class GatewayStore:
         found = self.run(run_id)
         assert found is not None
         return found, False
+
+    def by_key(self, idem: str) -> RunRow | None:
+        """The run started with the idempotency key `idem` (None: none, or no key)."""
+        if not idem:
+            return None
+        row = self._db.execute("SELECT * FROM runs WHERE idem = ?", (idem,)).fetchone()
+        return RunRow(**row) if row else None
 
     def run(self, run_id: str) -> RunRow | None:
         """The run `run_id`, or None."""

@@ -1,6 +1,8 @@
 """A Telegram bot as a gateway channel: Bot API long polling in, streamed answers out.
 
-Each chat is its own session (`telegram:CHAT_ID`); only `allowed_users` are heard. An update
+A `Channel` named "telegram": its delivery addresses are chat ids (`telegram:CHAT_ID`, as a
+schedule's `deliver` names them). Each chat is its own session (`telegram:CHAT_ID`); only
+`allowed_users` are heard. An update
 is run with its update id as the idempotency key, so an update delivered twice (say, after
 a restart) never starts two runs. The answer streams into one message, edited as text
 arrives (at most once a second, Telegram's pace), and is split at line breaks when it
@@ -51,19 +53,34 @@ class _Reply:
     edited: float = field(default=0.0)
 
 
+@dataclass(eq=False)
+class _Chat:
+    """One chat as a gateway client: the runs it owns or watches are shown there."""
+
+    channel: TelegramChannel
+    chat: int
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Queue `message` for the chat (the gateway never waits for Telegram)."""
+        self.channel.outbox.put_nowait((self.chat, message))
+
+
 class TelegramChannel:
-    """Serves a gateway to Telegram chats; a gateway client for the runs it starts."""
+    """Serves a gateway to Telegram chats (the channel named "telegram")."""
+
+    name = "telegram"
 
     def __init__(self, gateway: Gateway, settings: TelegramSettings, token: str) -> None:
         self.gateway = gateway
         self.settings = settings
         self.base = f"{settings.api_base.rstrip('/')}/bot{token}"
         self.http = httpx.AsyncClient(timeout=settings.poll_timeout + 15)
-        self.replies: dict[str, _Reply] = {}
+        self.replies: dict[tuple[int, str], _Reply] = {}
+        """The answer of each run being shown, by chat and run."""
         self.questions: dict[int, str] = {}
-        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.outbox: asyncio.Queue[tuple[int, dict[str, Any]]] = asyncio.Queue()
+        self._chats: dict[int, _Chat] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._pending_chat: int | None = None
 
     async def start(self) -> None:
         """Start polling for updates and delivering answers."""
@@ -76,18 +93,16 @@ class TelegramChannel:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.http.aclose()
 
-    async def send(self, message: dict[str, Any]) -> None:
-        """Gateway messages for this channel's runs (queued: the gateway never waits)."""
-        if message.get("type") == "run_status" and message.get("status") == "queued":
-            chat = self._pending_chat
-            if chat is not None and message["run"] not in self.replies:
-                self.replies[message["run"]] = _Reply(chat=chat)
-        self.outbox.put_nowait(message)
-
-    def for_chat(self, chat: int) -> TelegramChannel:
-        """This channel as the client of a run whose answer goes to `chat` (a schedule's)."""
-        self._pending_chat = chat
-        return self
+    def client_for(self, address: str) -> _Chat:
+        """The client showing runs in the chat `address` (a chat id, as digits)."""
+        try:
+            chat = int(address)
+        except ValueError:
+            raise ValueError(
+                f"telegram:{address} is not a chat; deliver to telegram:CHAT_ID, the chat's "
+                "number (a user's chat id is the user's id)"
+            ) from None
+        return self._chats.setdefault(chat, _Chat(self, chat))
 
     # -- in ------------------------------------------------------------------------------
 
@@ -116,10 +131,11 @@ class TelegramChannel:
         text = (message.get("text") or "").strip()
         if user not in self.settings.allowed_users or chat is None or not text:
             return
+        client = self.client_for(str(chat))
         if text in ("/approve", "/deny") and chat in self.questions:
             request = self.questions.pop(chat)
             answer = Answer.model_validate({"type": text[1:], "id": "telegram", "request": request})
-            await self.gateway.request(self, answer)
+            await self.gateway.request(client, answer)
             return
         run = Run(
             type="run",
@@ -128,22 +144,21 @@ class TelegramChannel:
             input=text,
             idempotency_key=f"telegram:{update['update_id']}",
         )
-        await self.gateway.request(self.for_chat(chat), run)
+        await self.gateway.request(client, run)
 
     # -- out -----------------------------------------------------------------------------
 
     async def _deliver(self) -> None:
         while True:
-            message = await self.outbox.get()
+            chat, message = await self.outbox.get()
             try:
-                await self._show(message)
+                await self._show(chat, message)
             except (httpx.HTTPError, ValueError) as exc:
                 sys.stderr.write(f"liveforge gateway: telegram delivery failed: {exc}\n")
 
-    async def _show(self, message: dict[str, Any]) -> None:
-        reply = self.replies.get(message.get("run", ""))
-        if reply is None:
-            return
+    async def _show(self, chat: int, message: dict[str, Any]) -> None:
+        key = (chat, message["run"])
+        reply = self.replies.setdefault(key, _Reply(chat=chat))
         kind = message["type"]
         if kind == "event" and message["event"]["type"] == "text_delta":
             reply.text += message["event"]["text"]
@@ -157,7 +172,7 @@ class TelegramChannel:
                 text=f"{message['question']}\nReply /approve or /deny.",
             )
         elif kind == "run_status" and message["status"] in ("done", "aborted", "failed"):
-            del self.replies[message["run"]]
+            del self.replies[key]
             text = reply.text or f"(no answer: the run ended {message['status']})"
             first, *rest = split_message(text)
             await self._render(reply, first)

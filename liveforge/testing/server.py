@@ -60,6 +60,10 @@ class RecordedRequest:
     received_at: float = field(default_factory=time.monotonic)
     outcome: str = "pending"
     """"complete", "fault" or "client disconnected" (the client closed a stream early)."""
+    written: list[tuple[float, bytes]] = field(default_factory=list)
+    """Each streamed event as it went out: when its chunk was flushed (`time.time()`, so
+    another process on this machine can compare) and its bytes. Latency measurements start
+    here."""
 
     @property
     def stream(self) -> bool:
@@ -79,6 +83,7 @@ def _api_key(headers: dict[str, str]) -> str | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # each streamed event leaves when written, as from an API
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -309,7 +314,7 @@ class FakeProvider:
         else:
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = openai_format.chunk_stream(item, model, size, self.dialect, msg_id, usage)
-        if not self._stream(handler, protocol, item, events, request_id):
+        if not self._stream(handler, protocol, item, events, request_id, record.written):
             record.outcome = "client disconnected"
 
     @staticmethod
@@ -354,9 +359,16 @@ class FakeProvider:
         handler._send(status, data, headers)
 
     def _stream(
-        self, handler: _Handler, protocol: str, item: Reply, events: list[bytes], request_id: str
+        self,
+        handler: _Handler,
+        protocol: str,
+        item: Reply,
+        events: list[bytes],
+        request_id: str,
+        written: list[tuple[float, bytes]],
     ) -> bool:
-        """Send the events; False if the client closed the connection first."""
+        """Send the events, noting each in `written`; False if the client closed the
+        connection first."""
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream; charset=utf-8")
         handler.send_header("cache-control", "no-cache")
@@ -378,6 +390,7 @@ class FakeProvider:
                     held += event
                     continue
                 _write_chunk(handler, event)
+                written.append((time.time(), event))
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
             return True

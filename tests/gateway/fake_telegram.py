@@ -12,11 +12,16 @@ TOKEN = "123456:TEST-token"
 
 
 class FakeTelegram:
-    """Queue updates with `say`; read what the bot sent in `calls`."""
+    """Queue updates with `say`; read what the bot sent in `calls`, and what each of its
+    messages showed over time in `shown`."""
 
     def __init__(self) -> None:
         self.updates: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.shown: dict[int, list[str]] = {}
+        """Each message the bot sent, by id: its texts in order (sent, then each edit)."""
+        self.chat_of: dict[int, int] = {}
+        """The chat of each message the bot sent, by id."""
         self.changed = threading.Condition()
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(100)
@@ -58,10 +63,15 @@ class FakeTelegram:
                 return [u for u in self.updates if u["update_id"] >= params.get("offset", 0)]
         with self.changed:
             self.calls.append((method, params))
+            result: Any = True
+            if method == "sendMessage":
+                result = {"message_id": next(self._message_ids), "chat": {"id": params["chat_id"]}}
+                self.shown[result["message_id"]] = [params["text"]]
+                self.chat_of[result["message_id"]] = params["chat_id"]
+            elif method == "editMessageText":
+                self.shown[params["message_id"]].append(params["text"])
             self.changed.notify_all()
-        if method != "sendMessage":
-            return True
-        return {"message_id": next(self._message_ids), "chat": {"id": params.get("chat_id")}}
+        return result
 
     def say(self, text: str, *, user: int, chat: int | None = None) -> None:
         """A user sends `text` to the bot."""
@@ -72,6 +82,11 @@ class FakeTelegram:
         with self.changed:
             self.updates.append(update)
             self.changed.notify_all()
+
+    def chat_texts(self, chat: int) -> list[str]:
+        """What `chat` shows now: the latest text of each message the bot sent it, in order."""
+        with self.changed:
+            return [texts[-1] for m, texts in self.shown.items() if self.chat_of[m] == chat]
 
     def wait_for(self, done: Any, timeout: float = 60) -> None:
         with self.changed:

@@ -13,8 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from websockets.sync.client import ClientConnection, connect
 
+from liveforge.gateway.protocol import shipped_schema
 from liveforge.testing import FakeProvider
 
 _ids = itertools.count(1)
@@ -27,6 +30,28 @@ FIX = """def subtotal(self) -> int:
         cents -= round(cents * BULK_DISCOUNT)
     return cents
 """
+
+
+_SERVER_SCHEMA = shipped_schema()["server"]
+_SERVER_CHECK = Draft202012Validator(_SERVER_SCHEMA)
+
+
+def check_server_message(message: Any) -> dict[str, Any]:
+    """`message` if it is a server message as protocol-v1.json describes it; else an
+    AssertionError naming the broken rule (checked against the message's own type first,
+    so the error is about that type, not about every alternative)."""
+    kind = message.get("type") if isinstance(message, dict) else None
+    ref = _SERVER_SCHEMA["discriminator"]["mapping"].get(kind)
+    if ref is not None:
+        own = {"$defs": _SERVER_SCHEMA["$defs"], "$ref": ref}
+        error = best_match(Draft202012Validator(own).iter_errors(message))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+            raise AssertionError(f"{kind} message breaks the schema at {where}: {error.message}")
+    error = best_match(_SERVER_CHECK.iter_errors(message))
+    if error is not None:
+        raise AssertionError(f"not a server message of the protocol: {error.message}: {message}")
+    return message  # type: ignore[no-any-return]
 
 
 def gateway_env(fake: FakeProvider | None, **extra: str) -> dict[str, str]:
@@ -105,8 +130,8 @@ class Client:
             self.inbox.append(message)
 
     def receive(self, timeout: float = 30) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.ws.recv(timeout=timeout))
-        return data
+        """The next message from the server, checked against the shipped schema."""
+        return check_server_message(json.loads(self.ws.recv(timeout=timeout)))
 
     def until(
         self, done: Callable[[dict[str, Any]], bool], timeout: float = 60

@@ -12,6 +12,7 @@ import pytest
 from fake_telegram import TOKEN, FakeTelegram
 from gateway_support import Client, GatewayProcess, gateway_env
 
+from liveforge.gateway.channels import Channels
 from liveforge.gateway.core import Gateway
 from liveforge.gateway.cron import Cron
 from liveforge.gateway.schedule import Scheduler
@@ -34,41 +35,38 @@ def telegram():
     fake.close()
 
 
-def _final_text(calls: list, chat: int) -> str:
+def _final_text(telegram: FakeTelegram, chat: int) -> str:
     """What the chat shows: each message's last text, in order."""
-    shown: dict[int, str] = {}
-    order: list[int] = []
-    ids = iter(range(100, 10_000))
-    for method, params in calls:
-        if params.get("chat_id") != chat:
-            continue
-        if method == "sendMessage":
-            key = next(ids)
-            order.append(key)
-            shown[key] = params["text"]
-        elif method == "editMessageText":
-            shown[params["message_id"]] = params["text"]
-    return "\n".join(shown[k] for k in order)
+    return "\n".join(telegram.chat_texts(chat))
+
+
+GREETING = "Hello from the bot. " + " ".join(f"word{i}" for i in range(40))
 
 
 def test_a_message_in_a_streamed_answer_out_and_long_answers_split(sample, telegram):
-    """An allowed user's message runs on the chat's session; the answer arrives in the chat,
-    split into messages of at most 4096 characters; strangers are ignored."""
+    """An allowed user's message runs on the chat's session; the answer streams into one
+    message (the provider's chunks span several edit intervals, so the chat shows a shorter
+    prefix first, then the whole); a long answer is split into messages of at most 4096
+    characters; strangers are ignored."""
     long_answer = "\n".join(f"line {i} " + "x" * 60 for i in range(140))  # ~9,500 characters
     _configure(
         sample,
         "[tool.liveforge.gateway.telegram]\n"
         f'allowed_users = [{ALLOWED}]\napi_base = "{telegram.base}"\npoll_timeout = 1\n',
     )
-    script = [reply.text("Hello from the bot.").chunked(4), reply.text(long_answer)]
-    with FakeProvider(script=script) as fake:
+    paced = reply.text(GREETING).chunked(8).slow(0.1)  # 40 chunks over 4 s: 1 edit a second
+    with FakeProvider(script=[paced, reply.text(long_answer)]) as fake:
         gateway = GatewayProcess(sample, gateway_env(fake, TELEGRAM_BOT_TOKEN=TOKEN))
         try:
             telegram.say("who goes there?", user=999)
             telegram.say("hello", user=ALLOWED)
-            telegram.wait_for(lambda calls: "Hello from the bot." in _final_text(calls, ALLOWED))
+            telegram.wait_for(lambda calls: GREETING in _final_text(telegram, ALLOWED))
+            [greeting] = [t for t in telegram.shown.values() if t[-1] == GREETING]
+            assert all(GREETING.startswith(text) for text in greeting)
+            assert [len(t) for t in greeting] == sorted({len(t) for t in greeting})
+            assert len(greeting) >= 3, f"not streamed: the message showed only {greeting}"
             telegram.say("tell me everything", user=ALLOWED)
-            telegram.wait_for(lambda calls: "line 139" in _final_text(calls, ALLOWED))
+            telegram.wait_for(lambda calls: "line 139" in _final_text(telegram, ALLOWED))
             sent = [p["text"] for m, p in telegram.calls if m == "sendMessage"]
             assert all(len(text) <= 4096 for text in sent)
             assert len(sent) >= 4  # one for the greeting, at least three for the long answer
@@ -136,7 +134,7 @@ def test_a_due_schedule_starts_one_run_however_often_it_is_fired(sample, monkeyp
         gateway = Gateway(sample)
         await gateway.start()
         try:
-            scheduler = Scheduler(gateway, [entry], lambda entry, session: None)
+            scheduler = Scheduler(gateway, [entry], Channels())
             minute = datetime(2026, 11, 24, 3, 0)
             first = await scheduler.fire_due(minute)
             again = await scheduler.fire_due(minute)
@@ -174,3 +172,66 @@ def test_two_projects_on_one_telegram_bot_are_refused(sample, tmp_path, monkeypa
     with pytest.raises(ConfigError, match="projects shop and second both use the Telegram bot"):
         _projects([("shop", sample), ("second", other)], "")
     assert not (sample / ".liveforge" / "gateway.db").exists()
+
+
+def _model_env(monkeypatch: pytest.MonkeyPatch, fake: FakeProvider) -> None:
+    """The fake provider as this process's model (the project worker inherits it)."""
+    for name, value in gateway_env(fake).items():
+        if name.startswith(("ANTHROPIC", "LIVEFORGE")):
+            monkeypatch.setenv(name, value)
+
+
+def test_a_schedule_delivers_its_answer_to_a_telegram_chat(sample, telegram, monkeypatch):
+    """A schedule whose `deliver` names a Telegram chat: when it fires, its run's answer is
+    sent to that chat through the project's Telegram channel (the fake Bot API gets it)."""
+    from liveforge.gateway.serving import _projects
+
+    _configure(
+        sample,
+        f'[tool.liveforge.gateway.telegram]\nallowed_users = [{ALLOWED}]\napi_base = "'
+        f'{telegram.base}"\npoll_timeout = 1\n\n[[tool.liveforge.schedule]]\nname = "nightly"'
+        f'\ncron = "0 3 * * *"\nsession = "nightly"\ninput = "report"\n'
+        f'deliver = "telegram:{ALLOWED}"\n',
+    )
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+
+    async def scenario() -> None:
+        hub, extras = _projects([("shop", sample)], "full-auto")
+        await hub.start()
+        for extra in extras:
+            await extra.start()
+        try:
+            [scheduler] = [e for e in extras if isinstance(e, Scheduler)]
+            [run] = await scheduler.fire_due(datetime(2026, 11, 24, 3, 0))
+            done = lambda calls: "nightly: all green" in _final_text(telegram, ALLOWED)  # noqa: E731
+            await asyncio.to_thread(telegram.wait_for, done)
+            assert hub.projects["shop"].store.run(run).session == "nightly"  # type: ignore[union-attr]
+        finally:
+            for extra in extras:
+                await extra.stop()
+            await hub.stop()
+
+    with FakeProvider(script=[reply.text("nightly: all green").chunked(6)]) as fake:
+        _model_env(monkeypatch, fake)
+        asyncio.run(scenario())
+    assert _final_text(telegram, ALLOWED) == "nightly: all green"
+
+
+@pytest.mark.parametrize(
+    ("deliver", "says"),
+    [("telegram:4242", "channels are ui"), ("slack:C01", "cannot deliver to 'slack:C01'")],
+)
+def test_a_schedule_delivering_to_a_channel_the_project_lacks_is_refused(sample, deliver, says):
+    """A schedule's `deliver` must name one of the project's channels: refused at start-up
+    with the schedule's name and the channels there are, not silently shown in the UI."""
+    from liveforge.gateway.serving import _projects
+    from liveforge.kernel.errors import ConfigError
+
+    _configure(
+        sample,
+        f'[[tool.liveforge.schedule]]\nname = "nightly"\ncron = "0 3 * * *"\n'
+        f'session = "nightly"\ninput = "report"\ndeliver = "{deliver}"\n',
+    )
+    with pytest.raises(ConfigError, match=f"schedule nightly: .*{says}") as caught:
+        _projects([("shop", sample)], "")
+    assert caught.value.key == "schedule.deliver"

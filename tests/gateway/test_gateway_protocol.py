@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from gateway_support import FIX, Client, GatewayProcess, ended, gateway_env
-from websockets.exceptions import InvalidStatus
+from gateway_support import FIX, Client, GatewayProcess, check_server_message, ended, gateway_env
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
 
 from liveforge.testing import FakeProvider, reply
 
@@ -143,17 +146,13 @@ def test_bad_messages_get_errors_that_name_the_field(gateway):
 
 def test_requests_before_connect_are_refused(gateway):
     """Only `connect` is answered until the connection is authenticated."""
-    from websockets.sync.client import connect
-
     with connect(gateway.ws_url) as ws:
-        ws.send('{"type": "health", "id": "1"}')
-        assert '"Unauthorized"' in str(ws.recv(timeout=10))
+        refused = _exchange(ws, {"type": "health", "id": "1"})
+        assert refused["error"]["type"] == "Unauthorized"
 
 
 def test_a_browser_page_from_another_origin_is_refused(gateway):
     """Cross-origin WebSocket connections are closed before they can send anything."""
-    from websockets.sync.client import connect
-
     with pytest.raises(Exception):  # noqa: B017 - closed during or right after the handshake
         with connect(gateway.ws_url, origin="http://evil.example") as ws:
             ws.send('{"type": "connect", "id": "1"}')
@@ -171,13 +170,48 @@ def test_listening_beyond_loopback_needs_a_token(sample, fake):
         good = Client(process.ws_url, token="s3cret-token")
         assert good.hello["ok"]
         good.close()
-        from websockets.sync.client import connect
-
         with connect(process.ws_url) as ws:
-            ws.send('{"type": "connect", "id": "1", "token": "wrong"}')
-            assert '"Unauthorized"' in str(ws.recv(timeout=10))
+            refused = _exchange(ws, {"type": "connect", "id": "1", "token": "wrong"})
+            assert refused["error"]["type"] == "Unauthorized"
     finally:
         process.stop()
+
+
+def test_off_loopback_no_token_and_requests_before_connect_are_refused(sample, fake):
+    """On a 0.0.0.0 bind with a token: a connect without any token is refused and the
+    connection closed (4401); requests sent before connect are refused, saying to connect
+    first, and start nothing."""
+    fake.add(reply.text("must not run"))
+    env = gateway_env(fake, LIVEFORGE_GATEWAY_TOKEN="s3cret-token")
+    process = GatewayProcess(sample, env, host="0.0.0.0")
+    try:
+        with connect(process.ws_url) as ws:
+            refused = _exchange(ws, {"type": "connect", "id": "1"})
+            assert refused["ok"] is False and refused["error"]["type"] == "Unauthorized"
+            assert "token" in refused["error"]["message"]
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+        with connect(process.ws_url) as ws:
+            early = {"type": "run", "id": "2", "session": "main", "input": "hi"}
+            for request in (early, {"type": "health", "id": "3"}):
+                answer = _exchange(ws, request)
+                assert answer["id"] == request["id"] and answer["ok"] is False
+                assert answer["error"]["type"] == "Unauthorized"
+                assert "send connect first" in answer["error"]["message"]
+        client = Client(process.ws_url, token="s3cret-token")
+        assert client.request("runs.list")["result"]["runs"] == []
+        assert client.request("sessions.list")["result"]["sessions"] == []
+        client.close()
+        assert fake.requests == []
+    finally:
+        process.stop()
+
+
+def _exchange(ws: ClientConnection, request: dict[str, Any]) -> dict[str, Any]:
+    """Send `request` on a raw connection; its answer, checked against the schema."""
+    ws.send(json.dumps(request))
+    return check_server_message(json.loads(ws.recv(timeout=10)))
 
 
 def test_a_restart_keeps_queued_input_and_marks_the_running_run_interrupted(sample, fake):
@@ -244,3 +278,21 @@ def test_steer_cancels_the_running_turn_and_runs_next(gateway, fake):
     order = [(m["run"], m["status"]) for m in statuses if m["status"] != "running"]
     assert order == [(first, "aborted"), (steered, "done"), (later, "done")]
     client.close()
+
+
+def test_server_messages_are_built_to_the_schema():
+    """`server_message` completes a message with its defaults, so it carries every field the
+    schema requires, and refuses one the schema would not allow."""
+    from pydantic import ValidationError
+
+    from liveforge.gateway.protocol import server_message
+
+    status = server_message(
+        {"type": "run_status", "run": "r-1", "session": "main", "status": "done"}
+    )
+    assert check_server_message(status)["position"] == 0 and status["project"] == ""
+    with pytest.raises(ValidationError, match="status"):
+        server_message({"type": "run_status", "run": "r-1", "session": "main", "status": "late"})
+    with pytest.raises(ValidationError, match="type"):
+        event = {"type": "event", "run": "r", "session": "s", "seq": 0, "at": 0.0, "event": {}}
+        server_message(event)

@@ -88,3 +88,28 @@ def test_unknown_path_is_404_and_base_url_requires_running_server() -> None:
         _ = fake.base_url
     with fake:
         assert _post(fake.base_url + "/v1/embeddings", {}).status_code == 404
+
+
+def test_each_streamed_event_is_noted_when_it_leaves_and_leaves_at_once() -> None:
+    """`written` holds every streamed event with the time its chunk was flushed, paced as
+    scripted, and each reaches the client at once, also on a kept-alive connection (no
+    Nagle delay behind the event before)."""
+    import itertools
+    import time
+
+    answer = reply.text("w000 w001 w002 w003 w004 w005 w006 w007 ").chunked(5).slow(0.002)
+    with FakeProvider([answer, answer]) as fake, httpx.Client(timeout=5) as client:
+        body = {"model": "m", "stream": True, "messages": []}
+        for _ in range(2):  # the second stream reuses the connection
+            arrived: list[tuple[int, float]] = []  # bytes received so far, and when
+            with client.stream("POST", fake.base_url + "/v1/messages", json=body) as r:
+                for piece in r.iter_raw():
+                    arrived.append(((arrived[-1][0] if arrived else 0) + len(piece), time.time()))
+    written = fake.requests[1].written
+    assert sum(len(raw) for _at, raw in written) == arrived[-1][0]
+    assert sum(b'"text_delta"' in raw for _at, raw in written) == 8
+    times = [at for at, _raw in written]
+    assert times == sorted(times) and times[-1] - times[0] >= 0.9 * 0.002 * (len(times) - 1)
+    ends = itertools.accumulate(len(raw) for _at, raw in written)
+    lags = [next(t for n, t in arrived if n >= end) - at for end, (at, _r) in zip(ends, written)]
+    assert max(lags) < 0.01, [round(lag, 4) for lag in lags]
