@@ -232,11 +232,12 @@ def kept_secrets() -> tuple[list[str], list[object]]:
 
 def drop_secrets() -> None:
     """Forget every secret this module keeps (after `_wipe` overwrote them, in a fork):
-    nothing is registered any more, and every scrubber replaces nothing."""
+    nothing is registered any more, and every scrubber replaces nothing. (`re`'s cache
+    keeps the overwritten patterns, which match nothing: purging it would free hundreds of
+    patterns and touch as many pages of the fork.)"""
     _held.clear()
     Scrubber._cache.clear()
     for scrubber in list(Scrubber._made):
         scrubber.secrets = ()
         scrubber._pattern = scrubber._bytes = None
         scrubber.longest = 0
-    re.purge()  # re's own cache holds the compiled patterns too

@@ -18,7 +18,9 @@ scrubbers' values and compiled patterns). The fork is disposable and its pages a
   then it forgets them (`drop_secrets`): the fork's scrubbers replace nothing, the parent
   scrubs what the fork reports.
 
-This costs microseconds: only these objects and a few pages are touched, not the heap.
+This costs well under the fork itself (a fraction of a millisecond to about one): only
+these objects and the pages they are on are touched, never the heap as a whole; where the
+environment block is and which of its variables are secrets' is read once, at import.
 What it does not reach: a program's own objects holding a key (its state, which a live
 check sees as it is), transient copies a model call in flight made, and remnants in freed
 memory (strings freed earlier), which only reading raw memory (`ctypes`) shows. A check
@@ -27,14 +29,14 @@ that must not see them runs as a fresh import only (`live=False`, `--no-live`).
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any
 
-from liveforge.kernel._secrets import drop_secrets, is_secret_name, kept_secrets
+from liveforge.kernel._secrets import SECRET_SUFFIXES, drop_secrets, is_secret_name, kept_secrets
 
 __all__ = ["forget_secrets"]
 
@@ -52,6 +54,7 @@ _BYTES_DATA = sys.getsizeof(b"") - 1
 """Offset of a bytes object's data."""
 _CELLS = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32}
 _FILL = ord("*")
+_SUFFIXES = tuple(suffix.encode() for suffix in SECRET_SUFFIXES)
 
 
 def forget_secrets() -> None:
@@ -62,10 +65,9 @@ def forget_secrets() -> None:
     encoded = [v.encode("utf-8", "surrogatepass") for v in values]
     names = _wipe_environment_block(encoded)
     environ = os.environ._data  # type: ignore[attr-defined]  # bytes -> bytes, on POSIX
-    for key, value in list(environ.items()):
-        name = os.fsdecode(key)
-        if is_secret_name(name) or any(secret in value for secret in encoded):
-            names.add(name)
+    for key, value in environ.items():
+        if key.upper().endswith(_SUFFIXES) or any(secret in value for secret in encoded):
+            names.add(os.fsdecode(key))
     for name in sorted(names):
         _wipe_c_value(name)
         value = environ.get(os.fsencode(name))
@@ -103,11 +105,14 @@ def _wipe_str(text: str) -> bool:
     top = ord(max(text))
     width = 1 if top < 0x100 else 2 if top < 0x10000 else 4
     start = id(text) + (_ASCII_DATA if text.isascii() else _COMPACT_DATA)
-    cells: Any = (_CELLS[width] * len(text)).from_address(start)  # reads as ints
-    if any(cells[i] != ord(char) for i, char in enumerate(text)):
+    cell = _CELLS[width]
+    if any(cell.from_address(start + i * width).value != ord(text[i]) for i in _spread(text)):
         return False
-    for i in range(len(text)):
-        cells[i] = _FILL
+    if width == 1:
+        ctypes.memset(start, _FILL, len(text))
+    else:
+        for i in range(len(text)):
+            cell.from_address(start + i * width).value = _FILL
     return True
 
 
@@ -116,17 +121,23 @@ def _wipe_bytes(data: bytes) -> bool:
     if len(data) < 2:
         return False
     start = id(data) + _BYTES_DATA
-    cells = (ctypes.c_uint8 * len(data)).from_address(start)
-    if any(cells[i] != byte for i, byte in enumerate(data)):
+    if any(ctypes.c_uint8.from_address(start + i).value != data[i] for i in _spread(data)):
         return False
     ctypes.memset(start, _FILL, len(data))
     return True
 
 
+def _spread(items: str | bytes) -> list[int]:
+    """Up to 17 indexes spread over `items`, the first and the last among them: where an
+    object's characters are checked before it is overwritten (the checks cost time)."""
+    step = max(1, (len(items) - 1) // 16)
+    return sorted({*range(0, len(items), step), len(items) - 1})
+
+
 def _wipe_pattern(pattern: re.Pattern[str] | re.Pattern[bytes]) -> bool:
     """Zero a compiled pattern's program (its literals are the secret's characters): an
-    array of 32-bit codes at the end of the object, right after its length. The pattern
-    is unusable afterwards; `drop_secrets` lets go of it."""
+    array of 32-bit codes at the end of the object, right after its length. Afterwards
+    the pattern matches nothing (code 0 is FAILURE)."""
     kind, word = type(pattern), ctypes.sizeof(ctypes.c_ssize_t)
     if not kind.__itemsize__:
         return False
@@ -146,26 +157,21 @@ def _wipe_c_value(name: str) -> None:
         ctypes.memset(address, 0, _LIBC.strlen(address))
 
 
-def _environment_range() -> tuple[int, int] | None:
-    """The process's initial environment block: env_start and env_end of /proc/self/stat."""
+def _environment_block() -> tuple[int, list[tuple[int, int, str, bool]]] | None:
+    """Where the process's initial environment block is (env_start of /proc/self/stat) and
+    its entries: where each value starts and stops, the variable's name, whether the name
+    is a secret's. Read once, at import: the block does not move, and a fork has it at the
+    same place, so the fork only looks at the values it overwrites."""
     try:
         with open("/proc/self/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
         start, end = int(fields[47]), int(fields[48])
     except (OSError, IndexError, ValueError):
         return None
-    return (start, end) if 0 < start < end else None
-
-
-def _wipe_environment_block(secrets: list[bytes]) -> set[str]:
-    """NUL out the value of each secret `NAME=value` of the initial environment block (by
-    name, or holding one of `secrets`); the names of the variables overwritten."""
-    found: set[str] = set()
-    where = _environment_range()
-    if where is None:
-        return found
-    start, end = where
+    if not 0 < start < end:
+        return None
     block = ctypes.string_at(start, end - start)
+    entries = []
     position = 0
     while position < len(block):
         stop = block.find(b"\0", position)
@@ -173,9 +179,37 @@ def _wipe_environment_block(secrets: list[bytes]) -> set[str]:
         equals = block.find(b"=", position, stop)
         if equals > position:
             name = os.fsdecode(block[position:equals])
-            if is_secret_name(name) or any(block.find(s, equals, stop) >= 0 for s in secrets):
-                ctypes.memset(start + equals + 1, 0, stop - equals - 1)
-                found.add(name)
+            entries.append((equals + 1, stop, name, is_secret_name(name)))
         position = stop + 1
-    _wipe_bytes(block)
+    _wipe_bytes(block)  # this copy leaves no remnant
+    return start, entries
+
+
+_BLOCK = _environment_block()
+
+
+def _wipe_environment_block(secrets: list[bytes]) -> set[str]:
+    """NUL out the value of each secret `NAME=value` of the initial environment block (by
+    name, or holding one of `secrets`); the names of the variables overwritten."""
+    if _BLOCK is None or not _BLOCK[1]:
+        return set()
+    start, entries = _BLOCK
+    chosen = {i for i, entry in enumerate(entries) if entry[3]}
+    if secrets:
+        block = ctypes.string_at(start, entries[-1][1])
+        starts = [entry[0] for entry in entries]
+        for secret in secrets:
+            at = block.find(secret)
+            while at >= 0:
+                i = bisect.bisect_right(starts, at) - 1
+                if i >= 0 and at + len(secret) <= entries[i][1]:
+                    chosen.add(i)
+                at = block.find(secret, at + 1)
+        _wipe_bytes(block)
+    found = set()
+    for i in chosen:
+        value, stop, name, _ = entries[i]
+        if ctypes.c_char.from_address(start + value - 1).value == b"=":  # laid out as read
+            ctypes.memset(start + value, 0, stop - value)
+            found.add(name)
     return found

@@ -60,11 +60,14 @@ def test_a_scrubbers_compiled_patterns_keep_no_character_of_the_key(
         for pattern in sys.modules["probe_front_end"].patterns:
             words = array.array("I", ctypes.string_at(id(pattern), pattern.__sizeof__()))
             print("".join(chr(w) for w in words if 32 < w < 127))
+        subject = "text" if isinstance(pattern.pattern, str) else b"text"
+        print("matches:", pattern.search(subject))  # nothing, and no crash
     """)
     before = ["".join(chr(w) for w in _words(p) if 32 < w < 127) for p in front_end.patterns]
     assert all(key[3:-3] in text for text in before)  # the test reads what it means to
     checked = _live(code)
     assert not leaked(checked.stdout, [key]) and key[3:-3] not in checked.stdout
+    assert "matches: None" in checked.stdout
     assert scrubber.text(key) == "[redacted]"
 
 
