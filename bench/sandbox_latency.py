@@ -28,9 +28,15 @@ Table 2 — the fixture project's own test suite with the patched module:
     Sandbox.run_tests(["-q"], overlay)          forked child, overlay from memory
     python -m pytest -q                         fresh interpreter on the same code persisted
 
+With --provider the process also holds a provider built from the configuration, its keys
+read from the environment (e.g. `OPENAI_API_KEY=sk-... python bench/sandbox_latency.py
+--provider`), as an agent session does: the live fork then has keys to overwrite before
+its snippet runs.
+
 Targets: verify (the fresh-import fork) and the live fork median <= 20 ms each, and
 <= 0.1x the fresh interpreter; run_tests <= 1.15x plain pytest.
-Run: `python bench/sandbox_latency.py [--runs 30] [--test-runs 10] [--ballast 500000]`.
+Run: `python bench/sandbox_latency.py [--runs 30] [--test-runs 10] [--ballast 500000]
+[--provider]`.
 """
 
 from __future__ import annotations
@@ -94,6 +100,24 @@ def _resident_mb() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
 
 
+def _provider() -> object:
+    """A provider of the default configuration's models whose keys are in the environment."""
+    from liveforge.config import LiveforgeConfig, build_provider
+
+    models = [m for m, var in _MODELS if os.environ.get(var)]
+    if not models:
+        raise SystemExit("--provider: set OPENAI_API_KEY or ANTHROPIC_API_KEY")
+    config = LiveforgeConfig(model=models[0], fallback_models=models[1:])
+    print(f"holding a provider: {', '.join(models)}")
+    return build_provider(config)
+
+
+_MODELS = [
+    ("openai:gpt-4o", "OPENAI_API_KEY"),
+    ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+]
+
+
 def checked(ok: bool, what: str) -> None:
     if not ok:
         raise SystemExit(f"benchmark run failed: {what}")
@@ -104,8 +128,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--test-runs", type=int, default=10)
     parser.add_argument("--ballast", type=int, default=500_000)
+    parser.add_argument("--provider", action="store_true", help="hold a configured provider")
     options = parser.parse_args()
     ballast = [{"i": i} for i in range(options.ballast)]  # noqa: F841 - a loaded program
+    provider = _provider() if options.provider else None  # noqa: F841 - held, as a session does
     work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
     print(
         f"{os.cpu_count()} CPUs, load average at start: "

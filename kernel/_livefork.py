@@ -12,10 +12,13 @@ The fork is a boundary too:
   threads (which do not exist in the child) are never run or flushed;
 - its output goes to files of its own, through fresh `sys.stdout`/`sys.stderr` objects, so
   text the parent had buffered but not written never appears twice;
-- it gets its own session, its signal handlers are the defaults, secret environment
-  variables are removed from its environment (objects in the copied memory still hold what
-  they hold: a live check sees the program as it is), and at the timeout it is killed with
-  everything it started;
+- it gets its own session, its signal handlers are the defaults, and at the timeout it is
+  killed with everything it started;
+- before the snippet runs it overwrites, in its copy of memory, every secret liveforge
+  keeps (`_wipe.forget_secrets`: the environment block `/proc/self/environ` shows, C
+  `getenv`'s and `os.environ`'s copies, held provider keys, the scrubbers' values and
+  patterns). The program's own objects still hold what they hold (a live check sees the
+  program as it is), and freed memory is not scrubbed;
 - given a `BoundaryPolicy` (the sandbox gives the same as to its fresh-import checks) it
   runs inside the check boundary (`_boundary.contain`): Landlock, network off, signals
   scoped, limits, the project copy-on-write and a pid namespace of its own where the
@@ -43,7 +46,7 @@ from liveforge.kernel._boundary import BoundaryPolicy, Handshake, contain
 from liveforge.kernel._child import run_snippet
 from liveforge.kernel._isolation import Boundary
 from liveforge.kernel._policy import expected_report
-from liveforge.kernel._secrets import is_secret_name
+from liveforge.kernel._wipe import forget_secrets
 
 LiveStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
 _OUTPUT_LIMIT = 100_000
@@ -177,8 +180,7 @@ def _child(
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        for name in [n for n in os.environ if is_secret_name(n)]:
-            del os.environ[name]
+        forget_secrets()  # before any code of the snippet runs
         if boundary is not None:
             report = contain(boundary, handshake, prepared)
             if boundary.memory_mb is not None:

@@ -4,8 +4,14 @@ A variable is a secret when its name ends in `_API_KEY`, `_API_KEYS` or `_TOKEN`
 provider keys liveforge reads) or in `_SECRET`, `_SECRET_KEY`, `_SECRET_ACCESS_KEY` or
 `_PASSWORD` (the usual names of other credentials, such as `AWS_SECRET_ACCESS_KEY`).
 Sandbox children do not get them, and neither do variables holding a value registered with
-`register_secrets` (keys read from variables with other names, such as a provider's
+`register_secrets` or `hold` (keys read from variables with other names, such as a provider's
 `api_key_env`).
+
+This module keeps each secret value it knows as one private copy: `hold(value)` registers
+a value and returns that copy, and holders keep it (the configuration's `SecretStr` keys,
+sessions' secret lists), as the `Scrubber`s keep copies of their own. So every copy
+liveforge keeps is known here (`kept_secrets`), and a live check's fork overwrites them all
+before its snippet runs (`_wipe`).
 
 `Scrubber` replaces secret values in text or bytes in every form a program might print
 them in: verbatim, with repr or JSON escapes, URL-encoded, hex, and as base64 (standard and
@@ -24,6 +30,7 @@ import json
 import os
 import re
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
 from urllib.parse import quote, quote_plus
@@ -31,8 +38,11 @@ from urllib.parse import quote, quote_plus
 __all__ = [
     "REDACTED",
     "Scrubber",
+    "drop_secrets",
     "environment_secrets",
+    "hold",
     "is_secret_name",
+    "kept_secrets",
     "register_secrets",
     "scrub",
     "without_secrets",
@@ -53,7 +63,8 @@ MIN_SECRET = 8
 MIN_FRAGMENT = 8
 """Shortest base64 fragment that still counts as the secret."""
 
-_registered: set[str] = set()
+_held: dict[str, str] = {}
+"""Registered secret values, each mapped to itself: the one private copy this process keeps."""
 _lock = threading.Lock()
 
 
@@ -62,18 +73,37 @@ def is_secret_name(name: str) -> bool:
     return name.upper().endswith(SECRET_SUFFIXES)
 
 
-def register_secrets(values: Iterable[str]) -> None:
-    """Treat `values` as secrets in this process from now on (scrubbed everywhere, and a
-    variable holding one is not passed to sandbox runs)."""
+def _private(value: str) -> str:
+    """A new copy of `value` (of MIN_SECRET or more characters) that nothing else holds, made
+    without an intermediate copy of the whole value."""
+    return "".join(list(value))
+
+
+def hold(value: str) -> str:
+    """Treat `value` as a secret in this process from now on (scrubbed everywhere, and a
+    variable holding it is not passed to sandbox runs), and return this process's one copy
+    of it: keep that copy instead of `value`, and a live check's fork overwrites it before
+    its snippet runs. A value shorter than MIN_SECRET is no secret here: returned as is."""
+    if len(value) < MIN_SECRET:
+        return value
     with _lock:
-        _registered.update(v for v in values if len(v) >= MIN_SECRET)
+        kept = _held.get(value)
+        if kept is None:
+            kept = _private(value)
+            _held[kept] = kept
+        return kept
+
+
+def register_secrets(values: Iterable[str]) -> list[str]:
+    """`hold` each of `values`; the copies to keep, in order."""
+    return [hold(v) for v in values]
 
 
 def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
     """Secret values in `env` (default: this process's environment) plus registered ones;
     comma-separated key lists count as several values."""
     env = os.environ if env is None else env
-    found = set(_registered)
+    found = set(_held)
     for name, value in env.items():
         if is_secret_name(name):
             found.update(part.strip() for part in value.split(","))
@@ -82,7 +112,7 @@ def environment_secrets(env: Mapping[str, str] | None = None) -> list[str]:
 
 def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
     """A copy of `env` without the secret variables (by name or by registered value)."""
-    registered = list(_registered)
+    registered = list(_held)
     return {
         name: value
         for name, value in env.items()
@@ -127,9 +157,14 @@ class Scrubber:
     """Replaces secret values, in all their encodings, by `[redacted]`."""
 
     _cache: ClassVar[dict[tuple[str, ...], Scrubber]] = {}
+    _made: ClassVar[weakref.WeakSet[Scrubber]] = weakref.WeakSet()
+    """Every scrubber alive: `kept_secrets` names what they keep."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET}))
+        # private copies: what the scrubber keeps is its own (see `kept_secrets`)
+        unique = {s for s in secrets if len(s) >= MIN_SECRET}
+        self.secrets = tuple(sorted(_private(s) for s in unique))
+        Scrubber._made.add(self)
         forms = sorted({f for s in self.secrets for f in encodings(s)}, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, forms))) if forms else None
         self._bytes = re.compile(b"|".join(re.escape(f.encode()) for f in forms)) if forms else None
@@ -141,7 +176,8 @@ class Scrubber:
         key = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET}))
         scrubber = cls._cache.get(key)
         if scrubber is None:
-            scrubber = cls._cache[key] = cls(key)
+            scrubber = cls(key)
+            cls._cache[scrubber.secrets] = scrubber  # keyed by its own copies
         return scrubber
 
     @classmethod
@@ -178,3 +214,30 @@ def scrub(text: str, secrets: Iterable[str] | None = None) -> str:
     """`text` without secret values in any encoding (default: the environment's secrets)."""
     scrubber = Scrubber.current() if secrets is None else Scrubber.of(secrets)
     return scrubber.text(text)
+
+
+def kept_secrets() -> tuple[list[str], list[object]]:
+    """What this module keeps of secrets: the values (held copies and every scrubber's) and
+    the other objects holding them (each scrubber's pattern sources and compiled patterns).
+    For `_wipe`, in a fork that is about to run a snippet: no lock is taken."""
+    values: list[str] = list(_held)
+    holders: list[object] = []
+    for scrubber in list(Scrubber._made):
+        values += scrubber.secrets
+        for pattern in (scrubber._pattern, scrubber._bytes):
+            if pattern is not None:
+                holders += [pattern.pattern, pattern]
+    return values, holders
+
+
+def drop_secrets() -> None:
+    """Forget every secret this module keeps (after `_wipe` overwrote them, in a fork):
+    nothing is registered any more, and every scrubber replaces nothing. (`re`'s cache
+    keeps the overwritten patterns, which match nothing: purging it would free hundreds of
+    patterns and touch as many pages of the fork.)"""
+    _held.clear()
+    Scrubber._cache.clear()
+    for scrubber in list(Scrubber._made):
+        scrubber.secrets = ()
+        scrubber._pattern = scrubber._bytes = None
+        scrubber.longest = 0

@@ -43,7 +43,8 @@ _DECLARATIONS = Path(inspect.getfile(Agent)).parent
 
 
 def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = None) -> list[str]:
-    """Secret values to keep out of transcripts: route keys and key-like variables."""
+    """Secret values to keep out of transcripts: route keys and key-like variables, as the
+    kernel's held copies (`hold`: registered as secrets; a live check's fork blanks them)."""
     env = os.environ if env is None else env
     found = [
         c.key.get_secret_value()
@@ -53,7 +54,7 @@ def known_secrets(provider: Provider | None, env: Mapping[str, str] | None = Non
     for name, value in env.items():
         if is_secret_name(name):
             found += [part.strip() for part in value.split(",") if part.strip()]
-    return found
+    return register_secrets(found)
 
 
 def _plugin_tool_modules(plugins: PluginHost) -> list[str]:
@@ -166,8 +167,7 @@ def build_agent(
     settings = settings or AgentSettings()
     context = context or ContextSettings()
     runtime = runtime or Runtime(project_root=root, check_settings=config.sandbox.settings(root))
-    secrets = known_secrets(provider, env)
-    register_secrets(secrets)  # tool results and sandbox runs keep them out as well
+    secrets = known_secrets(provider, env)  # registered: tool results and sandbox runs too
     session = (
         Session.open(root, resume, secrets=secrets)
         if resume

@@ -45,7 +45,10 @@ Example pyproject.toml::
 Secrets come from the environment only, never from files: each provider reads the
 variables listed in its `api_key_env` (built-ins: ANTHROPIC_API_KEY / OPENAI_API_KEY, plus
 comma-separated extra keys in ANTHROPIC_API_KEYS / OPENAI_API_KEYS). Keys are held as
-SecretStr and never appear in reprs, logs or errors. Other environment variables:
+SecretStr and never appear in reprs, logs or errors; each holds the kernel's one copy of the
+key (`kernel._secrets.hold`), which a live check's fork overwrites before its snippet runs.
+Loading the configuration registers the keys of its configured providers as secrets, so
+sandbox runs never get the variables holding them. Other environment variables:
 LIVEFORGE_MODEL, LIVEFORGE_FALLBACK_MODELS (comma-separated), and NAME_BASE_URL for any
 provider NAME (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GEMINI_BASE_URL, OLLAMA_BASE_URL, ...).
 """
@@ -68,7 +71,7 @@ from liveforge.declarations.provider import Credential, Provider, RetryPolicy, R
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel._policy import CheckSettings
-from liveforge.kernel._secrets import register_secrets
+from liveforge.kernel._secrets import hold, register_secrets
 from liveforge.kernel.errors import ConfigError
 
 __all__ = [
@@ -333,16 +336,28 @@ def _expand(base_url: str, model: str, override: str, env: Mapping[str, str]) ->
 
 
 def _credentials(provider: str, spec: ProviderConfig, env: Mapping[str, str]) -> list[Credential]:
+    # `hold`: keys under any variable name are scrubbed everywhere and kept from sandbox
+    # runs, and the SecretStr keeps the kernel's copy, which a live check's fork overwrites
     found: list[Credential] = []
     for var in spec.api_key_env:
         if env.get(var):
-            found.append(Credential(name=var, key=SecretStr(env[var])))
+            found.append(Credential(name=var, key=SecretStr(hold(env[var]))))
     extra_var = f"{provider.upper().replace('-', '_')}_API_KEYS"
     extras = [k.strip() for k in env.get(extra_var, "").split(",") if k.strip()]
-    found += [Credential(name=f"{extra_var}[{i}]", key=SecretStr(k)) for i, k in enumerate(extras)]
-    # keys under any variable name are scrubbed everywhere and kept from sandbox runs
-    register_secrets(c.key.get_secret_value() for c in found)
+    found += [
+        Credential(name=f"{extra_var}[{i}]", key=SecretStr(hold(k))) for i, k in enumerate(extras)
+    ]
     return found
+
+
+def _hold_provider_keys(config: LiveforgeConfig, env: Mapping[str, str]) -> None:
+    """Register the keys of every configured provider found in `env` as secrets, under
+    whatever variable names they come, also when no model call builds its routes (a
+    one-shot `verify`): sandbox runs do not get them, and a live check's fork blanks them."""
+    for spec in config.providers.values():
+        for var in spec.api_key_env:
+            value = env.get(var, "")
+            register_secrets([value, *(part.strip() for part in value.split(","))])
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -416,9 +431,11 @@ def load_config(
     overrides = _env_overrides(env)
     data.update(overrides)
     try:
-        return LiveforgeConfig.model_validate(data)
+        config = LiveforgeConfig.model_validate(data)
     except ValidationError as exc:
         raise _describe(exc, files, set(overrides)) from None
+    _hold_provider_keys(config, env)
+    return config
 
 
 def build_provider(config: LiveforgeConfig, env: Mapping[str, str] | None = None) -> Provider:

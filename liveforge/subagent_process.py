@@ -28,6 +28,7 @@ from liveforge.declarations.provider import Provider, RetryPolicy, Route
 from liveforge.declarations.subagents import ChildSpec
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel import Runtime
+from liveforge.kernel._secrets import hold
 
 __all__ = ["main"]
 
@@ -46,6 +47,9 @@ def _apply_overlay(rt: Runtime, overlay: dict[str, Any]) -> None:
 
 def _agent(payload: dict[str, Any], rt: Runtime) -> Agent:
     spec = ChildSpec.model_validate(payload["spec"])
+    for route in payload["routes"]:  # keep the kernel's copies (a live check blanks them)
+        for credential in route["credentials"]:
+            credential["key"] = hold(credential["key"])
     provider = Provider(
         [Route.model_validate(r) for r in payload["routes"]],
         retry=RetryPolicy.model_validate(payload["retry"]),
