@@ -106,12 +106,14 @@ def run_live(
     memory_mb: int | None = None,
     boundary: BoundaryPolicy | None = None,
     prepared: int | None = None,
+    cwd: str | None = None,
 ) -> LiveCheck:
     """Run `code` in a fork of this process, REPL style (a final expression's repr is the
     value); killed with everything it started after `timeout` seconds. With `boundary`
     the fork runs inside the check boundary (see `_boundary.contain`; its folders must
     exist), and its limits are that policy's; `prepared` is a ruleset fd for it from
-    `_boundary.prepare` (closed here)."""
+    `_boundary.prepare` (closed here). `cwd` is the folder it runs in (a fresh-import check
+    runs in the project root, wherever this process was started)."""
     started = time.monotonic()
     handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -120,7 +122,7 @@ def run_live(
         if pid == 0:  # the child: never returns
             os.close(read_end)
             fds = (out.fileno(), err.fileno(), write_end)
-            _child(code, fds, memory_mb, (boundary, handshake, prepared))
+            _child(code, fds, memory_mb, (boundary, handshake, prepared), cwd)
         os.close(write_end)
         if prepared is not None:
             os.close(prepared)
@@ -161,6 +163,7 @@ def _child(
     fds: tuple[int, int, int],
     memory_mb: int | None,
     walls: tuple[BoundaryPolicy | None, Handshake | None, int | None],
+    cwd: str | None = None,
 ) -> None:
     out_fd, err_fd, result_fd = fds
     boundary, handshake, prepared = walls
@@ -181,6 +184,8 @@ def _child(
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         forget_secrets()  # before any code of the snippet runs
+        if cwd is not None:  # before the boundary: a copy-on-write view follows it there
+            os.chdir(cwd)
         if boundary is not None:
             report = contain(boundary, handshake, prepared)
             if boundary.memory_mb is not None:

@@ -157,7 +157,8 @@ class Sandbox:
     ) -> LiveCheck:
         """Run `code` in a fork of this live process (see `_livefork`) inside the same
         boundary as `verify`: the same settings, a scratch folder of its own, the project
-        copy-on-write where the platform allows (what it wrote is listed, then discarded)."""
+        root as its working folder, the project copy-on-write where the platform allows
+        (what it wrote is listed, then discarded)."""
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
         run_id = f"live-{secrets.token_hex(6)}"
         scratch = self.scratch.folder(run_id)
@@ -165,7 +166,13 @@ class Sandbox:
         policy = replace(policy, parent_pid=os.getpid())
         prepared = self._live_rulesets.take(policy)
         try:
-            checked = _livefork.run_live(code, timeout=timeout, boundary=policy, prepared=prepared)
+            checked = _livefork.run_live(
+                code,
+                timeout=timeout,
+                boundary=policy,
+                prepared=prepared,
+                cwd=str(self.project_root),
+            )
         finally:
             changed = remove_scratch(policy, scratch)
         spare = threading.Thread(target=self._live_rulesets.make_spare, args=(policy,))

@@ -51,6 +51,23 @@ def test_agreeing_checks_verify_the_change(project: Project, rt: Runtime) -> Non
     assert rt.verify("1", live=False).live is None
 
 
+def test_the_live_run_works_in_the_project_root_like_the_fresh_one(
+    project: Project,
+    rt: Runtime,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A front end started in another folder (an MCP client's, a `--project` elsewhere):
+    the live run reads the project's files by relative path as the fresh one does, and the
+    two agree."""
+    (project.root / "settings.txt").write_text("from the project\n")
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    result = rt.verify("import os\nos.getcwd(), open('settings.txt').read()")
+    assert result.live is not None and result.live.value_repr == result.value_repr
+    assert result.ok and not result.divergent, result.summary()
+    assert result.value_repr == repr((str(project.root.resolve()), "from the project\n"))
+
+
 def test_the_fork_never_runs_the_parents_exit_handlers_or_flushes_its_buffers(
     tmp_path: Path,
 ) -> None:
