@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["WRITES_LISTED", "Boundary"]
+__all__ = ["WRITES_LISTED", "Boundary", "killed_note"]
 
 WRITES_LISTED = 200
 """How many written or deleted project paths a record lists (the rest are counted)."""
@@ -46,6 +46,9 @@ class Boundary(BaseModel):
         description="how the check's processes were kept: a pid namespace of its own (all die "
         "with it), or the sandbox's subreaper killing what a run left",
     )
+    processes_killed: int = Field(
+        0, description="processes the check left running when it ended (all were killed)"
+    )
     limits: dict[str, float | None] = Field(default_factory=dict)
     hit: list[str] = Field(
         default_factory=list,
@@ -73,7 +76,14 @@ class Boundary(BaseModel):
         changed += self.project_changes_left_out
         if changed:
             parts.append(f"{changed} project paths changed in its view (discarded)")
+        if self.processes_killed:
+            parts.append(killed_note(self.processes_killed))
         return "; ".join(parts)
+
+    def with_killed(self, count: int) -> Boundary:
+        """This boundary with `count` processes the check left running, killed after it."""
+        notes = [*self.notes, killed_note(count)]
+        return self.model_copy(update={"processes_killed": count, "notes": notes})
 
     def with_changes(self, written: list[str], deleted: list[str]) -> Boundary:
         """This boundary with the project paths a check changed in its view (capped)."""
@@ -82,3 +92,10 @@ class Boundary(BaseModel):
         left = len(written) + len(deleted) - len(writes) - len(deletes)
         update = {"project_writes": writes, "project_deletes": deletes}
         return self.model_copy(update={**update, "project_changes_left_out": left})
+
+
+def killed_note(count: int) -> str:
+    """`3 processes still running at the end were killed` (the boundary's note)."""
+    if count == 1:
+        return "1 process still running at the end was killed"
+    return f"{count} processes still running at the end were killed"

@@ -44,9 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 if __package__:  # imported as liveforge.kernel._namespaces
-    from liveforge.kernel import _overlay
-else:  # loaded by file path in a sandbox child, after `_overlay` (see `_boundary`)
+    from liveforge.kernel import _overlay, _processes
+else:  # loaded by file path in a sandbox child, after `_overlay` and `_processes` (see
+    # `_boundary`)
     _overlay = sys.modules["_liveforge_sandbox_overlay"]
+    _processes = sys.modules["_liveforge_sandbox_processes"]
 
 __all__ = ["CHECK_ID", "Entered", "Handshake", "check_ids", "enter", "id_maps", "mount_view"]
 
@@ -91,11 +93,14 @@ class Handshake:
     """Two pipes between a parent and the child it forks: the child asks for its id maps
     once it has unshared its namespaces, the parent writes them and answers; later the
     child reports the check's wait status on the same pipe as soon as the check ends (the
-    namespaces' teardown, which can take milliseconds, is nobody's wait)."""
+    namespaces' teardown, which can take milliseconds, is nobody's wait), with how many
+    processes of the check were still running then (`left_running`; the teardown kills
+    them)."""
 
     def __init__(self) -> None:
         self.ask_read, self.ask_write = os.pipe()
         self.answer_read, self.answer_write = os.pipe()
+        self.left_running = 0
 
     def child_side(self) -> None:
         """In the child, right after the fork: drop the parent's ends."""
@@ -133,9 +138,12 @@ class Handshake:
     def read_status(self) -> int | None:
         data = b""
         with contextlib.suppress(OSError):
-            while len(data) < 4 and (chunk := os.read(self.ask_read, 4 - len(data))):
+            while len(data) < 8 and (chunk := os.read(self.ask_read, 8 - len(data))):
                 data += chunk
-        return struct.unpack("i", data)[0] if len(data) == 4 else None
+        if len(data) != 8:
+            return None
+        status, self.left_running = struct.unpack("ii", data)
+        return int(status)
 
     def close(self) -> None:
         """In the parent, after the run."""
@@ -155,10 +163,11 @@ class Handshake:
         if answer != MAPPED:
             raise OSError(f"the parent could not map the check's ids: {answer[1:].decode()}")
 
-    def report(self, status: int) -> None:
-        """In the child's relay: the check's wait status, for the parent."""
+    def report(self, status: int, left_running: int = 0) -> None:
+        """In the child's relay: the check's wait status, and how many of its processes
+        were still running when it ended, for the parent."""
         with contextlib.suppress(OSError):
-            os.write(self.ask_write, struct.pack("i", status))
+            os.write(self.ask_write, struct.pack("ii", status, left_running))
 
 
 def _close(*fds: int) -> None:
@@ -239,17 +248,18 @@ def _relay(handshake: Handshake, entered: Entered) -> None:
         return
     # only the check holds the run's pipes (output, result): they end when it ends
     _close_all_but(status_read, lifeline_write, handshake.ask_write)
-    data = os.read(status_read, 4)
-    status = struct.unpack("i", data)[0] if len(data) == 4 else None
+    data = os.read(status_read, 8)
+    status, left = struct.unpack("ii", data) if len(data) == 8 else (None, 0)
     if status is not None:
-        handshake.report(status)
+        handshake.report(status, left)
     _, init_status = os.waitpid(pid, 0)
     _end_as(init_status if status is None else status)
 
 
 def _init(status_fd: int, entered: Entered) -> None:
     """Pid 1: mount /proc, fork the check (which returns), reap every orphan, and write
-    the check's wait status to `status_fd` when it ends (then this namespace ends)."""
+    the check's wait status to `status_fd` when it ends, with how many processes it left
+    running (then this namespace ends, and they with it)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     entered.private_proc = _mount_proc(entered.notes)
     check = os.fork()
@@ -264,8 +274,9 @@ def _init(status_fd: int, entered: Entered) -> None:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
             os._exit(0)
-        if pid == check:
-            os.write(status_fd, struct.pack("i", status))
+        if pid == check:  # its orphans are pid 1's children by now
+            left = _processes.running_descendants()
+            os.write(status_fd, struct.pack("ii", status, left))
             os._exit(0)
 
 

@@ -52,6 +52,8 @@ def build_result(
     boundary = Boundary(**report)
     if changed:
         boundary = boundary.with_changes(changed.written, changed.deleted)
+    if ended.left_running:
+        boundary = boundary.with_killed(ended.left_running)
     boundary.hit = limits_hit(
         child,
         fields.get("signal"),

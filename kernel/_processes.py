@@ -3,7 +3,8 @@
 - `protect_process`: the front end is non-dumpable, so no check reads its /proc files;
 - `become_subreaper` / `kill_descendants`: the sandbox's template gets back every orphan a
   run leaves (`setsid`, double forks) and kills them after the run (where a check has no pid
-  namespace of its own, see `_namespaces`);
+  namespace of its own, see `_namespaces`); `running_descendants` counts them first, so the
+  result can say how many were still running;
 - `die_with_parent`: a check is SIGKILLed when the process that forked it dies;
 - `drop_capabilities`: a check keeps no capability it could use to lift its limits.
 
@@ -27,6 +28,7 @@ __all__ = [
     "in_user_namespace",
     "kill_descendants",
     "protect_process",
+    "running_descendants",
 ]
 
 LINUX = sys.platform.startswith("linux")
@@ -132,12 +134,28 @@ def kill_descendants(timeout: float = 2.0) -> int:
     return reaped
 
 
-def _children() -> list[int]:
+def running_descendants() -> int:
+    """How many processes below this one still run (exited ones not yet reaped aside)."""
+    count, queue = 0, _children()
+    while queue:
+        pid = queue.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                state = file.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if state not in ("Z", "X"):
+            count += 1
+        queue += _children(pid)
+    return count
+
+
+def _children(pid: int | str = "self") -> list[int]:
     pids: list[int] = []
     try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as file:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as file:
                 pids += [int(p) for p in file.read().split()]
     except OSError:
-        return []
+        return pids
     return pids

@@ -37,6 +37,8 @@ class RunExit:
     timed_out: bool = False
     template_lost: bool = False
     truncated: bool = False
+    left_running: int = 0
+    """Processes of the check still running when it ended (killed after it)."""
     outcome: dict[str, Any] = field(default_factory=dict)
     stdout: str = ""
     stderr: str = ""
@@ -175,6 +177,7 @@ def _wait(
                 ended.pid = message.get("pid", ended.pid)
                 if "exit_code" in message:
                     ended.exit_code = message["exit_code"]
+                    ended.left_running = message.get("left_running", 0)
                     exit_seen = time.monotonic()
 
 

@@ -195,7 +195,13 @@ def serve(sock_fd: int) -> None:
         channel.send({"pid": pid})
         status = _wait_child(pid, channel, reporting)
         if status is not None:  # said first: tearing down namespaces takes a while
-            channel.send({"exit_code": os.waitstatus_to_exitcode(status)})
+            # what the check left running: counted by its pid 1 (in namespaces; they die
+            # with it), else here, where its orphans came back (killed below)
+            left = (
+                reporting.left_running if reporting is not None else processes.running_descendants()
+            )
+            code = os.waitstatus_to_exitcode(status)
+            channel.send({"exit_code": code, "left_running": left})
         _reap(pid)
         processes.kill_descendants()  # whatever the run left behind, wherever it went
         if handshake is not None:

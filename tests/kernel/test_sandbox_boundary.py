@@ -215,6 +215,48 @@ def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
         assert all(process_gone(pid, wait=2) for pid in pids)
 
 
+@pytest.mark.parametrize("isolation", [True, False])
+def test_processes_left_running_are_counted_killed_and_reported(
+    sandbox: Sandbox, places: Places, isolation: bool
+) -> None:
+    """Three setsid `sleep`s and a forked child outlive the snippet (an exited child not
+    yet reaped does not count): the result says 4 were still running and were killed,
+    whether its pid namespace took them down or (isolation off) the template did."""
+    code = textwrap.dedent("""
+        import os, subprocess, time
+        pids = [
+            subprocess.Popen(["sleep", "300"], start_new_session=True).pid for _ in range(3)
+        ]
+        if (child := os.fork()) == 0:
+            time.sleep(300)
+            os._exit(0)
+        if (done := os.fork()) == 0:
+            os._exit(0)
+        os.waitid(os.P_PID, done, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
+        [*pids, child], os.readlink("/proc/self/ns/pid")
+    """)
+    box = sandbox if isolation else Sandbox(places.project, settings=CheckSettings(isolation=False))
+    try:
+        result = box.verify(code)
+        quiet = box.verify("1")
+    finally:
+        if box is not sandbox:
+            box.close()
+    assert result.ok and result.boundary is not None, result.summary()
+    pids, namespace = eval(result.value_repr or "")
+    if result.boundary.processes == "pid namespace":
+        assert in_namespace(namespace, wait=2) == []
+    else:
+        assert all(process_gone(pid, wait=2) for pid in pids)
+    note = "4 processes still running at the end were killed"
+    assert result.boundary.processes_killed == 4 and note in result.boundary.notes
+    assert f"boundary: {result.boundary.line()}" in result.summary() and note in result.summary()
+    kept = box.run(result.run_id)  # the record
+    assert kept.boundary is not None and kept.boundary.processes_killed == 4
+    assert quiet.boundary is not None and quiet.boundary.processes_killed == 0
+    assert "still running" not in quiet.summary()
+
+
 @pytest.mark.skipif(_overlay.probe() is not None, reason="needs namespaces of the check's own")
 def test_killing_the_template_during_a_check_leaves_no_process_of_it(
     places: Places, marked: Callable[[str], set[int]]
