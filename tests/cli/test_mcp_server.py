@@ -11,20 +11,28 @@ from typing import Any
 from cli_support import FIX, cli_env
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from secret_leaks import KEY, LEAKS, leaked
 
 import liveforge.impls  # noqa: F401  (registers the Toolbox bodies)
 from liveforge import Runtime
 from liveforge.agent_setup import open_toolbox
 
 
-def _session(project: Path, calls: Any, received: list[Any] | None = None, *options: str) -> Any:
+def _session(
+    project: Path,
+    calls: Any,
+    received: list[Any] | None = None,
+    *options: str,
+    env: dict[str, str] | None = None,
+) -> Any:
     """Run `calls(session)` against a `liveforge mcp` child serving `project` (with command
-    line `options`); messages the server sends on its own (notifications) go to `received`."""
+    line `options` and extra environment `env`); messages the server sends on its own
+    (notifications) go to `received`."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "liveforge", "mcp", "--project", str(project), *options],
         cwd=str(project),
-        env=cli_env(),
+        env=cli_env(**(env or {})),
     )
 
     async def keep(message: Any) -> None:
@@ -81,6 +89,7 @@ def test_a_patch_is_seen_by_later_calls_and_verified(sample: Path):
     assert not patched.isError and "pricing.cart.Line.subtotal" in _text(patched)
     assert "self.quantity >= BULK_QUANTITY" in _text(viewed)
     assert not verified.isError and "passed" in _text(verified)
+    assert "\nlive process: passed in " in _text(verified)  # the fork of the server, too
     assert "+        if self.quantity >= BULK_QUANTITY:" in _text(diff)
     assert ">= BULK" not in (sample / "pricing" / "cart.py").read_text()
 
@@ -175,3 +184,18 @@ def test_read_only_mode_refuses_writes_with_a_message_and_keeps_looking(sample: 
         assert refused.isError and "refused by 'read-only' mode" in _text(refused)
         assert "Do not retry" in _text(refused)
     assert _text(diff) == "no changes" and not (sample / "pricing" / "x.txt").exists()
+
+
+def test_secrets_a_check_prints_reach_no_mcp_result(sample: Path):
+    """A key the server has in its environment, printed by a `verify` snippet as repr,
+    JSON, URL-encoded, base64 and hex (and returned as its value), comes back to the MCP
+    client as [redacted] only, from the fresh import and from the live process."""
+    (sample / ".env").write_text(f"FAKE_API_KEY={KEY}\n")
+
+    async def calls(s: ClientSession) -> Any:
+        return await s.call_tool("verify", {"code": LEAKS})
+
+    verified = _session(sample, calls, env={"FAKE_API_KEY": KEY})
+    text = _text(verified)
+    assert not verified.isError and "live process: passed" in text, text
+    assert "[redacted]" in text and not leaked(text)
