@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from sandbox_support import snapshot_tree
 
 from liveforge import Runtime
+from liveforge.config import load_config
 from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import probe
 from liveforge.kernel._sandbox import Sandbox
@@ -87,22 +89,46 @@ def test_a_suite_writing_into_its_project_passes_and_changes_nothing(tmp_path: P
 
 @pytest.mark.skipif(_overlay.probe() is not None, reason="needs namespaces of the check's own")
 def test_a_slice_of_liveforges_own_suite_passes_inside_the_boundary() -> None:
-    """Nested checks (a sandbox inside a check) fall back to what the kernel allows there,
-    and say so; the suite still passes."""
-    rt = Runtime(project_root=ROOT)
+    """The demo (a nested `liveforge demo` with its loopback model server and its own
+    checks), a kernel test file and a sandbox test pass inside a check with the repository's
+    own [tool.liveforge.sandbox] settings, loaded as the CLI loads them (network on for the
+    loopback server). Nested checks fall back to what the kernel allows there, and say so.
+    Nothing is written into the project (pytest's cache is off in the repository's own
+    settings), and every test's `tmp_path` is in the check's scratch folder."""
+    settings = load_config(ROOT).sandbox.settings(ROOT)
+    assert settings.network  # what the demo's loopback model server needs
+    rt = Runtime(project_root=ROOT, check_settings=settings)
     try:
         result = rt.run_tests(
             [
                 "-q",
                 "-p",
                 "no:cacheprovider",
+                "-p",
+                "record_tmp_path",
+                "tests/cli/test_demo.py",
+                "tests/kernel/test_module_identity.py",
                 "tests/kernel/test_sandbox.py::test_patched_function_in_overlay_is_what_the_child_runs",
-                "tests/test_errors_map.py",
             ],
             timeout=300,
         )
     finally:
         rt.close()
     assert result.ok, result.summary(max_lines=60)
-    assert result.boundary is not None and result.boundary.project == "copy-on-write"
-    assert result.tests is not None and result.tests.passed >= 2
+    boundary = result.boundary
+    assert boundary is not None and boundary.project == "copy-on-write" and boundary.network
+    assert boundary.project_writes == [] and boundary.project_deletes == []
+    assert result.tests is not None and result.tests.failed == result.tests.errors == 0
+    assert result.tests.passed >= 6 and result.tests.skipped == 0
+    scratch = Path(boundary.writable[0])
+    junit = ElementTree.parse(Path(result.record_path, "junit.xml"))
+    used = {
+        case.get("name"): Path(prop.get("value") or "")
+        for case in junit.iter("testcase")
+        for prop in case.iter("property")
+        if prop.get("name") == "tmp_path"
+    }
+    assert "test_demo_fixes_the_sample_on_disk_and_says_where" in used
+    assert len(used) >= 5
+    for name, tmp_path in used.items():
+        assert tmp_path.is_relative_to(scratch), (name, tmp_path, scratch)
