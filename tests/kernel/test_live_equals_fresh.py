@@ -149,6 +149,7 @@ def test_class_based_decorators_are_updated_in_place(project: Project, rt: Runti
     assert mod.Box().size == 2
     rt.rollback_to()
     assert alias(3, 4) == 7 and mod.Box().size == 1
+    assert mod.add is alias and importlib.import_module(pkg).add is alias
 
 
 DECORATED = """
@@ -264,6 +265,37 @@ def test_a_changed_constant_reaches_defaults_and_from_import_copies(
     assert any("DOUBLE" in note and "LIMIT" in note for note in change.notes)
     rt.rollback()
     assert (clip(99), user.CAP, package.LIMIT) == (10, 10, 10)
+
+
+def test_runtime_state_survives_patch_patch_module_and_rollback(
+    project: Project, rt: Runtime
+) -> None:
+    """An attribute set on the module at runtime (in no source) and a constant the program
+    rebound at runtime are the program's state: a patch of a function, a whole-module patch
+    that leaves their statements alone, and the rollbacks of both keep them (same objects);
+    a whole-module patch that changes the constant's statement sets it, and its rollback
+    gives back the runtime value."""
+    mod = project.module("LIMIT = 10\n\n\ndef f(x):\n    return x + LIMIT\n")
+    cache = {"warm": True}
+    mod.cache, mod.LIMIT = cache, 99
+
+    def state() -> tuple[object, ...]:
+        return getattr(mod, "cache", None) is cache, mod.LIMIT, mod.f(1)
+
+    assert state() == (True, 99, 100)
+    rt.patch(f"{mod.__name__}.f", "def f(x):\n    return x + LIMIT + 1000\n")
+    assert state() == (True, 99, 1100)
+    text = rt.source(mod.__name__).replace("+ 1000", "+ 5000")
+    rt.patch_module(mod.__name__, text)
+    assert state() == (True, 99, 5100)
+    rt.rollback()
+    assert state() == (True, 99, 1100)
+    rt.rollback()
+    assert state() == (True, 99, 100)
+    rt.patch_module(mod.__name__, rt.source(mod.__name__).replace("= 10", "= 11"))
+    assert state() == (True, 11, 12)
+    rt.rollback()
+    assert state() == (True, 99, 100)
 
 
 def test_a_star_re_exported_name_is_viewed_and_patched_where_it_is_defined(
