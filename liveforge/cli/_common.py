@@ -22,6 +22,7 @@ __all__ = [
     "CommandError",
     "ExitCode",
     "add_common",
+    "add_global_options",
     "add_mode",
     "chosen_mode",
     "emit",
@@ -52,6 +53,61 @@ def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> No
             help="print one JSON object with stable keys instead of text",
         )
         parser.set_defaults(json_output=True)
+
+
+_GLOBAL_OPTIONS: dict[str, dict[str, Any]] = {
+    "--this-python": {
+        "action": "store_true",
+        "default": False,
+        "help": "run with this interpreter even when the project has its own environment",
+    },
+    "--project": {
+        "metavar": "DIR",
+        "default": ".",
+        "help": "the project to work on (default: the current directory)",
+    },
+    "--json": {
+        "action": "store_true",
+        "default": False,
+        "help": "commands that report: print one JSON object",
+    },
+    "--debug": {
+        "action": "store_true",
+        "default": False,
+        "help": "show Python tracebacks of unexpected errors",
+    },
+}
+"""The options `liveforge` takes before the command, with their defaults."""
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, before_command: bool = False) -> None:
+    """Let `parser` take every global option (`--project`, `--json`, `--debug`,
+    `--this-python`, `--version`), so they go before or after the command.
+
+    Before the command (the top-level parser) they carry the defaults; after it they only
+    override them (default `argparse.SUPPRESS`), options the command defines itself (`serve`'s
+    `--project`, the commands' `--json`) stay its own, and `--json` on a command without
+    JSON output is accepted but hidden: `liveforge` then says the command has none.
+    """
+    from liveforge import __version__
+
+    taken = parser._option_string_actions
+    for flag, spec in _GLOBAL_OPTIONS.items():
+        if flag in taken:
+            continue
+        spec = dict(spec)
+        if not before_command:
+            spec["default"] = argparse.SUPPRESS
+            if flag == "--json":
+                spec["help"] = argparse.SUPPRESS
+        parser.add_argument(flag, **spec)
+    if "--version" not in taken:
+        parser.add_argument(
+            "--version",
+            action="version",
+            version=f"liveforge {__version__}",
+            help=None if before_command else argparse.SUPPRESS,
+        )
 
 
 def positive_seconds(text: str) -> float:
