@@ -214,16 +214,19 @@ def emit_error(args: argparse.Namespace | None, error: BaseException, code: Exit
 def run_tool(
     args: argparse.Namespace, name: str, arguments: dict[str, Any], extra: dict[str, Any]
 ) -> int:
-    """Call one catalogue tool on a fresh runtime and print its result; the exit code."""
+    """Call one catalogue tool on a fresh runtime (with the command's `--patch`es applied
+    first) and print its result; the exit code."""
     from liveforge.agent_setup import open_toolbox
 
     with open_runtime(args) as rt:
+        patched = _patched(args, rt)
         result = open_toolbox(rt).call(name, arguments)
     payload = {
         "ok": not result.is_error,
         "command": args.command,
         "project": str(rt.project_root),
         **extra,
+        **patched,
         "output": result.text,
     }
     if result.is_error:
@@ -235,16 +238,35 @@ def run_tool(
     if result.is_error and not getattr(args, "json", False):
         sys.stderr.write(f"liveforge {args.command}: {result.text}\n")
         return ExitCode.FAILED
-    emit(args, payload, result.text)
+    lines = [f"patched {row['summary']}" for row in patched.get("patches", [])]
+    emit(args, payload, "\n".join([*lines, result.text]))
     return ExitCode.FAILED if result.is_error else ExitCode.OK
 
 
 def run_structured(args: argparse.Namespace, build: Callable[[Runtime], dict[str, Any]]) -> int:
-    """Print `build(rt)` (on a fresh runtime, tool context set) as the command's JSON object."""
+    """Print `build(rt)` (on a fresh runtime with the command's `--patch`es applied, tool
+    context set) as the command's JSON object."""
     from liveforge.tools._context import using_runtime
 
     with open_runtime(args) as rt, using_runtime(rt):
+        patched = _patched(args, rt)
         data = build(rt)
-    payload = {"ok": True, "command": args.command, "project": str(rt.project_root), **data}
+    payload = {
+        "ok": True,
+        "command": args.command,
+        "project": str(rt.project_root),
+        **patched,
+        **data,
+    }
     emit(args, payload, "")
     return ExitCode.OK
+
+
+def _patched(args: argparse.Namespace, rt: Runtime) -> dict[str, Any]:
+    """`{"patches": [...]}` after applying the command's `--patch`es; {} for a command
+    without that option."""
+    from liveforge.cli._patches import apply_patches, patch_rows
+
+    if not hasattr(args, "patch"):
+        return {}
+    return {"patches": patch_rows(apply_patches(rt, args.patch))}
