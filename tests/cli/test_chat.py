@@ -228,6 +228,23 @@ def test_tab_completes_dotted_paths_and_commands(sample: Path):
     assert "look at pricing.coupons" in json.dumps(asked)
 
 
+def test_tab_after_a_slash_lists_commands_with_their_descriptions(sample: Path):
+    """Tab after `/` opens a menu of the commands, each with what it does beside it."""
+    with FakeProvider(script=[]) as fake:
+        child = _spawn(sample, fake)
+        child.send("/\t")
+        _shown(child, "/clear")
+        _shown(child, "start a new conversation")
+        _shown(child, "/diff")
+        _shown(child, "unpersisted changes (memory vs files)")
+        child.sendcontrol("c")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert fake.requests == []
+
+
 def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path):
     """--resume continues the latest session: earlier messages are sent again, the
     unpersisted patch is re-applied to the new process under the id shown before (c2, after
