@@ -4,10 +4,12 @@ exit code, never a Python traceback; global options go before or after the comma
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
-from cli_support import run_cli
+from cli_support import cli_env, run_cli
 
 from liveforge.__main__ import build_parser, subcommands
 
@@ -156,6 +158,32 @@ def test_completion_code_for_each_shell(tmp_path: Path, shell: str):
     """`liveforge completion SHELL` prints code that hooks liveforge into that shell."""
     result = run_cli("completion", shell, cwd=tmp_path)
     assert result.returncode == 0 and "liveforge" in result.stdout, result.stderr
+
+
+def test_bash_completion_code_completes_a_command_in_a_real_bash(tmp_path: Path):
+    """In an interactive bash that evaluated `liveforge completion bash`, Tab after
+    `liveforge veri` completes the command: running the line is `liveforge verify`."""
+    env = cli_env(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        PS1="$ ",
+        TERM="dumb",
+    )
+    bash = pexpect.spawn(
+        "bash",
+        ["--norc", "--noprofile", "-i"],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+    )
+    bash.sendline('eval "$(liveforge completion bash)" && complete -p liveforge')
+    bash.expect(r"complete .*-F _python_argcomplete.* liveforge")
+    bash.send("liveforge veri\t")
+    bash.expect_exact("fy ")  # the rest of the command, and the space after it
+    bash.send("\r")
+    bash.expect_exact("nothing to verify: give the code (liveforge verify CODE)")
+    bash.sendline("exit")
+    bash.expect(pexpect.EOF)
 
 
 def test_tab_completion_answers_with_commands_and_their_help(tmp_path: Path):
