@@ -23,6 +23,7 @@ provider's message text only.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, ClassVar
 
 from liveforge.kernel.errors import LiveforgeError
@@ -113,6 +114,21 @@ class RateLimitError(ProviderError):
 
     retryable = True
     hint = "Wait a moment, lower the request rate, or configure more API keys."
+
+    def _hint(self) -> str:
+        """The wait the provider (or the keys' cooldown) asks for, when it is known."""
+        if not self.retry_after or self.retry_after <= 0:
+            return self.hint
+        return (
+            f"Try again in {_duration(self.retry_after)}, lower the request rate, or "
+            "configure more API keys."
+        )
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` rounded up for a person: "30s", "2 min"."""
+    whole = math.ceil(seconds)
+    return f"{whole}s" if whole < 120 else f"{math.ceil(whole / 60)} min"
 
 
 class OverloadedError(ProviderError):

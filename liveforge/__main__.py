@@ -2,7 +2,8 @@
 
 Every command group lives in its own module of `liveforge.cli` and registers itself on the
 parser here; exit codes are `liveforge.cli.ExitCode` (documented in the README). Global
-options (`--project`, `--json`, `--debug`) go before or after the command.
+options (`--project`, `--json`, `--debug`, `--this-python`, `--version`) go before or after
+the command, nested ones (`memory list`) included.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import importlib
 import os
 import sys
 
-import liveforge
 from liveforge import project_env
-from liveforge.cli._common import CommandError, ExitCode, emit_error
+from liveforge.cli._common import CommandError, ExitCode, add_global_options, emit_error
 from liveforge.cli._faults import describe_fault
 from liveforge.kernel._processes import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
@@ -53,30 +53,25 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"liveforge {liveforge.__version__}")
-    parser.add_argument(
-        "--this-python",
-        action="store_true",
-        help="run with this interpreter even when the project has its own environment",
-    )
-    parser.add_argument(
-        "--project",
-        metavar="DIR",
-        default=".",
-        help="the project to work on (default: the current directory)",
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="commands that report: print one JSON object"
-    )
-    parser.add_argument(
-        "--debug", action="store_true", help="show Python tracebacks of unexpected errors"
-    )
+    add_global_options(parser, before_command=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"liveforge.cli.{name}")
         module.register(commands)
     _plugin_commands(commands)
+    for command in subcommands(parser):
+        add_global_options(command)
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every sub-command's parser under `parser`, nested ones (`memory list`) included."""
+    found: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in dict.fromkeys(action.choices.values()):  # an alias is the same parser
+                found += [command, *subcommands(command)]
+    return found
 
 
 def _plugin_commands(commands: argparse._SubParsersAction) -> None:

@@ -11,7 +11,9 @@ run again: run in the watcher's thread it could block every later save. The line
 it; restarting the program runs it, and `rerun=True` (`liveforge watch --rerun`) runs such
 statements too, as jurigged does. Assignments, imports and definitions always apply.
 After a change applied, an optional snippet (`verify`) and pytest selection (`test`) run in
-the sandbox against the new state.
+the sandbox against the new state; when the snippet gives one thing in the running program
+(a fork of it) and another in a fresh import of the saved files, a `DIVERGENT` line says
+both.
 
 From inside a running program ("attach")::
 
@@ -34,9 +36,13 @@ import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from liveforge.kernel import Change, Runtime
 from liveforge.kernel.errors import LiveforgeError, PatchSyntaxError, UnpersistedChanges
+
+if TYPE_CHECKING:
+    from liveforge.kernel._records import RunResult
 
 __all__ = ["Applied", "Watcher", "modules_of", "runs_code", "start"]
 
@@ -111,8 +117,8 @@ RERUN_HINT = "restart the program to run it, or watch with --rerun"
 
 
 def describe(change: Change, rerun_hint: str = RERUN_HINT) -> str:
-    """A change as "module: ~updated +added -removed (id)", divergence and notes after it;
-    statements left unrun are named last, with `rerun_hint`: what runs them."""
+    """A change as "module: ~updated +added -removed (id)", notes after it; statements left
+    unrun are named last, with `rerun_hint`: what runs them."""
     parts = [f"{change.module}:"]
     for label, names in (("~", change.updated), ("+", change.added), ("-", change.removed)):
         if names:
@@ -122,13 +128,24 @@ def describe(change: Change, rerun_hint: str = RERUN_HINT) -> str:
     if len(parts) == 1:
         parts.append("statements left as they run" if skipped else "statements re-run")
     parts.append(f"({change.id})")
-    divergence = getattr(change, "divergence", None)
-    if divergence:
-        parts.append(f"DIVERGENT: {divergence}")
     text = " ".join(parts) + "".join(f"; note: {note}" for note in notes)
     if skipped:
         text += f"; not re-run (a loop or a call at top level): {', '.join(skipped)} — {rerun_hint}"
     return text
+
+
+def _divergence(result: RunResult, change_ids: list[str]) -> str:
+    """The line for a `verify` whose runs in the program and in a fresh import disagreed
+    after the changes `change_ids`."""
+    live = result.live
+    running = (live.value_repr or live.exc_type or live.status) if live else "?"
+    fresh = result.value_repr or result.exc_type or result.status
+    return (
+        f"DIVERGENT ({', '.join(change_ids)}): the running program gives "
+        f"{_clip(running)}, a fresh import of the saved files {_clip(fresh)} (run "
+        f"{result.run_id}): state made before the save, or a statement not re-run; restart "
+        "the program to run the files as saved"
+    )
 
 
 class Watcher:
@@ -189,9 +206,10 @@ class Watcher:
                 applied = self.apply_module(name, path)
                 if applied is not None:
                     results.append(applied)
+        changes = [a.change for a in results if a.ok and a.change is not None]
         for applied in results:
             if applied.ok and applied.change is not None:
-                applied.checks = self.run_checks()
+                applied.checks = self.run_checks(changes)
                 break
         return results
 
@@ -230,11 +248,16 @@ class Watcher:
         where = f"{_relative(path, self.runtime.project_root)}:{line or '?'}"
         return f"{where}: SyntaxError: {message}; the old code keeps running"
 
-    def run_checks(self) -> list[str]:
-        """Run the `verify` snippet and the `test` selection; one summary line each."""
+    def run_checks(self, changes: Iterable[Change] = ()) -> list[str]:
+        """Run the `verify` snippet and the `test` selection after `changes` (the save's);
+        one summary line each, and one more when the snippet's runs diverged."""
         rt, lines = self.runtime, []
         if self.verify is not None:
-            lines.append("verify: " + rt.verify(self.verify, timeout=self.timeout).summary())
+            result = rt.verify(self.verify, timeout=self.timeout)
+            lines.append("verify: " + result.summary())
+            if result.divergent:
+                ids = dict.fromkeys([*(c.id for c in changes), *result.change_ids])
+                lines.append(_divergence(result, list(ids)))
         if self.test is not None:
             lines.append("test: " + rt.run_tests(self.test, timeout=self.timeout).summary())
         return lines
@@ -309,6 +332,11 @@ def start(
 def _to_stderr(line: str) -> None:
     sys.stderr.write(f"[liveforge] {line}\n")
     sys.stderr.flush()
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _first_line(exc: BaseException) -> str:

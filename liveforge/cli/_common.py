@@ -22,6 +22,7 @@ __all__ = [
     "CommandError",
     "ExitCode",
     "add_common",
+    "add_global_options",
     "add_mode",
     "chosen_mode",
     "emit",
@@ -52,6 +53,61 @@ def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> No
             help="print one JSON object with stable keys instead of text",
         )
         parser.set_defaults(json_output=True)
+
+
+_GLOBAL_OPTIONS: dict[str, dict[str, Any]] = {
+    "--this-python": {
+        "action": "store_true",
+        "default": False,
+        "help": "run with this interpreter even when the project has its own environment",
+    },
+    "--project": {
+        "metavar": "DIR",
+        "default": ".",
+        "help": "the project to work on (default: the current directory)",
+    },
+    "--json": {
+        "action": "store_true",
+        "default": False,
+        "help": "commands that report: print one JSON object",
+    },
+    "--debug": {
+        "action": "store_true",
+        "default": False,
+        "help": "show Python tracebacks of unexpected errors",
+    },
+}
+"""The options `liveforge` takes before the command, with their defaults."""
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, before_command: bool = False) -> None:
+    """Let `parser` take every global option (`--project`, `--json`, `--debug`,
+    `--this-python`, `--version`), so they go before or after the command.
+
+    Before the command (the top-level parser) they carry the defaults; after it they only
+    override them (default `argparse.SUPPRESS`), options the command defines itself (`serve`'s
+    `--project`, the commands' `--json`) stay its own, and `--json` on a command without
+    JSON output is accepted but hidden: `liveforge` then says the command has none.
+    """
+    from liveforge import __version__
+
+    taken = parser._option_string_actions
+    for flag, spec in _GLOBAL_OPTIONS.items():
+        if flag in taken:
+            continue
+        spec = dict(spec)
+        if not before_command:
+            spec["default"] = argparse.SUPPRESS
+            if flag == "--json":
+                spec["help"] = argparse.SUPPRESS
+        parser.add_argument(flag, **spec)
+    if "--version" not in taken:
+        parser.add_argument(
+            "--version",
+            action="version",
+            version=f"liveforge {__version__}",
+            help=None if before_command else argparse.SUPPRESS,
+        )
 
 
 def positive_seconds(text: str) -> float:
@@ -158,16 +214,19 @@ def emit_error(args: argparse.Namespace | None, error: BaseException, code: Exit
 def run_tool(
     args: argparse.Namespace, name: str, arguments: dict[str, Any], extra: dict[str, Any]
 ) -> int:
-    """Call one catalogue tool on a fresh runtime and print its result; the exit code."""
+    """Call one catalogue tool on a fresh runtime (with the command's `--patch`es applied
+    first) and print its result; the exit code."""
     from liveforge.agent_setup import open_toolbox
 
     with open_runtime(args) as rt:
+        patched = _patched(args, rt)
         result = open_toolbox(rt).call(name, arguments)
     payload = {
         "ok": not result.is_error,
         "command": args.command,
         "project": str(rt.project_root),
         **extra,
+        **patched,
         "output": result.text,
     }
     if result.is_error:
@@ -179,16 +238,35 @@ def run_tool(
     if result.is_error and not getattr(args, "json", False):
         sys.stderr.write(f"liveforge {args.command}: {result.text}\n")
         return ExitCode.FAILED
-    emit(args, payload, result.text)
+    lines = [f"patched {row['summary']}" for row in patched.get("patches", [])]
+    emit(args, payload, "\n".join([*lines, result.text]))
     return ExitCode.FAILED if result.is_error else ExitCode.OK
 
 
 def run_structured(args: argparse.Namespace, build: Callable[[Runtime], dict[str, Any]]) -> int:
-    """Print `build(rt)` (on a fresh runtime, tool context set) as the command's JSON object."""
+    """Print `build(rt)` (on a fresh runtime with the command's `--patch`es applied, tool
+    context set) as the command's JSON object."""
     from liveforge.tools._context import using_runtime
 
     with open_runtime(args) as rt, using_runtime(rt):
+        patched = _patched(args, rt)
         data = build(rt)
-    payload = {"ok": True, "command": args.command, "project": str(rt.project_root), **data}
+    payload = {
+        "ok": True,
+        "command": args.command,
+        "project": str(rt.project_root),
+        **patched,
+        **data,
+    }
     emit(args, payload, "")
     return ExitCode.OK
+
+
+def _patched(args: argparse.Namespace, rt: Runtime) -> dict[str, Any]:
+    """`{"patches": [...]}` after applying the command's `--patch`es; {} for a command
+    without that option."""
+    from liveforge.cli._patches import apply_patches, patch_rows
+
+    if not hasattr(args, "patch"):
+        return {}
+    return {"patches": patch_rows(apply_patches(rt, args.patch))}

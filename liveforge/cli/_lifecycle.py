@@ -43,15 +43,16 @@ def _short(text: str, limit: int = 100) -> str:
 
 
 def not_ready(rt: Any) -> list[Change]:
-    """Unpersisted changes that persist would refuse: unverified since their last edit, or
-    divergent (the live process and a fresh import disagreed)."""
+    """Unpersisted changes that persist would refuse: divergent (the live process and a
+    fresh import disagreed, even after an earlier check passed), or not verified since their
+    last edit."""
     from liveforge.kernel import ChangeStatus
 
     return [
         c
         for c in rt.history()
-        if c.status is ChangeStatus.APPLIED
-        and ((not c.verified and c.kind != "reload") or getattr(c, "divergence", None))
+        if c.status in (ChangeStatus.APPLIED, ChangeStatus.VERIFIED)
+        and (c.divergent or (not c.verified and c.kind != "reload"))
     ]
 
 
@@ -59,8 +60,11 @@ def reasons(changes: list[Change]) -> list[str]:
     """Why each change is not ready, one line each."""
     lines = []
     for change in changes:
-        divergence = getattr(change, "divergence", None)
-        why = f"divergent: {divergence}" if divergence else "not verified since its last edit"
+        why = (
+            f"divergent: the live process and a fresh import disagreed (run {change.divergent_in})"
+            if change.divergent
+            else "not verified since its last edit"
+        )
         lines.append(f"{change.id} {change.target}: {why}")
     return lines
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from liveforge.cli._common import (
@@ -23,6 +22,7 @@ from liveforge.cli._common import (
     open_runtime,
     positive_seconds,
 )
+from liveforge.cli._patches import add_patch_option, apply_patches, patch_rows
 from liveforge.cli._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
     from liveforge.kernel._records import RunResult
 
-__all__ = ["parse_patch", "register"]
+__all__ = ["register"]
 
 
 EXAMPLES_VERIFY = """\
@@ -142,45 +142,7 @@ def _patch_args(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="show the check's output as it runs (on stderr under --json)",
     )
-    parser.add_argument(
-        "--patch",
-        action="append",
-        default=[],
-        metavar="TARGET=FILE",
-        help="apply FILE's source to the dotted TARGET in memory first (repeatable)",
-    )
-
-
-def parse_patch(spec: str) -> tuple[str, Path]:
-    """Split "TARGET=FILE"; a usage error naming the expected form otherwise."""
-    target, sep, file = spec.partition("=")
-    if not sep or not target.strip() or not file.strip():
-        raise CommandError(f"--patch expects TARGET=FILE (e.g. pkg.mod.func=fix.py), got {spec!r}.")
-    path = Path(file.strip()).expanduser()
-    if not path.is_file():
-        raise CommandError(f"--patch {target}: file {path} does not exist.")
-    return target.strip(), path
-
-
-def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
-    """Apply every `--patch` in one transaction: all of them or none."""
-    sources = [(target, _read_patch(target, path)) for target, path in map(parse_patch, specs)]
-    with rt.transaction() as changes:
-        for target, source in sources:
-            rt.patch(target, source)
-    return changes
-
-
-def _read_patch(target: str, path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CommandError(
-            f"--patch {target}: {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
-            f"at offset {exc.start}); save it as UTF-8 and run the command again."
-        ) from None
-    except OSError as exc:
-        raise CommandError(f"--patch {target}: cannot read {path}: {exc.strerror}.") from None
+    add_patch_option(parser, then="check")
 
 
 def _result_payload(
@@ -190,9 +152,7 @@ def _result_payload(
         "ok": result.ok,
         "command": args.command,
         "project": str(rt.project_root),
-        "patches": [
-            {"change_id": c.id, "target": c.target, "summary": c.summary()} for c in changes
-        ],
+        "patches": patch_rows(changes),
         "run": result.model_dump(mode="json"),
         **(
             {}

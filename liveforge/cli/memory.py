@@ -42,25 +42,64 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", help="memories, newest first")
+    listing = _action(actions, "list", "memories, newest first")
     listing.add_argument("--limit", type=int, default=50, help="how many (default 50)")
-    search = actions.add_parser("search", help="memories matching words, best first")
+    search = _action(actions, "search", "memories matching words, best first")
     search.add_argument("query", nargs="+", help="words to look for")
     search.add_argument("--limit", type=int, default=10, help="how many (default 10)")
-    show = actions.add_parser("show", help="one memory in full")
+    show = _action(actions, "show", "one memory in full")
     show.add_argument("id", type=int, help="the memory's number (#N in the list)")
-    add = actions.add_parser("add", help="write a memory yourself")
+    add = _action(actions, "add", "write a memory yourself")
     add.add_argument("text", help="the memory's text")
     add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
-    edit = actions.add_parser("edit", help="replace a memory's text")
+    edit = _action(actions, "edit", "replace a memory's text")
     edit.add_argument("id", type=int, help="the memory's number")
     edit.add_argument("text", help="the new text")
     edit.add_argument("--tag", action="append", help="replace the tags (repeatable)")
-    remove = actions.add_parser("rm", help="delete memories")
+    remove = _action(actions, "rm", "delete memories")
     remove.add_argument("ids", type=int, nargs="+", metavar="ID", help="memory numbers")
     for sub in (listing, search, show, add, edit, remove):
         add_common(sub)
         sub.set_defaults(handler=_memory)
+
+
+EXAMPLES = {
+    "list": """\
+  liveforge memory list                       newest first: #id [tags] text
+  liveforge memory list --limit 5 --json
+""",
+    "search": """\
+  liveforge memory search release steps       best match first
+  liveforge memory search redis --limit 3
+""",
+    "show": """\
+  liveforge memory show 3                     text, tags, when written and changed
+""",
+    "add": """\
+  liveforge memory add "tests need the local Redis on 6380" --tag tests
+  liveforge memory add "release: bump the version in pyproject.toml first"
+""",
+    "edit": """\
+  liveforge memory edit 3 "tests need the local Redis on 6381"
+  liveforge memory edit 3 "run make docs before a release" --tag release --tag docs
+""",
+    "rm": """\
+  liveforge memory rm 3                       delete #3
+  liveforge memory rm 3 7                     delete both, or neither if one is unknown
+""",
+}
+
+
+def _action(actions: Any, name: str, text: str) -> argparse.ArgumentParser:
+    """One `memory` sub-command, with its examples in --help."""
+    parser: argparse.ArgumentParser = actions.add_parser(
+        name,
+        help=text,
+        description=text[0].upper() + text[1:] + ".",
+        epilog=examples(EXAMPLES[name]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def _open(args: argparse.Namespace) -> Memory:

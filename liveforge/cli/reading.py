@@ -1,8 +1,9 @@
 """`liveforge inspect`, `view` and `find`: read the program by dotted path (one-shot).
 
 Each runs the catalogue tool of the same purpose (inspect_module, view_source, find) on a
-fresh runtime over `--project`, so the text is exactly what a model would see. With `--json`
-the same facts come as data (`_structured`): a tree, numbered lines, a list of hits.
+fresh runtime over `--project`, so the text is exactly what a model would see; `inspect`
+and `view` take `--patch TARGET=FILE` to show the program with a change made in memory. With
+`--json` the same facts come as data (`_structured`): a tree, numbered lines, a list of hits.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 from typing import Any
 
 from liveforge.cli._common import add_common, examples, run_structured, run_tool
+from liveforge.cli._patches import add_patch_option
 
 __all__ = ["register"]
 
@@ -19,12 +21,16 @@ EXAMPLES_INSPECT = """\
   liveforge inspect                               the project's packages
   liveforge inspect pricing.cart --depth 3
   liveforge inspect pricing --json                a tree of objects
+  liveforge inspect pricing.cart --patch pricing.cart.Line.subtotal=fix.py
+                                                  the tree with that change (marked *)
 """
 
 
 EXAMPLES_VIEW = """\
   liveforge view pricing.cart.Line.subtotal
   liveforge view pricing.cart --start 10 --end 40
+  liveforge view pricing.cart.Line.subtotal --patch pricing.cart.Line.subtotal=fix.py --json
+                                                  the patched lines, origin "memory"
 """
 
 
@@ -45,6 +51,7 @@ def register(commands: Any) -> None:
     )
     inspect.add_argument("path", nargs="?", default="", help="dotted path, e.g. pkg.mod")
     inspect.add_argument("--depth", type=int, default=2, help="levels to expand (default 2)")
+    add_patch_option(inspect, then="show the tree")
     add_common(inspect)
     inspect.set_defaults(handler=_inspect)
 
@@ -58,6 +65,7 @@ def register(commands: Any) -> None:
     view.add_argument("path", help="dotted path, e.g. pkg.mod.Class.method")
     view.add_argument("--start", type=int, help="first line to show")
     view.add_argument("--end", type=int, help="last line to show")
+    add_patch_option(view, then="show the source")
     add_common(view)
     view.set_defaults(handler=_view)
 

@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--project",
         action="append",
-        default=[],
+        default=argparse.SUPPRESS,  # none after the command: the one before it, or "."
         metavar="[NAME=]DIR",
         help="a project folder (default: current); repeat to serve several, each with its own "
         "worker and live runtime (named after the folder, or NAME)",
@@ -59,7 +59,7 @@ def register(commands: Any) -> None:
         help="a browser origin allowed besides the gateway's own (repeatable)",
     )
     add_mode(parser)
-    parser.set_defaults(handler=_serve, json=False)
+    parser.set_defaults(handler=_serve)
 
 
 def _port(text: str) -> int:
@@ -83,7 +83,8 @@ def _serve(args: argparse.Namespace) -> int:
     from liveforge.gateway.serving import TOKEN_VARIABLE
 
     try:
-        projects = project_names(args.project or ["."])
+        given = args.project  # a list after the command, one folder before it
+        projects = project_names(given if isinstance(given, list) else [given])
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     for _name, folder in projects:

@@ -4,12 +4,14 @@ exit code, never a Python traceback; global options go before or after the comma
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
-from cli_support import run_cli
+from cli_support import cli_env, run_cli
 
-from liveforge.__main__ import build_parser
+from liveforge.__main__ import build_parser, subcommands
 
 
 def _project(root: Path) -> Path:
@@ -84,22 +86,71 @@ def test_debug_shows_the_traceback_of_project_code(tmp_path: Path):
     assert "Traceback" in result.stderr and "boom at import" in result.stderr
 
 
-def test_global_options_before_or_after_the_command(tmp_path: Path):
-    """--project and --json work on either side of the command, with the same result."""
+GLOBAL_CASES = {
+    # option words -> (command words, exit code, text that shows the option took effect)
+    ("--project", "{root}", "--json"): (["view", "pkg.ok.f"], 0, '"project": "{root}"'),
+    # with --debug the project's exception propagates: Python prints it and exits with 1
+    ("--debug",): (["verify", "--patch", "pkg.broken.f=fix.py"], 1, "boom at import"),
+    ("--this-python",): (["inspect", "pkg.ok"], 0, "pkg.ok"),
+    ("--version",): (["runs"], 0, "liveforge "),
+    ("--json", "--project", "{root}"): (["memory", "list"], 0, '"action": "list"'),
+}
+"""Each global option with a command that shows its effect; the last one is nested."""
+
+
+def _own_environment(root: Path) -> None:
+    """Give the project an environment without liveforge: commands stop with the advice to
+    install it there, unless --this-python."""
+    python = root / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /nowhere\n")
+    python.write_text("#!/bin/sh\nexit 1\n")  # `import liveforge` fails there
+    python.chmod(0o755)
+
+
+@pytest.mark.parametrize("side", ["before", "after"])
+@pytest.mark.parametrize("option", list(GLOBAL_CASES), ids=lambda o: o[0])
+def test_global_options_before_or_after_the_command(
+    tmp_path: Path, option: tuple[str, ...], side: str
+):
+    """Every global option works on either side of the command (a nested one too)."""
     root = _project(tmp_path / "proj")
-    before = run_cli("--project", str(root), "--json", "view", "pkg.ok.f", cwd=tmp_path)
-    after = run_cli("view", "pkg.ok.f", "--project", str(root), "--json", cwd=tmp_path)
-    assert before.returncode == after.returncode == 0, before.stderr + after.stderr
-    assert before.stdout == after.stdout and '"ok": true' in before.stdout
+    if "--this-python" in option:
+        _own_environment(root)
+    command, code, shown = GLOBAL_CASES[option]
+    words = [w.replace("{root}", str(root)) for w in option]
+    cwd = tmp_path if "--project" in option else root
+    args = [*words, *command] if side == "before" else [*command, *words]
+    result = run_cli(*args, cwd=cwd, timeout=60)
+    assert result.returncode == code, result.stderr
+    assert shown.replace("{root}", str(root)) in result.stdout + result.stderr
+    assert "unrecognized arguments" not in result.stderr
+    assert ("Traceback" in result.stderr) == ("--debug" in option)
+
+
+def test_every_global_option_is_covered_and_accepted_by_every_command():
+    """The cases above cover each top-level option, and every command's parser, nested
+    ones included, takes each of them."""
+    parser = build_parser()
+    top = {f for a in parser._actions for f in a.option_strings if f.startswith("--")} - {"--help"}
+    assert top == {w for option in GLOBAL_CASES for w in option if w.startswith("--")}
+    for command in subcommands(parser):
+        missing = top - set(command._option_string_actions)
+        assert not missing, (command.prog, missing)
+    # serve takes several projects after the command; the one before it counts too
+    assert parser.parse_args(["--project", "a", "serve"]).project == "a"
+    assert parser.parse_args(["serve", "--project", "a", "--project", "b"]).project == ["a", "b"]
 
 
 def test_every_command_has_examples_in_its_help():
-    """Each sub-command's --help ends with runnable examples naming the command."""
-    parser = build_parser()
-    (sub,) = [a for a in parser._actions if a.dest == "command"]
-    for name, command in sub.choices.items():  # type: ignore[attr-defined]
+    """Each sub-command's --help, nested ones (`memory list`) included, ends with runnable
+    examples naming the command."""
+    commands = subcommands(build_parser())
+    assert "liveforge memory list" in [command.prog for command in commands]
+    for command in commands:
         text = command.format_help()
-        assert "examples:\n" in text and f"liveforge {name}" in text.split("examples:")[1], name
+        assert "examples:\n" in text, command.prog
+        assert f"{command.prog} " in text.split("examples:")[1], command.prog
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
@@ -107,6 +158,32 @@ def test_completion_code_for_each_shell(tmp_path: Path, shell: str):
     """`liveforge completion SHELL` prints code that hooks liveforge into that shell."""
     result = run_cli("completion", shell, cwd=tmp_path)
     assert result.returncode == 0 and "liveforge" in result.stdout, result.stderr
+
+
+def test_bash_completion_code_completes_a_command_in_a_real_bash(tmp_path: Path):
+    """In an interactive bash that evaluated `liveforge completion bash`, Tab after
+    `liveforge veri` completes the command: running the line is `liveforge verify`."""
+    env = cli_env(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        PS1="$ ",
+        TERM="dumb",
+    )
+    bash = pexpect.spawn(
+        "bash",
+        ["--norc", "--noprofile", "-i"],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+    )
+    bash.sendline('eval "$(liveforge completion bash)" && complete -p liveforge')
+    bash.expect(r"complete .*-F _python_argcomplete.* liveforge")
+    bash.send("liveforge veri\t")
+    bash.expect_exact("fy ")  # the rest of the command, and the space after it
+    bash.send("\r")
+    bash.expect_exact("nothing to verify: give the code (liveforge verify CODE)")
+    bash.sendline("exit")
+    bash.expect(pexpect.EOF)
 
 
 def test_tab_completion_answers_with_commands_and_their_help(tmp_path: Path):

@@ -21,7 +21,10 @@ def _shown(child: pexpect.spawn, text: str) -> None:
     child.expect(_ANSI.join(re.escape(ch) for ch in text))
 
 
-def _spawn(project: Path, fake: FakeProvider, *args: str) -> pexpect.spawn:
+def _spawn(
+    project: Path, fake: FakeProvider, *args: str, header: tuple[str, ...] = ()
+) -> pexpect.spawn:
+    """A chat in a pty, at its first prompt; `header`: texts its header shows, in order."""
     env = cli_env(
         ANTHROPIC_BASE_URL=fake.base_url,
         ANTHROPIC_API_KEY="test-key",
@@ -38,6 +41,8 @@ def _spawn(project: Path, fake: FakeProvider, *args: str) -> pexpect.spawn:
         timeout=60,
         dimensions=(50, 160),
     )
+    for text in header:
+        _shown(child, text)
     _shown(child, "/help for commands")
     child.expect_exact(PROMPT)
     return child
@@ -223,23 +228,51 @@ def test_tab_completes_dotted_paths_and_commands(sample: Path):
     assert "look at pricing.coupons" in json.dumps(asked)
 
 
+def test_tab_after_a_slash_lists_commands_with_their_descriptions(sample: Path):
+    """Tab after `/` opens a menu of the commands, each with what it does beside it."""
+    with FakeProvider(script=[]) as fake:
+        child = _spawn(sample, fake)
+        child.send("/\t")
+        _shown(child, "/clear")
+        _shown(child, "start a new conversation")
+        _shown(child, "/diff")
+        _shown(child, "unpersisted changes (memory vs files)")
+        child.sendcontrol("c")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert fake.requests == []
+
+
 def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path):
     """--resume continues the latest session: earlier messages are sent again, the
-    unpersisted patch is re-applied to the new process, and the session's token totals
+    unpersisted patch is re-applied to the new process under the id shown before (c2, after
+    an undone c1, not a fresh c1), `/undo` takes that id, and the session's token totals
     continue."""
+    wrong = FIX.replace(">= BULK_QUANTITY", ">= BULK_QUANTITY + 1")
     first = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": wrong}),
+        reply.tool_call("rollback", {}),
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.text("Patched in memory."),
     ]
     with FakeProvider(script=first) as fake:
         child = _spawn(sample, fake, "--mode", "auto-edit")
         _say(child, "remember the word avocado and fix the discount")
+        shown = []
+        for _ in range(2):
+            child.expect(r"patch (c\d+) \S+ pricing\.cart\.Line\.subtotal")
+            shown.append(child.match.group(1))
         _shown(child, "Patched in memory.")
         child.expect_exact(PROMPT)
         _leave_with_changes(child)
         child.close()
+    undone, kept = shown
+    assert undone != kept
     with FakeProvider(script=[reply.text("The word was avocado.")]) as fake:
-        child = _spawn(sample, fake, "--resume")
+        resumed = (f"resumed: {kept} ", f": re-applied as {kept} ")
+        child = _spawn(sample, fake, "--resume", "--mode", "auto-edit", header=resumed)
         _say(child, "/diff")
         _shown(child, "+        if self.quantity >= BULK_QUANTITY:")
         child.expect_exact(PROMPT)
@@ -249,7 +282,14 @@ def test_resume_brings_back_the_conversation_and_unpersisted_patch(sample: Path)
         this_turn, session = (int(g.replace(",", "")) for g in child.match.groups())
         assert session > this_turn  # the first process's tokens are carried over
         child.expect_exact(PROMPT)
-        _leave_with_changes(child)
+        _say(child, f"/undo {kept}")
+        child.expect(rf"rolled back:\s*{_ANSI}{kept} \S+ pricing\.cart")
+        child.expect_exact(PROMPT)
+        _say(child, "/diff")
+        _shown(child, "no unpersisted changes")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
         child.close()
         sent = json.dumps(fake.requests[0].body["messages"])
     assert "remember the word avocado" in sent

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from liveforge.cli._lifecycle import as_commands, check_line
+import importlib
+import sys
+from pathlib import Path
+
+from liveforge.cli._lifecycle import as_commands, check_line, not_ready, reasons
+from liveforge.kernel import Runtime
 from liveforge.kernel._records import RunResult, TestCounts, TestFailure
 
 
@@ -41,3 +46,29 @@ def test_kernel_advice_becomes_chat_commands():
     assert as_commands(text) == (
         "Check them first (/verify CODE or /tests), or write anyway with /persist --force."
     )
+
+
+def test_a_verified_change_found_divergent_is_held_back_saying_why(tmp_path: Path):
+    """A change verified once, then found divergent (the running module's state moved away
+    from its source), is not ready to persist, and the reason names the divergent run."""
+    name = f"lf_divergent_{tmp_path.name[-8:].replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text("LIMIT = 1\n\n\ndef limit():\n    return LIMIT\n")
+    sys.path.insert(0, str(tmp_path))
+    rt = Runtime(project_root=tmp_path)
+    try:
+        module = importlib.import_module(name)
+        change = rt.patch(f"{name}.limit", "def limit():\n    return LIMIT + 1\n")
+        assert rt.verify(f"import {name}; {name}.limit()").ok
+        assert not_ready(rt) == []
+        module.LIMIT = 5
+        run = rt.verify(f"import {name}; {name}.limit()")
+        assert run.divergent
+        assert [c.id for c in not_ready(rt)] == [change.id]
+        assert reasons(not_ready(rt)) == [
+            f"{change.id} {name}.limit: divergent: the live process and a fresh import "
+            f"disagreed (run {run.run_id})"
+        ]
+    finally:
+        rt.close()
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop(name, None)

@@ -177,3 +177,99 @@ def test_view_human_output_is_the_numbered_source(sample: Path):
     assert result.returncode == 0
     assert "def apply(self, total_cents: int) -> int:" in result.stdout
     assert not result.stdout.lstrip().startswith("{")
+
+
+CONTRACTS = '''"""Declarations."""
+
+import forwardpy
+
+
+class Greeter(forwardpy.Object):
+    """Says things."""
+
+    name: str
+
+    def greet(self, loud: bool = False) -> str:
+        """Greet someone."""
+        ...
+
+    def part(self, n: int) -> str:
+        """Declared, never implemented."""
+        ...
+'''
+
+BODIES = '''"""Implementations."""
+
+import forwardpy
+
+from greet.contracts import Greeter
+
+
+@forwardpy.impl(Greeter.greet)
+def greet(self: Greeter, loud: bool = False) -> str:
+    return "hello " + self.name
+'''
+
+LOUDER = BODIES.replace(
+    "\n\n@forwardpy.impl",
+    '\n\ndef shout(text: str) -> str:\n    return text.upper() + "!"\n\n\n@forwardpy.impl',
+).replace('return "hello " + self.name', 'return shout("hello " + self.name) if loud else "hi"')
+"""The bodies module as patched in memory: its @impl moves from line 8 to line 12."""
+
+
+def _declared(root: Path) -> Path:
+    """A project with a forwardpy declaration, its @impl body, and a new version of the body."""
+    (root / "greet").mkdir(parents=True)
+    (root / "greet" / "__init__.py").write_text('"""Greetings."""\n')
+    (root / "greet" / "contracts.py").write_text(CONTRACTS)
+    (root / "greet" / "bodies.py").write_text(BODIES)
+    (root / "louder.py").write_text(LOUDER)
+    return root
+
+
+def test_inspect_json_gives_the_active_impl_of_declared_methods(tmp_path: Path):
+    """With the bodies patched in memory, each declared method names where its active @impl
+    is (module and line, in memory) or that it is a stub; the file stays as it was."""
+    root = _declared(tmp_path / "proj")
+    result = run_cli(
+        "inspect", "greet.contracts.Greeter", "--patch", "greet.bodies=louder.py", "--json",
+        cwd=root,
+    )  # fmt: skip
+    data = _json(result)
+    assert result.returncode == 0 and [p["target"] for p in data["patches"]] == ["greet.bodies"]
+    nodes = {n["path"]: n for n in _walk(data["tree"])}
+    assert nodes["greet.contracts.Greeter.greet"]["impl"] == {
+        "stub": False,
+        "module": "greet.bodies",
+        "line": 12,
+    }
+    assert nodes["greet.contracts.Greeter.part"]["impl"] == {
+        "stub": True,
+        "module": None,
+        "line": None,
+    }
+    assert nodes["greet.contracts.Greeter"]["impl"] is None  # a class is not a declared method
+    assert (root / "greet" / "bodies.py").read_text() == BODIES
+
+
+def test_view_json_of_a_patched_target_comes_from_memory(tmp_path: Path):
+    """`view --patch` shows the in-memory lines with `origin: "memory"` and their numbers
+    in the patched module; without the patch the same path is the file's."""
+    root = _declared(tmp_path / "proj")
+    args = ["view", "greet.bodies.greet", "--json"]
+    patched = _json(run_cli(*args, "--patch", "greet.bodies=louder.py", cwd=root))["source"]
+    assert (patched["origin"], patched["state"], patched["start"]) == ("memory", "changed", 12)
+    assert patched["lines"][0] == {"number": 12, "text": "@forwardpy.impl(Greeter.greet)"}
+    assert "shout(" in patched["lines"][-1]["text"]
+    on_disk = _json(run_cli(*args, cwd=root))["source"]
+    assert (on_disk["origin"], on_disk["start"]) == ("file", 8)
+    assert on_disk["lines"][-1]["text"] == '    return "hello " + self.name'
+
+
+def test_view_text_with_a_patch_says_what_was_patched(tmp_path: Path):
+    """Without --json, `view --patch` names the change, then the numbered patched source."""
+    root = _declared(tmp_path / "proj")
+    result = run_cli("view", "greet.bodies.shout", "--patch", "greet.bodies=louder.py", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("patched c1 module greet.bodies")
+    assert '\n9     return text.upper() + "!"\n' in result.stdout

@@ -83,6 +83,23 @@ def test_ctrl_c_stops_the_running_tests(tmp_path: Path):
     assert leftovers == []
 
 
+def test_verify_shows_its_elapsed_time_rising(tmp_path: Path):
+    """While a snippet runs, the status line counts the seconds (0.5s, 1.0s, ... rising);
+    then the result replaces it."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    child = _spawn(root, "verify", "--no-live", "import time; time.sleep(2)")
+    seen: list[float] = []
+    while not seen or seen[-1] < 1.5:
+        child.expect(r"verifying in the sandbox · (\d+\.\d)s")
+        seen.append(float(child.match.group(1)))
+    assert seen == sorted(seen) and len(set(seen)) >= 3, seen
+    child.expect("snippet passed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()

@@ -210,6 +210,44 @@ def test_rerun_runs_changed_top_level_calls_again(tmp_path: Path):
     assert _quit(child) == 0
 
 
+TAGGED = (
+    CALC
+    + """
+
+TAGS = []
+
+
+def tag(name):
+    TAGS.append(name)
+
+
+tag("a")
+"""
+)
+"""The shop's calc with a registry filled by a top-level call (a call is not re-run)."""
+
+
+def test_a_save_the_running_program_does_not_follow_is_reported_divergent(tmp_path: Path):
+    """A save whose changed top-level call is not re-run leaves the program unlike a fresh
+    import of the file: --verify sees both and a DIVERGENT line names the two values; the
+    definitions of the save still applied."""
+    root = _project(tmp_path)
+    (root / "shop" / "calc.py").write_text(TAGGED)
+    child = _spawn(root, "--verify", "import shop.calc; shop.calc.TAGS", "--", "app.py")
+    assert _values(child) == "10 100"
+    _save(root / "shop" / "calc.py", TAGGED.replace('"a"', '"b"').replace("n * 1", "n * 2"))
+    child.expect(r"applied shop\.calc: ~price \((c\d+)\); not re-run")
+    change = child.match.group(1)
+    child.expect(r"verify: [^\n]*the live process and a fresh import disagree")
+    child.expect_exact(
+        f"DIVERGENT ({change}): the running program gives ['a'], a fresh import of the saved "
+        "files ['b']"
+    )
+    child.expect_exact("restart the program to run the files as saved")
+    assert _values(child) == "20 100"
+    assert _quit(child) == 7
+
+
 def test_a_module_known_under_two_names_is_applied_once(tmp_path: Path):
     """`__main__` is also `__mp_main__` once multiprocessing ran: a save applies (and a bad
     one is reported) once, not once per name."""

@@ -1,0 +1,67 @@
+"""`--patch TARGET=FILE`: a file's source applied to a dotted target in memory first.
+
+`verify` and `test` check with the patches; `inspect` and `view` show the program with them
+(changed marks, `origin: "memory"`, the active `@impl` of a declaration the patch imported).
+The files stay as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from liveforge.errors import CommandError
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Change, Runtime
+
+__all__ = ["add_patch_option", "apply_patches", "parse_patch", "patch_rows"]
+
+
+def add_patch_option(parser: argparse.ArgumentParser, *, then: str) -> None:
+    """Add the repeatable `--patch TARGET=FILE`; `then` says what the command does next."""
+    parser.add_argument(
+        "--patch",
+        action="append",
+        default=[],
+        metavar="TARGET=FILE",
+        help=f"apply FILE's source to the dotted TARGET in memory, then {then} (repeatable)",
+    )
+
+
+def parse_patch(spec: str) -> tuple[str, Path]:
+    """Split "TARGET=FILE"; a usage error naming the expected form otherwise."""
+    target, sep, file = spec.partition("=")
+    if not sep or not target.strip() or not file.strip():
+        raise CommandError(f"--patch expects TARGET=FILE (e.g. pkg.mod.func=fix.py), got {spec!r}.")
+    path = Path(file.strip()).expanduser()
+    if not path.is_file():
+        raise CommandError(f"--patch {target}: file {path} does not exist.")
+    return target.strip(), path
+
+
+def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
+    """Apply every `--patch` in one transaction: all of them or none."""
+    sources = [(target, _read_patch(target, path)) for target, path in map(parse_patch, specs)]
+    with rt.transaction() as changes:
+        for target, source in sources:
+            rt.patch(target, source)
+    return changes
+
+
+def patch_rows(changes: list[Change]) -> list[dict[str, Any]]:
+    """The changes as the `patches` of a command's JSON object."""
+    return [{"change_id": c.id, "target": c.target, "summary": c.summary()} for c in changes]
+
+
+def _read_patch(target: str, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"--patch {target}: {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+            f"at offset {exc.start}); save it as UTF-8 and run the command again."
+        ) from None
+    except OSError as exc:
+        raise CommandError(f"--patch {target}: cannot read {path}: {exc.strerror}.") from None
