@@ -20,6 +20,12 @@ def _project(root: Path) -> Path:
         "def f():\n    pass\n\nraise RuntimeError('boom at import')\n"
     )
     (root / "pkg" / "quits.py").write_text("import sys\n\nsys.exit(3)\n")
+    for name, first_line in [("raising", "raise RuntimeError('no config')"),
+                             ("needsdep", "import nonexistent_dep")]:  # fmt: skip
+        (root / name).mkdir()
+        (root / name / "__init__.py").write_text("__version__ = '1'\nfrom .impl import *\n")
+        impl = f"{first_line}\n\n\ndef add(a, b):\n    return a + b\n"
+        (root / name / "impl.py").write_text(impl)
     (root / "pkg" / "ok.py").write_text("def f():\n    return 1\n")
     (root / "fix.py").write_text("def f():\n    return 2\n")
     (root / "latin1.py").write_bytes("def f():\n    return 'café'\n".encode("latin-1"))
@@ -50,6 +56,25 @@ CASES = [
         ["verify", "--patch", "pkg.quits.f=fix.py"],
         3,
         "called sys.exit(3) (at pkg/quits.py:3)",
+    ),
+    (
+        "package-raises-on-import",
+        ["view", "raising.add"],
+        3,
+        "importing 'raising' failed: RuntimeError: no config (at raising/impl.py:1). Fix that line",
+    ),
+    (
+        "package-needs-a-missing-dependency",
+        ["view", "needsdep.add"],
+        3,
+        "importing 'needsdep' failed: ModuleNotFoundError: No module named 'nonexistent_dep' "
+        "(at needsdep/impl.py:1). Install the package that provides 'nonexistent_dep'",
+    ),
+    (
+        "package-import-error-in-json",
+        ["--json", "inspect", "needsdep.add"],
+        3,
+        "importing 'needsdep' failed",
     ),
     ("unknown-target", ["view", "pkg.ok.nothing"], 3, "was not found"),
     ("project-not-a-folder", ["--project", "a_file.txt", "inspect"], 2, "is not a directory"),

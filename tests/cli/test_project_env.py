@@ -146,7 +146,8 @@ def test_api_loop_in_the_project_interpreter(project: Path) -> None:
 
 def test_environment_without_liveforge_gets_exact_advice(tmp_path: Path) -> None:
     """A project venv without liveforge: exit 2 with the install commands naming its python;
-    --this-python runs here, and a missing dependency names this interpreter."""
+    --this-python runs here, and a missing dependency is named with the command that
+    installs it for this interpreter."""
     (tmp_path / "app_lf").mkdir()
     (tmp_path / "app_lf" / "__init__.py").write_text("import tinydep_lf\n")
     (tmp_path / "app_lf" / "core.py").write_text("def quad(x):\n    return x\n")
@@ -159,5 +160,5 @@ def test_environment_without_liveforge_gets_exact_advice(tmp_path: Path) -> None
     here = run_cli("--this-python", "verify", "--patch", "app_lf.core.quad=fix.py", "-c", "1",
                    cwd=tmp_path)  # fmt: skip
     assert here.returncode == 3
-    assert "No module named 'tinydep_lf'" in here.stderr
-    assert f"the interpreter in use is {sys.executable}" in here.stderr
+    assert "No module named 'tinydep_lf' (at app_lf/__init__.py:1)" in here.stderr
+    assert f"`{sys.executable} -m pip install tinydep_lf`" in here.stderr
