@@ -162,11 +162,14 @@ def _run(module: types.ModuleType, source: str, program: list[str]) -> int:
     """Run the program in `module` (or a prompt); its exit status."""
     filename = getattr(module, "__file__", None)
     if filename is None:
-        code.interact(
-            banner="liveforge watch: saves under the project apply here (Ctrl-D leaves)",
-            local=module.__dict__,
-            exitmsg="",
-        )
+        try:
+            code.interact(
+                banner="liveforge watch: saves under the project apply here (Ctrl-D leaves)",
+                local=module.__dict__,
+                exitmsg="",
+            )
+        except SystemExit as exc:  # exit() or sys.exit() typed at the prompt: leave
+            return _exit_status(exc.code)
         return ExitCode.OK
     sys.argv = [filename, *program[2 if program[0] == "-m" else 1 :]]
     try:
