@@ -177,3 +177,25 @@ def test_view_human_output_is_the_numbered_source(sample: Path):
     assert result.returncode == 0
     assert "def apply(self, total_cents: int) -> int:" in result.stdout
     assert not result.stdout.lstrip().startswith("{")
+
+
+def test_find_sees_names_a_package_re_exports_with_a_star(tmp_path: Path):
+    """`from .functoolz import *` re-exports what functoolz.__all__ lists (or, without a
+    literal __all__, its public names): find answers for toolkit.add as view does."""
+    (tmp_path / "toolkit").mkdir()
+    (tmp_path / "toolkit" / "__init__.py").write_text(
+        "from .functoolz import *\nfrom .more import *\n"
+    )
+    (tmp_path / "toolkit" / "functoolz.py").write_text(
+        "__all__ = ['add']\n\n\ndef add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
+        "    return a - b\n"
+    )
+    (tmp_path / "toolkit" / "more.py").write_text("def mul(a, b):\n    return a * b\n")
+    text = run_cli("find", "toolkit.add", cwd=tmp_path)
+    assert text.stdout == "def toolkit.functoolz.add(a, b) :4 (exported as toolkit.add)\n"
+    data = _json(run_cli("--json", "find", "mul", cwd=tmp_path))
+    assert [(h["path"], h["exported_as"]) for h in data["hits"]] == [
+        ("toolkit.more.mul", ["toolkit.mul"])
+    ]
+    assert "no definitions" in run_cli("find", "toolkit.sub", cwd=tmp_path).stdout
+    assert "return a + b" in run_cli("view", "toolkit.add", cwd=tmp_path).stdout
