@@ -122,9 +122,11 @@ def _main_module(program: list[str]) -> tuple[types.ModuleType, str]:
     else:
         filename = str(Path(program[0]).resolve())
         if not filename.endswith(".py") or not Path(filename).is_file():
+            what = "is not a .py file" if Path(filename).exists() else "does not exist"
             raise CommandError(
-                f"watch runs a Python program: {program[0]!r} is not a .py file. Give a "
-                "script (liveforge watch -- app.py) or a module (liveforge watch -- -m app)."
+                f"watch runs a Python program: {program[0]!r} {what} (looked for "
+                f"{filename}). Give a script (liveforge watch -- app.py) or a module "
+                "(liveforge watch -- -m app)."
             )
         sys.path.insert(0, str(Path(filename).parent))
     try:

@@ -80,6 +80,7 @@ CASES = [
     ("project-not-a-folder", ["--project", "a_file.txt", "inspect"], 2, "is not a directory"),
     ("json-on-chat", ["--json", "chat"], 2, "has no --json output"),
     ("watch-not-python", ["watch", "--", "a_file.txt"], 2, "is not a .py file"),
+    ("watch-missing-script", ["watch", "--", "nosuch.py"], 2, "'nosuch.py' does not exist"),
     ("watch-unknown-module", ["watch", "--", "-m", "no_such_mod"], 2, "no Python module"),
     ("completion-unknown-shell", ["completion", "tcsh"], 2, "invalid choice: 'tcsh'"),
     ("verify-code-twice", ["verify", "1", "-c", "2"], 2, "got the code twice"),
