@@ -77,6 +77,13 @@ CASES = [
         "importing 'needsdep' failed",
     ),
     ("unknown-target", ["view", "pkg.ok.nothing"], 3, "was not found"),
+    ("runs-unknown-id", ["runs", "nosuch"], 3, "list the runs with `liveforge runs`"),
+    (
+        "runs-unknown-record",
+        ["runs", "20260101-000000-000000-aaaaaa"],
+        3,
+        "retention); list the runs with `liveforge runs`",
+    ),
     ("project-not-a-folder", ["--project", "a_file.txt", "inspect"], 2, "is not a directory"),
     ("json-on-chat", ["--json", "chat"], 2, "has no --json output"),
     ("watch-not-python", ["watch", "--", "a_file.txt"], 2, "is not a .py file"),
