@@ -199,3 +199,23 @@ def test_find_sees_names_a_package_re_exports_with_a_star(tmp_path: Path):
     ]
     assert "no definitions" in run_cli("find", "toolkit.sub", cwd=tmp_path).stdout
     assert "return a + b" in run_cli("view", "toolkit.add", cwd=tmp_path).stdout
+
+
+def test_a_divergent_verify_says_which_values_differ(sample: Path):
+    """Both runs pass with different values: the message says so and names both values."""
+    (sample.parent / "fix.py").write_text(FIX)
+    result = run_cli(
+        "verify",
+        "--patch",
+        f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
+        "-c",
+        "import sys; 'pricing.cart' in sys.modules",
+        "--json",
+        cwd=sample,
+    )
+    run = _json(result)["run"]
+    assert result.returncode == 1 and run["divergent"] is True
+    assert (
+        "both passed, with different values: fresh import False, live process True"
+        in (run["message"])
+    )
