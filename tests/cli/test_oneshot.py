@@ -67,6 +67,18 @@ def test_view_of_unknown_target_fails_with_exit_3_and_json_error(sample: Path):
     assert data["ok"] is False and "Nope" in data["error"]["message"]
 
 
+def test_json_errors_name_the_project_and_say_what_the_text_says(sample: Path):
+    """A failing --json command names its project like a passing one, and its message is
+    the text mode's, close matches included."""
+    for command in ("view", "inspect"):
+        text = run_cli(command, "pricing.cart.Line.subtotl", cwd=sample)
+        data = _json(run_cli(command, "pricing.cart.Line.subtotl", "--json", cwd=sample))
+        assert data["project"] == str(sample.resolve())
+        message = data["error"]["message"]
+        assert "close matches: pricing.cart.Line.subtotal" in message
+        assert message in text.stderr
+
+
 def test_find_json_locates_a_definition(sample: Path):
     """`find --json` finds the coupon parser by name."""
     data = _json(
