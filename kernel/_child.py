@@ -451,6 +451,7 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
         else:
             sys.argv = ["pytest", *request["args"]]
             outcome = run_pytest(request["args"], Path(request["boundary"]["scratch"]))
+            code = int(outcome.get("pytest_exit_code") or 0)  # the run's exit code is pytest's
         outcome["refused_starts"] = load_sibling("_limits").refused_starts()
     except BaseException as exc:
         outcome = {"status": "error", "harness_error": True, **_exception_info(exc)}

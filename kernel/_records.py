@@ -122,7 +122,9 @@ class RunResult(BaseModel):
     exc_type: str | None = None
     exc_message: str | None = None
     traceback: str | None = None
-    exit_code: int | None = None
+    exit_code: int | None = Field(
+        None, description="the check process's exit code; for a test run, pytest's"
+    )
     signal: str | None = None
     tests: TestCounts | None = None
     failures: list[TestFailure] = Field(default_factory=list)

@@ -128,10 +128,12 @@ def test_verify_takes_the_code_as_its_argument_like_chat_verify(sample: Path):
 
 
 def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
-    """`test` reports the bug's failing tests; with the fix patched in, all pass."""
+    """`test` reports the bug's failing tests, with pytest's exit code; with the fix
+    patched in, all pass."""
     failing = run_cli("test", "--json", "--", "-q", cwd=sample)
     assert failing.returncode == 1
-    assert _json(failing)["run"]["tests"]["failed"] == 2
+    run = _json(failing)["run"]
+    assert run["tests"]["failed"] == 2 and run["exit_code"] == 1  # pytest's exit code
     (sample.parent / "fix.py").write_text(FIX)
     passing = run_cli(
         "test",
@@ -144,6 +146,7 @@ def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
     )
     data = _json(passing)
     assert passing.returncode == 0 and data["run"]["tests"]["passed"] == 5
+    assert data["run"]["exit_code"] == 0
 
 
 def test_runs_json_lists_and_shows_records(sample: Path):
