@@ -116,8 +116,8 @@ class Checks:
         if divergent:
             update["ok"] = False
             update["message"] = (
-                f"the live process and a fresh import disagree: fresh import {result.status}, "
-                f"live process {checked.status}. {result.message}"
+                f"the live process and a fresh import disagree: {_difference(result, checked)}. "
+                f"{result.message}"
             )
         result = result.model_copy(update=update)
         self.sandbox.store.save(result)
@@ -180,6 +180,27 @@ def _disagree(fresh: RunResult, live: _livefork.LiveCheck) -> bool:
     if fresh.ok:
         return _ADDRESS.sub("", fresh.value_repr or "") != _ADDRESS.sub("", live.value_repr or "")
     return fresh.exc_type != live.exc_type
+
+
+def _difference(fresh: RunResult, live: _livefork.LiveCheck) -> str:
+    """What differs between the two runs, in words: the outcome, else the value, else the
+    exception."""
+    if fresh.status != live.status:
+        return f"fresh import {fresh.status}, live process {live.status}"
+    if fresh.ok:
+        return (
+            f"both passed, with different values: fresh import {_short(fresh.value_repr)}, "
+            f"live process {_short(live.value_repr)}"
+        )
+    return (
+        f"both {fresh.status}, with different errors: fresh import {fresh.exc_type}, "
+        f"live process {live.exc_type}"
+    )
+
+
+def _short(value: str | None, limit: int = 80) -> str:
+    text = "no value" if value is None else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # Object addresses differ between any two processes; they are no disagreement.

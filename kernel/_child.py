@@ -208,8 +208,12 @@ def _exception_info(exc: BaseException) -> dict[str, Any]:
     }
 
 
+_LIMITS = str(Path(__file__).with_name("_limits.py"))
+
+
 def _machinery(filename: str) -> bool:
-    return filename == __file__ or filename.startswith("<frozen importlib")
+    """Frames of the sandbox itself: this file, the counting of process starts, imports."""
+    return filename in (__file__, _LIMITS) or filename.startswith("<frozen importlib")
 
 
 def _safe_repr(value: object) -> str:
@@ -447,6 +451,8 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
         else:
             sys.argv = ["pytest", *request["args"]]
             outcome = run_pytest(request["args"], Path(request["boundary"]["scratch"]))
+            code = int(outcome.get("pytest_exit_code") or 0)  # the run's exit code is pytest's
+        outcome["refused_starts"] = load_sibling("_limits").refused_starts()
     except BaseException as exc:
         outcome = {"status": "error", "harness_error": True, **_exception_info(exc)}
         code = 70

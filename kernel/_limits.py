@@ -2,17 +2,29 @@
 limits (a check without capabilities cannot raise them again).
 
     set_limits(memory_mb=512, cpu_seconds=10, processes=20, notes=notes, base=None)
+    refused_starts()   # process starts the limit refused (fork, spawn, subprocess)
+
+A check that catches the error of a refused fork (and many do: a loop that starts workers
+until it cannot) would otherwise end as if no limit had been hit, so the process starts of
+the check's Python code are counted where they fail, in memory shared with the processes
+it forks.
 
 Standard library only: sandbox children load this file by path.
 """
 
 from __future__ import annotations
 
+import functools
+import mmap
 import os
 import resource
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["set_limits"]
+__all__ = ["refused_starts", "set_limits"]
+
+_refused: mmap.mmap | None = None
+"""A counter shared with forked children: process starts refused with EAGAIN."""
 
 
 def set_limits(
@@ -57,6 +69,43 @@ def _process_limit(processes: int, base: int | None, notes: list[str]) -> None:
         _hard_limit(resource.RLIMIT_NPROC, start + processes)
     except OSError:  # inside another check's boundary /proc cannot be listed
         notes.append("processes: /proc is closed here; the enclosing limit applies")
+    _count_refused_starts()
+
+
+def refused_starts() -> int:
+    """How many process starts the process limit refused so far, in this process and the
+    processes it forked (0 where no process limit was set)."""
+    return 0 if _refused is None else int.from_bytes(_refused[:8], "little")
+
+
+def _count_refused_starts() -> None:
+    """Wrap the ways Python code starts a process so that a refusal is counted."""
+    global _refused
+    if _refused is not None:
+        return
+    import _posixsubprocess
+    import subprocess
+
+    _refused = mmap.mmap(-1, 8)  # MAP_SHARED: children that fork count here too
+    starts = [(os, name) for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp")]
+    starts += [(_posixsubprocess, "fork_exec"), (subprocess, "_fork_exec")]
+    for owner, name in starts:
+        original = getattr(owner, name, None)
+        if callable(original):
+            setattr(owner, name, _counting(original))
+
+
+def _counting(start: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(start)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return start(*args, **kwargs)
+        except BlockingIOError:  # EAGAIN: the process limit (RLIMIT_NPROC)
+            if _refused is not None:
+                _refused[:8] = (refused_starts() + 1).to_bytes(8, "little")
+            raise
+
+    return counted
 
 
 def _hard_limit(which: int, value: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import BoundaryPolicy, probe, readable_paths
+from liveforge.kernel.defaults import CHECK_PROCESSES
 
 __all__ = ["CheckSettings", "Readable", "Scratch", "expected_report", "limits_hit", "policy_for"]
 
@@ -27,8 +28,8 @@ class CheckSettings:
 
     `memory_mb` is address space a check may add to the pre-imported template's;
     `cpu_seconds` is CPU time of the check's process; `processes` is how many processes
-    the check may start (in a user namespace of its own; without one, how many more its
-    user may have, which does not bind root);
+    the check may have at once (default 512; in a user namespace of its own; without one,
+    how many more its user may have, which does not bind root);
     `output_bytes` caps each captured stream (the middle is dropped, with a note);
     `readable` / `writable` add paths to what a check may read / write; `isolation=False`
     turns the file-system, network and signal boundary off (the result then says so).
@@ -37,7 +38,7 @@ class CheckSettings:
     network: bool = False
     memory_mb: int | None = 2048
     cpu_seconds: float | None = None
-    processes: int | None = None
+    processes: int | None = CHECK_PROCESSES
     output_bytes: int = 1 << 20
     readable: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
@@ -171,7 +172,8 @@ def limits_hit(
     cpu_kill = policy.cpu_seconds is not None and signal_name == "SIGKILL" and not timed_out
     if signal_name == "SIGXCPU" or cpu_kill:
         hit.append("cpu")
-    if policy.processes is not None and exc_type == "BlockingIOError":
+    refused = exc_type == "BlockingIOError" or outcome.get("refused_starts")
+    if policy.processes is not None and refused:
         hit.append("processes")
     if output_truncated:
         hit.append("output")

@@ -122,7 +122,9 @@ class RunResult(BaseModel):
     exc_type: str | None = None
     exc_message: str | None = None
     traceback: str | None = None
-    exit_code: int | None = None
+    exit_code: int | None = Field(
+        None, description="the check process's exit code; for a test run, pytest's"
+    )
     signal: str | None = None
     tests: TestCounts | None = None
     failures: list[TestFailure] = Field(default_factory=list)
@@ -236,14 +238,14 @@ class RunStore:
     def load(self, run_id: str) -> RunResult:
         """The stored result of `run_id`."""
         if not RUN_ID.match(run_id):
-            raise SandboxError(f"{run_id!r} is not a run id; list the runs with runs()")
+            raise SandboxError(f"{run_id!r} is not a run id; list the runs with rt.runs()")
         path = self.runs_dir / run_id / RESULT_FILE
         try:
             return RunResult.model_validate_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise SandboxError(
                 f"run {run_id!r} has no record in {self.runs_dir} (it may have "
-                "been removed by retention); list the runs with runs()"
+                "been removed by retention); list the runs with rt.runs()"
             ) from None
 
     def rows(self) -> list[RunSummary]:

@@ -22,6 +22,7 @@ from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._files import read_source
 from liveforge.kernel._filestep import FileSteps
 from liveforge.kernel._filewrites import FileWrites
+from liveforge.kernel._importfail import import_failure
 from liveforge.kernel._persist import Persistence
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._reexports import origin
@@ -60,16 +61,6 @@ from liveforge.kernel.errors import (
 )
 
 _KERNEL = "liveforge.kernel"
-
-
-def _import_advice(exc: Exception) -> str:
-    """What to do about a failed import; a missing module names the interpreter in use."""
-    if isinstance(exc, ModuleNotFoundError):
-        return (
-            f"the interpreter in use is {sys.executable}. Install the missing module into its "
-            "environment, or run liveforge in the project's own environment."
-        )
-    return "fix the import error first."
 
 
 class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSteps):
@@ -370,11 +361,7 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
             except (UndecodableSource, SecondModuleName):
                 raise
             except Exception as exc:
-                raise PatchError(
-                    f"importing {name!r} failed ({type(exc).__name__}: {exc}); "
-                    + _import_advice(exc),
-                    target=name,
-                ) from exc
+                raise import_failure(name, exc, self.project_root) from exc
             try:
                 record = self.registry.track(module)
             except ValueError as exc:

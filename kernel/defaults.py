@@ -5,7 +5,7 @@ from liveforge.kernel.defaults import VERIFY_TIMEOUT
 
 from __future__ import annotations
 
-__all__ = ["EXECUTE_TIMEOUT", "KEEP_RUNS", "TESTS_TIMEOUT", "VERIFY_TIMEOUT"]
+__all__ = ["CHECK_PROCESSES", "EXECUTE_TIMEOUT", "KEEP_RUNS", "TESTS_TIMEOUT", "VERIFY_TIMEOUT"]
 
 #: seconds an in-process `execute` may run before it is interrupted
 EXECUTE_TIMEOUT = 5.0
@@ -13,5 +13,8 @@ EXECUTE_TIMEOUT = 5.0
 VERIFY_TIMEOUT = 30.0
 #: seconds a sandboxed test run may take
 TESTS_TIMEOUT = 300.0
+#: processes (threads count too) a sandboxed check may have at once: enough for a test
+#: suite's workers and the programs it starts, not for a fork bomb
+CHECK_PROCESSES = 512
 #: sandbox run records kept in `sandbox_runs/` (the newest ones)
 KEEP_RUNS = 50

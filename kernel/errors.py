@@ -11,6 +11,7 @@
      │                                                                    (+ UnicodeError)
      ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
      ├── SecondModuleName             one file under a second module name   (+ ImportError)
+     ├── ProjectImportError           a project module raised while imported (+ ImportError)
      ├── UnpersistedChanges           reload would drop in-memory changes
      ├── ChangeError                  unknown change id / cannot roll back  (+ LookupError)
      ├── ExecutionTimeout             in-process code ran past its timeout  (+ TimeoutError)
@@ -147,6 +148,30 @@ class SecondModuleName(LiveforgeError, ImportError):
             name=name,
             path=path,
         )
+
+
+class ProjectImportError(LiveforgeError, ImportError):
+    """Importing a module of the project raised; `module` is the one being imported,
+    `filename` and `line` where the exception came from (relative to the project), `error`
+    the exception as `Type: message`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        module: str,
+        filename: str = "",
+        line: int | None = None,
+        error: str = "",
+    ) -> None:
+        super().__init__(message, name=module, path=filename or None)
+        self.module = module
+        self.filename = filename
+        self.line = line
+        self.error = error
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class UnpersistedChanges(LiveforgeError):

@@ -72,6 +72,7 @@ from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._secrets import hold, register_secrets
+from liveforge.kernel.defaults import CHECK_PROCESSES
 from liveforge.kernel.errors import ConfigError
 
 __all__ = [
@@ -185,9 +186,10 @@ class SandboxConfig(BaseModel):
     """Address space a check may add to the sandbox template's, MiB; null: no limit."""
     cpu_seconds: float | None = Field(default=None, gt=0)
     """CPU time of a check's process; null: only the wall-clock timeout."""
-    processes: int | None = Field(default=None, gt=0)
-    """Processes a check may start (in its own user namespace, root's checks too; where
-    there is none, more processes its user may have, which does not bind root)."""
+    processes: int | None = Field(default=CHECK_PROCESSES, gt=0)
+    """Processes a check may have at once, threads included (in its own user namespace,
+    root's checks too; where there is none, more processes its user may have, which does
+    not bind root). Default 512."""
     output_bytes: int = Field(default=1 << 20, ge=1024)
     """Bytes kept of each output stream (the middle of longer output is dropped)."""
     readable: list[str] = Field(default_factory=list)

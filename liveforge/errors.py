@@ -17,6 +17,7 @@ tree below is complete and true.
   * UndecodableSource [UnicodeError] — a source file that is not text in its encoding
   * ProtectedTarget [PermissionError] — the kernel (or another protected file) refuses patches
   * SecondModuleName [ImportError] — one file asked for under a second module name
+  * ProjectImportError [ImportError] — a project module raised while liveforge imported it
   * UnpersistedChanges — a reload would drop in-memory changes
   * ChangeError [LookupError] — no such change, or it cannot be rolled back
   * ExecutionTimeout [TimeoutError] — in-process code ran past its timeout
@@ -102,6 +103,7 @@ from liveforge.kernel.errors import (
     PatchSyntaxError,
     PersistConflict,
     PersistError,
+    ProjectImportError,
     ProtectedTarget,
     SandboxError,
     SecondModuleName,
@@ -145,6 +147,7 @@ __all__ = [
     "PermissionDenied",
     "PersistConflict",
     "PersistError",
+    "ProjectImportError",
     "ProtectedTarget",
     "ProviderConnectionError",
     "ProviderError",

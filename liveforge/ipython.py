@@ -9,7 +9,8 @@ earlier run the new code, and a file that does not compile keeps the old code. M
     %lf_verify CODE  /  %%lf_verify    run code in the sandbox, with the patches carried
     %lf_diff [MODULE]              unpersisted changes, memory against files
     %lf_persist [--force]          write the verified changes to files
-    %lf_undo [CHANGE_ID]           roll back the newest change (or that one)
+    %lf_undo [CHANGE_ID]           undo the last step: a persist (files back), else the
+                                   newest change in memory (or roll back that one)
 
 `%lf_status` shows the project root and the changes. The runtime is `lf_runtime` in the
 user namespace.
@@ -134,7 +135,14 @@ class LiveforgeMagics(Magics):
 
     @line_magic
     def lf_undo(self, line: str) -> None:
-        """%lf_undo [CHANGE_ID]: roll back the newest change, or CHANGE_ID and later ones."""
+        """%lf_undo [CHANGE_ID]: undo the last step — a persist (the files go back, the
+        change stays in memory) or a change in memory — or roll back CHANGE_ID and the
+        later changes of its module. The same steps as the chat's /undo."""
+        if not line.strip() and self.runtime.files_are_newest():
+            done = self._run(self.runtime.unpersist)
+            self.times.changed()  # our own writes are not edits to apply
+            print(done.summary() + "\n(files restored; %lf_undo again undoes the step before)")
+            return
         undone = self._run(lambda: self.runtime.rollback(line.strip() or None))
         for change in undone:
             print(f"rolled back {change.summary()}")

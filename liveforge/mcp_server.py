@@ -14,7 +14,7 @@ its user about. The permission policy still applies on this side: `--mode read-o
 refuses every call that is not a look or a check; in `ask` and `auto-edit` a call the
 client sent counts as approved by the client's user.
 
-Needs the `mcp` extra (`pip install "liveforge[mcp]"`); mcp 1.x is pinned because 2.x
+Needs the `mcp` extra (`missing_mcp()` says how to install it); mcp 1.x is pinned because 2.x
 renames the server API.
 
     liveforge mcp --project path/to/project [--mode read-only]
@@ -22,12 +22,14 @@ renames the server API.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
 import liveforge
 from liveforge.agent_setup import known_secrets, open_toolbox
 from liveforge.impls.session_store import scrub_text, secret_values
+from liveforge.installed import pip_install
 from liveforge.kernel.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,12 +40,17 @@ if TYPE_CHECKING:
     from liveforge.declarations.toolbox import Toolbox
     from liveforge.kernel import Runtime
 
-__all__ = ["MISSING_MCP", "build_server", "require_mcp", "serve_stdio", "tool_annotations"]
+__all__ = ["build_server", "missing_mcp", "require_mcp", "serve_stdio", "tool_annotations"]
 
-MISSING_MCP = (
-    "`liveforge mcp` needs the MCP SDK, which is an optional extra: install it with "
-    'pip install "liveforge[mcp]"'
-)
+
+def missing_mcp() -> str:
+    """What to do when the MCP SDK is missing: install this liveforge's `mcp` extra."""
+    return (
+        "`liveforge mcp` needs the MCP SDK, which is an optional extra of liveforge: install "
+        f"it with `{pip_install('mcp', python=sys.executable)}`, then run the command again."
+    )
+
+
 INSTRUCTIONS = (
     "liveforge: a live Python runtime. Address code by dotted path (pkg.mod.Class.method). "
     "inspect_module and view_source read the in-memory program; patch changes it in memory "
@@ -57,7 +64,7 @@ def require_mcp() -> None:
     try:
         import mcp.server.lowlevel  # noqa: F401
     except ImportError as exc:
-        raise ConfigError(MISSING_MCP) from exc
+        raise ConfigError(missing_mcp()) from exc
 
 
 #: effect -> (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)

@@ -25,6 +25,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from liveforge.installed import pip_install
+
 __all__ = ["REEXEC_MARK", "ProjectEnvironment", "enter", "find_environment"]
 
 REEXEC_MARK = "LIVEFORGE_PROJECT_PYTHON"
@@ -62,8 +64,8 @@ class ProjectEnvironment:
         return (
             f"The project's environment {self.prefix} (found by {self.found_by}) does not have "
             "liveforge, so liveforge cannot import the project's dependencies from here. "
-            f"Install it there: `uv pip install --python {python} liveforge` or "
-            f"`{python} -m pip install liveforge`, then run the command again (or "
+            f"Install it there: `{pip_install(python=python, uv=True)}` or "
+            f"`{pip_install(python=python)}`, then run the command again (or "
             f"`{python} -m liveforge ...`). To use this interpreter ({sys.executable}) "
             "anyway, pass --this-python."
         )

@@ -119,6 +119,28 @@ def test_magics_patch_diff_verify_persist_undo(shell, tmp_path, capsys):
     assert "applied" not in capsys.readouterr().out
 
 
+def test_undo_after_persist_restores_the_file_then_the_memory(shell, tmp_path, capsys):
+    """As the chat's /undo: after %lf_persist, %lf_undo puts the file back and keeps the
+    change in memory; a second %lf_undo rolls the change back."""
+    ip, name = shell
+    path = tmp_path / f"{name}.py"
+    _cell(ip, f"import {name} as mod; f = mod.value")
+    _cell(ip, f"%%lf_patch {name}.value\ndef value():\n    return 5\n")
+    _cell(ip, "%lf_persist --force")
+    assert "return 5" in path.read_text()
+    _cell(ip, "%lf_undo")
+    assert "files restored" in capsys.readouterr().out
+    assert path.read_text() == SOURCE
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 5  # the change stays in memory, unpersisted again
+    _cell(ip, "%lf_diff")
+    assert "+    return 5" in capsys.readouterr().out
+    _cell(ip, "%lf_undo")
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 1 and path.read_text() == SOURCE
+    assert "rolled back" in capsys.readouterr().out
+
+
 def test_magic_misuse_is_a_usage_error_not_a_traceback(shell):
     """A patch without a target, or of an unknown target, is a one-line UsageError."""
     ip, name = shell

@@ -4,8 +4,10 @@ One index per runtime. The first question walks the project's import roots and o
 file (``_outline``: names, kinds, signatures, lines); later questions only re-read files whose
 size or modification time changed, drop files that are gone, and outline the in-memory
 source of modules whose memory differs from disk (patched, reloaded, virtual) in place of
-their files. A package's ``from .x import name`` is recorded as a re-export, so a definition
-is also shown under the name users import it by. Stub files (``.pyi``) are indexed only
+their files. A package's ``from .x import name`` and ``from .x import *`` are recorded as
+re-exports (a star takes the names in ``x.__all__`` when it is a literal, else ``x``'s public
+top-level names), so a definition is also shown, and found, under the name users import it
+by. Stub files (``.pyi``) are indexed only
 where no source exists for the same module, and their definitions are labelled ``stub``.
 """
 
@@ -70,6 +72,15 @@ class _FileIndex:
     definitions: list[Definition]
     reexports: dict[str, str] = field(default_factory=dict)  # name -> dotted origin
     filename: str | None = None  # of an in-memory module backed by a file
+    stars: tuple[str, ...] = ()  # modules of its `from m import *`
+    public: tuple[str, ...] | None = None  # a literal `__all__`
+
+    def top_names(self) -> list[str]:
+        """What `from <this module> import *` binds, as far as the source says."""
+        if self.public is not None:
+            return list(self.public)
+        own = [d.qualname for d in self.definitions if d.qualname and "." not in d.qualname]
+        return [n for n in [*own, *self.reexports] if not n.startswith("_")]
 
 
 class DefinitionIndex:
@@ -130,8 +141,8 @@ class DefinitionIndex:
         entries = outline(source)
         definitions = [Definition(module, "", "module", 1, stub)]
         definitions += [d for e in entries for d in _flatten(module, e, stub)]
-        reexports = _reexports(module, source) if package else {}
-        return _FileIndex(module, stamp, definitions, reexports)
+        reexports, stars = _reexports(module, source) if package else ({}, ())
+        return _FileIndex(module, stamp, definitions, reexports, stars=stars, public=_all(source))
 
     def _sources(self) -> list[tuple[Path, str]]:
         """``(file, module)`` of every source under the import roots, one file per module:
@@ -172,7 +183,7 @@ class DefinitionIndex:
         return [
             d
             for d in self._grouped().get(query.rpartition(".")[2], [])
-            if (d.name == query or d.dotted.endswith(tail) or d.dotted == query)
+            if any(p == query or p.endswith(tail) for p in (d.dotted, *d.exported_as))
             and (kind is None or d.kind in kind)
         ]
 
@@ -214,11 +225,45 @@ class DefinitionIndex:
         return files + list(self._memory.values())
 
     def _exported(self) -> dict[str, tuple[str, ...]]:
-        names: dict[str, list[str]] = {}
-        for index in self._indexes():
+        """dotted definition -> the names packages re-export it under."""
+        indexes = self._indexes()
+        by_module = {index.module: index for index in indexes}
+        names: dict[str, set[str]] = {}
+        for index in indexes:
             for name, origin in index.reexports.items():
-                names.setdefault(origin, []).append(f"{index.module}.{name}")
+                names.setdefault(_defined(origin, by_module), set()).add(f"{index.module}.{name}")
+            for star in index.stars:
+                for name in by_module[star].top_names() if star in by_module else []:
+                    origin = _defined(f"{star}.{name}", by_module)
+                    names.setdefault(origin, set()).add(f"{index.module}.{name}")
         return {origin: tuple(sorted(aliases)) for origin, aliases in names.items()}
+
+
+def _defined(dotted: str, by_module: dict[str, _FileIndex]) -> str:
+    """Where `module.name` is defined, followed through the re-exports of packages."""
+    seen = set()
+    while dotted not in seen:
+        seen.add(dotted)
+        module, _, name = dotted.rpartition(".")
+        index = by_module.get(module)
+        origin = None
+        if index is not None:
+            origin = index.reexports.get(name) or _from_star(index, name, by_module)
+        if origin is None:
+            return dotted
+        dotted = origin
+    return dotted
+
+
+def _from_star(index: _FileIndex, name: str, by_module: dict[str, _FileIndex]) -> str | None:
+    """`module.name` for the star import of `index` that binds `name` (None: none does, or
+    the module defines the name itself)."""
+    if any(d.qualname == name for d in index.definitions):
+        return None
+    return next(
+        (f"{s}.{name}" for s in index.stars if s in by_module and name in by_module[s].top_names()),
+        None,
+    )
 
 
 def _walk(folder: Path) -> list[str]:
@@ -244,17 +289,41 @@ def _flatten(module: str, entry: Entry, stub: bool) -> list[Definition]:
     return out
 
 
-def _reexports(package: str, source: str) -> dict[str, str]:
-    """``name -> origin`` for a package's top-level ``from ... import name``."""
+def _reexports(package: str, source: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``name -> origin`` for a package's top-level ``from ... import name``, and the
+    modules of its ``from ... import *``."""
     tree = parsed(source)
     found: dict[str, str] = {}
+    stars: list[str] = []
     for node in tree.body if tree is not None else []:
         if not isinstance(node, ast.ImportFrom):
             continue
         origin = _absolute(package, node)
         for alias in node.names:
-            if alias.name != "*" and origin:
+            if alias.name == "*" and origin:
+                stars.append(origin)
+            elif origin:
                 found[alias.asname or alias.name] = f"{origin}.{alias.name}"
+    return found, tuple(stars)
+
+
+def _all(source: str) -> tuple[str, ...] | None:
+    """A module's ``__all__`` when it is a literal list or tuple of strings, else None."""
+    tree = parsed(source)
+    found = None
+    for node in tree.body if tree is not None else []:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+            found = (
+                tuple(v for v in value if isinstance(v, str))
+                if isinstance(value, (list, tuple))
+                else None
+            )
     return found
 
 

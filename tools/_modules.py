@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liveforge.kernel._importfail import failed_parent, import_failure
 from liveforge.kernel._reexports import origin
 from liveforge.kernel._roots import ImportRoots, discover
 from liveforge.kernel._sources import loaded_source, quiet_spec
@@ -101,17 +102,22 @@ def module_view(name: str, rt: Any = None) -> ModuleView | None:
         return ModuleView(
             name, source, disk, filename, hasattr(module, "__path__"), True, False, search
         )
-    return _unimported_view(name)
+    return _unimported_view(name, rt)
 
 
-def _unimported_view(name: str) -> ModuleView | None:
-    """A module found on disk without importing it or its parent packages."""
+def _unimported_view(name: str, rt: Any = None) -> ModuleView | None:
+    """A module found on disk without importing it or its parent packages; a name found
+    nowhere on disk is looked for by importing its parents (a package may bind submodules
+    or re-export names), and a parent that fails to import is reported as such."""
     try:
         spec = quiet_spec(name) or importlib.util.find_spec(name)
     except SecondModuleName:
         raise  # says which module the file is
-    except Exception:  # a parent package that fails to import
-        return None
+    except Exception as exc:
+        parent = failed_parent(name)
+        if parent is None:
+            return None
+        raise import_failure(parent, exc, getattr(rt, "project_root", ".")) from exc
     if spec is None:
         return None
     origin = spec.origin if spec.has_location and spec.origin else ""

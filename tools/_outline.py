@@ -12,7 +12,16 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Entry", "changed", "find", "first_sentence", "module_doc", "outline", "parsed"]
+__all__ = [
+    "Entry",
+    "changed",
+    "find",
+    "first_sentence",
+    "module_doc",
+    "outline",
+    "parsed",
+    "qualnames",
+]
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_VALUE = 40
@@ -86,6 +95,16 @@ def find(entries: list[Entry], names: list[str]) -> Entry | None:
             return None
         current = matches[-1]  # the last binding wins, as at run time
     return current
+
+
+def qualnames(module: str, entries: list[Entry]) -> list[str]:
+    """Every definition of an outline as a dotted path under `module`, nested ones too
+    (the close matches offered for a path that names nothing)."""
+    out: list[str] = []
+    for entry in entries:
+        out.append(f"{module}.{entry.qualname}")
+        out += qualnames(module, entry.children)
+    return out
 
 
 def changed(memory: list[Entry], disk: list[Entry] | None) -> set[str]:

@@ -28,7 +28,7 @@ from liveforge.tools._modules import (
     submodules,
     top_level,
 )
-from liveforge.tools._outline import Entry, changed, find, module_doc, outline
+from liveforge.tools._outline import Entry, changed, find, module_doc, outline, qualnames
 from liveforge.tools._output import clip, number_lines, output_limit
 
 __all__ = ["inspect_module", "view_source"]
@@ -226,18 +226,10 @@ def _member_lines(view: ModuleView, names: list[str], depth: int, rt: Any) -> li
     entries = outline(view.source or "")
     entry = find(entries, names)
     if entry is None:
-        raise TargetNotFound(f"{view.name}.{'.'.join(names)}", _qualnames(view, entries))
+        raise TargetNotFound(f"{view.name}.{'.'.join(names)}", qualnames(view.name, entries))
     dirty = changed(entries, outline(view.disk_source or "")) if view.dirty else set()
     owner = live_attr(view.name, names[:-1]) if len(names) > 1 else None
     return _entry_lines(entry, depth, 0, _Context(view, dirty), declared_names(owner), owner)
-
-
-def _qualnames(view: ModuleView, entries: list[Entry]) -> list[str]:
-    out: list[str] = []
-    for entry in entries:
-        out.append(f"{view.name}.{entry.qualname}")
-        out += _qualnames(view, entry.children)
-    return out
 
 
 @effect("read")
@@ -259,7 +251,7 @@ def view_source(path: str, start: int | None = None, end: int | None = None) -> 
     if names:
         entry = find(outline(view.source), names)
         if entry is None:
-            raise TargetNotFound(path, _qualnames(view, outline(view.source)))
+            raise TargetNotFound(path, qualnames(view.name, outline(view.source)))
         first, last = entry.start, entry.end
     lo, hi = max(first, start or first), min(last, end or last)
     if lo > hi:

@@ -200,10 +200,14 @@ def emit(
 def emit_error(args: argparse.Namespace | None, error: BaseException, code: ExitCode) -> None:
     """Report `error`: a JSON object on stdout under `--json`, always a line on stderr."""
     if args is not None and getattr(args, "json", False):
-        payload = {
-            "ok": False,
-            "command": getattr(args, "command", None),
-            "error": {"type": type(error).__name__, "message": str(error), "exit_code": int(code)},
+        payload: dict[str, Any] = {"ok": False, "command": getattr(args, "command", None)}
+        project = getattr(args, "project", None)
+        if isinstance(project, str):  # as the command's successful output names it
+            payload["project"] = str(Path(project or ".").expanduser().resolve())
+        payload["error"] = {
+            "type": type(error).__name__,
+            "message": str(error),
+            "exit_code": int(code),
         }
         text = Scrubber.current().text(json.dumps(payload, indent=2, ensure_ascii=False))
         sys.stdout.write(text + "\n")

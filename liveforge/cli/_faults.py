@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import traceback
+from liveforge.kernel._importfail import project_frame
 
 __all__ = ["describe_fault"]
 
@@ -14,7 +13,7 @@ def describe_fault(exc: BaseException, project: str) -> str:
     Code of the project that raised (or called `sys.exit`) while liveforge imported it is
     named by file and line; anything else is a fault in liveforge, reported as such.
     """
-    where = _project_frame(exc, project)
+    where = project_frame(exc, project)
     if isinstance(exc, SystemExit):
         what = f"the project's code called sys.exit({exc.code!r})"
         fix = 'guard it with `if __name__ == "__main__":` so importing the module does not exit'
@@ -27,14 +26,3 @@ def describe_fault(exc: BaseException, project: str) -> str:
             "Run the command again with --debug for the traceback, and report it."
         )
     return f"{what} (at {where}); {fix}, or run again with --debug for the traceback."
-
-
-def _project_frame(exc: BaseException, project: str) -> str | None:
-    """The innermost traceback frame in a file under `project`, as "path:line"."""
-    root = os.path.join(os.path.realpath(project), "")
-    found = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        path = os.path.realpath(frame.filename)
-        if path.startswith(root) and os.sep + ".venv" + os.sep not in path[len(root) - 1 :]:
-            found = f"{os.path.relpath(path, root)}:{frame.lineno}"
-    return found

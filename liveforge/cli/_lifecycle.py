@@ -79,6 +79,7 @@ _API_ADVICE = [
     ("(rt.verify(...) / rt.run_tests(...))", "(/verify CODE or /tests)"),
     ("persist with force=True", "write anyway with /persist --force"),
     ("or pass force=True", "or /undo them"),
+    ("list the runs with rt.runs()", "list the runs with /runs"),
 ]
 """The kernel's advice speaks Python; in the chat the same step is a command."""
 

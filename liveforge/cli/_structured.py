@@ -12,7 +12,7 @@ from typing import Any
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._declared import active_impl, declared_names, impl_location, live_attr
 from liveforge.tools._modules import ModuleView, module_view, resolve, submodules, top_level
-from liveforge.tools._outline import Entry, changed, find, module_doc, outline
+from liveforge.tools._outline import Entry, changed, find, module_doc, outline, qualnames
 
 __all__ = ["inspect_tree", "source_lines"]
 
@@ -35,7 +35,7 @@ def inspect_tree(rt: Any, path: str, depth: int) -> dict[str, Any]:
     entries = outline(view.source or "")
     entry = find(entries, names)
     if entry is None:
-        raise TargetNotFound(path, [f"{view.name}.{e.qualname}" for e in entries])
+        raise TargetNotFound(path, qualnames(view.name, entries))
     owner = live_attr(view.name, names[:-1]) if len(names) > 1 else None
     return _entry(view, entry, depth, _dirty(view, entries), owner)
 
@@ -120,9 +120,10 @@ def source_lines(
     lines = (view.source or "").splitlines()
     first, last = 1, len(lines)
     if names:
-        entry = find(outline(view.source or ""), names)
+        entries = outline(view.source or "")
+        entry = find(entries, names)
         if entry is None:
-            raise TargetNotFound(path, [])
+            raise TargetNotFound(path, qualnames(view.name, entries))
         first, last = entry.start, entry.end
     lo, hi = max(first, start or first), min(last, end or last)
     return {

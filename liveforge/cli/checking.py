@@ -25,6 +25,7 @@ from liveforge.cli._common import (
 from liveforge.cli._patches import add_patch_option, apply_patches, patch_rows
 from liveforge.cli._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
+from liveforge.kernel.errors import SandboxError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -234,7 +235,11 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _runs_in(args: argparse.Namespace, rt: Runtime) -> int:
     if args.run_id:
-        result = rt.run(args.run_id)
+        try:
+            result = rt.run(args.run_id)
+        except SandboxError as exc:
+            # the kernel's advice names the API; here the step is a command
+            raise SandboxError(str(exc).replace("rt.runs()", "`liveforge runs`")) from None
         emit(
             args,
             {

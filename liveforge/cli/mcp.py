@@ -31,8 +31,8 @@ def register(commands: Any) -> None:
         "mcp",
         help="serve the tool catalogue as an MCP server over stdio",
         description="An MCP server over stdio: one live runtime over --project for the whole "
-        "session, so a patch made in one call is seen by the next. Needs "
-        'pip install "liveforge[mcp]".',
+        "session, so a patch made in one call is seen by the next. Needs the optional "
+        "MCP SDK (liveforge's `mcp` extra; without it the command says how to install it).",
         epilog=examples(EXAMPLES_MCP),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

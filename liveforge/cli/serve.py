@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from liveforge.cli._common import (
@@ -16,11 +17,6 @@ from liveforge.cli._common import (
 )
 
 __all__ = ["register"]
-
-MISSING = (
-    "`liveforge serve` needs the gateway's optional packages: "
-    'pip install "liveforge[serve]" (from a checkout: pip install -e ".[serve]")'
-)
 
 
 def register(commands: Any) -> None:
@@ -77,7 +73,12 @@ def _serve(args: argparse.Namespace) -> int:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        raise CommandError(MISSING) from None
+        from liveforge.installed import pip_install
+
+        raise CommandError(
+            "`liveforge serve` needs the gateway's optional packages: install them with "
+            f"`{pip_install('serve', python=sys.executable)}`, then run the command again."
+        ) from None
     from liveforge.gateway import serve
     from liveforge.gateway.hub import project_names
     from liveforge.gateway.serving import TOKEN_VARIABLE

@@ -122,9 +122,11 @@ def _main_module(program: list[str]) -> tuple[types.ModuleType, str]:
     else:
         filename = str(Path(program[0]).resolve())
         if not filename.endswith(".py") or not Path(filename).is_file():
+            what = "is not a .py file" if Path(filename).exists() else "does not exist"
             raise CommandError(
-                f"watch runs a Python program: {program[0]!r} is not a .py file. Give a "
-                "script (liveforge watch -- app.py) or a module (liveforge watch -- -m app)."
+                f"watch runs a Python program: {program[0]!r} {what} (looked for "
+                f"{filename}). Give a script (liveforge watch -- app.py) or a module "
+                "(liveforge watch -- -m app)."
             )
         sys.path.insert(0, str(Path(filename).parent))
     try:
@@ -162,11 +164,14 @@ def _run(module: types.ModuleType, source: str, program: list[str]) -> int:
     """Run the program in `module` (or a prompt); its exit status."""
     filename = getattr(module, "__file__", None)
     if filename is None:
-        code.interact(
-            banner="liveforge watch: saves under the project apply here (Ctrl-D leaves)",
-            local=module.__dict__,
-            exitmsg="",
-        )
+        try:
+            code.interact(
+                banner="liveforge watch: saves under the project apply here (Ctrl-D leaves)",
+                local=module.__dict__,
+                exitmsg="",
+            )
+        except SystemExit as exc:  # exit() or sys.exit() typed at the prompt: leave
+            return _exit_status(exc.code)
         return ExitCode.OK
     sys.argv = [filename, *program[2 if program[0] == "-m" else 1 :]]
     try:

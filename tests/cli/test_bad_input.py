@@ -22,6 +22,12 @@ def _project(root: Path) -> Path:
         "def f():\n    pass\n\nraise RuntimeError('boom at import')\n"
     )
     (root / "pkg" / "quits.py").write_text("import sys\n\nsys.exit(3)\n")
+    for name, first_line in [("raising", "raise RuntimeError('no config')"),
+                             ("needsdep", "import nonexistent_dep")]:  # fmt: skip
+        (root / name).mkdir()
+        (root / name / "__init__.py").write_text("__version__ = '1'\nfrom .impl import *\n")
+        impl = f"{first_line}\n\n\ndef add(a, b):\n    return a + b\n"
+        (root / name / "impl.py").write_text(impl)
     (root / "pkg" / "ok.py").write_text("def f():\n    return 1\n")
     (root / "fix.py").write_text("def f():\n    return 2\n")
     (root / "latin1.py").write_bytes("def f():\n    return 'café'\n".encode("latin-1"))
@@ -53,10 +59,37 @@ CASES = [
         3,
         "called sys.exit(3) (at pkg/quits.py:3)",
     ),
+    (
+        "package-raises-on-import",
+        ["view", "raising.add"],
+        3,
+        "importing 'raising' failed: RuntimeError: no config (at raising/impl.py:1). Fix that line",
+    ),
+    (
+        "package-needs-a-missing-dependency",
+        ["view", "needsdep.add"],
+        3,
+        "importing 'needsdep' failed: ModuleNotFoundError: No module named 'nonexistent_dep' "
+        "(at needsdep/impl.py:1). Install the package that provides 'nonexistent_dep'",
+    ),
+    (
+        "package-import-error-in-json",
+        ["--json", "inspect", "needsdep.add"],
+        3,
+        "importing 'needsdep' failed",
+    ),
     ("unknown-target", ["view", "pkg.ok.nothing"], 3, "was not found"),
+    ("runs-unknown-id", ["runs", "nosuch"], 3, "list the runs with `liveforge runs`"),
+    (
+        "runs-unknown-record",
+        ["runs", "20260101-000000-000000-aaaaaa"],
+        3,
+        "retention); list the runs with `liveforge runs`",
+    ),
     ("project-not-a-folder", ["--project", "a_file.txt", "inspect"], 2, "is not a directory"),
     ("json-on-chat", ["--json", "chat"], 2, "has no --json output"),
     ("watch-not-python", ["watch", "--", "a_file.txt"], 2, "is not a .py file"),
+    ("watch-missing-script", ["watch", "--", "nosuch.py"], 2, "'nosuch.py' does not exist"),
     ("watch-unknown-module", ["watch", "--", "-m", "no_such_mod"], 2, "no Python module"),
     ("completion-unknown-shell", ["completion", "tcsh"], 2, "invalid choice: 'tcsh'"),
     ("verify-code-twice", ["verify", "1", "-c", "2"], 2, "got the code twice"),

@@ -177,8 +177,8 @@ def test_chat_without_a_provider_names_what_to_set(sample: Path):
 
 
 def test_slash_commands_check_and_switch_without_the_model(sample: Path):
-    """/tests and /runs use the sandbox, /model switches, /clear and /sessions manage sessions;
-    none of them sends a model request."""
+    """/tests and /runs use the sandbox (an unknown run id points to /runs), /model
+    switches, /clear and /sessions manage sessions; none of them sends a model request."""
     with FakeProvider(script=[]) as fake:
         child = _spawn(sample, fake)
         _say(child, "/tests -q")
@@ -186,6 +186,9 @@ def test_slash_commands_check_and_switch_without_the_model(sample: Path):
         child.expect_exact(PROMPT)
         _say(child, "/runs")
         _shown(child, "tests failed")
+        child.expect_exact(PROMPT)
+        _say(child, "/runs nosuch")
+        _shown(child, "is not a run id; list the runs with /runs")
         child.expect_exact(PROMPT)
         _say(child, "/model nowhere:model-x")
         _shown(child, "unknown provider 'nowhere'")

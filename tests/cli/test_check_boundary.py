@@ -155,3 +155,42 @@ def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
         front.kill()
         for pid in marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+START_UNTIL_REFUSED = {
+    "fork": "if os.fork() == 0: time.sleep(3); os._exit(0)",
+    "subprocess": "subprocess.Popen(['sleep', '3'])",
+}
+
+
+@pytest.mark.skipif(probe()[0] < 1, reason="needs Linux with Landlock")
+@pytest.mark.parametrize("how", sorted(START_UNTIL_REFUSED))
+def test_a_refused_process_start_is_reported_even_when_caught(tmp_path: Path, how: str) -> None:
+    """A check that starts processes until the limit refuses one, and catches the error,
+    passes, and its boundary names the limit it hit: `hit: processes`."""
+    (tmp_path / "pyproject.toml").write_text("[tool.liveforge.sandbox]\nprocesses = 20\n")
+    code = textwrap.dedent(f"""
+        import os, subprocess, time
+        started = 0
+        try:
+            while started < 100:
+                {START_UNTIL_REFUSED[how]}
+                started += 1
+        except OSError:
+            pass
+        started
+    """)
+    done = run_cli("--json", "verify", "--no-live", "-c", code, cwd=tmp_path)
+    run = json.loads(done.stdout)["run"]
+    if run["boundary"]["processes"] != "pid namespace" and os.geteuid() == 0:
+        pytest.skip("without a user namespace the process limit does not bind root")
+    assert done.returncode == 0 and int(run["value_repr"]) <= 20, done.stdout
+    assert run["boundary"]["hit"] == ["processes"]
+    text = run_cli("verify", "--no-live", "-c", code, cwd=tmp_path)
+    assert "hit: processes" in text.stdout
+
+
+def test_checks_have_a_process_limit_by_default(tmp_path: Path) -> None:
+    """Without configuration a check may have 512 processes: a fork bomb stops there."""
+    done = run_cli("--json", "verify", "--no-live", "-c", "1", cwd=tmp_path)
+    assert json.loads(done.stdout)["run"]["boundary"]["limits"]["processes"] == 512

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -108,24 +107,6 @@ def test_model_mistakes_come_back_as_error_results(sample: Path):
     assert missing.isError and "nothing_here" in _text(missing)
     assert bad_args.isError and "source" in _text(bad_args)
     assert not fine.isError and "def parse_coupon" in _text(fine)
-
-
-def test_without_the_sdk_the_command_names_the_extra(sample: Path):
-    """With `mcp` not importable, `liveforge mcp` exits 2 naming pip install "liveforge[mcp]"."""
-    code = (
-        "import sys; sys.modules['mcp'] = None; from liveforge.__main__ import main; "
-        "sys.exit(main(['mcp']))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=sample,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=cli_env(),
-    )
-    assert result.returncode == 2
-    assert 'pip install "liveforge[mcp]"' in result.stderr
 
 
 def test_a_tool_module_made_in_memory_is_listed_and_callable(sample: Path):

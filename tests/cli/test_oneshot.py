@@ -67,6 +67,18 @@ def test_view_of_unknown_target_fails_with_exit_3_and_json_error(sample: Path):
     assert data["ok"] is False and "Nope" in data["error"]["message"]
 
 
+def test_json_errors_name_the_project_and_say_what_the_text_says(sample: Path):
+    """A failing --json command names its project like a passing one, and its message is
+    the text mode's, close matches included."""
+    for command in ("view", "inspect"):
+        text = run_cli(command, "pricing.cart.Line.subtotl", cwd=sample)
+        data = _json(run_cli(command, "pricing.cart.Line.subtotl", "--json", cwd=sample))
+        assert data["project"] == str(sample.resolve())
+        message = data["error"]["message"]
+        assert "close matches: pricing.cart.Line.subtotal" in message
+        assert message in text.stderr
+
+
 def test_find_json_locates_a_definition(sample: Path):
     """`find --json` finds the coupon parser by name."""
     data = _json(
@@ -116,10 +128,12 @@ def test_verify_takes_the_code_as_its_argument_like_chat_verify(sample: Path):
 
 
 def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
-    """`test` reports the bug's failing tests; with the fix patched in, all pass."""
+    """`test` reports the bug's failing tests, with pytest's exit code; with the fix
+    patched in, all pass."""
     failing = run_cli("test", "--json", "--", "-q", cwd=sample)
     assert failing.returncode == 1
-    assert _json(failing)["run"]["tests"]["failed"] == 2
+    run = _json(failing)["run"]
+    assert run["tests"]["failed"] == 2 and run["exit_code"] == 1  # pytest's exit code
     (sample.parent / "fix.py").write_text(FIX)
     passing = run_cli(
         "test",
@@ -132,6 +146,7 @@ def test_test_json_counts_failures_then_passes_with_patch(sample: Path):
     )
     data = _json(passing)
     assert passing.returncode == 0 and data["run"]["tests"]["passed"] == 5
+    assert data["run"]["exit_code"] == 0
 
 
 def test_runs_json_lists_and_shows_records(sample: Path):
@@ -273,3 +288,45 @@ def test_view_text_with_a_patch_says_what_was_patched(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("patched c1 module greet.bodies")
     assert '\n9     return text.upper() + "!"\n' in result.stdout
+
+
+def test_find_sees_names_a_package_re_exports_with_a_star(tmp_path: Path):
+    """`from .functoolz import *` re-exports what functoolz.__all__ lists (or, without a
+    literal __all__, its public names): find answers for toolkit.add as view does."""
+    (tmp_path / "toolkit").mkdir()
+    (tmp_path / "toolkit" / "__init__.py").write_text(
+        "from .functoolz import *\nfrom .more import *\n"
+    )
+    (tmp_path / "toolkit" / "functoolz.py").write_text(
+        "__all__ = ['add']\n\n\ndef add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n"
+        "    return a - b\n"
+    )
+    (tmp_path / "toolkit" / "more.py").write_text("def mul(a, b):\n    return a * b\n")
+    text = run_cli("find", "toolkit.add", cwd=tmp_path)
+    assert text.stdout == "def toolkit.functoolz.add(a, b) :4 (exported as toolkit.add)\n"
+    data = _json(run_cli("--json", "find", "mul", cwd=tmp_path))
+    assert [(h["path"], h["exported_as"]) for h in data["hits"]] == [
+        ("toolkit.more.mul", ["toolkit.mul"])
+    ]
+    assert "no definitions" in run_cli("find", "toolkit.sub", cwd=tmp_path).stdout
+    assert "return a + b" in run_cli("view", "toolkit.add", cwd=tmp_path).stdout
+
+
+def test_a_divergent_verify_says_which_values_differ(sample: Path):
+    """Both runs pass with different values: the message says so and names both values."""
+    (sample.parent / "fix.py").write_text(FIX)
+    result = run_cli(
+        "verify",
+        "--patch",
+        f"pricing.cart.Line.subtotal={sample.parent}/fix.py",
+        "-c",
+        "import sys; 'pricing.cart' in sys.modules",
+        "--json",
+        cwd=sample,
+    )
+    run = _json(result)["run"]
+    assert result.returncode == 1 and run["divergent"] is True
+    assert (
+        "both passed, with different values: fresh import False, live process True"
+        in (run["message"])
+    )

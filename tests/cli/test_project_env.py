@@ -145,19 +145,20 @@ def test_api_loop_in_the_project_interpreter(project: Path) -> None:
 
 
 def test_environment_without_liveforge_gets_exact_advice(tmp_path: Path) -> None:
-    """A project venv without liveforge: exit 2 with the install commands naming its python;
-    --this-python runs here, and a missing dependency names this interpreter."""
+    """A project venv without liveforge: exit 2 with the commands that install the running
+    checkout with its python; --this-python runs here, and a missing dependency is named
+    with the command that installs it for this interpreter."""
     (tmp_path / "app_lf").mkdir()
     (tmp_path / "app_lf" / "__init__.py").write_text("import tinydep_lf\n")
     (tmp_path / "app_lf" / "core.py").write_text("def quad(x):\n    return x\n")
     python = _venv(tmp_path / "venv", with_liveforge=False)
     refused = run_cli("inspect", cwd=tmp_path)
     assert refused.returncode == 2
-    assert f"uv pip install --python {python} liveforge" in refused.stderr
-    assert f"{python} -m pip install liveforge" in refused.stderr
+    assert f"uv pip install --python {python} -e {CHECKOUT}" in refused.stderr
+    assert f"{python} -m pip install -e {CHECKOUT}" in refused.stderr
     (tmp_path / "fix.py").write_text("def quad(x):\n    return 2 * x\n")
     here = run_cli("--this-python", "verify", "--patch", "app_lf.core.quad=fix.py", "-c", "1",
                    cwd=tmp_path)  # fmt: skip
     assert here.returncode == 3
-    assert "No module named 'tinydep_lf'" in here.stderr
-    assert f"the interpreter in use is {sys.executable}" in here.stderr
+    assert "No module named 'tinydep_lf' (at app_lf/__init__.py:1)" in here.stderr
+    assert f"`{sys.executable} -m pip install tinydep_lf`" in here.stderr

@@ -95,3 +95,22 @@ def test_the_configuration_example_is_valid(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text(example)
     config = load_config(tmp_path, env={})
     assert config.tools.deny == ["group:shell"] and config.tools.memory.embeddings is not None
+
+
+def _paragraphs() -> list[str]:
+    """The README's prose paragraphs (code blocks left out)."""
+    prose = re.sub(r"```.*?```", "", README, flags=re.S)
+    return [p.strip() for p in re.split(r"\n\s*\n", prose) if p.strip()]
+
+
+def test_every_paragraph_starts_a_sentence():
+    """No paragraph begins mid-sentence, as a stray copy of part of another one would."""
+    start = re.compile(r"[A-Z`*#|\-\[<\d]|liveforge\b")
+    assert [p[:60] for p in _paragraphs() if not start.match(p)] == []
+
+
+def test_the_files_liveforge_keeps_are_described_once():
+    """One paragraph says which files liveforge keeps in a project, and which instruction
+    files the agent reads."""
+    assert len([p for p in _paragraphs() if ".liveforge/chat_history" in p]) == 1
+    assert README.count("LIVEFORGE.md` (else") == 1

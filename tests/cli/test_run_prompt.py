@@ -182,3 +182,14 @@ def test_no_provider_configured_names_what_to_set(sample: Path):
     result = run_cli("run", "-p", "hello", cwd=sample)
     assert result.returncode == 2
     assert "ANTHROPIC_API_KEY" in result.stderr and "liveforge demo" in result.stderr
+
+
+def test_a_run_that_cannot_start_prints_an_error_object_the_schema_accepts(sample: Path):
+    """`--json run` without a key: exit 2 and one object, valid against schema.json, that
+    holds the error and no run report."""
+    result = run_cli("--json", "run", "-p", "x", cwd=sample)
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, SCHEMA)
+    assert data["ok"] is False and data["error"]["exit_code"] == 2
+    assert "ANTHROPIC_API_KEY" in data["error"]["message"] and "reason" not in data

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 from cli_support import cli_env
 
 APP = """\
@@ -157,6 +158,27 @@ def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+@pytest.mark.parametrize("line", ["exit()", "quit()", "import sys; sys.exit(0)"])
+def test_exit_typed_at_the_prompt_leaves_the_watch_cleanly(tmp_path: Path, line: str):
+    """exit() or sys.exit(0) at the prompt ends the watch with status 0, like Ctrl-D."""
+    root = _project(tmp_path)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "liveforge", "watch", "--project", str(root)],
+        cwd=str(root),
+        env=cli_env(),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact(">>> ")
+    child.sendline(line)
+    child.expect(pexpect.EOF)
+    left = child.before
+    child.close()
+    assert child.exitstatus == 0, left
+    assert "error" not in left and "sys.exit" not in left.replace(line, "")
 
 
 SERVE = """\

@@ -1,0 +1,103 @@
+"""Advice to install liveforge names the copy that is running — a checkout, a folder or a
+wheel — never a package index liveforge is not published on."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import cli_env
+
+import liveforge
+
+CHECKOUT = Path(liveforge.__file__).resolve().parent.parent
+WITHOUT_MCP = (
+    "import sys; sys.modules['mcp'] = None; from liveforge.__main__ import main; "
+    "sys.exit(main(['mcp']))"
+)
+
+
+def _venv(prefix: Path) -> Path:
+    """A real virtualenv without liveforge; liveforge's dependencies are reachable through a
+    .pth line (a path entry, so the editable install living there is not activated)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
+    python = prefix / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(purelib, "liveforge_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def _pip(python: Path, *args: str) -> None:
+    """pip (this environment's) acting on the environment of `python`."""
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+    subprocess.run([*command, *args], check=True, capture_output=True, timeout=300)
+
+
+def _without_mcp(python: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`liveforge mcp` run by `python` with the MCP SDK made unimportable."""
+    return subprocess.run(
+        [str(python), "-c", WITHOUT_MCP],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+    )
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of the source tree (building in place would leave build/ in the checkout)."""
+    copy = tmp_path_factory.mktemp("install") / "liveforge-src"
+    junk = shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", "sandbox_runs"
+    )
+    shutil.copytree(CHECKOUT, copy, symlinks=True, ignore=junk)
+    yield copy
+
+
+def test_a_checkout_is_installed_editable_from_its_folder(tmp_path: Path):
+    """Run from a checkout, the missing-SDK message of `liveforge mcp` installs the extra
+    from that checkout with `pip install -e`."""
+    result = _without_mcp(Path(sys.executable), tmp_path)
+    assert result.returncode == 2, result.stderr
+    expected = f"{sys.executable} -m pip install -e {shlex.quote(f'{CHECKOUT}[mcp]')}"
+    assert expected in result.stderr
+    assert 'liveforge[mcp]"' not in result.stderr and "install liveforge" not in result.stderr
+
+
+def test_a_copy_installed_from_a_folder_names_that_folder(tmp_path: Path, source: Path):
+    """Installed (not editable) from a folder, liveforge's advice installs that folder."""
+    python = _venv(tmp_path / "env")
+    _pip(python, str(source))
+    result = _without_mcp(python, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"-m pip install {shlex.quote(f'{source}[mcp]')}" in result.stderr
+    assert "-e " not in result.stderr
+
+
+def test_a_copy_installed_from_a_wheel_names_that_wheel(tmp_path: Path, source: Path):
+    """Installed from a wheel file, the advice installs the same wheel, extras included."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = tmp_path.glob("liveforge-*.whl")
+    python = _venv(tmp_path / "env")
+    _pip(python, str(wheel))
+    result = _without_mcp(python, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"-m pip install 'liveforge[mcp] @ {wheel.as_uri()}'" in result.stderr
