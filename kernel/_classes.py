@@ -26,13 +26,13 @@ from typing import Any
 
 from liveforge.kernel import _forward, _holders
 from liveforge.kernel._functions import collect_functions
+from liveforge.kernel._idmap import IdentityMap
 from liveforge.kernel._stmts import bindings
 from liveforge.kernel._undo import UndoLog
 from liveforge.kernel._update import (
     fix_cells,
     mergeable,
     retarget,
-    translate,
     update_callable,
 )
 from liveforge.kernel.errors import UnsupportedChange
@@ -48,12 +48,15 @@ class MergeContext:
 
     log: UndoLog
     filename: str
-    idmap: dict[int, Any] = field(default_factory=dict)
+    #: the live object each new object was merged into; it holds the new ones until the
+    #: patch is done, nested ones included (see `_idmap`).
+    idmap: IdentityMap = field(default_factory=IdentityMap)
     notes: list[str] = field(default_factory=list)
     #: class members the new source added (+), changed (~) or removed (-), qualified.
     members: list[tuple[str, str]] = field(default_factory=list)
-    #: the objects the new source created, alive until the patch is done: the identity map
-    #: is keyed by their ids, which a freed object would hand on to the next one.
+    #: the objects the changed statements bound: the heap searches skip this list (and the
+    #: reference counts `_reach` compares count it), and a failed patch takes them out of
+    #: the registries that stored them.
     created: list[Any] = field(default_factory=list)
     #: called after a class was merged (name, new class, live class, class statement), to
     #: put the live class where building the new one stored it (see `_reach.rehome`).
@@ -117,7 +120,7 @@ def _check_layout(old: type, new: type, ctx: MergeContext) -> None:
             "rename the class and migrate callers.",
             target=old.__qualname__,
         )
-    bases = tuple(translate(b, ctx.idmap) for b in new.__bases__)
+    bases = tuple(ctx.idmap.live(b) for b in new.__bases__)
     if bases != old.__bases__:
         before = old.__bases__
         try:
@@ -143,7 +146,7 @@ def merge(
         return
     _check_layout(old, new, ctx)
     _report_members(old.__qualname__, old_node, new_node, ctx)
-    ctx.idmap[id(new)] = old
+    ctx.idmap.link(new, old)
     keep: set[str] = set()
     if _forward.is_declaration(old):
         keep = _forward.merge_declaration(old, new)
@@ -227,7 +230,7 @@ def _merge_member(
     found: dict[int, types.FunctionType] = {}
     collect_functions(value, found)
     fix_cells(list(found.values()), ctx.idmap)
-    live = translate(value, ctx.idmap)
+    live = ctx.idmap.live(value)
     _set(cls, name, live, ctx)
     _replay_set_name(cls, name, live, ctx)
 
@@ -271,7 +274,7 @@ def _merge_in_place(
     """Update `current` from `value` without replacing it; False when it must be replaced."""
     if mergeable(current, value):
         _note(update_callable(current, value, ctx.log, ctx.idmap), ctx)
-        ctx.idmap[id(value)] = current
+        ctx.idmap.link(value, current)
         return True
     if (
         isinstance(current, (classmethod, staticmethod))
@@ -336,10 +339,10 @@ def _merge_enum(old: Any, new: Any, ctx: MergeContext) -> set[str]:
             member.__class__ = old
         elif member._value_ != fresh._value_:
             _reassign_value(member, fresh._value_, ctx)
-        ctx.idmap[id(fresh)] = member
+        ctx.idmap.link(fresh, member)
         members[name] = member
     # Every name, aliases (a second name for an equal value) included, in definition order.
-    named = {name: translate(fresh, ctx.idmap) for name, fresh in new._member_map_.items()}
+    named = {name: ctx.idmap.live(fresh) for name, fresh in new._member_map_.items()}
     for name, member in named.items():
         _set(old, name, member, ctx)
     for name in list(member_map):

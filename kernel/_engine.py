@@ -362,7 +362,7 @@ def _merge_name(
         note = update_callable(old, new, ctx.log, ctx.idmap)
         if note:
             ctx.notes.append(note)
-        ctx.idmap[id(new)] = old
+        ctx.idmap.link(new, old)
         for cls, key in _forward.registrations_of(getattr(new, "__wrapped__", new)):
             _forward.rebind(cls, key, old)
         for cls, key in _forward.registrations_of(new):

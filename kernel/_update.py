@@ -24,6 +24,7 @@ import weakref
 from typing import Any
 
 from liveforge.kernel import _spawned
+from liveforge.kernel._idmap import IdentityMap
 from liveforge.kernel._undo import UndoLog
 
 _FORWARD_KEY = "__liveforge_target__"
@@ -133,13 +134,8 @@ def _save(old: types.FunctionType, log: UndoLog) -> None:
     log.add(undo)
 
 
-def translate(value: Any, idmap: dict[int, Any]) -> Any:
-    """Map an object created by the new source to the live object it was merged into."""
-    return idmap.get(id(value), value)
-
-
 def update_function(
-    old: types.FunctionType, new: types.FunctionType, log: UndoLog, idmap: dict[int, Any]
+    old: types.FunctionType, new: types.FunctionType, log: UndoLog, idmap: IdentityMap
 ) -> str | None:
     """Make `old` run `new`'s code in place; returns an identity note, or None."""
     _clear_fronts(old)
@@ -151,13 +147,13 @@ def update_function(
     _fix_cells(new, idmap, log)
     inner_note = _join(_update_wrapped(old, new, log, idmap), _spawned_notes(old, new, log))
     _save(old, log)
-    new_dict = {k: translate(v, idmap) for k, v in new.__dict__.items()}
+    new_dict = {k: idmap.live(v) for k, v in new.__dict__.items()}
     old_free, new_free = old.__code__.co_freevars, new.__code__.co_freevars
     if old_free == new_free:
         for old_cell, new_cell in zip(_cells(old), _cells(new), strict=True):
             value = _cell_value(new_cell)
             if value is not _EMPTY:
-                old_cell.cell_contents = translate(value, idmap)
+                old_cell.cell_contents = idmap.live(value)
         _assign(old, [getattr(new, name) for name in _SWAPPED])
         old.__dict__.clear()
         old.__dict__.update(new_dict)
@@ -258,23 +254,23 @@ def _plain_callable(value: Any) -> bool:
     )
 
 
-def _fix_cells(new: types.FunctionType, idmap: dict[int, Any], log: UndoLog | None = None) -> None:
+def _fix_cells(new: types.FunctionType, idmap: IdentityMap, log: UndoLog | None = None) -> None:
     """Point the new function's cells (e.g. `__class__` for super()) at live objects."""
     for cell in _cells(new):
         value = _cell_value(cell)
-        live = translate(value, idmap)
+        live = idmap.live(value)
         if live is not value:
             cell.cell_contents = live
 
 
-def fix_cells(funcs: list[types.FunctionType], idmap: dict[int, Any]) -> None:
+def fix_cells(funcs: list[types.FunctionType], idmap: IdentityMap) -> None:
     """Point the cells of functions the new source created (e.g. `__class__`, which
     zero-argument `super()` reads) at the live objects their new counterparts merged into."""
     for func in funcs:
         _fix_cells(func, idmap)
 
 
-def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
+def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str | None:
     old_inner = getattr(old, "__wrapped__", None)
     new_inner = getattr(new, "__wrapped__", None)
     if (
@@ -283,7 +279,7 @@ def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> 
         and old_inner is not new_inner
     ):
         note = update_function(old_inner, new_inner, log, idmap)
-        idmap[id(new_inner)] = old_inner
+        idmap.link(new_inner, old_inner)
         return note
     return None
 
@@ -312,7 +308,7 @@ def _decorator_pair(old: Any, new: Any) -> bool:
     )
 
 
-def _merge_instance(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
+def _merge_instance(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str | None:
     """Make the decorator instance `old` hold what `new` holds: the functions it wraps are
     updated in place, every other attribute takes the new value (as a fresh import's)."""
     state = old.__dict__
@@ -322,9 +318,9 @@ def _merge_instance(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> 
         current = state.get(key)
         if isinstance(value, types.FunctionType) and isinstance(current, types.FunctionType):
             notes.append(update_function(current, value, log, idmap))
-            idmap[id(value)] = current
+            idmap.link(value, current)
         elif key != "__wrapped__":
-            state[key] = translate(value, idmap)
+            state[key] = idmap.live(value)
     for key in [k for k in state if k not in new.__dict__]:
         del state[key]
     log.add(functools.partial(_reset_state, state, before))
@@ -355,7 +351,7 @@ def _same_cache(old: Any, new: Any) -> bool:
     return same
 
 
-def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> str | None:
+def update_callable(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str | None:
     """Update a function, or a C-level wrapper (e.g. `functools.lru_cache`) through the
     function it wraps; a cache in front of the function is cleared so no stale result stays."""
     if isinstance(old, types.FunctionType):
@@ -363,7 +359,7 @@ def update_callable(old: Any, new: Any, log: UndoLog, idmap: dict[int, Any]) -> 
     if not _wrapper_pair(old, new):
         return _merge_instance(old, new, log, idmap)
     note = update_function(old.__wrapped__, new.__wrapped__, log, idmap)
-    idmap[id(new.__wrapped__)] = old.__wrapped__
+    idmap.link(new.__wrapped__, old.__wrapped__)
     if isinstance(old, functools._lru_cache_wrapper):
         old.cache_clear()
         log.add(old.cache_clear)  # undone, results of the new code must not stay

@@ -293,3 +293,34 @@ def test_function_defined_in_an_if_block_moves_with_it(project: Project, rt: Run
     module = project.module(tail)
     rt.patch_module(module.__name__, "X = 1\n\n\n" + tail)
     assert inspect.getsource(module.f) == "    def f(x):\n        return 1 // x\n"
+
+
+def test_objects_built_later_in_a_patch_are_not_taken_for_collected_ones(
+    project: Project, rt: Runtime
+) -> None:
+    """A nested class built again is replaced by the live one in the new outer class, so the
+    collector can free it (and its methods) before the patch is done; methods a later
+    statement of the same patch creates may then get their ids, and must still be merged as
+    themselves, not as the live methods the freed ones stood for."""
+    count = 30
+    inner = "".join(f"\n        def m{i}(self):\n            return {i}\n" for i in range(count))
+    later = "".join(f"\n    def n{i}(self):\n        return ('later', {i})\n" for i in range(count))
+
+    def source(tag: int, collect: str, later_body: str) -> str:
+        # `gc.collect()` makes the collector run at this point of the patch (as it may on
+        # any allocation), and the new methods of Later are made where the freed ones were.
+        return (
+            "import gc\n\n\nclass Root:\n    def __init_subclass__(cls, **kwargs):\n"
+            "        super().__init_subclass__(**kwargs)\n\n\n"
+            f"class Outer:\n    TAG = {tag}\n\n    class Inner(Root):{inner}\n\n"
+            f"COLLECTED = {collect}\n\n\nclass Later:\n{later_body}"
+        )
+
+    for _ in range(3):  # where freed memory is reused is the allocator's choice
+        module = project.module(source(0, "0", "    pass\n"))
+        rt.patch_module(module.__name__, source(1, "gc.collect()", later))
+        made, nested = module.Later(), module.Outer.Inner()
+        assert [getattr(made, f"n{i}")() for i in range(count)] == [
+            ("later", i) for i in range(count)
+        ]
+        assert [getattr(nested, f"m{i}")() for i in range(count)] == list(range(count))

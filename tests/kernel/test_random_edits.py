@@ -307,19 +307,7 @@ def _compare(what: str, got: Any, want: Any) -> list[str]:
     return [f"  {what} captured at the start:\n    live : {got!r}\n    fresh: {want!r}"]
 
 
-# Seed 73 exposes a known bug (issue 11): after its edit sequence, when the worker's heap
-# holds earlier tests' objects, the live Data1.__repr__ runs Beta.Inner.m2's code object
-# (a code assignment takes the wrong object). It passes alone; marked until that is fixed.
-KNOWN_WRONG_CODE = pytest.mark.xfail(
-    reason="issue 11: a code assignment can take another function's code object", strict=False
-)
-
-
-@pytest.mark.parametrize(
-    "seed",
-    [pytest.param(s, marks=KNOWN_WRONG_CODE) if s == 73 else s for s in SEEDS],
-    ids=lambda s: f"seed_{s}-",
-)
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed_{s}-")
 def test_random_edit_sequence_matches_fresh_import(
     project: Project, tmp_path: Path, seed: int
 ) -> None:
