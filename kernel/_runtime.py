@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel import _engine, _forward
+from liveforge.kernel import _engine, _forward, _stale
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._checks import Checks
 from liveforge.kernel._dependents import follow_up
@@ -229,7 +229,8 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
 
         Refuses when the module has unpersisted in-memory changes, unless `force`. `skip`
         picks changed top-level statements (not definitions) to take into the source without
-        running them; the change's notes name them.
+        running them; the change's notes name them. Statements a change left stale (they
+        read a value that changed after they ran, and a note named them) run again.
         Names other modules imported from it with `from ... import` (constants: functions and
         classes are updated in place) are re-bound by every change, patches included;
         `dependents` is accepted for compatibility and changes nothing.
@@ -308,7 +309,8 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
         assert record.index is not None
         # A module imported before liveforge watched it may run code older than its file.
         rerun = kind == "reload" and not record.baseline_known
-        if source == before and kind == "reload" and not rerun:
+        again = frozenset(record.stale) if kind == "reload" else frozenset()
+        if source == before and kind == "reload" and not rerun and not again:
             return Change(
                 id="",
                 target=target,
@@ -331,9 +333,13 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
             target,
             rerun_definitions=rerun,
             skip=skip,
+            again=again,
         )
         record.source, record.index = source, new_index
         record.baseline_known = True
+        assert outcome.revert is not None
+        outcome.notes += _stale.ran_again(record, again, new_index, outcome.revert.log)
+        _stale.remember(record, outcome.stale, outcome.revert.log)
         change = Change(
             id=self._history.next_id(),
             target=target,
