@@ -56,8 +56,13 @@ class MergeContext:
     #: is keyed by their ids, which a freed object would hand on to the next one.
     created: list[Any] = field(default_factory=list)
     #: called after a class was merged (name, new class, live class, class statement), to
-    #: put the live class where building the new one stored it (see `_reach.rehome`).
+    #: put the live class where building the new one stored it (see `_registered.rehome`).
     rehome: Callable[[str, type, type, ast.stmt | None, MergeContext], None] | None = None
+    #: containers that held a live object before its definition ran again, as they were
+    #: then, by id (see `_registered.before_rerun`).
+    registered: dict[int, Any] = field(default_factory=dict)
+    #: the lists, dicts and sets found holding a live object then, by its id.
+    searched: dict[int, list[Any]] = field(default_factory=dict)
     #: a stale class statement runs again: class-level values computed from names are taken
     #: anew even where their text did not change (see `_stale`).
     reread: bool = False

@@ -29,7 +29,7 @@ import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from liveforge.kernel import _reach, _stale
+from liveforge.kernel import _reach, _registered, _stale
 from liveforge.kernel._classes import MergeContext
 from liveforge.kernel._reexports import export_changes, star_value
 from liveforge.kernel._revert import MISSING, Revert, changed_bindings
@@ -233,7 +233,7 @@ class _Importers:
 
         namespace = vars(other)
         saved = dict(namespace)
-        ctx = MergeContext(log, filename, rehome=_reach.rehome)
+        ctx = MergeContext(log, filename, rehome=_registered.rehome)
         advice = f"reload {other.__name__} to run it again"
         try:
             stale = _engine.follow_readers(

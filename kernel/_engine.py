@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward, _plans, _reach, _recompute
+from liveforge.kernel import _classes, _forward, _plans, _reach, _recompute, _registered
 from liveforge.kernel import _follow as _follow_
 from liveforge.kernel._moves import shift_moved
 from liveforge.kernel._reexports import removed_names
@@ -79,7 +79,7 @@ def apply(
     `ModuleRecord.stale`).
     """
     plan = _plans.plan(old, source, filename, target, rerun_definitions, skip, again)
-    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_reach.rehome)
+    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_registered.rehome)
     namespace = module.__dict__
     saved = dict(namespace)
     registries = _forward.Snapshot()
@@ -131,12 +131,19 @@ def _execute(
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     for stmt, code in plan.run:
+        earlier = old_nodes.get(stmt.name or "")
+        old_node = earlier.node if earlier is not None else None
+        if stmt.name:
+            _registered.before_rerun(stmt.node, old_node, saved.get(stmt.name), ctx)
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
         ctx.reread = stmt.text in plan.again
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
         ctx.reread = False
+        if stmt.name and stmt.name in saved:
+            live, now = saved[stmt.name], namespace.get(stmt.name)
+            _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
     rebound = {
         n
         for s, _ in plan.run
@@ -148,9 +155,10 @@ def _execute(
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
+    decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
     for name in sorted(gone):
         if name in namespace:
-            _reach.forget(name, namespace.pop(name), ctx)
+            _registered.forget(name, namespace.pop(name), ctx, name in decorated)
             outcome.removed.append(name)
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
@@ -213,9 +221,14 @@ def follow_readers(
     rebound = rebound | changed
     defs, others = _follow_.readers(index.stmts, ran + recomputed, rebound)
     for stmt in defs:
+        _registered.before_rerun(stmt.node, stmt.node, namespace.get(stmt.name or ""), ctx)
         exec(_plans.compile_stmt(stmt, ctx.filename, index.future_flags, ""), namespace)
         ctx.created.append(namespace.get(stmt.name or ""))
         _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
+        live = saved.get(stmt.name or "")
+        _registered.after_rerun(
+            stmt.name or "", live, namespace.get(stmt.name or ""), stmt.node, stmt.node, ctx
+        )
         ctx.notes.append(
             f"{where}{stmt.name}: defined again (line {stmt.start}), since its defaults or "
             f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"
@@ -288,7 +301,7 @@ def _merge_name(
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
         if held:
-            _reach.replace_held(name, held, new, old, ctx, ["its decorator"])
+            _registered.replace_held(name, held, new, old, ctx, ["its decorator"])
         module_ns[name] = old
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
@@ -296,7 +309,7 @@ def _merge_name(
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
-        _reach.rehome(name, new, old, stmt.node, ctx)
+        _registered.rehome(name, new, old, stmt.node, ctx)
     else:
         note = retarget(old, new, ctx.log)
         if note:
