@@ -12,7 +12,11 @@ is compared with a fresh import of the final text from another folder: public na
 members, results of calling everything with sample arguments, instance reprs,
 `inspect.getsource` and the lines a traceback points at. References captured before the
 sequence (from-imports, instances, bound methods, enum members) must run the final code,
-and module and class state must survive. A failure prints the seed and the edit sequence;
+and module and class state must survive. Two other modules import from it: one copies
+constants with `from m import ...` and makes a default and a value from one, the other
+re-exports it with `from m import *` and binds one name itself; both must hold what fresh
+imports of them would. A registry keyed by a decorator's argument (which edits change) must
+hold what a fresh import's does. A failure prints the seed and the edit sequence;
 replay one seed with `pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
 """
 
@@ -112,6 +116,9 @@ def behaviour(
         seen["callbacks"] = [outcome(functools.partial(cb, 4), filename) for cb in callbacks]
     seen["plugins"] = {
         k: (v.__qualname__, v is getattr(module, k, None)) for k, v in module._PLUGINS.items()
+    }
+    seen["handlers"] = {
+        k: (v.__name__, v is getattr(module, v.__name__, None)) for k, v in module._HANDLERS.items()
     }
     for name in seen["names"]:
         value = getattr(module, name)
@@ -307,8 +314,42 @@ def _compare(what: str, got: Any, want: Any) -> list[str]:
     return [f"  {what} captured at the start:\n    live : {got!r}\n    fresh: {want!r}"]
 
 
-# Seed 73 exposes a known bug (issue 11): after its edit sequence, when the worker's heap
-# holds earlier tests' objects, the live Data1.__repr__ runs Beta.Inner.m2's code object
+USER = """from {mod} import SCALE, DERIVED
+
+
+def clip(x, hi=SCALE):
+    return min(x, hi)
+
+
+HALF = SCALE // 2
+"""
+
+
+def _importer_differences(
+    module: types.ModuleType, fresh: types.ModuleType, user: Any, star: Any
+) -> list[str]:
+    """Where the modules importing from the live one differ from fresh imports of them: the
+    from-import copies and what was made from them at import (a default, a value), and the
+    names a star import binds (but those the importer binds itself afterwards)."""
+    found = [
+        f"  from-import copy of {name}: {getattr(user, name)!r}"
+        for name in ("SCALE", "DERIVED")
+        if getattr(user, name) != getattr(fresh, name)
+    ]
+    if (user.clip.__defaults__, user.HALF) != ((fresh.SCALE,), fresh.SCALE // 2):
+        found.append(f"  made from SCALE in the importer: {user.clip.__defaults__}, {user.HALF}")
+    public = {n for n in vars(fresh) if not n.startswith("_")}
+    starred = {n for n in vars(star) if not n.startswith("_")}
+    if starred != public | {"K3"}:
+        found.append(f"  star import binds {sorted(starred ^ (public | {'K3'}))} wrongly")
+    wrong = [n for n in public & starred - {"K3"} if vars(star)[n] is not vars(module)[n]]
+    if wrong or star.K3 != "own":
+        found.append(f"  star import holds old objects for {sorted(wrong)} (K3: {star.K3!r})")
+    return found
+
+
+# Seed 87 exposes a known bug (issue 11): after its edit sequence, when the worker's heap
+# holds earlier tests' objects, the live Alpha.m3 wrapper runs Beta.Inner.m2's code object
 # (a code assignment takes the wrong object). It passes alone; marked until that is fixed.
 KNOWN_WRONG_CODE = pytest.mark.xfail(
     reason="issue 11: a code assignment can take another function's code object", strict=False
@@ -317,7 +358,7 @@ KNOWN_WRONG_CODE = pytest.mark.xfail(
 
 @pytest.mark.parametrize(
     "seed",
-    [pytest.param(s, marks=KNOWN_WRONG_CODE) if s == 73 else s for s in SEEDS],
+    [pytest.param(s, marks=KNOWN_WRONG_CODE) if s == 87 else s for s in SEEDS],
     ids=lambda s: f"seed_{s}-",
 )
 def test_random_edit_sequence_matches_fresh_import(
@@ -330,7 +371,8 @@ def test_random_edit_sequence_matches_fresh_import(
     path = project.write(mod, render(seq.items))
     project.write(f"{mod}_fast", FAST)  # what the module's later statement binds Epsilon to
     module = importlib.import_module(mod)
-    user = project.module(f"from {mod} import SCALE, DERIVED\n", name=f"{mod}_user")
+    user = project.module(USER.format(mod=mod), name=f"{mod}_user")
+    star = project.module(f"from {mod} import *\n\nK3 = 'own'\n", name=f"{mod}_star")
     captured = Captured.take(module)
     rt = Runtime(project_root=project.root)
     rt.source(mod)  # the runtime takes the module's source as it was imported
@@ -361,9 +403,7 @@ def test_random_edit_sequence_matches_fresh_import(
     differences += captured.differences(
         module, fresh, fresh_seen, seq.broken | seq.noted, seq.noted
     )
-    for name in ("SCALE", "DERIVED"):
-        if getattr(user, name) != getattr(fresh, name):
-            differences.append(f"  from-import copy of {name}: {getattr(user, name)!r}")
+    differences += _importer_differences(module, fresh, user, star)
     sys.modules.pop(mod, None)
     assert not differences, (
         "live module differs from a fresh import:\n" + "\n".join(differences) + f"\n{context}"
