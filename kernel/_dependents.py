@@ -23,6 +23,7 @@ bindings and objects exactly.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import sys
 import types
@@ -70,6 +71,7 @@ class _Importers:
         """Follow `changes` (the bindings module `name` changed) into its importers, and
         theirs in turn; returns notes."""
         queue, done = [(name, changes)], set()
+        modules = [m for m in list(sys.modules.values()) if self._may_import(m)]
         while queue:
             source_name, changed = queue.pop(0)
             source = sys.modules.get(source_name)
@@ -85,8 +87,8 @@ class _Importers:
             wanted = {id(b) for b, _ in copied.values()}
             if starred:
                 wanted |= {id(v) for v in vars(source).values() if _defined_in(v, source_name)}
-            for other in list(sys.modules.values()):
-                if not isinstance(other, types.ModuleType) or other is source:
+            for other in modules:
+                if other is source:
                     continue
                 found = self._index(other, wanted)
                 if found is None:
@@ -96,26 +98,33 @@ class _Importers:
                     queue.append((other.__name__, after))
         return self.notes
 
+    def _may_import(self, module: Any) -> bool:
+        """A managed module, or another loaded one with its Python file under the root."""
+        if not isinstance(module, types.ModuleType):
+            return False
+        if self.registry.get(module.__name__) is not None:
+            return True
+        filename = getattr(module, "__file__", None)
+        return (
+            isinstance(filename, str)
+            and filename.endswith(".py")
+            and (self.root is None or filename.startswith(self.root))
+        )
+
     def _index(self, module: types.ModuleType, wanted: set[int]) -> tuple[Index, str] | None:
         """The statement index and file name of a module that may import from the changed
-        one: any managed module; another loaded one (with its file under the root) when it
-        holds one of the `wanted` values."""
+        one: any managed module; another (see `_may_import`) when it holds one of the
+        `wanted` values."""
         record = self.registry.get(module.__name__)
         try:
             if record is not None:
                 if record.index is None:
                     record.index = index(record.source, record.filename)
                 return record.index, record.filename
-            filename = getattr(module, "__file__", None)
-            if (
-                not wanted
-                or not isinstance(filename, str)
-                or not filename.endswith(".py")
-                or (self.root is not None and not filename.startswith(self.root))
-                or not any(id(v) in wanted for v in list(vars(module).values()))
-            ):
+            if not wanted or not any(id(v) in wanted for v in list(vars(module).values())):
                 return None
-            return index(loaded_source(filename)[0], filename), filename
+            filename = module.__file__ or ""
+            return _parsed(filename, loaded_source(filename)[0]), filename
         except (OSError, SyntaxError, ValueError):  # PatchSyntaxError, undecodable: not ours
             return None
 
@@ -269,6 +278,12 @@ class _Importers:
         except (ValueError, ImportError):
             return
         _stale.remember(record, stale, self.log)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(filename: str, source: str) -> Index:
+    """The statement index of a module the runtime does not manage (parsed once per text)."""
+    return index(source, filename)
 
 
 def _bound_later(module: types.ModuleType, later: list[Stmt], name: str) -> bool:
