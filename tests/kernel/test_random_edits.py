@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 from kernel_support import Project
 from random_apply import edit
+from random_importers import STAR, USER, importer_differences
 from random_module import (
     CLASSES,
     ENUMS,
@@ -314,40 +315,6 @@ def _compare(what: str, got: Any, want: Any) -> list[str]:
     return [f"  {what} captured at the start:\n    live : {got!r}\n    fresh: {want!r}"]
 
 
-USER = """from {mod} import SCALE, DERIVED
-
-
-def clip(x, hi=SCALE):
-    return min(x, hi)
-
-
-HALF = SCALE // 2
-"""
-
-
-def _importer_differences(
-    module: types.ModuleType, fresh: types.ModuleType, user: Any, star: Any
-) -> list[str]:
-    """Where the modules importing from the live one differ from fresh imports of them: the
-    from-import copies and what was made from them at import (a default, a value), and the
-    names a star import binds (but those the importer binds itself afterwards)."""
-    found = [
-        f"  from-import copy of {name}: {getattr(user, name)!r}"
-        for name in ("SCALE", "DERIVED")
-        if getattr(user, name) != getattr(fresh, name)
-    ]
-    if (user.clip.__defaults__, user.HALF) != ((fresh.SCALE,), fresh.SCALE // 2):
-        found.append(f"  made from SCALE in the importer: {user.clip.__defaults__}, {user.HALF}")
-    public = {n for n in vars(fresh) if not n.startswith("_")}
-    starred = {n for n in vars(star) if not n.startswith("_")}
-    if starred != public | {"K3"}:
-        found.append(f"  star import binds {sorted(starred ^ (public | {'K3'}))} wrongly")
-    wrong = [n for n in public & starred - {"K3"} if vars(star)[n] is not vars(module)[n]]
-    if wrong or star.K3 != "own":
-        found.append(f"  star import holds old objects for {sorted(wrong)} (K3: {star.K3!r})")
-    return found
-
-
 # Seed 87 exposes a known bug (issue 11): after its edit sequence, when the worker's heap
 # holds earlier tests' objects, the live Alpha.m3 wrapper runs Beta.Inner.m2's code object
 # (a code assignment takes the wrong object). It passes alone; marked until that is fixed.
@@ -372,7 +339,7 @@ def test_random_edit_sequence_matches_fresh_import(
     project.write(f"{mod}_fast", FAST)  # what the module's later statement binds Epsilon to
     module = importlib.import_module(mod)
     user = project.module(USER.format(mod=mod), name=f"{mod}_user")
-    star = project.module(f"from {mod} import *\n\nK3 = 'own'\n", name=f"{mod}_star")
+    star = project.module(STAR.format(mod=mod), name=f"{mod}_star")
     captured = Captured.take(module)
     rt = Runtime(project_root=project.root)
     rt.source(mod)  # the runtime takes the module's source as it was imported
@@ -403,7 +370,7 @@ def test_random_edit_sequence_matches_fresh_import(
     differences += captured.differences(
         module, fresh, fresh_seen, seq.broken | seq.noted, seq.noted
     )
-    differences += _importer_differences(module, fresh, user, star)
+    differences += importer_differences(module, fresh, user, star)
     sys.modules.pop(mod, None)
     assert not differences, (
         "live module differs from a fresh import:\n" + "\n".join(differences) + f"\n{context}"
