@@ -56,6 +56,8 @@ class Outcome:
     revert: Revert | None = None
     #: statements that read a rebound name when the module ran and were not run again.
     stale: list[Stmt] = field(default_factory=list)
+    #: texts of the unchanged statements that ran anyway (`again`).
+    ran_again: frozenset[str] = frozenset()
 
 
 def apply(
@@ -119,7 +121,7 @@ def _execute(
     module: types.ModuleType, plan: _plans.Plan, saved: dict[str, Any], ctx: _classes.MergeContext
 ) -> Outcome:
     namespace = module.__dict__
-    outcome = Outcome()
+    outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
     existing = {id(v) for v in saved.values()}
     old_nodes = {s.name: s for s in plan.old_run if s.name}
     rerun = {s.name for s, _ in plan.run if s.name}

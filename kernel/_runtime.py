@@ -309,7 +309,7 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
         assert record.index is not None
         # A module imported before liveforge watched it may run code older than its file.
         rerun = kind == "reload" and not record.baseline_known
-        again = frozenset(record.stale) if kind == "reload" else frozenset()
+        again = _stale.pending(record) if kind == "reload" else frozenset()
         if source == before and kind == "reload" and not rerun and not again:
             return Change(
                 id="",
@@ -337,9 +337,7 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
         )
         record.source, record.index = source, new_index
         record.baseline_known = True
-        assert outcome.revert is not None
-        outcome.notes += _stale.ran_again(record, again, new_index, outcome.revert.log)
-        _stale.remember(record, outcome.stale, outcome.revert.log)
+        _stale.track(record, outcome, new_index)
         change = Change(
             id=self._history.next_id(),
             target=target,

@@ -8,10 +8,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from liveforge.kernel._sources import ModuleRecord
 from liveforge.kernel._stmts import Index, Stmt
 from liveforge.kernel._undo import UndoLog
+
+if TYPE_CHECKING:
+    from liveforge.kernel._engine import Outcome
+
+
+def pending(record: ModuleRecord) -> frozenset[str]:
+    """The stale statements the module still has (a reload runs them again)."""
+    if not record.stale or record.index is None:
+        return frozenset()
+    return frozenset(record.stale & {s.text for s in record.index.stmts})
+
+
+def track(record: ModuleRecord, outcome: Outcome, index: Index) -> None:
+    """After an application to `record`'s module (its new source indexed by `index`): the
+    stale statements it ran are stale no longer, those it left are remembered; a note names
+    each one run; undoing the application undoes both."""
+    assert outcome.revert is not None
+    outcome.notes += ran_again(record, outcome.ran_again, index, outcome.revert.log)
+    remember(record, outcome.stale, outcome.revert.log)
 
 
 def remember(record: ModuleRecord, stmts: Iterable[Stmt], log: UndoLog) -> None:
@@ -23,7 +43,8 @@ def remember(record: ModuleRecord, stmts: Iterable[Stmt], log: UndoLog) -> None:
 
 
 def ran_again(record: ModuleRecord, again: frozenset[str], index: Index, log: UndoLog) -> list[str]:
-    """The stale statements `again` ran: they are stale no longer (until `log` is undone).
+    """The stale statements among `again` (texts of statements that ran) are stale no
+    longer (until `log` is undone).
     Returns a note for each, naming it by its line in `index`."""
     ran = again & record.stale
     if not ran:
