@@ -59,8 +59,16 @@ class MergeContext:
     #: the registries that stored them.
     created: list[Any] = field(default_factory=list)
     #: called after a class was merged (name, new class, live class, class statement), to
-    #: put the live class where building the new one stored it (see `_reach.rehome`).
+    #: put the live class where building the new one stored it (see `_registered.rehome`).
     rehome: Callable[[str, type, type, ast.stmt | None, MergeContext], None] | None = None
+    #: containers that held a live object before its definition ran again, as they were
+    #: then, by id (see `_registered.before_rerun`).
+    registered: dict[int, Any] = field(default_factory=dict)
+    #: the lists, dicts and sets found holding a live object then, by its id.
+    searched: dict[int, list[Any]] = field(default_factory=dict)
+    #: a stale class statement runs again: class-level values computed from names are taken
+    #: anew even where their text did not change (see `_stale`).
+    reread: bool = False
 
 
 def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:
@@ -91,7 +99,12 @@ def _body_info(node: ast.ClassDef | None) -> tuple[set[str], set[str], dict[str,
     return bindings(node.body), plain, nested
 
 
-def _unchanged_names(old_node: ast.ClassDef | None, new_node: ast.ClassDef | None) -> set[str]:
+def _unchanged_names(
+    old_node: ast.ClassDef | None, new_node: ast.ClassDef | None, reread: bool = False
+) -> set[str]:
+    """Names bound by class-level statements (not definitions) whose text did not change:
+    the live class keeps their values (its state). With `reread`, those that read a name
+    are left out: their values are taken anew."""
     if old_node is None or new_node is None:
         return set()
     _, old_plain, _ = _body_info(old_node)
@@ -100,6 +113,7 @@ def _unchanged_names(old_node: ast.ClassDef | None, new_node: ast.ClassDef | Non
         if (
             not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             and ast.dump(stmt) in old_plain
+            and not (reread and any(isinstance(n, ast.Name) for n in ast.walk(stmt)))
         ):
             names |= bindings([stmt])
     return names
@@ -154,7 +168,7 @@ def merge(
         keep |= _merge_enum(old, new, ctx)
     old_bound, _, old_nested = _body_info(old_node)
     new_bound, _, new_nested = _body_info(new_node)
-    unchanged = _unchanged_names(old_node, new_node)
+    unchanged = _unchanged_names(old_node, new_node, ctx.reread)
     for name, value in list(new.__dict__.items()):
         if name in _NEVER_COPIED or name in keep or _own_slot(new, value):
             continue

@@ -28,13 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward, _reach, _recompute
+from liveforge.kernel import _classes, _forward, _plans, _reach, _recompute, _registered
 from liveforge.kernel import _follow as _follow_
 from liveforge.kernel._moves import shift_moved
-from liveforge.kernel._reexports import is_star, removed_names
+from liveforge.kernel._reexports import removed_names
 from liveforge.kernel._revert import Revert, changed_bindings
 from liveforge.kernel._sources import register_source
-from liveforge.kernel._stmts import Index, Reindexed, Stmt, index, reindex
+from liveforge.kernel._stmts import Index, Stmt
 from liveforge.kernel._undo import UndoLog
 from liveforge.kernel._update import mergeable, retarget, update_callable
 from liveforge.kernel.errors import PatchError, PatchExecutionError
@@ -54,21 +54,10 @@ class Outcome:
     unmerged: list[tuple[str, Any, Any]] = field(default_factory=list)
     #: undoes exactly this application (see `Revert`).
     revert: Revert | None = None
-
-
-@dataclass
-class _Plan:
-    index: Index
-    old_run: list[Stmt]
-    run: list[tuple[Stmt, types.CodeType]]
-    moved: list[tuple[Stmt, int]]
-    removed: set[str]
-    #: `from m import *` statements the new source no longer has (their names are dynamic).
-    dropped_stars: list[Stmt] = field(default_factory=list)
-    #: changed statements left unexecuted (the caller's `skip` chose them).
-    skipped: list[Stmt] = field(default_factory=list)
-    #: names of def and class statements the new source no longer has.
-    removed_defs: set[str] = field(default_factory=set)
+    #: statements that read a rebound name when the module ran and were not run again.
+    stale: list[Stmt] = field(default_factory=list)
+    #: texts of the unchanged statements that ran anyway (`again`).
+    ran_again: frozenset[str] = frozenset()
 
 
 def apply(
@@ -80,6 +69,7 @@ def apply(
     *,
     rerun_definitions: bool = False,
     skip: Callable[[ast.stmt], bool] | None = None,
+    again: frozenset[str] = frozenset(),
 ) -> tuple[Index, Outcome]:
     """Make `module` (whose current source is indexed by `old`) run `source`.
 
@@ -87,9 +77,11 @@ def apply(
     whose running code may not match `old` (its file changed before liveforge saw it).
     `skip` picks changed statements other than definitions not to execute (a loop, a call
     that serves): the source still takes them, and the outcome's notes name each one.
+    `again` are texts of unchanged statements to execute anyway (stale ones, see
+    `ModuleRecord.stale`).
     """
-    plan = _plan(old, source, filename, target, rerun_definitions, skip)
-    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_reach.rehome)
+    plan = _plans.plan(old, source, filename, target, rerun_definitions, skip, again)
+    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_registered.rehome)
     namespace = module.__dict__
     saved = dict(namespace)
     registries = _forward.Snapshot()
@@ -101,7 +93,7 @@ def apply(
         detail = _describe(exc, filename)
         ctx.log.undo()
         registries.restore()
-        _restore_namespace(namespace, saved)
+        restore_namespace(namespace, saved)
         _reach.discard_created(ctx.created, saved, anywhere=True)
         _restore_linecache(filename, cached)
         if isinstance(exc, PatchError):
@@ -125,107 +117,11 @@ def apply(
     return plan.index, outcome
 
 
-def _plan(
-    old: Index,
-    source: str,
-    filename: str,
-    target: str,
-    rerun: bool,
-    skip: Callable[[ast.stmt], bool] | None = None,
-) -> _Plan:
-    result = reindex(old, source, filename)
-    force_defs = rerun or result.index.future_flags != old.future_flags
-    if force_defs:
-        # Every definition compiles differently under the new future flags (or may differ
-        # from what is running), not only those in the changed run.
-        full = index(source, filename)
-        result = Reindexed(full, list(old.stmts), list(full.stmts), [], 0)
-    index_, old_run, new_run = result.index, result.old_run, result.new_run
-    old_defs = {s.name: s for s in old_run if s.name}
-    old_plain: dict[str, list[Stmt]] = {}
-    for s in old_run:
-        if not s.name:
-            old_plain.setdefault(s.text, []).append(s)
-    run, moved, skipped = [], [], []
-    old_order, new_order = old_run, new_run
-    if skip is not None:  # statements never run are no part of the order of binding
-        old_order = [s for s in old_run if s.name or not skip(s.node)]
-        new_order = []
-        for stmt in new_run:
-            if stmt.name or not skip(stmt.node):
-                new_order.append(stmt)
-            elif not old_plain.get(stmt.text):
-                _compile(stmt, filename, index_.future_flags, target)  # it must still compile
-                skipped.append(stmt)
-            elif (earlier := old_plain[stmt.text].pop(0)).start != stmt.start:
-                moved.append((stmt, stmt.start - earlier.start))
-    reordered = _reordered(old_order, new_order)
-    for stmt in new_order:
-        if stmt.binds & reordered:
-            # Statements binding one name now run in another order: the last one decides.
-            run.append((stmt, _compile(stmt, filename, index_.future_flags, target)))
-            continue
-        before = old_defs.get(stmt.name) if stmt.name else None
-        if stmt.name and before is not None and before.text == stmt.text and not force_defs:
-            if before.start != stmt.start:
-                moved.append((stmt, stmt.start - before.start))
-            continue
-        if not stmt.name and old_plain.get(stmt.text):
-            before = old_plain[stmt.text].pop(0)
-            if before.start != stmt.start:
-                moved.append((stmt, stmt.start - before.start))
-            continue
-        run.append((stmt, _compile(stmt, filename, index_.future_flags, target)))
-    if result.delta:
-        moved.extend((s, result.delta) for s in result.tail)
-    removed: set[str] = set()
-    for stmt in old_run:
-        removed |= stmt.binds
-    dropped = [s for left in old_plain.values() for s in left if is_star(s.node)]
-    gone_defs = set(old_defs) - {s.name for s in new_run if s.name}
-    return _Plan(index_, old_run, run, moved, removed - index_.bound, dropped, skipped, gone_defs)
-
-
-def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:
-    """Names bound by several statements of the changed run whose order of binding changed."""
-    if len(new_run) < 2:
-        return set()
-
-    def order(stmts: list[Stmt]) -> dict[str, list[str]]:
-        found: dict[str, list[str]] = {}
-        for stmt in stmts:
-            for name in stmt.binds:
-                found.setdefault(name, []).append(stmt.text)
-        return found
-
-    before, after = order(old_run), order(new_run)
-    return {n for n, texts in after.items() if len(texts) > 1 and before.get(n) != texts}
-
-
-def _compile(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
-    tree = ast.Module(body=[stmt.fresh_node()], type_ignores=[])
-    try:
-        code: types.CodeType = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
-        return code
-    except SyntaxError as exc:
-        from liveforge.kernel.errors import PatchSyntaxError
-
-        raise PatchSyntaxError(
-            f"the new source does not compile: {exc.msg} (line {exc.lineno}). Fix it and "
-            "patch again; nothing was changed.",
-            target=target,
-            line=exc.lineno,
-            filename=filename,
-            text=exc.text,
-            offset=exc.offset,
-        ) from None
-
-
 def _execute(
-    module: types.ModuleType, plan: _Plan, saved: dict[str, Any], ctx: _classes.MergeContext
+    module: types.ModuleType, plan: _plans.Plan, saved: dict[str, Any], ctx: _classes.MergeContext
 ) -> Outcome:
     namespace = module.__dict__
-    outcome = Outcome()
+    outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
     existing = {id(v) for v in saved.values()}
     old_nodes = {s.name: s for s in plan.old_run if s.name}
     rerun = {s.name for s, _ in plan.run if s.name}
@@ -237,10 +133,19 @@ def _execute(
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     for stmt, code in plan.run:
+        earlier = old_nodes.get(stmt.name or "")
+        old_node = earlier.node if earlier is not None else None
+        if stmt.name:
+            _registered.before_rerun(stmt.node, old_node, saved.get(stmt.name), ctx)
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
+        ctx.reread = stmt.text in plan.again
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
+        ctx.reread = False
+        if stmt.name and stmt.name in saved:
+            live, now = saved[stmt.name], namespace.get(stmt.name)
+            _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
     rebound = {
         n
         for s, _ in plan.run
@@ -252,9 +157,10 @@ def _execute(
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
+    decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
     for name in sorted(gone):
         if name in namespace:
-            _reach.forget(name, namespace.pop(name), ctx)
+            _registered.forget(name, namespace.pop(name), ctx, name in decorated)
             outcome.removed.append(name)
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
@@ -264,7 +170,7 @@ def _execute(
 
 def _follow(
     namespace: dict[str, Any],
-    plan: _Plan,
+    plan: _plans.Plan,
     rebound: set[str],
     saved: dict[str, Any],
     existing: set[int],
@@ -287,28 +193,57 @@ def _follow(
             f"({_describe_value(saved[name])}), as in a fresh import, so the patched "
             "definition is not what the name holds"
         )
-    recomputed, changed, notes = _recompute.run(
-        plan.index.stmts, ran, rebound, namespace, ctx.filename, plan.index.future_flags
+    advice = "patch the module with it changed (or persist it, then reload it)"
+    outcome.stale += follow_readers(
+        plan.index, ran, rebound, namespace, saved, existing, ctx, advice=advice
     )
-    ctx.notes.extend(notes)
-    rebound |= changed
-    defs, others = _follow_.readers(plan.index.stmts, ran + recomputed, rebound)
+
+
+def follow_readers(
+    index: Index,
+    ran: list[Stmt],
+    rebound: set[str],
+    namespace: dict[str, Any],
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    *,
+    where: str = "",
+    advice: str,
+) -> list[Stmt]:
+    """What a fresh import would make anew from the `rebound` names of a module (indexed by
+    `index`, its statements `ran` just executed): pure values are computed again, functions
+    whose defaults or decorators read them are defined again in place, every other statement
+    reading them is named in a note (`where` prefixes notes, `advice` says what to do).
+    Returns those other statements."""
+    recomputed, changed, notes = _recompute.run(
+        index.stmts, ran, rebound, namespace, ctx.filename, index.future_flags
+    )
+    ctx.notes.extend(where + note for note in notes)
+    rebound = rebound | changed
+    defs, others = _follow_.readers(index.stmts, ran + recomputed, rebound)
     for stmt in defs:
-        exec(_compile(stmt, ctx.filename, plan.index.future_flags, ""), namespace)
+        _registered.before_rerun(stmt.node, stmt.node, namespace.get(stmt.name or ""), ctx)
+        exec(_plans.compile_stmt(stmt, ctx.filename, index.future_flags, ""), namespace)
         ctx.created.append(namespace.get(stmt.name or ""))
         _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
+        live = saved.get(stmt.name or "")
+        _registered.after_rerun(
+            stmt.name or "", live, namespace.get(stmt.name or ""), stmt.node, stmt.node, ctx
+        )
         ctx.notes.append(
-            f"{stmt.name}: defined again (line {stmt.start}), since its defaults or "
+            f"{where}{stmt.name}: defined again (line {stmt.start}), since its defaults or "
             f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"
         )
     for stmt in others:
         names = ", ".join(sorted(stmt.binds))
         reads = ", ".join(sorted(_follow_.definition_reads(stmt.node) & rebound))
         ctx.notes.append(
-            f"{names} (line {stmt.start}) read {reads} when the module ran and was not run "
-            f"again; it keeps the value made from the old {reads} (a fresh import would "
-            "make it anew). Patch it too, or patch the module with it changed"
+            f"{where}{names} (line {stmt.start}) read {reads} when the module ran and was not "
+            f"run again; it keeps the value made from the old {reads} (a fresh import would "
+            f"make it anew). Patch it too, or {advice}"
         )
+    return others
 
 
 def _home(value: Any) -> str | None:
@@ -368,7 +303,7 @@ def _merge_name(
         for cls, key in _forward.registrations_of(new):
             _forward.rebind(cls, key, old)
         if held:
-            _reach.replace_held(name, held, new, old, ctx, ["its decorator"])
+            _registered.replace_held(name, held, new, old, ctx, ["its decorator"])
         module_ns[name] = old
     elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
         old_node = old_stmt.fresh_node() if old_stmt is not None else None
@@ -376,7 +311,7 @@ def _merge_name(
         _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
         module_ns[name] = old
         _report_members(outcome, name, ctx.members[first:])
-        _reach.rehome(name, new, old, stmt.node, ctx)
+        _registered.rehome(name, new, old, stmt.node, ctx)
     else:
         note = retarget(old, new, ctx.log)
         if note:
@@ -399,7 +334,7 @@ def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
     return node if isinstance(node, ast.ClassDef) else None
 
 
-def _restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
+def restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
     for key in [k for k in namespace if k not in saved]:
         del namespace[key]
     for key, value in saved.items():

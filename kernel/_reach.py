@@ -5,8 +5,8 @@ so every reference to the live object runs the new code. Two kinds of reference 
 
 - a decorator that *stores* what it decorates (`REGISTRY.append(f)`, `routes[path] = f`),
   or a base's `__init_subclass__` that stores the subclasses, stored the new object too.
-  A fresh import would hold one entry; the new object is replaced by the live one it was
-  merged into (and dropped where the live one already is).
+  A fresh import would hold one entry; `_registered` follows such registrations with the
+  helpers here.
 - a new object that cannot be merged into the old one (a decorator now returns an object
   of another kind, with no `__wrapped__` to forward through): the name takes the new one,
   and a note names the references that still hold the old one.
@@ -14,7 +14,7 @@ so every reference to the live object runs the new code. Two kinds of reference 
 (Functions made earlier by a changed function are `_spawned`'s.) Both look at the heap
 (`gc.get_referrers`), so both run only when needed: the first when the new function has
 references nobody in the engine made (its reference count tells) or the new class may have
-been stored (`may_register`), the second only for such an unmergeable pair.
+been stored (`class_hooks`), the second only for such an unmergeable pair.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from liveforge.kernel import _holders
-from liveforge.kernel._classes import MergeContext
 from liveforge.kernel._undo import UndoLog
 
 
@@ -85,15 +84,6 @@ def class_hooks(cls: type, node: ast.stmt) -> list[str]:
     return hooks
 
 
-def rehome(name: str, new: type, live: type, node: ast.stmt | None, ctx: MergeContext) -> None:
-    """After `new` was merged into `live`: where what ran while building `new` (a base's
-    `__init_subclass__`, a metaclass, a class decorator) stored it, the live class takes
-    its place; where nothing was found, a note says what was not replayed."""
-    hooks = class_hooks(new, node or ast.Pass())
-    if hooks:
-        replace_held(name, holders(new, [ctx.created]), new, live, ctx, hooks)
-
-
 def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
     """True when a definition statement made `new`, which cannot be merged into the live
     `old` (a decorator now returns another kind of object), and references to `old` would
@@ -103,25 +93,6 @@ def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
     if isinstance(old, (types.FunctionType, type)) and old.__module__ != module:
         return False
     return callable(old) and old is not new
-
-
-def forget(name: str, value: Any, ctx: MergeContext) -> None:
-    """A class the new source no longer defines leaves the registries its bases'
-    `__init_subclass__` (or its metaclass) stored it in, as a fresh import would not have
-    it there: lists, dicts and sets bound in its module or its bases' modules, directly or
-    as class attributes. Other containers are left alone."""
-    if not isinstance(value, type) or not class_hooks(value, ast.Pass()):
-        return
-    registries = _registries([value])
-    held = [h for h in holders(value, [ctx.created]) if id(h) in registries]
-    if not held:
-        return
-    for holder in held:
-        _drop(holder, value, ctx.log)
-    ctx.notes.append(
-        f"{name}: removed, and taken out of {', '.join(sorted(registries[id(h)] for h in held))}"
-        ", where what ran when it was defined stored it, as a fresh import would not have it"
-    )
 
 
 def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: bool) -> None:
@@ -141,12 +112,12 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
     }
     if not made:
         return
-    allowed = None if anywhere else _registries(made.values())
+    allowed = None if anywhere else registries(made.values())
     skip = {id(created), id(namespace), id(made)}
     for holder in gc.get_referrers(*made.values()):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):
             continue
-        if (isinstance(holder, dict) and _is_namespace(holder)) or (
+        if (isinstance(holder, dict) and is_namespace(holder)) or (
             allowed is not None and id(holder) not in allowed
         ):
             continue
@@ -156,10 +127,10 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
             if before is not None and not isinstance(holder, list):
                 replace_in([holder], obj, before, UndoLog())
             else:
-                _drop(holder, obj, UndoLog())
+                drop(holder, obj, UndoLog())
 
 
-def _registries(objects: Iterable[Any]) -> dict[int, str]:
+def registries(objects: Iterable[Any]) -> dict[int, str]:
     """Containers bound in the modules of `objects` (and of their bases, for classes),
     directly or as class attributes."""
     modules = set()
@@ -179,7 +150,7 @@ def _registries(objects: Iterable[Any]) -> dict[int, str]:
     return found
 
 
-def _drop(holder: Any, value: Any, log: UndoLog) -> None:
+def drop(holder: Any, value: Any, log: UndoLog) -> None:
     if isinstance(holder, list):
         before = list(holder)
         holder[:] = [item for item in holder if item is not value]
@@ -207,7 +178,7 @@ def holders(obj: Any, skip: list[Any]) -> list[Any]:
         h
         for h in gc.get_referrers(obj)
         if id(h) not in skipped
-        and (isinstance(h, (list, set)) or (isinstance(h, dict) and not _is_namespace(h)))
+        and (isinstance(h, (list, set)) or (isinstance(h, dict) and not is_namespace(h)))
     ]
 
 
@@ -226,7 +197,7 @@ def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list
     return [type(h).__name__ for h in containers]
 
 
-def _is_namespace(holder: dict[str, Any]) -> bool:
+def is_namespace(holder: dict[str, Any]) -> bool:
     """A module's or an instance's own namespace, or a frame's locals (not a registry)."""
     return "__name__" in holder and "__builtins__" in holder
 
@@ -250,30 +221,3 @@ def _fix_dict(holder: dict[Any, Any], new: Any, live: Any, log: UndoLog) -> None
 def _reset(holder: Any, before: Any) -> None:
     holder.clear()
     holder.update(before)
-
-
-def replace_held(
-    name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext, hooks: list[str]
-) -> None:
-    """What ran while the new object was built (`hooks`: a decorator, a base's
-    `__init_subclass__`) stored it: the live one takes its place. Where nothing was found
-    that holds it, the note says which class hooks (`__init_subclass__`, a metaclass: code
-    run for its side effects) ran and were not replayed for the live class."""
-    who = " or ".join(hooks)
-    if held:
-        kinds = replace_in(held, new, live, ctx.log)
-        ctx.notes.append(
-            f"{name}: the new definition was also stored by {who} ({', '.join(kinds)}); the "
-            "live object took its place there, as one entry, like a fresh import's"
-        )
-        return
-    ran = " and ".join(h for h in hooks if not h.startswith("its decorator"))
-    if not ran:
-        return  # a class decorator that stored nothing: it only changed the class
-    ctx.notes.append(
-        f"{name}: {ran} ran again for the new class object, which was then merged into the "
-        "live class; it stored it in no list, dict or set liveforge could find, so anything "
-        f"else it did (a weak registry, a counter, a call elsewhere) was done for that "
-        f"object and not replayed for the live {name}. Check it, and redo that for {name} "
-        "where needed"
-    )

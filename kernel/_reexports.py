@@ -14,6 +14,7 @@ import sys
 import types
 from typing import Any
 
+from liveforge.kernel._revert import MISSING
 from liveforge.kernel._stmts import Index, Stmt
 
 _MISSING = object()
@@ -116,3 +117,56 @@ def _exported(module: types.ModuleType, node: ast.stmt) -> dict[str, Any]:
     public = getattr(source, "__all__", None)
     names = public if public is not None else [n for n in vars(source) if n[:1] != "_"]
     return {n: getattr(source, n) for n in names if hasattr(source, n)}
+
+
+def export_changes(
+    module: types.ModuleType, changes: dict[str, tuple[Any, Any]]
+) -> dict[str, tuple[Any, Any]]:
+    """How what `from module import *` binds changed with `changes` (the bindings a change
+    made: name -> (value before, value after), `MISSING` for unbound): each name exported
+    before or after whose value differs -> (before, after), `MISSING` on the side where it
+    was not exported. Exported means listed in `__all__`, or public (no leading underscore)
+    when there is none."""
+    namespace = module.__dict__
+
+    def before(name: str) -> Any:
+        change = changes.get(name)
+        return change[0] if change is not None else namespace.get(name, MISSING)
+
+    all_before, all_after = before("__all__"), namespace.get("__all__", MISSING)
+    if all_before is MISSING and all_after is MISSING:
+        return {n: c for n, c in changes.items() if n[:1] != "_"}
+    if "__all__" not in changes:
+        listed = _listed(all_after)
+        return {n: c for n, c in changes.items() if n in listed}
+    old_names = [n for n in namespace if n not in changes] + [
+        n for n, (b, _) in changes.items() if b is not MISSING
+    ]
+    exported_before = _listed(all_before) if all_before is not MISSING else _public(old_names)
+    exported_after = _listed(all_after) if all_after is not MISSING else _public(namespace)
+    found = {}
+    for name in exported_before | exported_after:
+        if name == "__all__":
+            continue
+        value_before = before(name) if name in exported_before else MISSING
+        value_after = namespace.get(name, MISSING) if name in exported_after else MISSING
+        if value_before is not value_after:
+            found[name] = (value_before, value_after)
+    return found
+
+
+def _listed(names: Any) -> set[str]:
+    try:
+        return {n for n in names if isinstance(n, str)}
+    except TypeError:
+        return set()
+
+
+def _public(names: Any) -> set[str]:
+    return {n for n in names if n[:1] != "_"}
+
+
+def star_value(module: types.ModuleType, node: ast.stmt, name: str) -> Any:
+    """What the star import `node` of `module` binds to `name` (read as loaded now), or
+    `MISSING` when `node` is no star import or does not bind it."""
+    return _exported(module, node).get(name, MISSING) if is_star(node) else MISSING

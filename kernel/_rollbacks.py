@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from liveforge.kernel import _engine
 from liveforge.kernel._changes import Change, ChangeStatus, History
+from liveforge.kernel._dependents import follow_up
 from liveforge.kernel._files import read_source
 from liveforge.kernel._filewrites import FILE_KIND
 from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, register_source
@@ -31,6 +32,7 @@ class Rollbacks:
     _history: History
     _lock: threading.RLock
     _transactions: list[list[Change]]
+    _root_prefix: str
 
     if TYPE_CHECKING:  # provided by Runtime's other mixins
 
@@ -142,10 +144,11 @@ class Rollbacks:
         else:
             module = sys.modules[change.module]
             assert record.index is not None
-            new_index, _ = _engine.apply(
+            new_index, outcome = _engine.apply(
                 module, record.index, change.before, record.filename, change.target
             )
             record.source, record.index = change.before, new_index
+            follow_up(self.registry, change.module, outcome, self._root_prefix)
         if change.kind == FILE_KIND:
             record.loaded = read_source(record.filename)
         change.status = ChangeStatus.ROLLED_BACK

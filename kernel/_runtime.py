@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel import _engine, _forward
+from liveforge.kernel import _engine, _forward, _stale
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._checks import Checks
 from liveforge.kernel._dependents import follow_up
@@ -220,7 +220,8 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
 
         Refuses when the module has unpersisted in-memory changes, unless `force`. `skip`
         picks changed top-level statements (not definitions) to take into the source without
-        running them; the change's notes name them.
+        running them; the change's notes name them. Statements a change left stale (they
+        read a value that changed after they ran, and a note named them) run again.
         Names other modules imported from it with `from ... import` (constants: functions and
         classes are updated in place) are re-bound by every change, patches included;
         `dependents` is accepted for compatibility and changes nothing.
@@ -299,7 +300,8 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
         assert record.index is not None
         # A module imported before liveforge watched it may run code older than its file.
         rerun = kind == "reload" and not record.baseline_known
-        if source == before and kind == "reload" and not rerun:
+        again = _stale.pending(record) if kind == "reload" else frozenset()
+        if source == before and kind == "reload" and not rerun and not again:
             return Change(
                 id="",
                 target=target,
@@ -322,9 +324,11 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
             target,
             rerun_definitions=rerun,
             skip=skip,
+            again=again,
         )
         record.source, record.index = source, new_index
         record.baseline_known = True
+        _stale.track(record, outcome, new_index)
         change = Change(
             id=self._history.next_id(),
             target=target,

@@ -86,6 +86,9 @@ class ModuleRecord:
     change_ids: list[str] = field(default_factory=list)
     #: statement index of `source`, built on first patch.
     index: Index | None = None
+    #: texts of statements that read a name a change rebound after they ran, and were not
+    #: run again (a note named each); a reload runs them again.
+    stale: set[str] = field(default_factory=set)
 
     @property
     def disk_source(self) -> str | None:

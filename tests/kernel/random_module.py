@@ -64,6 +64,14 @@ class _Curry:
 
 
 _PLUGINS = {}
+_HANDLERS = {}
+
+
+def handles(key):
+    def register(fn):
+        _HANDLERS[key] = fn
+        return fn
+    return register
 
 
 class Field:
@@ -318,6 +326,8 @@ def function_def(rng: random.Random, name: str) -> Def:
         ]
     )
     decos = ["", "", "deco", "tag", "_Twice", "_Curry", "functools.lru_cache(maxsize=None)"]
+    # a registry keyed by the decorator's argument (keys of one function only: no clashes)
+    decos.append(f"handles('{name}:{rng.randint(1, 3)}')")
     deco = rng.choice(decos)
     return Def(
         name, deco, params, function_expr(rng, name, params), rng.random() < 0.4, rng.random() < 0.3

@@ -12,7 +12,11 @@ is compared with a fresh import of the final text from another folder: public na
 members, results of calling everything with sample arguments, instance reprs,
 `inspect.getsource` and the lines a traceback points at. References captured before the
 sequence (from-imports, instances, bound methods, enum members) must run the final code,
-and module and class state must survive. A failure prints the seed and the edit sequence;
+and module and class state must survive. Two other modules import from it: one copies
+constants with `from m import ...` and makes a default and a value from one, the other
+re-exports it with `from m import *` and binds one name itself; both must hold what fresh
+imports of them would. A registry keyed by a decorator's argument (which edits change) must
+hold what a fresh import's does. A failure prints the seed and the edit sequence;
 replay one seed with `pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
 """
 
@@ -36,6 +40,7 @@ from typing import Any
 import pytest
 from kernel_support import Project
 from random_apply import edit
+from random_importers import STAR, USER, importer_differences
 from random_module import (
     CLASSES,
     ENUMS,
@@ -112,6 +117,9 @@ def behaviour(
         seen["callbacks"] = [outcome(functools.partial(cb, 4), filename) for cb in callbacks]
     seen["plugins"] = {
         k: (v.__qualname__, v is getattr(module, k, None)) for k, v in module._PLUGINS.items()
+    }
+    seen["handlers"] = {
+        k: (v.__name__, v is getattr(module, v.__name__, None)) for k, v in module._HANDLERS.items()
     }
     for name in seen["names"]:
         value = getattr(module, name)
@@ -318,7 +326,8 @@ def test_random_edit_sequence_matches_fresh_import(
     path = project.write(mod, render(seq.items))
     project.write(f"{mod}_fast", FAST)  # what the module's later statement binds Epsilon to
     module = importlib.import_module(mod)
-    user = project.module(f"from {mod} import SCALE, DERIVED\n", name=f"{mod}_user")
+    user = project.module(USER.format(mod=mod), name=f"{mod}_user")
+    star = project.module(STAR.format(mod=mod), name=f"{mod}_star")
     captured = Captured.take(module)
     rt = Runtime(project_root=project.root)
     rt.source(mod)  # the runtime takes the module's source as it was imported
@@ -349,9 +358,7 @@ def test_random_edit_sequence_matches_fresh_import(
     differences += captured.differences(
         module, fresh, fresh_seen, seq.broken | seq.noted, seq.noted
     )
-    for name in ("SCALE", "DERIVED"):
-        if getattr(user, name) != getattr(fresh, name):
-            differences.append(f"  from-import copy of {name}: {getattr(user, name)!r}")
+    differences += importer_differences(module, fresh, user, star)
     sys.modules.pop(mod, None)
     assert not differences, (
         "live module differs from a fresh import:\n" + "\n".join(differences) + f"\n{context}"

@@ -1,0 +1,93 @@
+"""A registry a decorator fills holds what a fresh import of the new source would: one entry per
+function, under the key its decorator now gives, in a fresh import's order, and nothing the
+new source no longer registers; rollback restores it exactly. Each test builds a real module
+on sys.path."""
+
+from __future__ import annotations
+
+from kernel_support import Project, src
+
+from liveforge import Runtime
+
+KEYED = """
+    HANDLERS = {}
+
+
+    def register(name):
+        def deco(f):
+            HANDLERS[name] = f
+            return f
+        return deco
+
+
+    @register("upper")
+    def to_upper(s):
+        return s.upper()
+
+
+    @register("lower")
+    def to_lower(s):
+        return s.lower()
+    """
+
+
+def test_a_registry_keyed_by_a_changed_decorator_argument_keeps_one_entry(
+    project: Project, rt: Runtime
+) -> None:
+    """A decorator registering under its argument: after the key changes, the registry
+    holds the live function under the new key only, where the old entry stood (a fresh
+    import's keys, in its order); the same key keeps its place. Each rollback restores the
+    registry exactly."""
+    mod = project.module(KEYED)
+    upper, lower = mod.to_upper, mod.to_lower
+    change = rt.patch(
+        f"{mod.__name__}.to_upper",
+        "@register('UP')\ndef to_upper(s):\n    return s.upper() + '!'\n",
+    )
+    assert list(mod.HANDLERS.items()) == [("UP", upper), ("lower", lower)] and upper("a") == "A!"
+    assert (
+        "its entry under 'upper', where the old definition stored it, was taken out"
+        in (change.notes[0])
+    )
+    rt.patch(f"{mod.__name__}.to_lower", "@register('lower')\ndef to_lower(s):\n    return s\n")
+    assert list(mod.HANDLERS.items()) == [("UP", upper), ("lower", lower)] and lower("A") == "A"
+    rt.patch(f"{mod.__name__}.to_upper", "@register('U2')\ndef to_upper(s):\n    return s\n")
+    assert list(mod.HANDLERS.items()) == [("U2", upper), ("lower", lower)]
+    rt.rollback()
+    assert list(mod.HANDLERS.items()) == [("UP", upper), ("lower", lower)] and upper("a") == "A!"
+    rt.rollback()
+    assert list(mod.HANDLERS.items()) == [("UP", upper), ("lower", lower)] and lower("A") == "a"
+    rt.rollback()
+    assert list(mod.HANDLERS.items()) == [("upper", upper), ("lower", lower)] and upper("a") == "A"
+
+
+def test_a_registry_loses_what_the_new_source_no_longer_registers(
+    project: Project, rt: Runtime
+) -> None:
+    """A function whose registering decorator was dropped, or whose definition was removed,
+    leaves the registry (a fresh import would not have it there); one that now registers,
+    where its old decorator made another kind of object, is in it until rolled back. Each
+    rollback restores the registry exactly."""
+    mod = project.module(
+        src(KEYED) + "\n\nclass Box:\n    def __init__(self, f):\n        self.f = f\n"
+    )
+    upper, lower, name = mod.to_upper, mod.to_lower, mod.__name__
+    change = rt.patch(f"{name}.to_upper", "def to_upper(s):\n    return s.upper()\n")
+    assert list(mod.HANDLERS) == ["lower"] and "taken out of" in change.notes[-1]
+    rt.patch_module(
+        name, rt.source(name).replace('@register("lower")\ndef to_lower', "@Box\ndef to_lower")
+    )
+    boxed = mod.to_lower
+    assert list(mod.HANDLERS) == [] and isinstance(boxed, mod.Box)
+    rt.patch(f"{name}.to_lower", "@register('low')\ndef to_lower(s):\n    return s\n")
+    assert list(mod.HANDLERS) == ["low"] and mod.HANDLERS["low"] is mod.to_lower
+    rt.patch_module(
+        name, rt.source(name).replace("@register('low')\ndef to_lower(s):\n    return s\n", "")
+    )
+    assert mod.HANDLERS == {} and not hasattr(mod, "to_lower")
+    rt.rollback()
+    assert list(mod.HANDLERS) == ["low"]
+    rt.rollback()
+    assert mod.HANDLERS == {} and mod.to_lower is boxed
+    rt.rollback_to()
+    assert list(mod.HANDLERS.items()) == [("upper", upper), ("lower", lower)]
