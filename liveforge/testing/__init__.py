@@ -12,7 +12,8 @@ in the offline demo. See `liveforge.testing.script` for the script builders.
         provider = Provider([fake.route("anthropic")])   # or "openai", "gemini"
 """
 
+from liveforge.testing.http import RecordedRequest
 from liveforge.testing.script import Fault, Reply, fault, reply
-from liveforge.testing.server import FakeProvider, RecordedRequest
+from liveforge.testing.server import FakeProvider
 
 __all__ = ["FakeProvider", "Fault", "RecordedRequest", "Reply", "fault", "reply"]

@@ -27,117 +27,19 @@ from __future__ import annotations
 
 import itertools
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import SecretStr
 
 from liveforge.declarations.provider import Credential, Route
 from liveforge.testing import anthropic_format, gemini_format, openai_format
+from liveforge.testing.http import LoopbackServer, ProtocolName, RecordedRequest, RequestHandler
 from liveforge.testing.script import Fault, Reply
 
 __all__ = ["FakeProvider", "RecordedRequest"]
-
-_SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "x-goog-api-key"}
-ProtocolName = Literal["anthropic", "openai", "gemini"]
-
-
-@dataclass
-class RecordedRequest:
-    """One request as received. Key headers read "<redacted>"; `key_suffix` is the key's
-    last 4 characters, enough for tests to tell which key was used."""
-
-    protocol: ProtocolName
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    key_suffix: str | None = None
-    received_at: float = field(default_factory=time.monotonic)
-    outcome: str = "pending"
-    """"complete", "fault" or "client disconnected" (the client closed a stream early)."""
-    written: list[tuple[float, bytes]] = field(default_factory=list)
-    """Each streamed event as it went out: when its chunk was flushed (`time.time()`, so
-    another process on this machine can compare) and its bytes. Latency measurements start
-    here."""
-
-    @property
-    def stream(self) -> bool:
-        """True if the client asked for a streamed response."""
-        if self.protocol == "gemini":
-            return ":streamGenerateContent" in self.path
-        return bool(self.body.get("stream"))
-
-
-def _api_key(headers: dict[str, str]) -> str | None:
-    key = headers.get("x-api-key") or headers.get("api-key") or headers.get("x-goog-api-key")
-    auth = headers.get("authorization", "")
-    if not key and auth.lower().startswith("bearer "):
-        key = auth[7:]
-    return key or None
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # each streamed event leaves when written, as from an API
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr access log."""
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        protocol = self._protocol()
-        if protocol is None:
-            self._send(404, b'{"error": "unknown path"}')
-            return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        key = _api_key(headers)
-        try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            body = {"_unparsed": raw.decode("utf-8", "replace")}
-        redacted = {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
-        record = RecordedRequest(protocol, self.path, redacted, body, key[-4:] if key else None)
-        self.server.fake.record(record)
-        self.server.fake.respond(self, protocol, body, len(raw), key, record)
-
-    def _protocol(self) -> ProtocolName | None:
-        path = self.path.split("?")[0].rstrip("/")
-        if path.endswith((":generateContent", ":streamGenerateContent")):
-            return "gemini"
-        if path.endswith("/messages"):
-            return "anthropic"
-        if path.endswith("/chat/completions"):
-            return "openai"
-        return None
-
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _drop(self) -> None:
-        """Close the connection abruptly."""
-        self.close_connection = True
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeProvider
 
 
 class FakeProvider:
@@ -167,14 +69,14 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._ids = itertools.count(1)
-        self._server: _Server | None = None
+        self._server: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> FakeProvider:
         """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = LoopbackServer(("127.0.0.1", 0), RequestHandler)
         self._server.fake = self
         self._thread = threading.Thread(
             target=self._server.serve_forever,
@@ -277,7 +179,7 @@ class FakeProvider:
 
     def respond(
         self,
-        handler: _Handler,
+        handler: RequestHandler,
         protocol: ProtocolName,
         body: dict[str, Any],
         size: int,
@@ -323,7 +225,7 @@ class FakeProvider:
 
     def _whole(
         self,
-        handler: _Handler,
+        handler: RequestHandler,
         protocol: str,
         item: Reply,
         model: str,
@@ -339,7 +241,7 @@ class FakeProvider:
             data = openai_format.completion_body(item, model, size, self.dialect, msg_id)
         handler._send(200, json.dumps(data).encode(), self._id_header(protocol, request_id))
 
-    def _error(self, handler: _Handler, protocol: str, item: Fault, request_id: str) -> None:
+    def _error(self, handler: RequestHandler, protocol: str, item: Fault, request_id: str) -> None:
         if item.hang:
             time.sleep(item.hang)
         if item.disconnect:
@@ -360,7 +262,7 @@ class FakeProvider:
 
     def _stream(
         self,
-        handler: _Handler,
+        handler: RequestHandler,
         protocol: str,
         item: Reply,
         events: list[bytes],
@@ -399,7 +301,12 @@ class FakeProvider:
             return False
 
     def _inject(
-        self, handler: _Handler, protocol: str, stream_fault: Any, request_id: str, held: bytes
+        self,
+        handler: RequestHandler,
+        protocol: str,
+        stream_fault: Any,
+        request_id: str,
+        held: bytes,
     ) -> None:
         if held and stream_fault.kind != "error":
             _write_chunk(handler, held)
@@ -441,6 +348,6 @@ def _path_model(path: str) -> str | None:
     return name.partition(":")[0] or None
 
 
-def _write_chunk(handler: _Handler, data: bytes) -> None:
+def _write_chunk(handler: RequestHandler, data: bytes) -> None:
     handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
     handler.wfile.flush()

@@ -1,0 +1,112 @@
+"""The HTTP side of the fake provider: the request handler, the server, and each request as
+it was received (`RecordedRequest`). What to answer is `FakeProvider`'s (`server.py`)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from liveforge.testing.server import FakeProvider
+
+__all__ = ["ProtocolName", "RecordedRequest"]
+
+_SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "x-goog-api-key"}
+ProtocolName = Literal["anthropic", "openai", "gemini"]
+
+
+@dataclass
+class RecordedRequest:
+    """One request as received. Key headers read "<redacted>"; `key_suffix` is the key's
+    last 4 characters, enough for tests to tell which key was used."""
+
+    protocol: ProtocolName
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    key_suffix: str | None = None
+    received_at: float = field(default_factory=time.monotonic)
+    outcome: str = "pending"
+    """"complete", "fault" or "client disconnected" (the client closed a stream early)."""
+    written: list[tuple[float, bytes]] = field(default_factory=list)
+    """Each streamed event as it went out: when its chunk was flushed (`time.time()`, so
+    another process on this machine can compare) and its bytes. Latency measurements start
+    here."""
+
+    @property
+    def stream(self) -> bool:
+        """True if the client asked for a streamed response."""
+        if self.protocol == "gemini":
+            return ":streamGenerateContent" in self.path
+        return bool(self.body.get("stream"))
+
+
+def _api_key(headers: dict[str, str]) -> str | None:
+    key = headers.get("x-api-key") or headers.get("api-key") or headers.get("x-goog-api-key")
+    auth = headers.get("authorization", "")
+    if not key and auth.lower().startswith("bearer "):
+        key = auth[7:]
+    return key or None
+
+
+class RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # each streamed event leaves when written, as from an API
+    server: LoopbackServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        protocol = self._protocol()
+        if protocol is None:
+            self._send(404, b'{"error": "unknown path"}')
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        key = _api_key(headers)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        redacted = {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
+        record = RecordedRequest(protocol, self.path, redacted, body, key[-4:] if key else None)
+        self.server.fake.record(record)
+        self.server.fake.respond(self, protocol, body, len(raw), key, record)
+
+    def _protocol(self) -> ProtocolName | None:
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith((":generateContent", ":streamGenerateContent")):
+            return "gemini"
+        if path.endswith("/messages"):
+            return "anthropic"
+        if path.endswith("/chat/completions"):
+            return "openai"
+        return None
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _drop(self) -> None:
+        """Close the connection abruptly."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeProvider
