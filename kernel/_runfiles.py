@@ -2,12 +2,18 @@
 the project (listed, then removed), what ran (scrubbed, into the record), pytest's junit
 XML (kept, scrubbed), the boot plugin
 that gives pytest-xdist workers the overlay, and the folders a pytest run names.
+
+A view's folders are removed after the run's result went back (`Afterwards`): removing
+overlayfs's work folder while the check's namespaces are being torn down takes
+milliseconds that nobody needs to wait for. The next run, a listing and `close` wait for it.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ from liveforge.kernel._secrets import Scrubber
 
 __all__ = [
     "BOOT_MODULE",
+    "Afterwards",
     "keep_junit",
     "named_paths",
     "remove_scratch",
@@ -55,16 +62,59 @@ def named_paths(args: list[str], root: Path) -> list[str]:
     return found
 
 
-def remove_scratch(policy: BoundaryPolicy | None, scratch: Path) -> _overlay.Changes:
-    """Remove a run's scratch folder and its copy-on-write view; what the view held."""
+def remove_scratch(
+    policy: BoundaryPolicy | None, scratch: Path, afterwards: Afterwards | None = None
+) -> _overlay.Changes:
+    """Remove a run's scratch folder and its copy-on-write view; what the view held. The
+    view's folders (out of every check's reach) are removed by `afterwards` if given."""
     shutil.rmtree(scratch, ignore_errors=True)
     view = policy.copy_on_write() if policy is not None else None
     if view is None:
         return _overlay.Changes()
     changed = _overlay.changes(view.upper)
+    if afterwards is None:
+        _remove_view(view)
+    else:
+        afterwards.start(lambda: _remove_view(view))
+    return changed
+
+
+def _remove_view(view: _overlay.View) -> None:
     _overlay.discard(view)
     shutil.rmtree(Path(view.upper).parent, ignore_errors=True)
-    return changed
+
+
+class Afterwards:
+    """Work that follows a run off its caller's path, in one thread at a time; `finish`
+    waits for it (the next run, a listing and closing the sandbox do). Not a daemon
+    thread: the interpreter waits for it at exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self, job: Callable[[], None]) -> None:
+        """Run `job` in the background once the previous job is done."""
+        with self._lock:
+            previous = self._thread
+            thread = threading.Thread(
+                target=_after, args=(previous, job), name="liveforge-afterwards"
+            )
+            self._thread = thread
+            thread.start()
+
+    def finish(self) -> None:
+        """Wait until every job started so far is done."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
+def _after(previous: threading.Thread | None, job: Callable[[], None]) -> None:
+    if previous is not None:
+        previous.join()
+    job()
 
 
 def keep_junit(scratch: Path, folder: Path, scrubber: Scrubber) -> None:

@@ -50,6 +50,7 @@ from liveforge.kernel._records import (
 )
 from liveforge.kernel._runfiles import (
     BOOT_MODULE,
+    Afterwards,
     keep_junit,
     named_paths,
     remove_scratch,
@@ -100,9 +101,10 @@ class Sandbox:
         self.last_refresh_reason: str | None = None
         self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
+        self._afterwards = Afterwards()  # removes views' folders after results went back
         # A dropped or never-closed sandbox still stops its template (also at exit).
         weakref.finalize(self, _close_slot, self._slot)
-        weakref.finalize(self, self.scratch.remove)
+        weakref.finalize(self, _remove_scratch_root, self._afterwards, self.scratch)
 
     def verify(
         self,
@@ -160,6 +162,7 @@ class Sandbox:
         root as its working folder, the project copy-on-write where the platform allows
         (what it wrote is listed, then discarded)."""
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
+        self._afterwards.finish()
         run_id = f"live-{secrets.token_hex(6)}"
         scratch = self.scratch.folder(run_id)
         policy = self._policy(run_id, self.readable(), scratch, options)
@@ -174,7 +177,7 @@ class Sandbox:
                 cwd=str(self.project_root),
             )
         finally:
-            changed = remove_scratch(policy, scratch)
+            changed = remove_scratch(policy, scratch, self._afterwards)
         spare = threading.Thread(target=self._live_rulesets.make_spare, args=(policy,))
         spare.start()  # the next live check's shared rules, built while this one is read
         if checked.boundary is not None and changed:
@@ -184,10 +187,12 @@ class Sandbox:
 
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""
+        self._afterwards.finish()
         return self.store.rows()
 
     def run(self, run_id: str) -> RunResult:
         """The stored result of one run."""
+        self._afterwards.finish()
         return self.store.load(run_id)
 
     @property
@@ -206,6 +211,7 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the template process. The sandbox restarts one if used again."""
+        self._afterwards.finish()
         with self._lock:
             if self._template is not None:
                 self._template.close()
@@ -233,6 +239,7 @@ class Sandbox:
             if options[name] is not None and not options[name] > 0:
                 raise ValueError(f"{name} must be a positive number, not {options[name]!r}")
         with self._lock:
+            self._afterwards.finish()  # the last run's leftovers are gone before this one
             run_id, folder = self.store.create()
             started_at, started = utc_now(), time.monotonic()
             scratch = self.scratch.folder(run_id)
@@ -253,7 +260,7 @@ class Sandbox:
                 ended = self._child(template, request, folder, modules, timeout, scrubber)
             finally:
                 keep_junit(scratch, folder, scrubber)
-                changed = remove_scratch(policy, scratch)
+                changed = remove_scratch(policy, scratch, self._afterwards)
             fields = {
                 "run_id": run_id,
                 "kind": kind,
@@ -404,6 +411,11 @@ class Sandbox:
             template.close()
             return None
         return template
+
+
+def _remove_scratch_root(afterwards: Afterwards, scratch: Scratch) -> None:
+    afterwards.finish()
+    scratch.remove()
 
 
 def _close_slot(slot: list[TemplateProcess | None]) -> None:
