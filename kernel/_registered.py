@@ -155,6 +155,10 @@ def move_entry(
     definition ran (None: not known, or — when `searched` — `live` was not in it). Undone,
     the keys touched are as in `before`. Returns the keys that went."""
     keys = [k for k, v in holder.items() if v is new]
+    if not keys:
+        # No longer there: what stored it put the live object back itself (forwardpy's
+        # registries, re-pointed by `_forward.rebind`), so the live one's entries stay.
+        return []
     old = [k for k, v in holder.items() if v is live and k not in keys]
     if "__module__" in holder and "__doc__" in holder:
         old = []  # a class's own dict: only its entries for `new` change

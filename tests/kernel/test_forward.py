@@ -99,6 +99,20 @@ def test_impl_body_patch_keeps_registration_identity(rt, pair):
     assert decl.Greeter.greet is impl.greet and decl.Greeter(name="z").greet("") == "direct"
 
 
+def test_an_impl_module_patch_keeps_the_active_impl_registered(rt, pair):
+    """Re-running an @impl statement leaves forwardpy's registry naming the live body (the
+    registry follow-up must not take its entry out), and no note claims an entry was."""
+    from liveforge.kernel import _forwardpy as fp
+
+    decl, impl = pair
+    greet = impl.greet
+    new = impl_source(decl.__name__, "return 'hey ' + self.name + punct")
+    change = rt.patch_module(impl.__name__, "import os\n" + new)
+    assert fp.active_impl(decl.Greeter, "greet") is greet
+    assert decl.Greeter(name="x").greet("!") == "hey x!"
+    assert not [n for n in change.notes if "taken out" in n]
+
+
 def test_redefining_declaration_updates_class_in_place(rt, pair):
     """A changed declaration class is the same object, impls kept, new stubs added."""
     decl, _ = pair
