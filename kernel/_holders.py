@@ -12,6 +12,9 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+#: the containers `_container` names by the module attribute that holds them.
+_BINDABLE = (list, dict, set, tuple)
+
 
 def unmerged(
     name: str, old: Any, new: Any, skip: list[Any] | None = None, held: list[str] | None = None
@@ -79,7 +82,7 @@ def describe_each(objs: Sequence[Any], skip: list[Any] | None = None) -> list[li
                             found[index].add(f"{holder['__name__']}.{key}")
                 continue
         containers.append((holder, held))
-    bound = _bound_in_modules({id(h) for h, _ in containers})
+    bound = _bound_in_modules({id(h) for h, _ in containers if isinstance(h, _BINDABLE)})
     for holder, held in containers:
         text = _container(holder, bound)
         for index in held:
@@ -89,13 +92,14 @@ def describe_each(objs: Sequence[Any], skip: list[Any] | None = None) -> list[li
 
 def _bound_in_modules(ids: set[int]) -> dict[int, tuple[types.ModuleType, str]]:
     """For each object in `ids` that a module attribute holds: the first module (in
-    `sys.modules` order) and name that does. One pass over every module's namespace."""
+    `sys.modules` order) and name that does. One pass over the modules' namespaces, each
+    looked at name by name only when it holds one of them."""
     bound: dict[int, tuple[types.ModuleType, str]] = {}
-    if not ids:
-        return bound
     for module in list(sys.modules.values()):
+        if len(bound) == len(ids):
+            break
         namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
+        if not isinstance(namespace, dict) or ids.isdisjoint(map(id, list(namespace.values()))):
             continue
         for name, value in list(namespace.items()):
             if id(value) in ids and id(value) not in bound:
@@ -107,7 +111,7 @@ def _container(holder: Any, bound: dict[int, tuple[types.ModuleType, str]]) -> s
     kind = type(holder).__qualname__
     if isinstance(holder, types.CellType):
         return "a closure cell"
-    if isinstance(holder, (list, dict, set, tuple)) and id(holder) in bound:
+    if isinstance(holder, _BINDABLE) and id(holder) in bound:
         module, name = bound[id(holder)]
         return f"{module.__name__}.{name} (a {kind})"
     if isinstance(holder, functools.partial):
