@@ -9,15 +9,22 @@ import functools
 import gc
 import sys
 import types
+from collections.abc import Sequence
 from typing import Any
 
+#: the containers `_container` names by the module attribute that holds them.
+_BINDABLE = (list, dict, set, tuple)
 
-def unmerged(name: str, old: Any, new: Any, skip: list[Any] | None = None) -> str:
+
+def unmerged(
+    name: str, old: Any, new: Any, skip: list[Any] | None = None, held: list[str] | None = None
+) -> str:
     """A note for a name whose new object cannot be merged into the old one (a decorator
     now returns another kind of object, with nothing to update in place or forward
-    through), naming what still holds the old one."""
-    where = ", ".join(describe(old, skip))
-    held = (
+    through), naming what still holds the old one (`held`: `describe(old, skip)`, when the
+    caller already looked it up)."""
+    where = ", ".join(describe(old, skip) if held is None else held)
+    held_by = (
         f"the old one is still held by {where}. Make those anew from the new definition"
         if where
         else "no other reference to the old one was found. Roll back to get it again"
@@ -25,7 +32,7 @@ def unmerged(name: str, old: Any, new: Any, skip: list[Any] | None = None) -> st
     return (
         f"{name}: the new definition is a {_kind(new)} where the old one was a {_kind(old)}, "
         f"with nothing to update in place or forward through; {name} (and its from-import "
-        f"copies) now hold the new object, and {held}"
+        f"copies) now hold the new object, and {held_by}"
     )
 
 
@@ -40,39 +47,73 @@ def describe(obj: Any, skip: list[Any] | None = None) -> list[str]:
     """Where `obj` is held, in words: module attributes by name, containers by kind and,
     where a module attribute holds the container, by that name too. Frames, class
     namespaces and the objects in `skip` are left out."""
+    return describe_each((obj,), skip)[0]
+
+
+def describe_each(objs: Sequence[Any], skip: list[Any] | None = None) -> list[list[str]]:
+    """`describe` for each of `objs`, with one search of the heap: a holder found holds
+    those of `objs` among its referents (what `gc.get_referrers` answers for each), and
+    is named once, with one pass over the modules for all holders."""
     skipped = {id(s) for s in skip or ()}
-    found = []
-    for holder in gc.get_referrers(obj):
+    skipped.add(id(objs))
+    # Indexes by identity only: a container of the objects would be found holding them.
+    wanted: dict[int, list[int]] = {}
+    for index in range(len(objs)):
+        wanted.setdefault(id(objs[index]), []).append(index)
+    found: list[set[str]] = [set() for _ in range(len(objs))]
+    containers: list[tuple[Any, set[int]]] = []
+    for holder in gc.get_referrers(*objs):
         if (
             id(holder) in skipped
             or isinstance(holder, types.FrameType)
             or (isinstance(holder, dict) and "__qualname__" in holder and "__module__" in holder)
         ):
             continue
+        held: set[int] = set()
+        for referent in gc.get_referents(holder):
+            held.update(wanted.get(id(referent), ()))
         if isinstance(holder, dict) and isinstance(holder.get("__name__"), str):
             if "__builtins__" in holder:
-                # A loop, not a comprehension: a comprehension would make `obj` a cell,
-                # which would be found holding it.
-                for key, value in list(holder.items()):
-                    if value is obj:
-                        found.append(f"{holder['__name__']}.{key}")
+                for index in held:
+                    # Loops, not comprehensions: a comprehension would make the object a
+                    # cell, which would be found holding it.
+                    for key, value in list(holder.items()):
+                        if value is objs[index]:
+                            found[index].add(f"{holder['__name__']}.{key}")
                 continue
-        found.append(_container(holder))
-    return sorted(set(found))
+        containers.append((holder, held))
+    bound = _bound_in_modules({id(h) for h, _ in containers if isinstance(h, _BINDABLE)})
+    for holder, held in containers:
+        text = _container(holder, bound)
+        for index in held:
+            found[index].add(text)
+    return [sorted(names) for names in found]
 
 
-def _container(holder: Any) -> str:
+def _bound_in_modules(ids: set[int]) -> dict[int, tuple[types.ModuleType, str]]:
+    """For each object in `ids` that a module attribute holds: the first module (in
+    `sys.modules` order) and name that does. One pass over the modules' namespaces, each
+    looked at name by name only when it holds one of them."""
+    bound: dict[int, tuple[types.ModuleType, str]] = {}
+    for module in list(sys.modules.values()):
+        if len(bound) == len(ids):
+            break
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict) or ids.isdisjoint(map(id, list(namespace.values()))):
+            continue
+        for name, value in list(namespace.items()):
+            if id(value) in ids and id(value) not in bound:
+                bound[id(value)] = (module, name)
+    return bound
+
+
+def _container(holder: Any, bound: dict[int, tuple[types.ModuleType, str]]) -> str:
     kind = type(holder).__qualname__
     if isinstance(holder, types.CellType):
         return "a closure cell"
-    if isinstance(holder, (list, dict, set, tuple)):
-        for module in list(sys.modules.values()):
-            namespace = getattr(module, "__dict__", None)
-            if not isinstance(namespace, dict):
-                continue
-            for name, value in list(namespace.items()):
-                if value is holder:
-                    return f"{module.__name__}.{name} (a {kind})"
+    if isinstance(holder, _BINDABLE) and id(holder) in bound:
+        module, name = bound[id(holder)]
+        return f"{module.__name__}.{name} (a {kind})"
     if isinstance(holder, functools.partial):
         return "a functools.partial"
     return f"a {kind}"

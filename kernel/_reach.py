@@ -166,8 +166,13 @@ def drop(holder: Any, value: Any, log: UndoLog) -> None:
 
 def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
     """Notes for names whose new object could not be merged into the old one (looked up
-    after from-import copies were re-bound; `skip` are liveforge's own records)."""
-    return [_holders.unmerged(name, old, new, skip) for name, old, new in unmerged]
+    after from-import copies were re-bound; `skip` are liveforge's own records). One
+    search of the heap for all of them."""
+    held = _holders.describe_each([old for _, old, _ in unmerged], skip)
+    return [
+        _holders.unmerged(name, old, new, held=where)
+        for (name, old, new), where in zip(unmerged, held)
+    ]
 
 
 def holders(obj: Any, skip: list[Any]) -> list[Any]:

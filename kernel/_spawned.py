@@ -25,7 +25,6 @@ import sys
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 from liveforge.kernel import _holders
 from liveforge.kernel._undo import UndoLog
@@ -147,24 +146,32 @@ def update(
     for key, inner in old_nested.items():
         key_of.update((id(c), key) for c in _earlier(inner))
     same_maker = same_defaults and _own_part(old_code) == _own_part(new_code)
-    notes = []
+    whys: list[str] = []
+    codes: list[types.CodeType | None] = []
     for func in funcs:
         key = key_of[id(func.__code__)]
         code = new_nested.get(key)
         why = _mismatch(key, code, func, old_nested, new_nested)
         if why:
-            notes.append(_note(func, old_code, f"it keeps its old code: {why}", [funcs]))
-            continue
-        assert code is not None
-        if not same_maker and code.co_freevars:
+            why, code = f"it keeps its old code: {why}", None
+        elif code is not None and not same_maker and code.co_freevars:
             why = (
                 f"it runs the new code, but the values it captured "
                 f"({', '.join(code.co_freevars)}) were computed by the old "
                 f"{old_code.co_name}, whose own code or defaults changed"
             )
-            notes.append(_note(func, old_code, why, [funcs]))
-        log.add(functools.partial(setattr, func, "__code__", func.__code__))
-        func.__code__ = code
+        whys.append(why)
+        codes.append(code)
+    # Where the noted ones are held: one search of the heap, before any of them changes.
+    held = iter(_holders.describe_each([f for f, why in zip(funcs, whys) if why], [funcs]))
+    notes = []
+    for index, why in enumerate(whys):
+        if why:
+            notes.append(_note(funcs[index], old_code, why, next(held)))
+        code = codes[index]
+        if code is not None:
+            log.add(functools.partial(setattr, funcs[index], "__code__", funcs[index].__code__))
+            funcs[index].__code__ = code
     return notes
 
 
@@ -199,8 +206,8 @@ def _how_many(codes: dict[Key, types.CodeType], qualname: str) -> int:
     return sum(1 for name, _ in codes if name == qualname)
 
 
-def _note(func: types.FunctionType, maker: types.CodeType, why: str, skip: list[Any]) -> str:
-    where = ", ".join(_holders.describe(func, skip)) or "nothing found besides local variables"
+def _note(func: types.FunctionType, maker: types.CodeType, why: str, held: list[str]) -> str:
+    where = ", ".join(held) or "nothing found besides local variables"
     return (
         f"{func.__qualname__} (made by {maker.co_qualname} before this change; held by "
         f"{where}): {why}. Call {maker.co_qualname} again to make it "

@@ -3,6 +3,7 @@ output itself with -v; Ctrl-C stops the run's processes."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -49,7 +50,15 @@ def _spawn(root: Path, *args: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=60,
         dimensions=(40, 200),
+        preexec_fn=_interruptible,
     )
+
+
+def _interruptible() -> None:
+    """In the child before it starts: Ctrl-C interrupts it, as it does a command typed at a
+    terminal. A test run started in the background (`pytest ... &` from a script) ignores
+    SIGINT, and an ignored signal stays ignored in every child, so Ctrl-C would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_live_count_while_tests_run_then_the_report(tmp_path: Path):
