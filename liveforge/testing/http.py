@@ -8,10 +8,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from liveforge.testing.server import FakeProvider
+from typing import Any, Literal, Protocol
 
 __all__ = ["ProtocolName", "RecordedRequest"]
 
@@ -107,6 +104,24 @@ class RequestHandler(BaseHTTPRequestHandler):
             pass
 
 
+class Responder(Protocol):
+    """What answers the requests the server receives (`FakeProvider`)."""
+
+    def record(self, request: RecordedRequest) -> None:
+        """Keep `request` as received."""
+
+    def respond(
+        self,
+        handler: RequestHandler,
+        protocol: ProtocolName,
+        body: dict[str, Any],
+        size: int,
+        key: str | None,
+        record: RecordedRequest,
+    ) -> None:
+        """Answer the request `handler` holds."""
+
+
 class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
-    fake: FakeProvider
+    fake: Responder
