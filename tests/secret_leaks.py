@@ -1,6 +1,6 @@
 """A snippet that prints a fake key in every encoding the scrubber covers, and how to find
-any of them in text; shared by the tests that follow a secret through MCP and the model
-(the same snippet as tests/cli/test_check_boundary.py)."""
+any of them in text; shared by the tests that follow a secret through run records,
+`--json`, MCP and the model."""
 
 from __future__ import annotations
 

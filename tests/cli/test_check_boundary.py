@@ -3,7 +3,6 @@ end takes its check's processes with it."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import signal
@@ -14,43 +13,14 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from cli_support import cli_env, run_cli
+from secret_leaks import KEY, LEAKS, leaked
 
 from liveforge.agent_setup import open_toolbox
 from liveforge.kernel import Runtime, _overlay
 from liveforge.kernel._boundary import probe
-
-KEY = 'sk-fake-"quoted"/key+0123456789abcdef'
-LEAKS = textwrap.dedent("""
-    import base64, json, urllib.parse
-    key = open('.env').read().split('=', 1)[1].strip()
-    print(repr(key))
-    print(json.dumps({"key": key}))
-    print("https://example.invalid/?k=" + urllib.parse.quote(key, safe=""))
-    print(base64.b64encode(b"Authorization: " + key.encode()).decode())
-    print(key.encode().hex())
-    key
-""")
-
-
-def forms_of(key: str) -> list[str]:
-    """How LEAKS prints the key, computed here independently of the scrubber."""
-    return [
-        key,
-        repr(key)[1:-1],
-        json.dumps(key)[1:-1],
-        quote(key, safe=""),
-        base64.b64encode(b"Authorization: " + key.encode()).decode()[20:],
-        key.encode().hex(),
-        "0123456789abcdef",
-    ]
-
-
-def leaked(text: str) -> list[str]:
-    return [form for form in forms_of(KEY) if form in text]
 
 
 def test_secrets_printed_by_a_check_reach_no_output_and_no_file(sample: Path) -> None:
