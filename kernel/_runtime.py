@@ -103,7 +103,7 @@ class Runtime(Rollbacks, Checks, Persistence, VirtualModules, FileWrites, FileSt
         for folder in reversed(self.roots.paths):
             if str(folder) not in sys.path:
                 sys.path.insert(0, str(folder))
-        capture_sources_under(str(self.project_root), self.roots)
+        capture_sources_under(str(self.project_root), self.roots, owner=self)
 
     # -- reading ----------------------------------------------------------------------------
 

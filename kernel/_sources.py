@@ -15,7 +15,9 @@ import keyword
 import linecache
 import os
 import sys
+import threading
 import types
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -193,8 +195,11 @@ class SourceCapture(importlib.abc.MetaPathFinder):
     refuses to import a project file under a second module name (see `second_name`)."""
 
     def __init__(self) -> None:
-        self.roots: set[str] = set()
+        # Replaced, never changed in place: an import in another thread reads them.
+        self.roots: frozenset[str] = frozenset()
         self.layouts: list[ImportRoots] = []
+        #: (root, layout, owner) of each request; a dead owner's request has lapsed.
+        self.requests: list[tuple[str, ImportRoots | None, weakref.ref[object] | None]] = []
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
@@ -237,16 +242,30 @@ def second_name(name: str, filename: str, layouts: Iterable[ImportRoots] = ()) -
 _SCRIPTS = frozenset({"__main__", "__mp_main__"})  # Python itself runs a script as these
 LOADED_SOURCES: dict[str, str] = {}
 _capture = SourceCapture()
+_capture_lock = threading.Lock()
 
 
-def capture_sources_under(root: str, layout: ImportRoots | None = None) -> None:
+def capture_sources_under(
+    root: str, layout: ImportRoots | None = None, owner: object | None = None
+) -> None:
     """Start remembering the source of modules imported from under `root`; with `layout`,
-    also refuse to import its files under names other than their own."""
-    _capture.roots.add(os.path.join(root, ""))
-    if layout is not None and all(known.root != layout.root for known in _capture.layouts):
-        _capture.layouts.append(layout)
-    if _capture not in sys.meta_path:
-        sys.meta_path.insert(0, _capture)
+    also refuse to import its files under names other than their own. With `owner` (a
+    runtime), for as long as the owner exists: what owners since gone asked for is dropped
+    at the next call, so a long-lived process that makes many runtimes (over temporary
+    projects, say) does not keep the roots and layouts of every one."""
+    with _capture_lock:
+        requests = [r for r in _capture.requests if r[2] is None or r[2]() is not None]
+        owned = None if owner is None else weakref.ref(owner)
+        requests.append((os.path.join(root, ""), layout, owned))
+        layouts: list[ImportRoots] = []
+        for _, known, _ in requests:
+            if known is not None and all(other.root != known.root for other in layouts):
+                layouts.append(known)
+        _capture.requests = requests
+        _capture.roots = frozenset(key for key, _, _ in requests)
+        _capture.layouts = layouts
+        if _capture not in sys.meta_path:
+            sys.meta_path.insert(0, _capture)
 
 
 def loaded_source(filename: str) -> tuple[str, bool]:

@@ -1,4 +1,5 @@
-"""Fixtures shared by the test folders: a fresh copy of the demo's sample project."""
+"""Fixtures shared by the test folders: a fresh copy of the demo's sample project; and the
+order the tests run in."""
 
 from __future__ import annotations
 
@@ -38,3 +39,13 @@ def marked() -> Callable[[str], set[int]]:
         return pids
 
     return find
+
+
+#: Tests whose cost grows with the heap of the process running them: the kernel's searches
+#: of the heap (`gc.get_referrers`) on the paths that write notes, and its passes over
+#: `sys.modules`. Run first, each xdist worker runs them before earlier tests have grown it.
+_HEAP_BOUND = ("tests/kernel/test_random_edits.py::",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(_HEAP_BOUND))

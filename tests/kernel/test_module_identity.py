@@ -4,6 +4,7 @@ under a second name, and its overview shows the mapped folders only inside `live
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -106,3 +107,34 @@ def test_second_name_for_a_project_file_is_refused(tmp_path: Path) -> None:
         sys.path[:] = [p for p in sys.path if not p.startswith(str(tmp_path))]
         for name in [m for m in sys.modules if m.split(".")[0] in ("outer", "inner")]:
             del sys.modules[name]
+
+
+def test_a_runtime_no_longer_referenced_stops_capturing_its_project(tmp_path: Path) -> None:
+    """The sources and layout a runtime asked to be watched (for source capture and the
+    second-name check) lapse with the runtime: a process that makes many runtimes keeps
+    only those of the ones it still holds."""
+    import gc
+
+    from liveforge.kernel import _sources
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    rt = Runtime(project_root=first)
+    key = os.path.join(str(first.resolve()), "")
+    assert key in _sources._capture.roots
+    assert any(layout.root == first.resolve() for layout in _sources._capture.layouts)
+    kept = Runtime(project_root=second)
+    Runtime(project_root=second)  # dropped at once: its request lapses, kept's stays
+    del rt
+    gc.collect()
+    again = Runtime(project_root=tmp_path)
+    try:
+        assert key not in _sources._capture.roots
+        assert all(layout.root != first.resolve() for layout in _sources._capture.layouts)
+        assert os.path.join(str(second.resolve()), "") in _sources._capture.roots
+        assert [r[2] and r[2]() for r in _sources._capture.requests].count(kept) == 1
+    finally:
+        kept.close()
+        again.close()
+        sys.path[:] = [p for p in sys.path if not p.startswith(str(tmp_path))]
