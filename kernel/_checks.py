@@ -83,6 +83,8 @@ class Checks:
                 "live=False (a fresh import only)."
             )
         carried = self._carried()
+        if live is not False and _livefork.available():
+            self.sandbox.prepare_live()
         result = self.sandbox.verify(
             code,
             self.overlay(),

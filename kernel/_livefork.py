@@ -22,7 +22,9 @@ The fork is a boundary too:
 - given a `BoundaryPolicy` (the sandbox gives the same as to its fresh-import checks) it
   runs inside the check boundary (`_boundary.contain`): Landlock, network off, signals
   scoped, limits, the project copy-on-write and a pid namespace of its own where the
-  platform has them. `LiveCheck.boundary` says what applied.
+  platform has them. `LiveCheck.boundary` says what applied. Given a host made ahead
+  (`_hosts`) it joins that host's namespaces and forks the check into them (one fork of
+  this big process instead of three); without one it enters namespaces of its own.
 """
 
 from __future__ import annotations
@@ -36,14 +38,16 @@ import select
 import signal
 import sys
 import tempfile
-import threading
 import time
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from liveforge.kernel import _namespaces, _processes
+from liveforge.kernel._background import later
 from liveforge.kernel._boundary import BoundaryPolicy, Handshake, contain
 from liveforge.kernel._child import run_snippet
+from liveforge.kernel._hosts import Host
 from liveforge.kernel._isolation import Boundary
 from liveforge.kernel._policy import expected_report
 from liveforge.kernel._wipe import forget_secrets
@@ -107,13 +111,15 @@ def run_live(
     boundary: BoundaryPolicy | None = None,
     prepared: int | None = None,
     cwd: str | None = None,
+    host: Host | None = None,
 ) -> LiveCheck:
     """Run `code` in a fork of this process, REPL style (a final expression's repr is the
     value); killed with everything it started after `timeout` seconds. With `boundary`
     the fork runs inside the check boundary (see `_boundary.contain`; its folders must
     exist), and its limits are that policy's; `prepared` is a ruleset fd for it from
     `_boundary.prepare` (closed here). `cwd` is the folder it runs in (a fresh-import check
-    runs in the project root, wherever this process was started)."""
+    runs in the project root, wherever this process was started). `host` is namespaces
+    made ahead for the check to join (see `_hosts`); it is ended here, whatever happens."""
     started = time.monotonic()
     handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -122,7 +128,7 @@ def run_live(
         if pid == 0:  # the child: never returns
             os.close(read_end)
             fds = (out.fileno(), err.fileno(), write_end)
-            _child(code, fds, memory_mb, (boundary, handshake, prepared), cwd)
+            _child(code, fds, memory_mb, (boundary, handshake, prepared, host), cwd)
         os.close(write_end)
         if prepared is not None:
             os.close(prepared)
@@ -136,6 +142,8 @@ def run_live(
             _RUNNING.discard(pid)
             if handshake is not None:
                 handshake.close()
+            if host is not None:
+                host.end()
         fields = _outcome(raw, status, timeout)
         fields["stdout"], fields["stderr"] = _read(out), _read(err)
     if boundary is not None:
@@ -162,11 +170,11 @@ def _child(
     code: str,
     fds: tuple[int, int, int],
     memory_mb: int | None,
-    walls: tuple[BoundaryPolicy | None, Handshake | None, int | None],
+    walls: tuple[BoundaryPolicy | None, Handshake | None, int | None, Host | None],
     cwd: str | None = None,
 ) -> None:
     out_fd, err_fd, result_fd = fds
-    boundary, handshake, prepared = walls
+    boundary, handshake, prepared, host = walls
     exit_code = 0
     report = None
     try:
@@ -184,10 +192,11 @@ def _child(
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         forget_secrets()  # before any code of the snippet runs
+        entered = _joined(boundary, handshake, host)  # in the check now, if it joined
         if cwd is not None:  # before the boundary: a copy-on-write view follows it there
             os.chdir(cwd)
         if boundary is not None:
-            report = contain(boundary, handshake, prepared)
+            report = contain(boundary, None if entered else handshake, prepared, entered)
             if boundary.memory_mb is not None:
                 memory_mb = boundary.memory_mb
         outcome = run_snippet(code, "<live-check>", memory_mb)
@@ -207,6 +216,21 @@ def _child(
     except BaseException:
         exit_code = 71
     os._exit(exit_code)
+
+
+def _joined(
+    boundary: BoundaryPolicy | None, handshake: Handshake | None, host: Host | None
+) -> _namespaces.Entered | None:
+    """Join `host`'s namespaces (returns in the check; this process relays), or None where
+    there is no host or it is gone (the check then enters namespaces of its own)."""
+    if boundary is None or host is None or not boundary.namespaces:
+        return None
+    if boundary.parent_pid is not None:
+        _processes.die_with_parent(boundary.parent_pid)
+    try:
+        return _namespaces.join(host.pidfd, host.proc_note, handshake)
+    except OSError:
+        return None
 
 
 def _collect(pid: int, fd: int, timeout: float) -> tuple[bytes, int | None]:
@@ -235,8 +259,8 @@ def _collect(pid: int, fd: int, timeout: float) -> tuple[bytes, int | None]:
     raw = b"".join(chunks)
     if not timed_out and raw.endswith(b"}"):
         # A whole result came: tearing down a copy of a large process takes a while, and
-        # nothing waits for it; a thread reaps the child.
-        threading.Thread(target=os.waitpid, args=(pid, 0), daemon=True).start()
+        # nothing waits for it; the background thread reaps the child.
+        later(os.waitpid, pid, 0)
         return raw, 0
     _, status = os.waitpid(pid, 0)
     return raw, None if timed_out else status

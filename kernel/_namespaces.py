@@ -27,6 +27,13 @@ The check is not pid 1 itself, because pid 1 ignores every signal it has no hand
 its parent died: each level has a parent-death SIGKILL) the kernel kills every process of
 the namespace, `setsid` escapees included.
 
+A live check (a fork of the front end, a big process: every fork copies its page tables)
+joins namespaces made ahead instead (`join`, with a host from `_hosts`): one fork less, and
+no id maps to wait for.
+
+    the live fork         joins the host's namespaces; waits, then kills the host's pid 1
+      the check           pid 2 of the host's pid namespace, returns from `join`
+
 Standard library only: sandbox children load this file by path.
 """
 
@@ -50,7 +57,20 @@ else:  # loaded by file path in a sandbox child, after `_overlay` and `_processe
     _overlay = sys.modules["_liveforge_sandbox_overlay"]
     _processes = sys.modules["_liveforge_sandbox_processes"]
 
-__all__ = ["CHECK_ID", "Entered", "Handshake", "check_ids", "enter", "id_maps", "mount_view"]
+__all__ = [
+    "CHECK_ID",
+    "Entered",
+    "Handshake",
+    "become_root",
+    "check_ids",
+    "close_all_but",
+    "die_with_lifeline",
+    "enter",
+    "id_maps",
+    "join",
+    "mount_proc",
+    "mount_view",
+]
 
 CHECK_ID = 2**31 - 16
 """The id outside that a check run by root has: no account has it, nothing else counts
@@ -204,7 +224,7 @@ def enter(handshake: Handshake, view: Any | None) -> Entered:
         entered.reason = f"the kernel refused new namespaces: {exc.strerror or exc}"
         return entered
     handshake.ask()
-    _become_root()
+    become_root()
     # new credentials clear the parent-death signal: arm it again
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
@@ -213,6 +233,40 @@ def enter(handshake: Handshake, view: Any | None) -> Entered:
     mount_view(entered, view)
     _relay(handshake, entered)
     return entered
+
+
+def join(host: int, proc_note: str | None, handshake: Handshake | None = None) -> Entered:
+    """Join the user, mount and pid namespaces of a host made ahead (`_hosts`; `host` is a
+    pidfd of its pid 1, `proc_note` says why its /proc is not private, None when it is),
+    then fork the check into them: returns in the check, root of the namespaces. This
+    process waits for the check, kills the host's pid 1 (every process of the namespace
+    dies with it) and ends as the check ended. OSError, with nothing changed, when the
+    kernel refuses (the host is gone); `handshake` hears that the parent need not write id
+    maps once the namespaces are joined."""
+    flags = _overlay.CLONE_NEWUSER | _overlay.CLONE_NEWNS | _overlay.CLONE_NEWPID
+    if _libc.setns(host, flags) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"joining the check's namespaces: {os.strerror(code)}")
+    if handshake is not None:
+        handshake.decline()
+    lifeline_read, lifeline_write = os.pipe()
+    check = os.fork()
+    if check == 0:
+        _close(lifeline_write, host)
+        become_root()
+        die_with_lifeline(lifeline_read)
+        notes = [] if proc_note is None else [proc_note]
+        return Entered(
+            namespaces=True,
+            private_proc=proc_note is None,
+            processes_at_start=3,  # the host's relay and pid 1, and the check
+            notes=notes,
+        )
+    close_all_but(lifeline_write, host)  # only the check holds the run's pipes
+    _, status = os.waitpid(check, 0)
+    with contextlib.suppress(OSError):
+        signal.pidfd_send_signal(host, signal.SIGKILL)
+    end_as(status)
 
 
 def mount_view(entered: Entered, view: Any | None) -> None:
@@ -228,7 +282,7 @@ def mount_view(entered: Entered, view: Any | None) -> None:
         entered.project_reason = str(exc)
 
 
-def _become_root() -> None:
+def become_root() -> None:
     """uid and gid 0 of the namespace (the check's own ids outside), no other groups."""
     with contextlib.suppress(OSError):  # denied where an unprivileged parent mapped us
         os.setgroups([])
@@ -243,17 +297,17 @@ def _relay(handshake: Handshake, entered: Entered) -> None:
     pid = os.fork()
     if pid == 0:
         _close(status_read, lifeline_write, handshake.ask_write)
-        _die_with_parent(lifeline_read)
+        die_with_lifeline(lifeline_read)
         _init(status_write, entered)
         return
     # only the check holds the run's pipes (output, result): they end when it ends
-    _close_all_but(status_read, lifeline_write, handshake.ask_write)
+    close_all_but(status_read, lifeline_write, handshake.ask_write)
     data = os.read(status_read, 8)
     status, left = struct.unpack("ii", data) if len(data) == 8 else (None, 0)
     if status is not None:
         handshake.report(status, left)
     _, init_status = os.waitpid(pid, 0)
-    _end_as(init_status if status is None else status)
+    end_as(init_status if status is None else status)
 
 
 def _init(status_fd: int, entered: Entered) -> None:
@@ -261,14 +315,14 @@ def _init(status_fd: int, entered: Entered) -> None:
     the check's wait status to `status_fd` when it ends, with how many processes it left
     running (then this namespace ends, and they with it)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    entered.private_proc = _mount_proc(entered.notes)
+    entered.private_proc = mount_proc(entered.notes)
     check = os.fork()
     if check == 0:  # no parent-death signal needed: the kernel kills it with pid 1
         os.close(status_fd)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         entered.processes_at_start = 3  # the relay, pid 1 and the check
         return
-    _close_all_but(status_fd)
+    close_all_but(status_fd)
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
@@ -280,7 +334,7 @@ def _init(status_fd: int, entered: Entered) -> None:
             os._exit(0)
 
 
-def _close_all_but(*keep: int) -> None:
+def close_all_but(*keep: int) -> None:
     """Close every descriptor of this process but `keep` (standard streams included)."""
     start = 0
     for fd in sorted(keep):
@@ -289,7 +343,9 @@ def _close_all_but(*keep: int) -> None:
     os.closerange(start, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
-def _mount_proc(notes: list[str]) -> bool:
+def mount_proc(notes: list[str]) -> bool:
+    """Mount a /proc of this process's pid namespace (as its pid 1); False, with a note
+    saying why, where the kernel refuses."""
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     if _libc.mount(b"proc", b"/proc", b"proc", flags, None) == 0:
         return True
@@ -298,7 +354,7 @@ def _mount_proc(notes: list[str]) -> bool:
     return False
 
 
-def _die_with_parent(lifeline: int) -> None:
+def die_with_lifeline(lifeline: int) -> None:
     """SIGKILL this process when its parent dies; exit now if it already has (the parent
     holds the lifeline's other end until it dies)."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -308,7 +364,7 @@ def _die_with_parent(lifeline: int) -> None:
     os.close(lifeline)
 
 
-def _end_as(status: int) -> NoReturn:
+def end_as(status: int) -> NoReturn:
     """Exit with the wait status `status`: the same exit code, or the same signal."""
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from liveforge.kernel import _livefork, _overlay
+from liveforge.kernel._background import later
 from liveforge.kernel._boundary import BoundaryPolicy, Rulesets
 from liveforge.kernel._child import (
     OVERLAY_ENV,
@@ -34,6 +35,7 @@ from liveforge.kernel._child import (
     OverlayModule,
     save_overlay,
 )
+from liveforge.kernel._hosts import LiveHosts
 from liveforge.kernel._livefork import LiveCheck
 from liveforge.kernel._namespaces import check_ids
 from liveforge.kernel._outcome import build_result
@@ -98,12 +100,14 @@ class Sandbox:
         self.make_ahead = make_ahead
         self.template_starts = 0
         self._live_rulesets = Rulesets()
+        self._live_hosts = LiveHosts()  # namespaces made ahead for live checks
         self.last_refresh_reason: str | None = None
         self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
         self._afterwards = Afterwards()  # removes views' folders after results went back
         # A dropped or never-closed sandbox still stops its template (also at exit).
         weakref.finalize(self, _close_slot, self._slot)
+        weakref.finalize(self, self._live_hosts.close)
         weakref.finalize(self, _remove_scratch_root, self._afterwards, self.scratch)
 
     def verify(
@@ -168,6 +172,7 @@ class Sandbox:
         policy = self._policy(run_id, self.readable(), scratch, options)
         policy = replace(policy, parent_pid=os.getpid())
         prepared = self._live_rulesets.take(policy)
+        host = self._live_hosts.take() if policy.namespaces else None
         try:
             checked = _livefork.run_live(
                 code,
@@ -175,15 +180,22 @@ class Sandbox:
                 boundary=policy,
                 prepared=prepared,
                 cwd=str(self.project_root),
+                host=host,
             )
         finally:
             changed = remove_scratch(policy, scratch, self._afterwards)
-        spare = threading.Thread(target=self._live_rulesets.make_spare, args=(policy,))
-        spare.start()  # the next live check's shared rules, built while this one is read
+        # the next live check's shared rules, built while this one is read
+        later(self._live_rulesets.make_spare, policy)
         if checked.boundary is not None and changed:
             update = checked.boundary.with_changes(changed.written, changed.deleted)
             checked = checked.model_copy(update={"boundary": update})
         return checked
+
+    def prepare_live(self) -> None:
+        """Have namespaces for the next live check made ahead (see `_hosts`), without
+        waiting: a verify asks before its fresh-import check, so the live one finds them."""
+        if self.settings.isolation and self.scratch.namespaces_reason() is None:
+            self._live_hosts.warm()
 
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""
@@ -210,8 +222,10 @@ class Sandbox:
         self._slot[0] = template
 
     def close(self) -> None:
-        """Stop the template process. The sandbox restarts one if used again."""
+        """Stop the template process and the live checks' host maker. The sandbox restarts
+        them if used again."""
         self._afterwards.finish()
+        self._live_hosts.close()
         with self._lock:
             if self._template is not None:
                 self._template.close()

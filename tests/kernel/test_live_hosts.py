@@ -1,0 +1,174 @@
+"""Live checks join namespaces made ahead (`_hosts`): the check is still alone in a pid
+namespace with its own /proc and the project copy-on-write, what it starts dies with it, a
+host that is gone is not fatal, and nothing of the hosts holds a key or outlives the front
+end."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_support import in_namespace
+
+from liveforge.kernel import _livefork, _overlay
+from liveforge.kernel._boundary import probe
+from liveforge.kernel._hosts import Host, LiveHosts
+from liveforge.kernel._sandbox import Sandbox
+
+pytestmark = [
+    pytest.mark.skipif(not _livefork.available(), reason="needs os.fork"),
+    pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI >= 6"),
+    pytest.mark.skipif(_overlay.probe() is not None, reason="needs user namespaces"),
+    pytest.mark.skipif(not LiveHosts.available(), reason="needs pidfds"),
+]
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text("value = 1\n")
+    with Sandbox(tmp_path) as box:
+        yield box
+
+
+def joined(sandbox: Sandbox, setup: str, expression: str) -> tuple[_livefork.LiveCheck, object]:
+    """A check that joined a host has its parent (the live fork) outside its pid namespace,
+    so its parent pid reads 0 (pid 1 is the parent of one that entered its own).
+    `setup`, then `expression`'s value, from the first live check that joined a host
+    (hosts are made in the background: the first checks may enter namespaces of their own)."""
+    sandbox.prepare_live()
+    code = f"import os\n{setup}\n(os.getppid() == 0, ({expression}))"
+    for _ in range(50):
+        check = sandbox.run_live(code, timeout=30)
+        assert check.ok, check
+        was_joined, value = eval(check.value_repr or "")
+        if was_joined:
+            return check, value
+        time.sleep(0.05)
+    raise AssertionError("no live check joined a host made ahead")
+
+
+def test_a_joined_live_check_is_alone_in_its_namespaces_and_sees_the_project_copy_on_write(
+    sandbox: Sandbox,
+) -> None:
+    setup = textwrap.dedent("""
+        open("pkg/mod.py", "a").write("planted = True\\n")
+        procs = sorted(name for name in os.listdir("/proc") if name.isdigit())
+    """)
+    expression = "os.getpid(), procs, os.getcwd(), open('pkg/mod.py').read()"
+    check, (pid, procs, cwd, text) = joined(sandbox, setup, expression)  # type: ignore[misc]
+    assert (pid, procs) == (2, ["1", "2"])
+    assert cwd == str(sandbox.project_root) and text.endswith("planted = True\n")
+    assert (sandbox.project_root / "pkg" / "mod.py").read_text() == "value = 1\n"
+    assert check.boundary is not None and check.boundary.processes == "pid namespace"
+    assert check.boundary.project == "copy-on-write"
+    assert check.boundary.project_writes == ["pkg/mod.py"]
+
+
+def test_what_a_joined_live_check_starts_dies_with_it(sandbox: Sandbox) -> None:
+    setup = textwrap.dedent("""
+        import subprocess
+        subprocess.Popen(["sleep", "300"], start_new_session=True)
+        if os.fork() == 0:
+            os.setsid()
+            os.execvp("sleep", ["sleep", "300"])
+    """)
+    _, link = joined(sandbox, setup, "os.readlink('/proc/self/ns/pid')")
+    assert isinstance(link, str) and in_namespace(link, wait=2) == []
+
+
+def test_a_host_that_is_gone_leaves_the_check_to_make_its_own_namespaces(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = LiveHosts()
+    try:
+        host = _wait_for_host(hosts)
+        host.end()  # its pid 1 is killed: joining it fails
+        monkeypatch.setattr(sandbox._live_hosts, "take", lambda: host)
+        check = sandbox.run_live("import os\n(os.getppid() == 0, os.getpid())", timeout=30)
+    finally:
+        hosts.close()
+    assert check.ok and check.value_repr == "(False, 2)", check
+    assert check.boundary is not None and check.boundary.processes == "pid namespace"
+
+
+def _wait_for_host(hosts: LiveHosts) -> Host:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        host = hosts.take()
+        if host is not None:
+            return host
+        time.sleep(0.02)
+    raise AssertionError(f"no host was made: {hosts.refused}")
+
+
+def test_the_host_maker_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LFTEST_API_KEY", "sk-hosts-secret-123")
+    hosts = LiveHosts()
+    try:
+        _wait_for_host(hosts).end()
+        assert hosts._process is not None
+        environ = Path(f"/proc/{hosts._process.pid}/environ").read_bytes()
+    finally:
+        hosts.close()
+    assert b"sk-hosts-secret-123" not in environ and b"PATH=" in environ
+
+
+FRONT_END = textwrap.dedent("""
+    import sys, time
+    from liveforge.kernel._hosts import LiveHosts
+    hosts = LiveHosts()
+    while hosts.take() is None:
+        time.sleep(0.02)
+    while not hosts._stock:  # the next one, made ahead
+        hosts._receive(1.0)
+    print(hosts._process.pid, flush=True)
+    time.sleep(300)
+""")
+
+
+def test_the_maker_and_its_hosts_end_when_the_front_end_is_killed() -> None:
+    front = subprocess.Popen([sys.executable, "-c", FRONT_END], stdout=subprocess.PIPE, text=True)
+    try:
+        assert front.stdout is not None
+        maker = int(front.stdout.readline())
+        tree = _tree(maker)
+        assert len(tree) >= 3, tree  # the maker, a host process and its pid 1
+        front.send_signal(signal.SIGKILL)
+        front.wait()
+        deadline = time.monotonic() + 2
+        while [pid for pid in tree if _alive(pid)] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [pid for pid in tree if _alive(pid)] == []
+    finally:
+        front.kill()
+        front.wait()
+
+
+def _tree(root: int) -> set[int]:
+    found, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found.add(child)
+            frontier.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
