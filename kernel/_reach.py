@@ -183,8 +183,20 @@ def holders(obj: Any, skip: list[Any]) -> list[Any]:
         h
         for h in gc.get_referrers(obj)
         if id(h) not in skipped
-        and (isinstance(h, (list, set)) or (isinstance(h, dict) and not is_namespace(h)))
+        and (
+            isinstance(h, (list, set))
+            or (isinstance(h, dict) and not is_namespace(h) and not _class_namespace(h))
+        )
     ]
+
+
+def _class_namespace(holder: dict[str, Any]) -> bool:
+    """A class's own namespace (a nested class sits in its outer class's): not a registry,
+    and never written to but through the class."""
+    return "__module__" in holder and any(
+        isinstance(owner, type) and any(d is holder for d in gc.get_referents(owner.__dict__))
+        for owner in gc.get_referrers(holder)
+    )
 
 
 def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list[str]:

@@ -91,3 +91,31 @@ def test_a_registry_loses_what_the_new_source_no_longer_registers(
     assert mod.HANDLERS == {} and mod.to_lower is boxed
     rt.rollback_to()
     assert list(mod.HANDLERS.items()) == [("upper", upper), ("lower", lower)]
+
+
+NESTED = """
+    class Root:
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            cls.tag = cls.__name__.lower()
+
+
+    class Beta:
+        class Inner(Root):
+            def m(self):
+                return 1
+    """
+
+
+def test_a_nested_class_is_not_taken_for_an_entry_of_its_new_outer_class(
+    project: Project, rt: Runtime
+) -> None:
+    """Building the outer class again stores the new nested class in the new outer class's
+    namespace: that is not a registry, so no note says a hook stored it there (the hook
+    stored nothing; the note says so)."""
+    mod = project.module(NESTED)
+    inner = mod.Beta.Inner
+    change = rt.patch_module(mod.__name__, src(NESTED).replace("return 1", "return 2"))
+    assert mod.Beta.Inner is inner and inner().m() == 2 and inner.tag == "inner"
+    assert not [note for note in change.notes if "also stored by" in note], change.notes
+    assert [note for note in change.notes if "stored it in no list, dict or set" in note]
