@@ -9,7 +9,11 @@ fixture package imports pydantic and httpx at module level):
                                                 template forks the check per request
     live fork in the boundary (run_live)        fork of this loaded process itself, the
                                                 patch live (a check that sees the program),
-                                                inside the check boundary as verify runs it
+                                                inside the check boundary as verify runs it:
+                                                it joins namespaces made ahead while idle
+                                                (`_hosts`) and forks the check into them
+    live fork, namespaces entered when asked    the same with `make_ahead=False`: the fork
+                                                makes its own namespaces (relay, pid 1, check)
     live fork, no boundary                      the same fork bare, for reference
     Runtime.verify(snippet, live=False)         the fresh-import check through the public API
     Runtime.verify(snippet)                     both checks, as verify runs by default
@@ -176,6 +180,7 @@ def run(work: Path, runs: int, test_runs: int) -> None:
                 "sandbox": lambda: box.verify(SNIPPET, overlay),
                 "live": lambda: box.run_live(SNIPPET, timeout=30),
                 "bare": lambda: run_live(SNIPPET, timeout=30),
+                "live-asked": lambda: forking.run_live(SNIPPET, timeout=30),
                 "fresh-only": lambda: rt.verify(SNIPPET, live=False),
                 "runtime": lambda: rt.verify(SNIPPET),
                 "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
@@ -197,6 +202,7 @@ def run(work: Path, runs: int, test_runs: int) -> None:
             [
                 row("Sandbox.verify (check made ahead)", verify["sandbox"], fresh),
                 row("live fork in the boundary (run_live)", verify["live"], fresh),
+                row("live fork, namespaces entered when asked", verify["live-asked"], fresh),
                 row("live fork, no boundary", verify["bare"], fresh),
                 row("Runtime.verify(live=False): fresh import", verify["fresh-only"], fresh),
                 row("Runtime.verify: fresh import + live fork", verify["runtime"], fresh),

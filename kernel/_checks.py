@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from liveforge.kernel import _livefork
+from liveforge.kernel._alongside import LiveAlongside
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._policy import CheckSettings
@@ -83,35 +84,39 @@ class Checks:
                 "live=False (a fresh import only)."
             )
         carried = self._carried()
+        overlay = self.overlay()
+        alongside = None
         if live is not False and _livefork.available():
-            self.sandbox.prepare_live()
-        result = self.sandbox.verify(
-            code,
-            self.overlay(),
-            [c.id for c in carried],
-            timeout=timeout,
-            memory_mb=memory_mb,
-            network=network,
-        )
+            # the live check runs while the fresh-import one does (both are mostly waiting
+            # for other processes)
+            options = {"timeout": timeout, "memory_mb": memory_mb, "network": network}
+            alongside = LiveAlongside(self.sandbox, code, options)
+        try:
+            result = self.sandbox.verify(
+                code,
+                overlay,
+                [c.id for c in carried],
+                timeout=timeout,
+                memory_mb=memory_mb,
+                network=network,
+            )
+        except BaseException:
+            if alongside is not None:
+                alongside.cancel()
+            raise
         # a fresh-import run that was stopped (timeout, a kill, Ctrl-C) has nothing to compare
-        # against: the live run is skipped rather than waited for
+        # against: the live run is stopped rather than waited for
         stopped = result.status in ("timed_out", "crashed", "killed_memory")
-        if live is not False and _livefork.available() and not stopped:
-            result = self._compare_live(result, code, timeout, memory_mb, network)
+        if alongside is not None and stopped:
+            alongside.cancel()
+        elif alongside is not None:
+            result = self._compare_live(result, alongside.result())
         self._mark(result, carried)
         return result
 
-    def _compare_live(
-        self,
-        result: RunResult,
-        code: str,
-        timeout: float,
-        memory_mb: int | None,
-        network: bool | None,
-    ) -> RunResult:
-        """Add the live-process run of `code` (inside the same boundary) to `result`, and
-        whether the two disagree."""
-        checked = self.sandbox.run_live(code, timeout=timeout, memory_mb=memory_mb, network=network)
+    def _compare_live(self, result: RunResult, checked: _livefork.LiveCheck) -> RunResult:
+        """Add the live-process run (inside the same boundary) to `result`, and whether the
+        two disagree."""
         checked = _scrubbed(checked)
         divergent = _disagree(result, checked)
         update: dict[str, object] = {"live": checked, "divergent": divergent}

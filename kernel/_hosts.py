@@ -117,12 +117,6 @@ class LiveHosts:
                 self._ask()
             return host
 
-    def warm(self) -> None:
-        """Start the maker (and so the first host) now, without waiting for it."""
-        with self._lock:
-            if self._sock is None and self.refused is None and self.available():
-                self._start()
-
     def close(self) -> None:
         """End the hosts made ahead and stop the maker."""
         with self._lock:

@@ -38,7 +38,9 @@ import select
 import signal
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -112,6 +114,7 @@ def run_live(
     prepared: int | None = None,
     cwd: str | None = None,
     host: Host | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> LiveCheck:
     """Run `code` in a fork of this process, REPL style (a final expression's repr is the
     value); killed with everything it started after `timeout` seconds. With `boundary`
@@ -119,7 +122,8 @@ def run_live(
     exist), and its limits are that policy's; `prepared` is a ruleset fd for it from
     `_boundary.prepare` (closed here). `cwd` is the folder it runs in (a fresh-import check
     runs in the project root, wherever this process was started). `host` is namespaces
-    made ahead for the check to join (see `_hosts`); it is ended here, whatever happens."""
+    made ahead for the check to join (see `_hosts`); it is ended here, whatever happens.
+    `on_start` is called with the fork's pid once it runs (`stop` ends it early)."""
     started = time.monotonic()
     handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -134,6 +138,8 @@ def run_live(
             os.close(prepared)
         _RUNNING.add(pid)
         try:
+            if on_start is not None:
+                on_start(pid)
             if handshake is not None:
                 handshake.parent_side()
                 handshake.serve(pid)
@@ -151,6 +157,12 @@ def run_live(
         fields["boundary"] = Boundary(**report)
     duration = time.monotonic() - started
     return LiveCheck(duration=duration, ok=fields["status"] == "passed", **fields)
+
+
+def stop(pid: int) -> None:
+    """Kill the live check `pid` (as `on_start` gave it) with what it started; the waiting
+    caller then reports it as killed."""
+    _kill(pid)
 
 
 def stop_all() -> list[int]:
@@ -191,6 +203,7 @@ def _child(
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        threading.current_thread().name = "MainThread"  # forked from another thread maybe
         forget_secrets()  # before any code of the snippet runs
         entered = _joined(boundary, handshake, host)  # in the check now, if it joined
         if cwd is not None:  # before the boundary: a copy-on-write view follows it there

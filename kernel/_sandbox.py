@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -86,8 +86,9 @@ class Sandbox:
         libraries the parent has loaded); `settings` are the checks' boundary and limits
         (network off, 2 GiB of memory by default); `output_cap` overrides its
         `output_bytes`, the cap of each captured stream's file. With `make_ahead` the
-        template makes the next check's namespaces while idle (see `_spare`); False forks
-        each check when it is asked for (slower; for comparison)."""
+        template makes the next check's namespaces while idle (see `_spare`), and live
+        checks join namespaces made ahead (see `_hosts`); False forks each check when it is
+        asked for and has it enter namespaces then (slower; for comparison)."""
         self.project_root = Path(project_root).resolve()
         self.store = RunStore(
             Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
@@ -160,11 +161,13 @@ class Sandbox:
         memory_mb: int | None = None,
         network: bool | None = None,
         cpu_seconds: float | None = None,
+        on_start: Callable[[int], None] | None = None,
     ) -> LiveCheck:
         """Run `code` in a fork of this live process (see `_livefork`) inside the same
         boundary as `verify`: the same settings, a scratch folder of its own, the project
         root as its working folder, the project copy-on-write where the platform allows
-        (what it wrote is listed, then discarded)."""
+        (what it wrote is listed, then discarded). `on_start` gets the fork's pid once it
+        runs (`_livefork.stop` ends it early)."""
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
         self._afterwards.finish()
         run_id = f"live-{secrets.token_hex(6)}"
@@ -172,7 +175,7 @@ class Sandbox:
         policy = self._policy(run_id, self.readable(), scratch, options)
         policy = replace(policy, parent_pid=os.getpid())
         prepared = self._live_rulesets.take(policy)
-        host = self._live_hosts.take() if policy.namespaces else None
+        host = self._live_hosts.take() if policy.namespaces and self.make_ahead else None
         try:
             checked = _livefork.run_live(
                 code,
@@ -181,6 +184,7 @@ class Sandbox:
                 prepared=prepared,
                 cwd=str(self.project_root),
                 host=host,
+                on_start=on_start,
             )
         finally:
             changed = remove_scratch(policy, scratch, self._afterwards)
@@ -190,12 +194,6 @@ class Sandbox:
             update = checked.boundary.with_changes(changed.written, changed.deleted)
             checked = checked.model_copy(update={"boundary": update})
         return checked
-
-    def prepare_live(self) -> None:
-        """Have namespaces for the next live check made ahead (see `_hosts`), without
-        waiting: a verify asks before its fresh-import check, so the live one finds them."""
-        if self.settings.isolation and self.scratch.namespaces_reason() is None:
-            self._live_hosts.warm()
 
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""

@@ -43,7 +43,6 @@ def joined(sandbox: Sandbox, setup: str, expression: str) -> tuple[_livefork.Liv
     so its parent pid reads 0 (pid 1 is the parent of one that entered its own).
     `setup`, then `expression`'s value, from the first live check that joined a host
     (hosts are made in the background: the first checks may enter namespaces of their own)."""
-    sandbox.prepare_live()
     code = f"import os\n{setup}\n(os.getppid() == 0, ({expression}))"
     for _ in range(50):
         check = sandbox.run_live(code, timeout=30)
