@@ -22,19 +22,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from liveforge.kernel import _livefork, _overlay
 from liveforge.kernel._background import later
 from liveforge.kernel._boundary import BoundaryPolicy, Rulesets
-from liveforge.kernel._child import (
-    OVERLAY_ENV,
-    OVERLAY_MANIFEST,
-    OverlayModule,
-    save_overlay,
-)
+from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._hosts import LiveHosts
 from liveforge.kernel._livefork import LiveCheck
 from liveforge.kernel._namespaces import check_ids
@@ -50,17 +45,16 @@ from liveforge.kernel._records import (
     elapsed_since,
     utc_now,
 )
+from liveforge.kernel._requests import checked_overlay, child_request
 from liveforge.kernel._runfiles import (
-    BOOT_MODULE,
     Afterwards,
     keep_junit,
     named_paths,
     remove_scratch,
-    write_boot,
     write_record,
 )
 from liveforge.kernel._runner import RunExit, run_child
-from liveforge.kernel._secrets import Scrubber, without_secrets
+from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel._template import TemplateProcess
 from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
@@ -244,7 +238,7 @@ class Sandbox:
         timeout: float,
         options: dict[str, Any],
     ) -> RunResult:
-        modules = _checked_overlay(overlay)
+        modules = checked_overlay(overlay)
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         for name in ("memory_mb", "cpu_seconds"):
@@ -261,7 +255,7 @@ class Sandbox:
                     *named_paths(payload.get("args") or [], self.project_root),
                 )
                 policy = self._policy(run_id, readable, scratch, options)
-                request = self._request(run_id, kind, payload, modules, policy)
+                request = child_request(run_id, kind, payload, modules, policy, self.project_root)
                 template = self._template_for([m.name for m in modules])
             except SandboxError:
                 remove_scratch(policy=None, scratch=scratch)
@@ -340,46 +334,6 @@ class Sandbox:
             self._template = None
         return ended
 
-    def _request(
-        self,
-        run_id: str,
-        kind: RunKind,
-        payload: dict[str, Any],
-        modules: list[OverlayModule],
-        policy: BoundaryPolicy,
-    ) -> dict[str, Any]:
-        """What the child needs; pytest runs also get the overlay on disk (in the scratch
-        folder) for xdist workers."""
-        request: dict[str, Any] = {
-            "kind": kind,
-            **payload,
-            "run_id": run_id,
-            "cwd": str(self.project_root),
-            "sys_path": list(sys.path),
-            "memory_mb": policy.memory_mb,
-            "filename": f"<verify:{run_id}>",
-            "overlay": [asdict(m) for m in modules],
-            "environ": without_secrets(os.environ),
-            "boundary": policy.to_dict(),
-        }
-        if kind == "tests":
-            scratch = Path(policy.scratch)
-            boot = write_boot(scratch)
-            save_overlay(modules, scratch)
-            request["sys_path"] = [str(self.project_root), *request["sys_path"], boot]
-            plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p]
-            request["env"] = {
-                "PYTEST_PLUGINS": ",".join([*plugins, BOOT_MODULE]),
-                # the boot plugin before the user's own: xdist gives its workers this run's
-                # sys.path, and a whole sys.path here would leak into every program the
-                # suite starts (a project's own interpreter would import this checkout)
-                "PYTHONPATH": os.pathsep.join(
-                    [boot, *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
-                ),
-                OVERLAY_ENV: str(scratch / OVERLAY_MANIFEST),
-            }
-        return request
-
     def _template_for(self, overlay_names: list[str]) -> TemplateProcess:
         if self._template is not None:
             reason = self._template.stale_reason(overlay_names)
@@ -434,15 +388,3 @@ def _close_slot(slot: list[TemplateProcess | None]) -> None:
     template, slot[0] = slot[0], None
     if template is not None:
         template.close()
-
-
-def _checked_overlay(overlay: Iterable[OverlayModule]) -> list[OverlayModule]:
-    modules = list(overlay)
-    seen: set[str] = set()
-    for module in modules:
-        if not isinstance(module, OverlayModule):
-            raise TypeError(f"overlay entries must be OverlayModule, not {type(module).__name__}")
-        if module.name in seen:
-            raise ValueError(f"the overlay names module {module.name!r} twice; pass one source")
-        seen.add(module.name)
-    return modules
