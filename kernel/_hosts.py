@@ -112,6 +112,8 @@ class LiveHosts:
             self._receive(0)
             if not self._stock and self._ready and self._asked:
                 self._receive(self.wait)
+                if not self._stock:  # the maker is stuck: a new one next time
+                    self._stop(kill=True)
             host = self._stock.pop(0) if self._stock else None
             if not self._stock and not self._asked and self._sock is not None:
                 self._ask()
@@ -189,11 +191,13 @@ class LiveHosts:
                 self.refused = text
                 return
 
-    def _stop(self) -> None:
+    def _stop(self, kill: bool = False) -> None:
         sock, process = self._sock, self._process
         self._sock, self._process, self._ready, self._asked = None, None, False, 0
         if sock is not None:
             sock.close()
+        if process is not None and kill:
+            process.kill()
         if process is not None:
             try:
                 process.wait(timeout=2)

@@ -171,3 +171,23 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+def test_a_stuck_maker_is_replaced() -> None:
+    """A maker that makes no host within `wait` is killed; the next take starts a new one
+    (until then the checks enter namespaces of their own)."""
+    hosts = LiveHosts(wait=0.2)
+    try:
+        _wait_for_host(hosts).end()
+        assert hosts._process is not None
+        while not hosts._stock:  # the next one, asked for by that take
+            hosts._receive(1.0)
+        stuck = hosts._process
+        stuck.send_signal(signal.SIGSTOP)
+        hosts._stock.pop().end()
+        assert hosts.take() is None  # none in stock: one is asked for
+        assert hosts.take() is None and stuck.poll() is not None  # killed, not left stopped
+        _wait_for_host(hosts).end()
+        assert hosts._process is not None and hosts._process.pid != stuck.pid
+    finally:
+        hosts.close()
