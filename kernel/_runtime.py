@@ -19,7 +19,6 @@ from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._checks import Checks
 from liveforge.kernel._dependents import follow_up
 from liveforge.kernel._execute import ExecutionResult, execute
-from liveforge.kernel._files import read_source
 from liveforge.kernel._filestep import FileSteps
 from liveforge.kernel._filewrites import FileWrites
 from liveforge.kernel._importfail import import_failure
@@ -30,6 +29,7 @@ from liveforge.kernel._rollbacks import Rollbacks
 from liveforge.kernel._roots import discover
 from liveforge.kernel._safety import KERNEL_DIR, protected_file
 from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel._sourcefile import read_source
 from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,
