@@ -57,8 +57,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from liveforge import Runtime
-from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._livefork import run_live
+from liveforge.kernel._overlayhook import OverlayModule
 from liveforge.kernel._sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent

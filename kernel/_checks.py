@@ -13,7 +13,7 @@ from pathlib import Path
 from liveforge.kernel import _livefork
 from liveforge.kernel._alongside import LiveAlongside
 from liveforge.kernel._changes import Change, ChangeStatus, History
-from liveforge.kernel._child import OverlayModule
+from liveforge.kernel._overlayhook import OverlayModule
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox

@@ -27,13 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from liveforge.kernel._changes import ChangeStatus, History
-from liveforge.kernel._files import (
-    PersistRecord,
-    WriteBackup,
-    atomic_write,
-    restore,
-    safe_destination,
-)
+from liveforge.kernel._filebatch import PersistRecord, WriteBackup, restore
+from liveforge.kernel._files import atomic_write, safe_destination
 from liveforge.kernel._filewrites import backup_of, make_folders, read_text_bytes
 from liveforge.kernel._persist import _Undo
 from liveforge.kernel.errors import PersistError

@@ -26,18 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from liveforge.kernel._changes import Change, ChangeStatus, History
-from liveforge.kernel._files import (
-    Fingerprint,
+from liveforge.kernel._filebatch import (
     PersistRecord,
     PlannedWrite,
     WriteBackup,
-    atomic_write,
-    detect_newline,
     persist_files,
-    read_source,
     restore,
-    safe_destination,
 )
+from liveforge.kernel._files import atomic_write, safe_destination
+from liveforge.kernel._sourcefile import Fingerprint, detect_newline, read_source
 from liveforge.kernel._sources import ModuleRegistry
 from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
 

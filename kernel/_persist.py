@@ -21,17 +21,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from liveforge.kernel._changes import ChangeStatus, History
-from liveforge.kernel._files import (
-    PersistRecord,
-    PlannedWrite,
-    SourceFile,
-    module_path_for,
-    persist_files,
-    read_source,
-    restore,
-)
+from liveforge.kernel._filebatch import PersistRecord, PlannedWrite, persist_files, restore
+from liveforge.kernel._files import module_path_for
 from liveforge.kernel._functions import defined_functions
 from liveforge.kernel._journal import ForeignWrite, Journal
+from liveforge.kernel._sourcefile import SourceFile, read_source
 from liveforge.kernel._sources import (
     ModuleRecord,
     ModuleRegistry,

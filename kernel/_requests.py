@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from liveforge.kernel._boundary import BoundaryPolicy
-from liveforge.kernel._child import OVERLAY_ENV, OVERLAY_MANIFEST, OverlayModule, save_overlay
+from liveforge.kernel._overlayhook import (
+    OVERLAY_ENV,
+    OVERLAY_MANIFEST,
+    OverlayModule,
+    save_overlay,
+)
 from liveforge.kernel._records import RunKind
 from liveforge.kernel._runfiles import BOOT_MODULE, write_boot
 from liveforge.kernel._secrets import without_secrets

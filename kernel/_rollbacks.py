@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from liveforge.kernel import _engine
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._dependents import follow_up
-from liveforge.kernel._files import read_source
 from liveforge.kernel._filewrites import FILE_KIND
+from liveforge.kernel._sourcefile import read_source
 from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, register_source
 from liveforge.kernel.errors import ChangeError
 

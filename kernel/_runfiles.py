@@ -20,7 +20,8 @@ from typing import Any
 
 from liveforge.kernel import _overlay
 from liveforge.kernel._boundary import BoundaryPolicy
-from liveforge.kernel._child import JUNIT, OverlayModule, save_overlay
+from liveforge.kernel._childpytest import JUNIT
+from liveforge.kernel._overlayhook import OverlayModule, save_overlay
 from liveforge.kernel._secrets import Scrubber
 
 __all__ = [
@@ -38,9 +39,9 @@ BOOT_SOURCE = '''"""Installs the liveforge sandbox overlay in pytest-xdist worke
 import importlib.util
 import sys
 
-_NAME = "_liveforge_sandbox_child"
+_NAME = "_liveforge_sandbox_overlayhook"
 if _NAME not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(_NAME, {child!r})
+    _spec = importlib.util.spec_from_file_location(_NAME, {hook!r})
     _module = importlib.util.module_from_spec(_spec)
     sys.modules[_NAME] = _module
     _spec.loader.exec_module(_module)
@@ -130,8 +131,8 @@ def write_boot(folder: Path) -> str:
     """The pytest plugin that gives fresh interpreters (xdist workers) the overlay."""
     boot = folder / "boot"
     boot.mkdir()
-    child = Path(__file__).with_name("_child.py")
-    (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(child=str(child)), encoding="utf-8")
+    hook = Path(__file__).with_name("_overlayhook.py")
+    (boot / f"{BOOT_MODULE}.py").write_text(BOOT_SOURCE.format(hook=str(hook)), encoding="utf-8")
     return str(boot)
 
 

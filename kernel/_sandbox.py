@@ -29,11 +29,11 @@ from typing import Any
 from liveforge.kernel import _livefork, _overlay
 from liveforge.kernel._background import later
 from liveforge.kernel._boundary import BoundaryPolicy, Rulesets
-from liveforge.kernel._child import OverlayModule
 from liveforge.kernel._hosts import LiveHosts
 from liveforge.kernel._livefork import LiveCheck
 from liveforge.kernel._namespaces import check_ids
 from liveforge.kernel._outcome import build_result
+from liveforge.kernel._overlayhook import OverlayModule
 from liveforge.kernel._policy import CheckSettings, Readable, Scratch, policy_for
 from liveforge.kernel._preload import preload_names
 from liveforge.kernel._records import (

@@ -21,8 +21,8 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from liveforge.kernel._files import SourceFile, decode_python, read_source
 from liveforge.kernel._roots import ImportRoots
+from liveforge.kernel._sourcefile import SourceFile, decode_python, read_source
 from liveforge.kernel._stmts import Index
 from liveforge.kernel.errors import InvalidName, SecondModuleName
 

@@ -21,7 +21,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from liveforge.kernel._files import Fingerprint, PersistRecord, WriteBackup
+from liveforge.kernel._filebatch import PersistRecord, WriteBackup
+from liveforge.kernel._sourcefile import Fingerprint
 
 __all__ = ["FileWatch", "WatchedChanges"]
 

@@ -1,10 +1,12 @@
-"""Helpers for the command-line tests: run `liveforge` as a child, the sample's fix."""
+"""Helpers for the command-line tests: run `liveforge` as a child, the sample's fix, real
+virtualenvs to run it from."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 FIX = '''def subtotal(self) -> int:
@@ -41,3 +43,27 @@ def run_cli(
         timeout=timeout,
         env=cli_env(**env),
     )
+
+
+def make_venv(prefix: Path, path_entries: Sequence[str | Path] = ()) -> Path:
+    """A real virtualenv (without pip) at `prefix`; its python. `path_entries` go into a .pth
+    file in its site-packages: path entries only, so an editable install living in one of
+    them is not activated."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
+    python = prefix / "bin" / "python"
+    if path_entries:
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        lines = "".join(f"{entry}\n" for entry in path_entries)
+        Path(purelib, "liveforge_test.pth").write_text(lines)
+    return python
+
+
+def pip_install(python: Path, *args: str) -> None:
+    """`pip install --no-deps ARGS` (this environment's pip) into the environment of `python`."""
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+    subprocess.run([*command, *args], check=True, capture_output=True, timeout=300)

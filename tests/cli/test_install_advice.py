@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import cli_env
+from cli_support import cli_env, make_venv, pip_install
 
 import liveforge
 
@@ -24,24 +24,8 @@ WITHOUT_MCP = (
 
 
 def _venv(prefix: Path) -> Path:
-    """A real virtualenv without liveforge; liveforge's dependencies are reachable through a
-    .pth line (a path entry, so the editable install living there is not activated)."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
-    python = prefix / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "liveforge_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python
-
-
-def _pip(python: Path, *args: str) -> None:
-    """pip (this environment's) acting on the environment of `python`."""
-    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
-    subprocess.run([*command, *args], check=True, capture_output=True, timeout=300)
+    """A real virtualenv without liveforge; liveforge's dependencies are reachable there."""
+    return make_venv(prefix, [sysconfig.get_paths()["purelib"]])
 
 
 def _without_mcp(python: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -80,7 +64,7 @@ def test_a_checkout_is_installed_editable_from_its_folder(tmp_path: Path):
 def test_a_copy_installed_from_a_folder_names_that_folder(tmp_path: Path, source: Path):
     """Installed (not editable) from a folder, liveforge's advice installs that folder."""
     python = _venv(tmp_path / "env")
-    _pip(python, str(source))
+    pip_install(python, str(source))
     result = _without_mcp(python, tmp_path)
     assert result.returncode == 2, result.stderr
     assert f"-m pip install {shlex.quote(f'{source}[mcp]')}" in result.stderr
@@ -97,7 +81,7 @@ def test_a_copy_installed_from_a_wheel_names_that_wheel(tmp_path: Path, source: 
     )
     [wheel] = tmp_path.glob("liveforge-*.whl")
     python = _venv(tmp_path / "env")
-    _pip(python, str(wheel))
+    pip_install(python, str(wheel))
     result = _without_mcp(python, tmp_path)
     assert result.returncode == 2, result.stderr
     assert f"-m pip install 'liveforge[mcp] @ {wheel.as_uri()}'" in result.stderr

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+from cli_support import make_venv, pip_install, run_cli
 
 import liveforge
 from liveforge.project_env import find_environment
@@ -52,23 +52,6 @@ APP = {
 FIX = "def quad(x):\n    return twice(twice(x))\n"
 
 
-def _venv(prefix: Path, *, with_liveforge: bool) -> Path:
-    """A real virtualenv; liveforge (this checkout and its installed dependencies) is made
-    importable in it through a .pth file when asked, and tinydep_lf is pip-installed."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
-    python = prefix / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    if with_liveforge:
-        ours = sysconfig.get_paths()["purelib"]
-        Path(purelib, "liveforge_dev.pth").write_text(f"{CHECKOUT}\n{ours}\n")
-    return python
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("projenv")
@@ -76,13 +59,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     for name, text in APP.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    python = _venv(root / ".venv", with_liveforge=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index",
-         "--no-deps", str(_wheel(base))],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    # liveforge (this checkout and its installed dependencies) is importable there
+    python = make_venv(root / ".venv", [CHECKOUT, sysconfig.get_paths()["purelib"]])
+    pip_install(python, "--no-index", str(_wheel(base)))
     (base / "fix.py").write_text(FIX)
     yield root
 
@@ -151,7 +130,7 @@ def test_environment_without_liveforge_gets_exact_advice(tmp_path: Path) -> None
     (tmp_path / "app_lf").mkdir()
     (tmp_path / "app_lf" / "__init__.py").write_text("import tinydep_lf\n")
     (tmp_path / "app_lf" / "core.py").write_text("def quad(x):\n    return x\n")
-    python = _venv(tmp_path / "venv", with_liveforge=False)
+    python = make_venv(tmp_path / "venv")
     refused = run_cli("inspect", cwd=tmp_path)
     assert refused.returncode == 2
     assert f"uv pip install --python {python} -e {CHECKOUT}" in refused.stderr

@@ -8,6 +8,18 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from random_items import (
+    Assign,
+    Cls,
+    Data,
+    Def,
+    EnumDef,
+    Filler,
+    Future,
+    Item,
+    named,
+    render,
+)
 from random_module import (
     CLASS_CONSTS,
     CLASSES,
@@ -17,21 +29,11 @@ from random_module import (
     FIRST,
     FUNCS,
     METHODS,
-    Assign,
-    Cls,
-    Data,
-    Def,
-    EnumDef,
-    Filler,
-    Future,
-    Item,
     Sequence,
     changed,
     filler,
     make,
     method_def,
-    named,
-    render,
 )
 
 from liveforge import PatchError, Runtime

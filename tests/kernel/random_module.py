@@ -1,11 +1,28 @@
-"""A model of a generated module for the random edit test: definitions that render to
-source text, and random ways to make and change them."""
+"""The random side of the random edit test's module model (its items are in
+`random_items`): the names a generated module uses, random definitions, random changes of
+them, and the sequence that starts from a random module."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
 from typing import Any
+
+from random_items import (
+    SLOTTED,
+    Assign,
+    Cls,
+    Data,
+    Def,
+    EnumDef,
+    Factory,
+    FieldAssign,
+    Filler,
+    Fixed,
+    Item,
+    Tag,
+    named,
+)
 
 FUNCS = [f"f{i}" for i in range(7)]
 CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
@@ -14,8 +31,6 @@ METHODS = ["m0", "m1", "m2", "m3", "m4"]
 CLASS_CONSTS = ["CK0", "CK1", "CK2"]
 INNER = ["Inner", "Sub"]
 DATA = ["Data0", "Data1"]
-#: classes with `__slots__`, and dataclasses with slots=True (their fields cannot change live)
-SLOTTED = ["Alpha", "Gamma", "Data0"]
 #: a class a later statement binds again from another module when it can (`<mod>_fast`)
 LATER = "Epsilon"
 FAST = """class Epsilon:
@@ -31,275 +46,8 @@ ENUMS = ["Color", "Shape"]
 ENUM_MEMBERS = ["RED", "GREEN", "BLUE", "PINK"]
 FIELDS = ["a", "b", "c"]
 
-HEADER = """import dataclasses
-import enum
-import functools
-import importlib
-
-STATE = {"calls": 0}
-
-
-def deco(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return ("deco", fn(*args, **kwargs))
-    return wrapper
-
-
-class _Twice:
-    def __init__(self, fn):
-        self.fn = fn
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args, **kwargs):
-        return ("twice", self.fn(*args, **kwargs))
-
-
-class _Curry:
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self, *args, **kwargs):
-        return ("curry", self.fn(*args, **kwargs))
-
-
-_PLUGINS = {}
-_HANDLERS = {}
-
-
-def handles(key):
-    def register(fn):
-        _HANDLERS[key] = fn
-        return fn
-    return register
-
-
-class Field:
-    def __init__(self, default=None):
-        self.default = default
-
-    def __set_name__(self, owner, name):
-        self.owner, self.name = owner, name
-
-    def __get__(self, obj, owner=None):
-        return (self.owner.__qualname__, self.owner is owner, self.name, self.default)
-
-
-class Root:
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if "." not in cls.__qualname__ and cls.__name__ != "Epsilon":
-            _PLUGINS[cls.__name__] = cls
-
-    def __init__(self, v=5):
-        self.v = v
-
-    def hook(self, x):
-        return x + self.v
-"""
-
-
-# -- the module model -----------------------------------------------------------------------
-
-
-@dataclass
-class Def:
-    """A function or method: decorator, parameters, body expression, optional extras."""
-
-    name: str
-    deco: str
-    params: str
-    expr: str
-    guard: bool = False
-    note: bool = False
-    #: for a property: also a setter (a second statement binding the same name).
-    setter: bool = False
-
-    def text(self, indent: str = "") -> str:
-        lines = [f"@{self.deco}"] if self.deco else []
-        lines.append(f"def {self.name}{self.params}:")
-        if self.note:
-            lines.append(f"    # {self.name} keeps a note")
-        if self.guard:
-            lines += ["    if x == 13:", f"        raise ValueError('{self.name} refuses 13')"]
-        lines.append(f"    return {self.expr}")
-        if self.setter:
-            lines += [
-                "",
-                f"@{self.name}.setter",
-                f"def {self.name}(self, value):",
-                "    self.v = value * 2",
-            ]
-        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
-
-
-@dataclass
-class Assign:
-    """`NAME = value` at module or class level."""
-
-    name: str
-    value: int
-
-    def text(self, indent: str = "") -> str:
-        return f"{indent}{self.name} = {self.value}\n"
-
-
-@dataclass
-class Tag:
-    """The `tag` decorator, whose wrapper's label changes: functions it decorated earlier
-    must run the new wrapper."""
-
-    label: int
-    name = "tag"
-
-    def text(self, indent: str = "") -> str:
-        return (
-            "def tag(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
-            f"        return ('tag{self.label}', fn(*args, **kwargs))\n    return wrapper\n"
-        )
-
-
-@dataclass
-class Factory:
-    """`make`, which makes the callbacks `_CALLBACKS` holds since import: a label only its
-    closure reads (an exact update), a multiplier its own code computes (the callbacks keep
-    the old captured value), a lambda or a def, with or without a second free variable."""
-
-    label: int
-    mult: int
-    lam: bool
-    uses_k: bool
-    name = "make"
-
-    def text(self, indent: str = "") -> str:
-        value = f"('cb{self.label}', x * scaled" + (" + k)" if self.uses_k else ")")
-        body = (
-            [f"    return lambda x: {value}"]
-            if self.lam
-            else ["    def cb(x):", f"        return {value}", "    return cb"]
-        )
-        lines = ["def make(n, k=1):", f"    scaled = n * {self.mult}", *body]
-        return "".join(f"{indent}{line}\n" for line in lines)
-
-    def shape(self) -> tuple[int, bool, bool]:
-        """What callbacks made earlier cannot follow when it changes."""
-        return (self.mult, self.lam, self.uses_k)
-
-
 DERIVED = 'DERIVED = SCALE * 3\nLABEL = f"s{SCALE}"\nPAIR: tuple = (SCALE, min(SCALE, 4))\n'
 CALLBACKS = "_CALLBACKS = [make(2), functools.partial(make(3), 5)]\n"
-
-
-@dataclass
-class Filler:
-    """Blank lines and comments between definitions."""
-
-    raw: str
-
-    name = ""
-
-    def text(self, indent: str = "") -> str:
-        return "".join(
-            f"{indent}{line}" if line.strip() else line
-            for line in self.raw.splitlines(keepends=True)
-        )
-
-
-@dataclass
-class Fixed:
-    """A statement no edit touches (class-level state that must survive every edit)."""
-
-    raw: str
-
-    name = ""
-
-    def text(self, indent: str = "") -> str:
-        return f"{indent}{self.raw}"
-
-
-class Future(Fixed):
-    """`from __future__ import annotations`, rendered at the top wherever the item stands."""
-
-    def __init__(self) -> None:
-        super().__init__("")
-
-
-@dataclass
-class Cls:
-    """A class deriving from Root; its first member is the constant BASE (never removed)."""
-
-    name: str
-    members: list[Any]
-
-    def text(self, indent: str = "") -> str:
-        return f"{indent}class {self.name}(Root):\n" + "".join(
-            m.text(indent + "    ") for m in self.members
-        )
-
-
-@dataclass
-class Data:
-    """A dataclass: int fields with defaults, a method reading two of them, parameters."""
-
-    name: str
-    fields: dict[str, int]
-    factor: int
-    frozen: bool = False
-    order: bool = False
-
-    def text(self, indent: str = "") -> str:
-        params = f"frozen={self.frozen}, order={self.order}, slots={self.name in SLOTTED}"
-        lines = [f"@dataclasses.dataclass({params})", f"class {self.name}:"]
-        lines += [f"    {f}: int = {v}" for f, v in self.fields.items()] or ["    pass"]
-        lines += [
-            "",
-            "    def total(self, x):",
-            f"        return x * {self.factor} + self.a + self.b",
-        ]
-        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
-
-
-@dataclass
-class EnumDef:
-    """An enum: members with small int values (equal values make aliases) and a method."""
-
-    name: str
-    members: dict[str, int]
-    factor: int
-
-    def text(self, indent: str = "") -> str:
-        lines = [f"class {self.name}(enum.Enum):"]
-        lines += [f"    {m} = {v}" for m, v in self.members.items()]
-        lines += [
-            "",
-            "    def describe(self):",
-            f"        return (self.name, self.value * {self.factor})",
-        ]
-        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
-
-
-@dataclass
-class FieldAssign(Assign):
-    """`NAME = Field(value)` in a class body: a descriptor with `__set_name__`."""
-
-    def text(self, indent: str = "") -> str:
-        return f"{indent}{self.name} = Field({self.value})\n"
-
-
-Item = Def | Assign | Filler | Cls | Data | EnumDef | Tag | Factory
-
-
-FUTURE = "from __future__ import annotations\n"
-
-
-def render(items: list[Item]) -> str:
-    """The module's source text; a `Future` item puts the future import first."""
-    future = FUTURE if any(isinstance(item, Future) for item in items) else ""
-    return future + HEADER + "".join(item.text() for item in items)
-
-
-def named(items: list[Any]) -> dict[str, Any]:
-    return {item.name: item for item in items if item.name}
 
 
 # Terms with code objects of their own (generator, lambda, comprehension): their line numbers
@@ -496,39 +244,3 @@ def changed(rng: random.Random, old: Item) -> Item:
         fresh.guard if aspect in ("extras", "all") else old.guard,
         fresh.note if aspect in ("extras", "all") else old.note,
     )
-
-
-def factory_shape(items: list[Item]) -> tuple[int, bool, bool]:
-    """The shape of `make` (see `Factory.shape`)."""
-    return next(item.shape() for item in items if isinstance(item, Factory))
-
-
-def identities(items: list[Item]) -> dict[str, str]:
-    """What kind of object each name is bound to (changing it breaks captured references)."""
-    found: dict[str, str] = {}
-    for item in items:
-        if isinstance(item, Cls):
-            found.update(_class_identities(item, item.name))
-        elif isinstance(item, Data):
-            found[item.name] = f"dataclass {item.fields}"
-        elif isinstance(item, EnumDef):
-            found[item.name] = "enum"
-            values = list(item.members.values())
-            for i, (member, value) in enumerate(item.members.items()):
-                found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
-        elif isinstance(item, Def) and item.deco in ("_Twice", "_Curry"):
-            found[item.name] = item.deco  # a decorator instance, not a function
-        elif not isinstance(item, Filler):
-            found[item.name] = type(item).__name__
-    return found
-
-
-def _class_identities(cls: Cls, path: str) -> dict[str, str]:
-    found = {path: "class"}
-    for member in cls.members:
-        if isinstance(member, Def):
-            special = member.deco in ("staticmethod", "classmethod", "property")
-            found[f"{path}.{member.name}"] = member.deco if special else "method"
-        elif isinstance(member, Cls):
-            found.update(_class_identities(member, f"{path}.{member.name}"))
-    return found

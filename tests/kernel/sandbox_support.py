@@ -16,6 +16,13 @@ from pathlib import Path
 from liveforge.kernel._sandbox import OverlayModule
 
 FIXTURE_PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "sandbox" / "project"
+SANDBOX_FILES = ("_child.py", "_childpytest.py", "_overlayhook.py")
+"""The sandbox's files that run a check and serve the overlay: never in a check's traceback."""
+
+
+def shows_sandbox_frames(text: str) -> bool:
+    """True when `text` (a traceback, pytest's output) names a file of the sandbox itself."""
+    return any(name in text for name in SANDBOX_FILES)
 
 
 @contextmanager

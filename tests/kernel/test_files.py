@@ -11,18 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from liveforge.kernel._filebatch import PlannedWrite, persist_files, restore
 from liveforge.kernel._files import (
     TEMP_SUFFIX,
-    Fingerprint,
-    PlannedWrite,
     atomic_write,
     check_unchanged,
     module_path_for,
-    persist_files,
-    read_source,
-    restore,
     safe_destination,
 )
+from liveforge.kernel._sourcefile import Fingerprint, read_source
 from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
 
 

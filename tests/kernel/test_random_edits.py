@@ -3,7 +3,7 @@ of the final source.
 
 A small model of a module (functions with decorators, classes with methods of every kind,
 class constants and nested classes, dataclasses, enums, constants, blank lines and comments;
-see `random_module`) is edited at random (see `random_apply`). Each edit is applied to a
+see `random_items`) is edited at random (`random_module`, `random_apply`). Each edit is applied to a
 real module on sys.path through `Runtime.patch` (one definition), `Runtime.patch_module`
 (whole module) or `Runtime.reload` (whole module written to disk); now and then the newest
 change is rolled back with `Runtime.rollback`, or a patch that must fail (a statement that
@@ -41,16 +41,8 @@ import pytest
 from kernel_support import Project
 from random_apply import edit
 from random_importers import STAR, USER, importer_differences
-from random_module import (
-    CLASSES,
-    ENUMS,
-    FAST,
-    FUNCS,
-    Sequence,
-    factory_shape,
-    identities,
-    render,
-)
+from random_items import factory_shape, identities, render
+from random_module import CLASSES, ENUMS, FAST, FUNCS, Sequence
 
 from liveforge import Runtime
 
