@@ -81,6 +81,8 @@ def _classify(
         return "crashed", "the sandbox template process died during the run"
     if child.get("harness_error"):
         return "error", f"the sandbox could not run the request: {child.get('exc_message')}"
+    if "status" not in child and ended.stopped:
+        return "crashed", "stopped before it reported a result (the front end stopped its checks)"
     if "status" not in child:
         code = ended.exit_code
         if code is not None and code < 0:

@@ -150,6 +150,21 @@ def running_descendants() -> int:
     return count
 
 
+def kill_children(pid: int) -> list[int]:
+    """SIGKILL each child of `pid` with its process group (a sandbox run leads one); their
+    pids."""
+    children = _children(pid)
+    for child in children:
+        try:
+            os.killpg(child, signal.SIGKILL)
+        except OSError:  # already gone, or not a group leader yet: the process itself
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+    return children
+
+
 def _children(pid: int | str = "self") -> list[int]:
     pids: list[int] = []
     try:

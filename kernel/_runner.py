@@ -39,6 +39,8 @@ class RunExit:
     truncated: bool = False
     left_running: int = 0
     """Processes of the check still running when it ended (killed after it)."""
+    stopped: bool = False
+    """The run was stopped (`Sandbox.stop_running`) while it ran."""
     outcome: dict[str, Any] = field(default_factory=dict)
     stdout: str = ""
     stderr: str = ""
@@ -101,11 +103,13 @@ def run_child(
     output_cap: int,
     while_running: Callable[[], None],
     scrubber: Scrubber | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> RunExit:
     """Fork a child for `request` from `template` and wait for it (at most `timeout` s).
 
     `while_running` is called once the child has been asked for, so the record can be
     written while the child works; `scrubber` keeps secret values out of the output files.
+    `stopped` says the run was stopped before its child started: it is killed as it does.
     """
     pumps = _Pumps(folder, output_cap, scrubber)
     ended = RunExit()
@@ -123,7 +127,8 @@ def run_child(
                 selector.register(fd, selectors.EVENT_READ)
             selector.register(template.sock, selectors.EVENT_READ)
             try:
-                _wait(template, selector, pumps, ended, time.monotonic() + timeout)
+                _wait(template, selector, pumps, ended, (time.monotonic() + timeout, stopped))
+                ended.stopped = stopped is not None and stopped()
             except BaseException:  # e.g. Ctrl-C in the parent: the run must not live on
                 kill_group(ended.pid)
                 raise
@@ -141,9 +146,11 @@ def _wait(
     selector: selectors.BaseSelector,
     pumps: _Pumps,
     ended: RunExit,
-    deadline: float,
+    limits: tuple[float, Callable[[], bool] | None],
 ) -> None:
-    """Pump pipes and control messages until the child has exited (or was killed)."""
+    """Pump pipes and control messages until the child has exited (or was killed at the
+    deadline, or as it started when the run was stopped)."""
+    deadline, stopped = limits
     control = template.sock.fileno()
     exit_seen = 0.0
     while True:
@@ -174,6 +181,8 @@ def _wait(
                 return
             template.channel.feed(chunk)
             while (message := template.channel.pop()) is not None:
+                if "pid" in message and stopped is not None and stopped():
+                    kill_group(message["pid"])
                 ended.pid = message.get("pid", ended.pid)
                 if "exit_code" in message:
                     ended.exit_code = message["exit_code"]

@@ -15,22 +15,19 @@ reads files and pipes. Records live in `sandbox_runs/<run-id>/` (`_records`).
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel import _livefork, _overlay
-from liveforge.kernel._background import later
+from liveforge.kernel import _livefork, _overlay, _processes
 from liveforge.kernel._boundary import BoundaryPolicy, Rulesets
 from liveforge.kernel._hosts import LiveHosts
-from liveforge.kernel._livefork import LiveCheck
+from liveforge.kernel._liveruns import LiveRuns
 from liveforge.kernel._namespaces import check_ids
 from liveforge.kernel._outcome import build_result
 from liveforge.kernel._overlayhook import OverlayModule
@@ -62,7 +59,7 @@ from liveforge.kernel.errors import SandboxError
 __all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]
 
 
-class Sandbox:
+class Sandbox(LiveRuns):
     """Runs verification snippets and pytest in forked children that carry the overlay."""
 
     def __init__(
@@ -100,6 +97,7 @@ class Sandbox:
         self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
         self._afterwards = Afterwards()  # removes views' folders after results went back
+        self._stops = 0  # calls of `stop_running` so far: a run begun before one is stopped
         # A dropped or never-closed sandbox still stops its template (also at exit).
         weakref.finalize(self, _close_slot, self._slot)
         weakref.finalize(self, self._live_hosts.close)
@@ -147,48 +145,6 @@ class Sandbox:
         payload = {"args": [str(a) for a in args or []]}
         return self._run("tests", payload, overlay, change_ids, timeout, options)
 
-    def run_live(
-        self,
-        code: str,
-        *,
-        timeout: float = VERIFY_TIMEOUT,
-        memory_mb: int | None = None,
-        network: bool | None = None,
-        cpu_seconds: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> LiveCheck:
-        """Run `code` in a fork of this live process (see `_livefork`) inside the same
-        boundary as `verify`: the same settings, a scratch folder of its own, the project
-        root as its working folder, the project copy-on-write where the platform allows
-        (what it wrote is listed, then discarded). `on_start` gets the fork's pid once it
-        runs (`_livefork.stop` ends it early)."""
-        options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
-        self._afterwards.finish()
-        run_id = f"live-{secrets.token_hex(6)}"
-        scratch = self.scratch.folder(run_id)
-        policy = self._policy(run_id, self.readable(), scratch, options)
-        policy = replace(policy, parent_pid=os.getpid())
-        prepared = self._live_rulesets.take(policy)
-        host = self._live_hosts.take() if policy.namespaces and self.make_ahead else None
-        try:
-            checked = _livefork.run_live(
-                code,
-                timeout=timeout,
-                boundary=policy,
-                prepared=prepared,
-                cwd=str(self.project_root),
-                host=host,
-                on_start=on_start,
-            )
-        finally:
-            changed = remove_scratch(policy, scratch, self._afterwards)
-        # the next live check's shared rules, built while this one is read
-        later(self._live_rulesets.make_spare, policy)
-        if checked.boundary is not None and changed:
-            update = checked.boundary.with_changes(changed.written, changed.deleted)
-            checked = checked.model_copy(update={"boundary": update})
-        return checked
-
     def runs(self) -> list[RunSummary]:
         """The kept run records, newest first."""
         self._afterwards.finish()
@@ -198,6 +154,15 @@ class Sandbox:
         """The stored result of one run."""
         self._afterwards.finish()
         return self.store.load(run_id)
+
+    def stop_running(self) -> list[int]:
+        """Kill every check of this sandbox in progress, with what it started — also one
+        whose process is yet to start, which is killed as it starts (the front end's
+        Ctrl-C); the pids killed (live checks of this process included)."""
+        self._stops += 1
+        killed = _livefork.stop_all()
+        template = self.template_pid
+        return killed + (_processes.kill_children(template) if template is not None else [])
 
     @property
     def template_pid(self) -> int | None:
@@ -238,6 +203,7 @@ class Sandbox:
         timeout: float,
         options: dict[str, Any],
     ) -> RunResult:
+        stops = self._stops
         modules = checked_overlay(overlay)
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -263,7 +229,9 @@ class Sandbox:
                 raise
             scrubber = Scrubber.current()
             try:
-                ended = self._child(template, request, folder, modules, timeout, scrubber)
+                ended = self._child(
+                    template, request, folder, modules, timeout, scrubber, stops=stops
+                )
             finally:
                 keep_junit(scratch, folder, scrubber)
                 changed = remove_scratch(policy, scratch, self._afterwards)
@@ -313,8 +281,11 @@ class Sandbox:
         modules: list[OverlayModule],
         timeout: float,
         scrubber: Scrubber,
+        *,
+        stops: int,
     ) -> RunExit:
-        """Run the request in a child of `template`; a lost template is replaced next time."""
+        """Run the request in a child of `template`; a lost template is replaced next time.
+        `stops` is `_stops` when the run began: a stop since kills the child as it starts."""
         try:
             ended = run_child(
                 template,
@@ -324,6 +295,7 @@ class Sandbox:
                 output_cap=self.output_cap,
                 while_running=lambda: write_record(folder, request, modules, scrubber),
                 scrubber=scrubber,
+                stopped=lambda: self._stops != stops,
             )
         except BaseException:  # interrupted: the template may still be reaping the child
             template.close()

@@ -41,9 +41,17 @@ def _wait_for(condition, timeout: float = 30.0) -> bool:
 
 
 def _run_process(chat_pid: int) -> set[int]:
-    """Sandbox runs in progress: processes two levels below the chat (under the template)."""
-    children = {p for p in _descendants(chat_pid) if _parent(p) == chat_pid}
+    """Sandbox runs in progress: processes two levels below the chat (under the template, or
+    under a live fork), not the namespaces the host maker keeps ready for live checks."""
+    children = {p for p in _descendants(chat_pid) if _parent(p) == chat_pid and not _host_maker(p)}
     return {p for p in _descendants(chat_pid) if _parent(p) in children}
+
+
+def _host_maker(pid: int) -> bool:
+    try:
+        return b"'_hosts'" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _parent(pid: int) -> int:
