@@ -83,3 +83,13 @@ def test_a_fresh_check_that_crashed_stops_the_live_one(
     while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not marked(marker)
+
+
+def test_the_live_check_runs_in_the_main_thread_as_a_fresh_one_does(rt: Runtime) -> None:
+    """The fork is made from a thread; in it that thread is the main one, by name too."""
+    result = rt.verify(
+        "import threading\n"
+        "(threading.current_thread().name, threading.current_thread() is threading.main_thread())"
+    )
+    assert result.ok and result.value_repr == "('MainThread', True)", result.summary()
+    assert result.live is not None and result.live.value_repr == result.value_repr
