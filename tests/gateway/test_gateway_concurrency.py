@@ -1,5 +1,6 @@
-"""Two sessions of one project at once over a real WebSocket: streams interleave, patches land
-and stay each session's own (events, transcripts, diff and undo)."""
+"""Sessions of one project at once over a real WebSocket: streams interleave, patches land
+and stay each session's own (events, transcripts, diff and undo), and runs sent together
+start together."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
             "text": "fix subtotal",
             "tools": [],
         }
-        rest = client.until(_both_ended(alpha, beta))
+        rest = client.until(_all_ended({alpha, beta}))
         messages = first + rest
         order = _deltas(messages)
         switches = sum(1 for x, y in itertools.pairwise(order) if x != y)
@@ -123,17 +124,6 @@ def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
         client.close()
     finally:
         gateway.stop()
-
-
-def _both_ended(one: str, two: str) -> Any:
-    left = {one, two}
-
-    def done(message: dict[str, Any]) -> bool:
-        if ended(one)(message) or ended(two)(message):
-            left.discard(message["run"])
-        return not left
-
-    return done
 
 
 def test_a_question_waiting_for_a_person_does_not_hold_up_another_session(sample, fake):
@@ -269,6 +259,7 @@ def test_runs_sent_together_build_their_agents_and_stream_at_once(sample, fake):
 
 
 def _all_ended(runs: set[str]) -> Any:
+    """True once every run of `runs` has had its final run_status message."""
     left = set(runs)
 
     def done(message: dict[str, Any]) -> bool:
