@@ -20,6 +20,13 @@ clock; each run's input is a tag that finds its provider request).
 the direct concurrent chunk-to-consumer one. "hop" is the gateway's own part, measured on
 each event: arrival at the WebSocket client minus the moment the project worker took the
 event from the agent (its `at`): the worker pipe, JSON, the fan-out and the WebSocket.
+"in flight", "streaming" and "starts ms" say what load a path carried, so the paths can be
+compared at all: the most runs in flight at one moment (from the turn_started event their
+consumer got to their end), the most streaming at one moment (from their first text delta
+to their last), and the ms from the first run's start to the last one's. The direct
+concurrent path and the gateway carry the same load when they show the same numbers here
+(SESSIONS in flight, starts close together); "run p50 ms" (a run's turn_started to its end)
+and "all runs ms" (the first start to the last end) show it too.
 Nothing lost: each run's consumer got each of its CHUNKS text deltas ("lost" counts the
 missing ones), and the deltas joined and the final answer are the scripted text ("wrong
 text" counts runs where not); nothing reordered: the deltas came in the provider's order
@@ -65,7 +72,9 @@ class Run:
     final: str = ""
     """The text of the run's final_answer event."""
     began: float = 0.0
+    """When the consumer got the run's turn_started event (time.perf_counter())."""
     ended: float = 0.0
+    """When the consumer saw the run end: its events ran out, or its run_status said so."""
 
 
 def _words(chunks: int) -> list[str]:
@@ -101,9 +110,11 @@ async def _direct(project: Path, tags: list[str], together: bool) -> list[Run]:
     agents = [build_agent(project, runtime=runtime) for _ in (tags if together else tags[:1])]
 
     async def one(agent: Any, tag: str) -> Run:
-        run = Run(tag, began=time.perf_counter())
+        run = Run(tag)
         async for event in agent.run(tag):
-            if event.type == "text_delta":
+            if event.type == "turn_started":
+                run.began = time.perf_counter()
+            elif event.type == "text_delta":
                 run.deltas.append((event.text, time.time()))
             elif event.type == "final_answer":
                 run.final = event.text
@@ -208,11 +219,32 @@ def _ms(values: list[float], q: float) -> float:
     return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The largest number of the (start, end) spans open at one moment."""
+    moves = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    open_now = most = 0
+    for _, move in moves:  # at a tie the end comes first: touching spans do not overlap
+        open_now += move
+        most = max(most, open_now)
+    return most
+
+
+def _load(runs: list[Run]) -> tuple[int, int, float]:
+    """How much the path carried at once: the most runs in flight (turn started, not ended),
+    the most streaming (between their first and last text delta), and the ms from the first
+    run's start to the last one's."""
+    flight = _most_at_once([(r.began, r.ended) for r in runs])
+    streams = [(r.deltas[0][1], r.deltas[-1][1]) for r in runs if r.deltas]
+    starts = [r.began for r in runs]
+    return flight, _most_at_once(streams), 1000 * (max(starts) - min(starts))
+
+
 def _table(paths: list[Measured], hops: list[float]) -> None:
     head = (
         f"{'path':<18} {'runs':>5} {'deltas':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
         f"{'added p50':>9} {'added p99':>9} {'run p50 ms':>10} {'all runs ms':>11} "
-        f"{'lost':>5} {'reordered':>9} {'wrong text':>10}"
+        f"{'lost':>5} {'reordered':>9} {'wrong text':>10} "
+        f"{'in flight':>9} {'streaming':>9} {'starts ms':>9}"
     )
     print("per-event latency: provider chunk flushed -> text delta at the consumer")
     print(head)
@@ -221,6 +253,7 @@ def _table(paths: list[Measured], hops: list[float]) -> None:
         walls = [r.ended - r.began for r in path.runs]
         whole = max(r.ended for r in path.runs) - min(r.began for r in path.runs)
         added = path.name == "gateway"
+        flight, streaming, starts = _load(path.runs)
         print(
             f"{path.name:<18} {len(path.runs):>5} {len(path.latencies):>7} "
             f"{_ms(path.latencies, 0.5):>7.2f} {_ms(path.latencies, 0.99):>7.2f} "
@@ -228,7 +261,8 @@ def _table(paths: list[Measured], hops: list[float]) -> None:
             f"{_added(path, base, 0.5) if added else '-':>9} "
             f"{_added(path, base, 0.99) if added else '-':>9} "
             f"{1000 * statistics.median(walls):>10.1f} {1000 * whole:>11.1f} "
-            f"{path.lost:>5} {path.reordered:>9} {path.wrong:>10}"
+            f"{path.lost:>5} {path.reordered:>9} {path.wrong:>10} "
+            f"{flight:>9} {streaming:>9} {starts:>9.1f}"
         )
     print(
         f"gateway hop (worker took the event -> WebSocket client), {len(hops)} events: "

@@ -99,7 +99,8 @@ class Worker:
         self.lanes: dict[str, str] = {}
         """The run each agent session is in."""
         self.cancelled: set[str] = set()  # runs asked to stop, perhaps before their turn began
-        self._building = asyncio.Lock()
+        self._building: dict[str, asyncio.Future[Any]] = {}
+        """The builds under way of resumed sessions' agents, by session id."""
 
     def _approver(self, lane: list[str]) -> Callable[[Any], bool]:
         """The permission policy asks: the question goes to the client of the run that the
@@ -128,13 +129,21 @@ class Worker:
 
     async def _agent(self, agent_session: str) -> Any:
         """The session's agent; built in a thread (resuming re-applies changes, which waits
-        for the live program) so the other sessions keep streaming meanwhile."""
-        async with self._building:
-            found: Any = self.agents.get(agent_session) if agent_session else None
-            if found is None:
-                found = await asyncio.to_thread(self._build, agent_session)
-                self.agents[found.session.id] = found
+        for the live program) so the other sessions keep streaming meanwhile. Builds of
+        different sessions go at once: runs sent together start together, never one build
+        after another; a second run of a session whose agent is being built waits for it."""
+        found: Any = self.agents.get(agent_session) if agent_session else None
+        if found is not None:
             return found
+        building = self._building.get(agent_session) if agent_session else None
+        if building is None:
+            building = asyncio.ensure_future(asyncio.to_thread(self._build, agent_session))
+            if agent_session:
+                self._building[agent_session] = building
+                building.add_done_callback(lambda _: self._building.pop(agent_session, None))
+        found = await asyncio.shield(building)
+        self.agents[found.session.id] = found
+        return found
 
     async def run(self, command: dict[str, Any]) -> None:
         """One run: build or reuse the session's agent, stream its events, report the end."""

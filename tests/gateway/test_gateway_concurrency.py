@@ -1,5 +1,6 @@
-"""Two sessions of one project at once over a real WebSocket: streams interleave, patches land
-and stay each session's own (events, transcripts, diff and undo)."""
+"""Sessions of one project at once over a real WebSocket: streams interleave, patches land
+and stay each session's own (events, transcripts, diff and undo), and runs sent together
+start together."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
             "text": "fix subtotal",
             "tools": [],
         }
-        rest = client.until(_both_ended(alpha, beta))
+        rest = client.until(_all_ended({alpha, beta}))
         messages = first + rest
         order = _deltas(messages)
         switches = sum(1 for x, y in itertools.pairwise(order) if x != y)
@@ -123,17 +124,6 @@ def test_two_sessions_stream_at_once_and_each_keeps_its_own_patch(sample, fake):
         client.close()
     finally:
         gateway.stop()
-
-
-def _both_ended(one: str, two: str) -> Any:
-    left = {one, two}
-
-    def done(message: dict[str, Any]) -> bool:
-        if ended(one)(message) or ended(two)(message):
-            left.discard(message["run"])
-        return not left
-
-    return done
 
 
 def test_a_question_waiting_for_a_person_does_not_hold_up_another_session(sample, fake):
@@ -203,3 +193,78 @@ def test_a_queued_run_aborted_while_another_launches_never_starts(sample):
             await gateway.stop()
 
     assert asyncio.run(scenario()) == "aborted"
+
+
+#: A project plugin: each session's start waits until MEETING sessions have started (or, at
+#: worst, until a generous deadline so a failing gateway still ends), then notes how many it
+#: met. Session starts run while the worker builds the session's agent.
+MEETING = 3
+MEETING_PLUGIN = f"""
+import time
+from pathlib import Path
+
+from liveforge.declarations.plugins import hookimpl
+
+ARRIVED = Path(__file__).parent.parent / "meeting"
+
+
+@hookimpl
+def on_session_start(session):
+    ARRIVED.mkdir(exist_ok=True)
+    (ARRIVED / session.id).touch()
+    deadline = time.monotonic() + 15
+    while len(list(ARRIVED.iterdir())) < {MEETING} and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (ARRIVED.parent / f"met-{{session.id}}").write_text(str(len(list(ARRIVED.iterdir()))))
+"""
+
+
+def test_runs_sent_together_build_their_agents_and_stream_at_once(sample, fake):
+    """Runs of three sessions sent at once (one client each) are built at the same time in
+    the worker (each session's start meets the other two; built one after another, the
+    first would never meet the rest), and then all three stream at once: every run's first
+    text delta comes before any run's last one."""
+    plugins = sample / ".liveforge" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "meeting.py").write_text(MEETING_PLUGIN)
+    fake.add(*(reply.text("streaming along " * 10).chunked(8).slow(0.05) for _ in range(MEETING)))
+    sessions = [f"s{i}" for i in range(MEETING)]
+    gateway = GatewayProcess(sample, gateway_env(fake))
+    try:
+        watcher = Client(gateway.ws_url)
+        for session in sessions:
+            watcher.request("watch", session=session)
+        clients = [Client(gateway.ws_url) for _ in sessions]
+        runs = [
+            client.request("run", session=session, input="go")["result"]["run"]
+            for client, session in zip(clients, sessions, strict=True)
+        ]
+        seen = watcher.until(_all_ended(set(runs)))
+        for client, run in zip(clients, runs, strict=True):
+            assert client.until(ended(run))[-1]["status"] == "done"  # each owner heard its end
+        met = sorted(p.read_text() for p in (sample / ".liveforge").glob("met-*"))
+        assert met == [str(MEETING)] * MEETING, f"sessions met {met}, not all at once"
+        order = [
+            m["session"]
+            for m in seen
+            if m["type"] == "event" and m["event"]["type"] == "text_delta"
+        ]
+        firsts = [order.index(s) for s in sessions]
+        lasts = [len(order) - 1 - order[::-1].index(s) for s in sessions]
+        assert max(firsts) < min(lasts), f"the streams did not overlap: {order}"
+        for client in [watcher, *clients]:
+            client.close()
+    finally:
+        gateway.stop()
+
+
+def _all_ended(runs: set[str]) -> Any:
+    """True once every run of `runs` has had its final run_status message."""
+    left = set(runs)
+
+    def done(message: dict[str, Any]) -> bool:
+        if message.get("type") == "run_status" and ended(message["run"])(message):
+            left.discard(message["run"])
+        return not left
+
+    return done
