@@ -1,10 +1,11 @@
 """Event latency through the gateway, side by side with the agent driven in-process.
 
 Every run is the same scripted answer: CHUNKS text deltas ("w000 ", "w001 ", ...), paced
-PACE ms apart by the fake provider over loopback HTTP. The provider notes when it flushed
-each chunk (`RecordedRequest.written`), and each path notes when its consumer got the text
-delta of that chunk: per-event latency is the difference, on every path (same machine
-clock; each run's input is a tag that finds its provider request).
+PACE ms apart by the fake provider over loopback HTTP. The provider runs in a process of its
+own (its threads do not compete with the consumers for this process's interpreter) and notes
+when it flushed each chunk (`RecordedRequest.written`); each path notes when its consumer
+got the text delta of that chunk: per-event latency is the difference, on every path (same
+machine clock; each run's input is a tag that finds its provider request).
 
 * direct serial      `agent.run` in this process, the runs one after another: the agent
                      loop alone.
@@ -54,7 +55,7 @@ from typing import Any
 from websockets.asyncio.client import connect
 
 from liveforge.demo import SAMPLE_DIR
-from liveforge.testing import FakeProvider, RecordedRequest, reply
+from liveforge.testing import FakeProvider, reply
 
 TARGET_P99_MS = 20.0
 
@@ -67,6 +68,8 @@ class Run:
     deltas: list[tuple[str, float]] = field(default_factory=list)
     """Each text delta and when the consumer got it (time.time())."""
     hops: list[float] = field(default_factory=list)
+    taken: dict[str, float] = field(default_factory=dict)
+    """Gateway only: when the project worker took each text delta from its agent (`at`)."""
     """Gateway only: each event's arrival minus its `at`."""
     seqs: list[int] = field(default_factory=list)
     final: str = ""
@@ -85,10 +88,10 @@ def _answer(chunks: int, pace_ms: float):  # type: ignore[no-untyped-def]
     return reply.text("".join(_words(chunks))).chunked(5).slow(pace_ms / 1000)
 
 
-def _env(fake: FakeProvider) -> dict[str, str]:
+def _env(base_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
     env.update(
-        ANTHROPIC_BASE_URL=fake.base_url,
+        ANTHROPIC_BASE_URL=base_url,
         ANTHROPIC_API_KEY="bench-key",
         LIVEFORGE_MODEL="anthropic:test-model",
     )
@@ -149,6 +152,7 @@ async def _client(url: str, tag: str) -> Run:
                     run.began = time.perf_counter()
                 elif event["type"] == "text_delta":
                     run.deltas.append((event["text"], now))
+                    run.taken[event["text"]] = message["at"]
                 elif event["type"] == "final_answer":
                     run.final = event["text"]
             elif message["type"] == "run_status" and message["status"] in ("done", "failed"):
@@ -156,12 +160,12 @@ async def _client(url: str, tag: str) -> Run:
                 return run
 
 
-async def _gateway(project: Path, fake: FakeProvider, tags: list[str]) -> list[Run]:
+async def _gateway(project: Path, base_url: str, tags: list[str]) -> list[Run]:
     process = subprocess.Popen(
         [sys.executable, "-m", "liveforge", "serve", "--project", str(project), "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
-        env=_env(fake),
+        env=_env(base_url),
     )
     assert process.stdout is not None
     url = process.stdout.readline().split()[3].replace("http://", "ws://") + "ws"
@@ -172,12 +176,12 @@ async def _gateway(project: Path, fake: FakeProvider, tags: list[str]) -> list[R
         process.wait(timeout=30)
 
 
-def _stamps(requests: list[RecordedRequest], tag: str) -> dict[str, float]:
+def _stamps(requests: list[dict[str, Any]], tag: str) -> dict[str, float]:
     """When the provider flushed each text chunk of the request whose input is `tag`."""
-    [request] = [r for r in requests if f'"{tag}"' in json.dumps(r.body["messages"][-1])]
+    [request] = [r for r in requests if f'"{tag}"' in r["last"]]
     stamps: dict[str, float] = {}
-    for at, raw in request.written:
-        for line in raw.decode().splitlines():
+    for at, raw in request["written"]:
+        for line in raw.splitlines():
             if line.startswith("data: "):
                 delta = json.loads(line[6:]).get("delta") or {}
                 if delta.get("type") == "text_delta":
@@ -198,9 +202,11 @@ class Measured:
     """Runs whose deltas (or, through the gateway, seq numbers) came out of order."""
     wrong: int = 0
     """Runs whose deltas joined, or whose final answer, is not the scripted answer."""
+    before_hop: list[float] = field(default_factory=list)
+    """Gateway only: provider chunk flushed -> the worker took the text delta."""
 
 
-def _score(name: str, runs: list[Run], requests: list[RecordedRequest], chunks: int) -> Measured:
+def _score(name: str, runs: list[Run], requests: list[dict[str, Any]], chunks: int) -> Measured:
     words = _words(chunks)
     path = Measured(name, runs)
     for run in runs:
@@ -211,6 +217,7 @@ def _score(name: str, runs: list[Run], requests: list[RecordedRequest], chunks: 
         path.reordered += order != sorted(order) or run.seqs != list(range(len(run.seqs)))
         path.wrong += "".join(texts) != "".join(words) or run.final != "".join(words)
         path.latencies += [at - stamps[text] for text, at in run.deltas if text in stamps]
+        path.before_hop += [at - stamps[text] for text, at in run.taken.items() if text in stamps]
     return path
 
 
@@ -264,6 +271,11 @@ def _table(paths: list[Measured], hops: list[float]) -> None:
             f"{path.lost:>5} {path.reordered:>9} {path.wrong:>10} "
             f"{flight:>9} {streaming:>9} {starts:>9.1f}"
         )
+    inside = paths[2].before_hop
+    print(
+        f"gateway worker (provider chunk flushed -> worker took the text delta), {len(inside)} "
+        f"deltas: p50 {_ms(inside, 0.5):.2f} ms, p99 {_ms(inside, 0.99):.2f} ms"
+    )
     print(
         f"gateway hop (worker took the event -> WebSocket client), {len(hops)} events: "
         f"p50 {_ms(hops, 0.5):.2f} ms, p99 {_ms(hops, 0.99):.2f} ms, max {_ms(hops, 1.0):.2f} ms"
@@ -274,21 +286,49 @@ def _added(path: Measured, base: list[float], q: float) -> str:
     return f"{_ms(path.latencies, q) - _ms(base, q):.2f}"
 
 
+def _serve_provider(answers: int, chunks: int, pace: float) -> int:
+    """The provider's process: serve `answers` scripted answers, print the base URL, and
+    once stdin closes print what each request was sent as JSON (its last message and when
+    each chunk was flushed)."""
+    with FakeProvider() as fake:
+        for _ in range(answers):
+            fake.add(_answer(chunks, pace))
+        print(fake.base_url, flush=True)
+        sys.stdin.read()
+        requests = [
+            {
+                "last": json.dumps(r.body["messages"][-1]),
+                "written": [(at, raw.decode()) for at, raw in r.written],
+            }
+            for r in fake.requests
+        ]
+    print(json.dumps(requests))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--chunks", type=int, default=40)
     parser.add_argument("--pace", type=float, default=2.0, help="ms between streamed chunks")
+    parser.add_argument("--serve-provider", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     tags = {n: [f"{n}-{i:04d}" for i in range(args.sessions)] for n in ("ds", "dc", "gw")}
-    with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
-        for _ in range(args.sessions * 3):
-            fake.add(_answer(args.chunks, args.pace))
-        os.environ.update(_env(fake))
+    if args.serve_provider:
+        return _serve_provider(args.sessions * 3, args.chunks, args.pace)
+    command = [sys.executable, __file__, "--serve-provider", "--sessions", str(args.sessions)]
+    command += ["--chunks", str(args.chunks), "--pace", str(args.pace)]
+    provider = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert provider.stdin is not None and provider.stdout is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        base_url = provider.stdout.readline().strip()
+        os.environ.update(_env(base_url))
         serial = asyncio.run(_direct(_project(Path(tmp), "serial"), tags["ds"], False))
         together = asyncio.run(_direct(_project(Path(tmp), "together"), tags["dc"], True))
-        through = asyncio.run(_gateway(_project(Path(tmp), "served"), fake, tags["gw"]))
-        requests = list(fake.requests)
+        through = asyncio.run(_gateway(_project(Path(tmp), "served"), base_url, tags["gw"]))
+        provider.stdin.close()
+        requests = json.loads(provider.stdout.read())
+        provider.wait(timeout=30)
     paths = [
         _score("direct serial", serial, requests, args.chunks),
         _score("direct concurrent", together, requests, args.chunks),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -64,9 +65,32 @@ def _project_module(path: Path) -> ModuleType:
     return module
 
 
+_installed: tuple[tuple[tuple[str, int], ...], list[importlib.metadata.EntryPoint]] = ((), [])
+
+
+def _installed_plugins() -> list[importlib.metadata.EntryPoint]:
+    """The installed plugins' entry points, read again only when a folder on `sys.path`
+    changed since (a package was installed or removed there) or the path did: reading
+    every installed distribution's metadata costs milliseconds per agent built, and a
+    gateway builds one per session."""
+    global _installed
+    key = tuple((entry, _mtime(entry)) for entry in sys.path)
+    if _installed[0] != key or not key:
+        found = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+        _installed = (key, found)
+    return _installed[1]
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return -1
+
+
 @forwardpy.impl(PluginHost.load)
 def load(self: PluginHost, project_root: str | Path | None = None) -> PluginHost:
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry in _installed_plugins():
         try:
             plugin = entry.load()
         except Exception as exc:

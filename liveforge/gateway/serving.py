@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import os
 import sys
@@ -87,6 +88,7 @@ async def _serve(
         while not server.started and not task.done():
             await asyncio.sleep(0.01)
         if server.started:
+            _settle()
             bound = server.servers[0].sockets[0].getsockname()
             shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
             names = ", ".join(f"{name} {folder}" for name, folder in projects)
@@ -98,6 +100,14 @@ async def _serve(
         for extra in extras:
             await extra.stop()
         await hub.stop()
+
+
+def _settle() -> None:
+    """Collect once, then leave what startup made (modules, the app) out of every later
+    collection: the collector's full passes over it would stall every stream the gateway
+    carries for tens of milliseconds."""
+    gc.collect()
+    gc.freeze()
 
 
 def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[Any]]:

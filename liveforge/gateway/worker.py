@@ -16,6 +16,7 @@ once; the gateway sends one run per session at a time), ``abort`` {run}, ``answe
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -295,6 +296,9 @@ async def _main(project: Path, channel: _Channel, mode: str) -> None:
     inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     loop = asyncio.get_running_loop()
     threading.Thread(target=_read, args=(loop, inbox), daemon=True).start()
+    _warm()
+    gc.collect()
+    gc.freeze()  # what startup made stays out of later collections (they stall the streams)
     channel.send("ready", pid=os.getpid())
     try:
         await _serve(worker, inbox)
@@ -302,6 +306,22 @@ async def _main(project: Path, channel: _Channel, mode: str) -> None:
         for agent in worker.agents.values():
             await agent.aclose()
         worker.runtime.close()
+
+
+def _warm() -> None:
+    """Import what building an agent and its turns need (the agent's setup, every built-in
+    tool module, jedi with them) before the first run: done later, the imports of the first
+    build hold the interpreter for a good part of a second while other runs stream."""
+    import importlib
+    import pkgutil
+
+    import liveforge.agent_setup  # noqa: F401
+    from liveforge.impls.toolbox import BUILTIN_PACKAGE
+
+    package = importlib.import_module(BUILTIN_PACKAGE)
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")
 
 
 def _die_with_parent() -> None:

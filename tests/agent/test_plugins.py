@@ -8,13 +8,16 @@ import json
 import site
 import subprocess
 import sys
+import time
 import venv
 import zipfile
 from pathlib import Path
 
+import pytest
 from agent_support import make_agent, of_type, run_turn
 
 from liveforge.declarations.plugins import PluginHost
+from liveforge.impls import plugins as plugins_impl
 from liveforge.testing import reply
 
 PLUGIN = """
@@ -226,3 +229,30 @@ def test_unusable_plugins_are_reported_by_name() -> None:
     assert "'typo': before_tool_cal is not a liveforge hook" in problems
     assert "'bad' rejected" in problems and "nonsense" in problems
     assert host.names() == ["typo"]
+
+
+def _dist(folder: Path, name: str) -> None:
+    """An installed distribution `name` (a module of that name and its dist-info with a
+    `liveforge.plugins` entry point) in `folder`."""
+    (folder / f"{name}.py").write_text("")
+    info = folder / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[liveforge.plugins]\n{name} = {name}\n")
+
+
+def test_installed_plugins_are_read_again_only_when_a_path_folder_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building an agent does not read every distribution's metadata again; a plugin
+    installed later (its folder changes) is found by the next host."""
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    _dist(site_dir, "lfcache_one")
+    monkeypatch.syspath_prepend(str(site_dir))
+    first = PluginHost().load()
+    assert "lfcache_one" in first.names()
+    assert plugins_impl._installed_plugins() is plugins_impl._installed_plugins()
+    time.sleep(0.01)  # a later modification time than the folder's first one
+    _dist(site_dir, "lfcache_two")
+    assert {"lfcache_one", "lfcache_two"} <= set(PluginHost().load().names())
