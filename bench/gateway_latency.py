@@ -1,8 +1,11 @@
 """Event latency through the gateway, side by side with the agent driven in-process.
 
 Every run is the same scripted answer: CHUNKS text deltas ("w000 ", "w001 ", ...), paced
-PACE ms apart by the fake provider over loopback HTTP. The provider runs in a process of its
-own (its threads do not compete with the consumers for this process's interpreter) and notes
+PACE ms apart by the fake provider over loopback HTTP. The provider stands in for a model
+service on another machine: it runs in a process of its own at a lower CPU priority (nice
+10), so that on a small machine its fifty streaming threads do not take the cores the paths
+being measured need (its threads would otherwise also compete with the consumers for this
+process's interpreter). It notes
 when it flushed each chunk (`RecordedRequest.written`); each path notes when its consumer
 got the text delta of that chunk: per-event latency is the difference, on every path (same
 machine clock; each run's input is a tag that finds its provider request).
@@ -290,6 +293,7 @@ def _serve_provider(answers: int, chunks: int, pace: float) -> int:
     """The provider's process: serve `answers` scripted answers, print the base URL, and
     once stdin closes print what each request was sent as JSON (its last message and when
     each chunk was flushed)."""
+    os.nice(10)
     with FakeProvider() as fake:
         for _ in range(answers):
             fake.add(_answer(chunks, pace))

@@ -81,7 +81,14 @@ async def _serve(
         await extra.start()
     app = build_app(hub, token=token, allowed_origins=allowed_origins)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            ws="websockets-sansio",
+            ws_per_message_deflate=False,
+        )
     )
     task = asyncio.create_task(server.serve())
     try:

@@ -299,6 +299,9 @@ async def _main(project: Path, channel: _Channel, mode: str) -> None:
     _warm()
     gc.collect()
     gc.freeze()  # what startup made stays out of later collections (they stall the streams)
+    # agents are built (and tools run) in threads while other sessions stream: the event
+    # loop waits for the interpreter at most this long, not the default 5 ms, each time
+    sys.setswitchinterval(0.001)
     channel.send("ready", pid=os.getpid())
     try:
         await _serve(worker, inbox)
