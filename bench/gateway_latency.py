@@ -5,10 +5,10 @@ PACE ms apart by the fake provider over loopback HTTP. The provider stands in fo
 service on another machine: it runs in a process of its own at a lower CPU priority (nice
 10), so that on a small machine its fifty streaming threads do not take the cores the paths
 being measured need (its threads would otherwise also compete with the consumers for this
-process's interpreter). It notes
-when it flushed each chunk (`RecordedRequest.written`); each path notes when its consumer
-got the text delta of that chunk: per-event latency is the difference, on every path (same
-machine clock; each run's input is a tag that finds its provider request).
+process's interpreter). It notes when it flushed each chunk (`RecordedRequest.written`);
+each path notes when its consumer got the text delta of that chunk: per-event latency is the
+difference, on every path (same machine clock; each run's input is a tag that finds its
+provider request).
 
 * direct serial      `agent.run` in this process, the runs one after another: the agent
                      loop alone.
@@ -23,7 +23,9 @@ machine clock; each run's input is a tag that finds its provider request).
 "added" is what the gateway adds to an event: the gateway's chunk-to-client percentile minus
 the direct concurrent chunk-to-consumer one. "hop" is the gateway's own part, measured on
 each event: arrival at the WebSocket client minus the moment the project worker took the
-event from the agent (its `at`): the worker pipe, JSON, the fan-out and the WebSocket.
+event from the agent (its `at`): the worker pipe, JSON, the fan-out and the WebSocket. The
+"gateway worker" line is the part before it: the provider's chunk flushed to the worker
+taking the text delta from its agent (the agent loop in the worker process).
 "in flight", "streaming" and "starts ms" say what load a path carried, so the paths can be
 compared at all: the most runs in flight at one moment (from the turn_started event their
 consumer got to their end), the most streaming at one moment (from their first text delta
