@@ -20,6 +20,7 @@ of the namespace with it.
     host = hosts.take()     # a Host, or None (not ready: the check enters namespaces itself)
     ...                     # the live check joins it, then:
     host.end()              # kills the host's pid 1 whatever happened
+    hosts.refill()          # the next one is made while the front end is idle
     hosts.close()
 
 A host serves one check. Each dies with the maker (parent-death signals down the chain), and
@@ -103,21 +104,27 @@ class LiveHosts:
 
     def take(self) -> Host | None:
         """A host for the next live check, or None when none is ready (the maker is still
-        starting, or cannot make them); the next is asked for either way."""
+        starting, or cannot make them). `refill` asks for the next one."""
         with self._lock:
             if self.refused is not None or not self.available():
                 return None
             if self._sock is None:
                 self._start()
             self._receive(0)
-            if not self._stock and self._ready and self._asked:
+            if not self._stock and self._ready and not self._asked:
+                self._ask()
+            if not self._stock and self._ready:
                 self._receive(self.wait)
                 if not self._stock:  # the maker is stuck: a new one next time
                     self._stop(kill=True)
-            host = self._stock.pop(0) if self._stock else None
-            if not self._stock and not self._asked and self._sock is not None:
+            return self._stock.pop(0) if self._stock else None
+
+    def refill(self) -> None:
+        """Ask for the next host unless one is ready or being made (after a check, so the
+        maker's work does not compete with it)."""
+        with self._lock:
+            if self._sock is not None and not self._stock and not self._asked:
                 self._ask()
-            return host
 
     def close(self) -> None:
         """End the hosts made ahead and stop the maker."""

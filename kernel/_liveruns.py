@@ -87,9 +87,10 @@ class LiveRuns:
                 on_start=started,
             )
         finally:
-            changed = remove_scratch(policy, scratch, self._afterwards)
-        # the next live check's shared rules, built while this one is read
+            changed = remove_scratch(policy, scratch, self._afterwards, scratch_later=True)
+        # the next live check's shared rules and namespaces, made while this one is read
         later(self._live_rulesets.make_spare, policy)
+        later(self._live_hosts.refill)
         if checked.boundary is not None and changed:
             update = checked.boundary.with_changes(changed.written, changed.deleted)
             checked = checked.model_copy(update={"boundary": update})

@@ -64,19 +64,32 @@ def named_paths(args: list[str], root: Path) -> list[str]:
 
 
 def remove_scratch(
-    policy: BoundaryPolicy | None, scratch: Path, afterwards: Afterwards | None = None
+    policy: BoundaryPolicy | None,
+    scratch: Path,
+    afterwards: Afterwards | None = None,
+    *,
+    scratch_later: bool = False,
 ) -> _overlay.Changes:
     """Remove a run's scratch folder and its copy-on-write view; what the view held. The
-    view's folders (out of every check's reach) are removed by `afterwards` if given."""
-    shutil.rmtree(scratch, ignore_errors=True)
+    view's folders (out of every check's reach) are removed by `afterwards` if given, and
+    with `scratch_later` the scratch folder too (a live check's: its result does not list
+    the folder, and the processes of the check, tearing down, would slow its removal)."""
     view = policy.copy_on_write() if policy is not None else None
-    if view is None:
-        return _overlay.Changes()
-    changed = _overlay.changes(view.upper)
+    changed = _overlay.changes(view.upper) if view is not None else _overlay.Changes()
+    later = scratch_later and afterwards is not None
+    if not later:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    def remove() -> None:
+        if later:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if view is not None:
+            _remove_view(view)
+
     if afterwards is None:
-        _remove_view(view)
-    else:
-        afterwards.start(lambda: _remove_view(view))
+        remove()
+    elif view is not None or later:
+        afterwards.start(remove)
     return changed
 
 
