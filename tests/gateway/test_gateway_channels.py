@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -104,22 +104,26 @@ def test_cron_fields_ranges_steps_and_days():
 
 
 def test_missed_scheduled_runs_after_a_restart_are_reported(sample):
-    """Firings that fell while the gateway was down are listed, not dropped or run."""
+    """Firings that fell while the gateway was down are listed, not dropped or run. The
+    entry fires daily twelve hours from now (local time, as the scheduler reads it), so it
+    cannot fire for real during the test; it was last checked four days ago."""
+    later = datetime.now() + timedelta(hours=12)
     _configure(
         sample,
-        '[[tool.liveforge.schedule]]\nname = "every-minute"\ncron = "* * * * *"\n'
+        '[[tool.liveforge.schedule]]\nname = "daily"\n'
+        f'cron = "{later.minute} {later.hour} * * *"\n'
         'session = "ops"\ninput = "check the tests"\n',
     )
     db = sample / ".liveforge" / "gateway.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE schedules (name TEXT PRIMARY KEY, last REAL NOT NULL)")
-        conn.execute("INSERT INTO schedules VALUES ('every-minute', ?)", (time.time() - 185,))
+        conn.execute("INSERT INTO schedules VALUES ('daily', ?)", (time.time() - 4 * 86400,))
     gateway = GatewayProcess(sample, gateway_env(None))
     try:
         client = Client(gateway.ws_url)
         [missed] = client.request("health")["result"]["missed_schedules"]
-        assert missed["name"] == "every-minute" and missed["count"] >= 3
+        assert missed["name"] == "daily" and missed["count"] >= 3
         assert client.request("runs.list")["result"]["runs"] == []
         client.close()
     finally:
