@@ -140,19 +140,12 @@ class LiveHosts:
             return
         self._starts += 1
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        from liveforge.kernel._secrets import without_secrets  # front end only
+        from liveforge.kernel._secrets import start_helper  # front end only
 
         child = str(Path(__file__).with_name("_child.py"))
+        argv = [sys.executable, "-I", "-S", "-c", BOOTSTRAP, child, str(theirs.fileno())]
         try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", BOOTSTRAP, child, str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                env=without_secrets(os.environ),
-            )
+            self._process = start_helper(argv, theirs.fileno())
         except OSError as exc:
             self.refused = f"the host maker could not start: {exc}"
             return

@@ -127,7 +127,7 @@ def run_child(
                 selector.register(fd, selectors.EVENT_READ)
             selector.register(template.sock, selectors.EVENT_READ)
             try:
-                _wait(template, selector, pumps, ended, (time.monotonic() + timeout, stopped))
+                _wait(template, selector, pumps, ended, time.monotonic() + timeout, stopped)
                 ended.stopped = stopped is not None and stopped()
             except BaseException:  # e.g. Ctrl-C in the parent: the run must not live on
                 kill_group(ended.pid)
@@ -146,11 +146,11 @@ def _wait(
     selector: selectors.BaseSelector,
     pumps: _Pumps,
     ended: RunExit,
-    limits: tuple[float, Callable[[], bool] | None],
+    deadline: float,
+    stopped: Callable[[], bool] | None,
 ) -> None:
     """Pump pipes and control messages until the child has exited (or was killed at the
     deadline, or as it started when the run was stopped)."""
-    deadline, stopped = limits
     control = template.sock.fileno()
     exit_seen = 0.0
     while True:

@@ -29,6 +29,7 @@ import base64
 import json
 import os
 import re
+import subprocess
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -118,6 +119,24 @@ def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
         for name, value in env.items()
         if not is_secret_name(name) and not any(s in value for s in registered)
     }
+
+
+def start_helper(
+    argv: list[str], keep_fd: int, cwd: str | os.PathLike[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start one of liveforge's helper processes (the sandbox template, the live checks'
+    host maker): `argv` in a session of its own, without standard streams, from an
+    environment without secrets, given the descriptor `keep_fd` (its end of a socket)."""
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        pass_fds=[keep_fd],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=without_secrets(os.environ),
+    )
 
 
 def encodings(secret: str) -> set[str]:

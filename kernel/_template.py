@@ -321,19 +321,11 @@ class TemplateProcess:
         make_ahead: bool = True,
     ) -> None:
         # Parent side only: this file also runs standalone as the template's bootstrap.
-        from liveforge.kernel._secrets import without_secrets
+        from liveforge.kernel._secrets import start_helper
 
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", BOOTSTRAP, __file__, str(child_end.fileno())],
-            cwd=cwd,
-            pass_fds=[child_end.fileno()],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            env=without_secrets(os.environ),
-        )
+        argv = [sys.executable, "-c", BOOTSTRAP, __file__, str(child_end.fileno())]
+        self.process = start_helper(argv, child_end.fileno(), cwd)
         child_end.close()
         self.channel = LineChannel(parent_end)
         self.channel.send({"sys_path": sys_path, "preload": preload, "ahead": make_ahead})

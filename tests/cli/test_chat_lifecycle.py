@@ -8,27 +8,13 @@ from pathlib import Path
 
 import pexpect
 from cli_support import FIX
+from process_tree import descendants, parent
 from test_chat import PROMPT, _say, _shown, _spawn
 
 from liveforge.testing import FakeProvider, reply
 
 PATCH = reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX})
 SLEEPER = "import time\ntime.sleep(120)"
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every process below `pid`, read from /proc."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def _wait_for(condition, timeout: float = 30.0) -> bool:
@@ -43,8 +29,8 @@ def _wait_for(condition, timeout: float = 30.0) -> bool:
 def _run_process(chat_pid: int) -> set[int]:
     """Sandbox runs in progress: processes two levels below the chat (under the template, or
     under a live fork), not the namespaces the host maker keeps ready for live checks."""
-    children = {p for p in _descendants(chat_pid) if _parent(p) == chat_pid and not _host_maker(p)}
-    return {p for p in _descendants(chat_pid) if _parent(p) in children}
+    children = {p for p in descendants(chat_pid) if parent(p) == chat_pid and not _host_maker(p)}
+    return {p for p in descendants(chat_pid) if parent(p) in children}
 
 
 def _host_maker(pid: int) -> bool:
@@ -52,13 +38,6 @@ def _host_maker(pid: int) -> bool:
         return b"'_hosts'" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-
-
-def _parent(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
 
 
 def _interrupt_check(child: pexpect.spawn, started: str, stopped: str) -> None:

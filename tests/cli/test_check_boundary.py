@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli_env, run_cli
+from process_tree import alive, descendants
 from secret_leaks import KEY, LEAKS, leaked
 
 from liveforge.agent_setup import open_toolbox
@@ -48,30 +49,6 @@ def test_tool_results_carry_no_secret(sample: Path, monkeypatch: pytest.MonkeyPa
     finally:
         rt.close()
     assert "[redacted]" in result.text and not leaked(result.text)
-
-
-def _descendants(root: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {root}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def _proc_visible() -> bool:
@@ -114,13 +91,13 @@ def test_killing_the_front_end_during_a_check_leaves_no_process_of_it(
         while len(marked(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(marked(marker)) == 2, "the check did not start"
-        tree = _descendants(front.pid) | marked(marker)
+        tree = descendants(front.pid) | marked(marker)
         front.send_signal(signal.SIGKILL)
         front.wait()
         deadline = time.monotonic() + 2
-        while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in tree) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not [pid for pid in tree if _alive(pid)]
+        assert not [pid for pid in tree if alive(pid)]
     finally:
         front.kill()
         for pid in marked(marker):

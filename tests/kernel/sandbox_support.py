@@ -15,6 +15,15 @@ from pathlib import Path
 
 from liveforge.kernel._sandbox import OverlayModule
 
+SETSID_DAEMONS = """
+import os, subprocess
+subprocess.Popen(["sleep", "300"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    os.execvp("sleep", ["sleep", "300"])
+"""
+"""A check's code that starts two daemons in sessions of their own (a `setsid` child and
+a double fork): what a boundary must still end with the check."""
 FIXTURE_PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "sandbox" / "project"
 SANDBOX_FILES = ("_child.py", "_childpytest.py", "_overlayhook.py")
 """The sandbox's files that run a check and serve the overlay: never in a check's traceback."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kernel_support import Project
-from sandbox_support import in_namespace, loopback_listener
+from sandbox_support import SETSID_DAEMONS, in_namespace, loopback_listener
 
 from liveforge import Runtime
 from liveforge.kernel import _livefork
@@ -69,14 +69,7 @@ def test_the_live_check_has_no_network_unless_asked(rt: Runtime) -> None:
 
 def test_what_a_live_check_starts_dies_with_it(rt: Runtime) -> None:
     """setsid daemons started by the live fork do not outlive it (its own pid namespace)."""
-    code = textwrap.dedent("""
-        import os, subprocess
-        subprocess.Popen(["sleep", "300"], start_new_session=True)
-        if os.fork() == 0:
-            os.setsid()
-            os.execvp("sleep", ["sleep", "300"])
-        os.readlink("/proc/self/ns/pid")
-    """)
+    code = SETSID_DAEMONS + "os.readlink('/proc/self/ns/pid')\n"
     result = rt.verify(code)
     live = result.live
     assert live is not None and live.ok and live.boundary is not None, result.summary()

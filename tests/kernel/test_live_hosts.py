@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import in_namespace
+from process_tree import alive, descendants
+from sandbox_support import SETSID_DAEMONS, in_namespace
 
 from liveforge.kernel import _livefork, _overlay
 from liveforge.kernel._boundary import probe
@@ -72,14 +73,7 @@ def test_a_joined_live_check_is_alone_in_its_namespaces_and_sees_the_project_cop
 
 
 def test_what_a_joined_live_check_starts_dies_with_it(sandbox: Sandbox) -> None:
-    setup = textwrap.dedent("""
-        import subprocess
-        subprocess.Popen(["sleep", "300"], start_new_session=True)
-        if os.fork() == 0:
-            os.setsid()
-            os.execvp("sleep", ["sleep", "300"])
-    """)
-    _, link = joined(sandbox, setup, "os.readlink('/proc/self/ns/pid')")
+    _, link = joined(sandbox, SETSID_DAEMONS, "os.readlink('/proc/self/ns/pid')")
     assert isinstance(link, str) and in_namespace(link, wait=2) == []
 
 
@@ -139,39 +133,17 @@ def test_the_maker_and_its_hosts_end_when_the_front_end_is_killed() -> None:
     try:
         assert front.stdout is not None
         maker = int(front.stdout.readline())
-        tree = _tree(maker)
+        tree = {maker} | descendants(maker)
         assert len(tree) >= 3, tree  # the maker, a host process and its pid 1
         front.send_signal(signal.SIGKILL)
         front.wait()
         deadline = time.monotonic() + 2
-        while [pid for pid in tree if _alive(pid)] and time.monotonic() < deadline:
+        while [pid for pid in tree if alive(pid)] and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert [pid for pid in tree if _alive(pid)] == []
+        assert [pid for pid in tree if alive(pid)] == []
     finally:
         front.kill()
         front.wait()
-
-
-def _tree(root: int) -> set[int]:
-    found, frontier = {root}, [root]
-    while frontier:
-        pid = frontier.pop()
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            found.add(child)
-            frontier.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_a_stuck_maker_is_replaced() -> None:

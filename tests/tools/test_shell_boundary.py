@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_tree import alive
 from shell_support import make_box, project_runtime
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
@@ -29,14 +30,6 @@ pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI 6 (Li
 @pytest.fixture
 def rt(project):
     yield from project_runtime(project)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_writes_reach_the_project_and_tmpdir_but_nothing_outside(rt, project, tmp_path_factory):
@@ -113,12 +106,12 @@ def test_setsid_escapees_die_when_the_call_ends_and_at_the_timeout(rt, project):
     command = f"setsid sleep 300 & echo $! > {ended}; (setsid sleep 301 & echo $! >> {ended})"
     assert "exit 0" in make_box(rt).call("exec", {"command": command}).text
     pids = [int(p) for p in ended.read_text().split()]
-    assert len(pids) == 2 and not any(_alive(p) for p in pids)
+    assert len(pids) == 2 and not any(alive(p) for p in pids)
     timed = project.root / "timed.pid"
     command = f"setsid sh -c 'trap \"\" TERM; echo $$ > {timed}; exec sleep 300' & sleep 300"
     text = make_box(rt).call("exec", {"command": command, "timeout": 1}).text
     assert "timed out after" in text
-    assert not _alive(int(timed.read_text()))
+    assert not alive(int(timed.read_text()))
 
 
 def test_a_background_process_started_from_a_passing_thread_lives_until_killed(
@@ -140,9 +133,9 @@ def test_a_background_process_started_from_a_passing_thread_lives_until_killed(
         time.sleep(0.02)
     escapee = int(pidfile.read_text())
     polled = box.call("process", {"action": "poll", "process_id": "p1"}).text
-    assert "running" in polled and _alive(escapee)
+    assert "running" in polled and alive(escapee)
     assert "exited -15" in box.call("process", {"action": "kill", "process_id": "p1"}).text
-    assert not _alive(escapee)
+    assert not alive(escapee)
 
 
 FRONT_END = """
@@ -178,14 +171,14 @@ def test_everything_dies_with_the_front_end(project, tmp_path_factory):
             assert time.monotonic() < deadline
             time.sleep(0.02)
         escapee = int(pidfile.read_text())
-        assert _alive(escapee)
+        assert alive(escapee)
     finally:
         front.send_signal(signal.SIGKILL)
         front.wait()
     deadline = time.monotonic() + 10
-    while _alive(escapee) and time.monotonic() < deadline:
+    while alive(escapee) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(escapee)
+    assert not alive(escapee)
 
 
 def test_outside_the_boundary_files_are_not_walled_in(rt, project, tmp_path_factory):

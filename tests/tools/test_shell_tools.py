@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+from process_tree import alive
 from shell_support import make_box, project_runtime
 
 import liveforge.impls  # noqa: F401  (the @impl bodies)
@@ -73,17 +74,9 @@ def test_a_timeout_kills_the_command_and_what_it_started(rt, project):
     assert "timed out after" in result.text and "started" in result.text
     child = int(pidfile.read_text())
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+    assert not alive(child)
 
 
 def test_long_output_keeps_head_and_tail_within_the_limit(rt):
