@@ -136,9 +136,8 @@ def test_module_program_with_verify_and_test_on_save(tmp_path: Path):
     assert _quit(child) == 0
 
 
-def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
-    """`liveforge watch` alone is a Python prompt whose imported modules follow saves."""
-    root = _project(tmp_path)
+def _prompt(root: Path) -> pexpect.spawn:
+    """`liveforge watch` without a program, at its first prompt."""
     child = pexpect.spawn(
         sys.executable,
         ["-m", "liveforge", "watch", "--project", str(root)],
@@ -148,6 +147,13 @@ def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
         timeout=60,
     )
     child.expect_exact(">>> ")
+    return child
+
+
+def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
+    """`liveforge watch` alone is a Python prompt whose imported modules follow saves."""
+    root = _project(tmp_path)
+    child = _prompt(root)
     child.sendline("from shop.calc import price; price(10)")
     child.expect_exact("10\r\n")
     _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 4"))
@@ -164,15 +170,7 @@ def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
 def test_exit_typed_at_the_prompt_leaves_the_watch_cleanly(tmp_path: Path, line: str):
     """exit() or sys.exit(0) at the prompt ends the watch with status 0, like Ctrl-D."""
     root = _project(tmp_path)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "liveforge", "watch", "--project", str(root)],
-        cwd=str(root),
-        env=cli_env(),
-        encoding="utf-8",
-        timeout=60,
-    )
-    child.expect_exact(">>> ")
+    child = _prompt(root)
     child.sendline(line)
     child.expect(pexpect.EOF)
     left = child.before
