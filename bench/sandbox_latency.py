@@ -57,9 +57,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from liveforge import Runtime
-from liveforge.kernel._livefork import run_live
-from liveforge.kernel._overlayhook import OverlayModule
-from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel.checks._livefork import run_live
+from liveforge.kernel.checks._overlayhook import OverlayModule
+from liveforge.kernel.checks._sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "sandbox" / "project"

@@ -21,7 +21,7 @@ import liveforge.impls  # noqa: F401  (the Shell bodies)
 from liveforge.declarations.shell import Shell
 from liveforge.declarations.tool_settings import ShellSettings
 from liveforge.kernel import Runtime
-from liveforge.kernel._boundary import probe
+from liveforge.kernel.boundary._boundary import probe
 
 COMMANDS = {
     "true": "true",

@@ -58,7 +58,7 @@ from liveforge.declarations.events import (
 )
 from liveforge.declarations.messages import Usage
 from liveforge.declarations.turn import AgentState
-from liveforge.kernel._safety import Rescue, SafetyNet
+from liveforge.kernel.history._safety import Rescue, SafetyNet
 
 if TYPE_CHECKING:
     from liveforge.declarations.compaction import Compactor

@@ -2,7 +2,7 @@
 """The agent's shell: run a command to its end, or in the background, under limits.
 
 Commands run with ``bash -c`` in a folder of the project, by default *inside the check
-boundary* (`liveforge.kernel._confine`): Landlock lets them read the system and the project
+boundary* (`liveforge.kernel.boundary._confine`): Landlock lets them read the system and the project
 and write only the project and a private ``$TMPDIR``, no TCP unless ``network`` (or the
 configuration) allows it, no signals to processes outside their own tree; no secret
 variables; data and file-size limits; and nothing they start outlives them (a ``setsid``

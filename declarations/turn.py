@@ -17,7 +17,7 @@ from liveforge.declarations.messages import ToolResultBlock, ToolUseBlock, Usage
 from liveforge.declarations.provider import CancelToken
 
 if TYPE_CHECKING:
-    from liveforge.kernel._safety import SafetyNet
+    from liveforge.kernel.history._safety import SafetyNet
 
 __all__ = ["AgentState", "ModelProgress", "Turn"]
 

@@ -47,7 +47,7 @@ from liveforge.impls.agent_turn import (
     ending,
 )
 from liveforge.impls.session_store import close_transcript
-from liveforge.kernel._safety import Rescue
+from liveforge.kernel.history._safety import Rescue
 
 __all__: list[str] = []
 

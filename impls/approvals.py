@@ -34,7 +34,7 @@ from liveforge.declarations.permissions import (
 from liveforge.declarations.toolbox import Toolbox
 from liveforge.impls.live_program import released
 from liveforge.impls.shell_boundary import view_unavailable
-from liveforge.kernel._boundary import probe
+from liveforge.kernel.boundary._boundary import probe
 from liveforge.kernel.errors import LiveforgeError
 
 __all__ = [

@@ -17,8 +17,8 @@ from whatthepatch.exceptions import HunkApplyException, WhatThePatchException
 
 from liveforge.declarations.files import EditRefused, Files
 from liveforge.kernel import Change
-from liveforge.kernel._filewrites import confined, read_text
 from liveforge.kernel.errors import UnsafePath
+from liveforge.kernel.runtime._filewrites import confined, read_text
 from liveforge.tools._output import number_lines
 
 __all__: list[str] = []

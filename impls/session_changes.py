@@ -22,8 +22,8 @@ import forwardpy
 from liveforge.declarations.session import ChangeRecord, Session
 from liveforge.impls.live_program import lane_of, owner_of
 from liveforge.impls.session_store import write_record
-from liveforge.kernel._safety import watched
 from liveforge.kernel.errors import LiveforgeError
+from liveforge.kernel.history._safety import watched
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime

@@ -30,7 +30,7 @@ from liveforge.declarations.session import (
     sessions_dir,
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
-from liveforge.kernel._secrets import MIN_SECRET, REDACTED, Scrubber
+from liveforge.kernel.boundary._secrets import MIN_SECRET, REDACTED, Scrubber
 
 __all__ = [
     "REDACTED",

@@ -25,8 +25,8 @@ from liveforge.declarations.shell import CommandRefused, ProcessInfo, Shell, She
 from liveforge.declarations.tool_settings import ShellSettings
 from liveforge.impls.shell_boundary import describe, launch
 from liveforge.impls.shell_changes import Seen, remove_scratch, what_changed
-from liveforge.kernel._filewrites import confined
 from liveforge.kernel.errors import UnsafePath
+from liveforge.kernel.runtime._filewrites import confined
 from liveforge.tools._output import clip_middle, plain
 
 if TYPE_CHECKING:

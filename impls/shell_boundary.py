@@ -1,5 +1,5 @@
 """Where a shell command runs: inside the check boundary (the kernel's launcher,
-`liveforge.kernel._confine`) or, approved, as a terminal would; its environment; the thread
+`liveforge.kernel.boundary._confine`) or, approved, as a terminal would; its environment; the thread
 that starts it; and the one line that tells the model what held it in.
 
 Inside the boundary a command reads the system, the interpreter with its libraries, the
@@ -20,12 +20,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liveforge.kernel._boundary import BoundaryPolicy
-from liveforge.kernel._confine import Confinement, confine_argv
-from liveforge.kernel._overlay import View
-from liveforge.kernel._overlay import probe as overlay_probe
-from liveforge.kernel._policy import Readable
-from liveforge.kernel._secrets import without_secrets
+from liveforge.kernel.boundary._boundary import BoundaryPolicy
+from liveforge.kernel.boundary._confine import Confinement, confine_argv
+from liveforge.kernel.boundary._overlay import View
+from liveforge.kernel.boundary._overlay import probe as overlay_probe
+from liveforge.kernel.boundary._policy import Readable
+from liveforge.kernel.boundary._secrets import without_secrets
 
 if TYPE_CHECKING:
     from liveforge.declarations.shell import Shell

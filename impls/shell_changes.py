@@ -1,6 +1,6 @@
 """What a shell command changed in the project, brought back from its copy-on-write view.
 
-A command inside the boundary runs on a view of the project (`liveforge.kernel._overlay`):
+A command inside the boundary runs on a view of the project (`liveforge.kernel.boundary._overlay`):
 what it writes there lands in the view's upper folder. Afterwards — for a background
 process at every poll, and when it ends or is killed — those changes are applied to the
 project as one undoable step labelled with the command (`Runtime.apply_files`: `/diff`
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from liveforge.declarations.permissions import approved
 from liveforge.impls.shell_boundary import view_unavailable
-from liveforge.kernel._overlay import Changes, View, changes, discard
+from liveforge.kernel.boundary._overlay import Changes, View, changes, discard
 from liveforge.kernel.errors import LiveforgeError
 
 if TYPE_CHECKING:

@@ -32,9 +32,9 @@ from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
 from liveforge.impls.approvals import in_tool_call, refusal
 from liveforge.impls.tool_profiles import visible_names
-from liveforge.kernel._deadline import DeadlineExceeded, deadline
-from liveforge.kernel._secrets import Scrubber
+from liveforge.kernel.boundary._secrets import Scrubber
 from liveforge.kernel.errors import LiveforgeError
+from liveforge.kernel.runtime._deadline import DeadlineExceeded, deadline
 from liveforge.tools._context import using_runtime, using_services
 from liveforge.tools._output import DEFAULT_LIMIT, clip, limited_to
 

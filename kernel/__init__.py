@@ -4,12 +4,7 @@ No LLM knowledge lives here; this is pure runtime machinery, usable without any 
 It refuses patches to itself unless a Runtime is created with `allow_kernel_patches=True`.
 """
 
-from liveforge.kernel import _forward
-from liveforge.kernel._changes import Change, ChangeStatus
-from liveforge.kernel._execute import ExecutionResult
-from liveforge.kernel._forward import ImplSignatureError
-from liveforge.kernel._policy import CheckSettings
-from liveforge.kernel._runtime import Runtime
+from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.errors import (
     ChangeError,
     ConfigError,
@@ -31,6 +26,11 @@ from liveforge.kernel.errors import (
     UnsupportedChange,
     UnverifiedChange,
 )
+from liveforge.kernel.history._changes import Change, ChangeStatus
+from liveforge.kernel.live import _forward
+from liveforge.kernel.live._forward import ImplSignatureError
+from liveforge.kernel.runtime._execute import ExecutionResult
+from liveforge.kernel.runtime._runtime import Runtime
 
 _forward.install()
 

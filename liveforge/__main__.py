@@ -16,7 +16,7 @@ import sys
 from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, add_global_options, emit_error
 from liveforge.cli._faults import describe_fault
-from liveforge.kernel._processes import protect_process
+from liveforge.kernel.boundary._processes import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
 COMMAND_MODULES = [

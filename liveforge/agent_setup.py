@@ -35,7 +35,7 @@ from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.impls.subagents import child_tools, routes_for
 from liveforge.kernel import Runtime
-from liveforge.kernel._secrets import is_secret_name, register_secrets
+from liveforge.kernel.boundary._secrets import is_secret_name, register_secrets
 
 __all__ = ["build_agent", "known_secrets", "link_session", "open_toolbox"]
 

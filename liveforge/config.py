@@ -70,8 +70,8 @@ from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
-from liveforge.kernel._policy import CheckSettings
-from liveforge.kernel._secrets import hold, register_secrets
+from liveforge.kernel.boundary._policy import CheckSettings
+from liveforge.kernel.boundary._secrets import hold, register_secrets
 from liveforge.kernel.defaults import CHECK_PROCESSES
 from liveforge.kernel.errors import ConfigError
 from liveforge.model_catalog import (

@@ -91,7 +91,6 @@ from liveforge.declarations.skills import SkillNotFound
 from liveforge.declarations.subagents import SubAgentError
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError
 from liveforge.gateway.core import GatewayError
-from liveforge.kernel._forward import ImplSignatureError
 from liveforge.kernel.errors import (
     ChangeError,
     ConfigError,
@@ -114,6 +113,7 @@ from liveforge.kernel.errors import (
     UnsupportedChange,
     UnverifiedChange,
 )
+from liveforge.kernel.live._forward import ImplSignatureError
 from liveforge.tools._context import NoRuntime
 
 __all__ = [

@@ -28,7 +28,7 @@ from liveforge.declarations.provider import Provider, RetryPolicy, Route
 from liveforge.declarations.subagents import ChildSpec
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.kernel import Runtime
-from liveforge.kernel._secrets import hold
+from liveforge.kernel.boundary._secrets import hold
 
 __all__ = ["main"]
 

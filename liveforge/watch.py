@@ -42,7 +42,7 @@ from liveforge.kernel import Change, Runtime
 from liveforge.kernel.errors import LiveforgeError, PatchSyntaxError, UnpersistedChanges
 
 if TYPE_CHECKING:
-    from liveforge.kernel._records import RunResult
+    from liveforge.kernel.checks._records import RunResult
 
 __all__ = ["Applied", "Watcher", "modules_of", "runs_code", "start"]
 

@@ -90,13 +90,61 @@ def test_import_graph_has_no_cycle():
     assert cycles == []
 
 
+#: The kernel's sub-packages and the others each may import (besides `errors`, `defaults`).
+#: `runtime` (the `Runtime` facade and its parts) sits on top and may import them all.
+KERNEL_MAY_IMPORT = {
+    "boundary": set(),
+    "files": set(),
+    "history": set(),
+    "source": {"files"},
+    "live": {"source", "files", "history"},
+    "checks": {"boundary"},
+    "runtime": {"boundary", "checks", "files", "history", "live", "source"},
+}
+KERNEL_SHARED = {"errors", "defaults"}
+
+
+def _kernel_part(name: str) -> str | None:
+    """The kernel sub-package (or shared module) `name` belongs to, if it is in the kernel."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["liveforge", "kernel"] else None
+
+
+def test_kernel_is_grouped_by_subsystem():
+    """Every kernel module sits in a sub-package of the plan, none holds more than 20."""
+    loose = [p.name for p in (ROOT / "kernel").glob("*.py")]
+    assert sorted(loose) == ["__init__.py", "defaults.py", "errors.py"]
+    folders = sorted(p.name for p in (ROOT / "kernel").iterdir() if p.is_dir() and p.name[0] != "_")
+    assert folders == sorted(KERNEL_MAY_IMPORT)
+    for folder in folders:
+        modules = list((ROOT / "kernel" / folder).glob("*.py"))
+        assert len(modules) <= 21, folder  # 20 modules and the __init__
+        doc = ast.get_docstring(ast.parse((ROOT / "kernel" / folder / "__init__.py").read_text()))
+        assert doc and "Imports:" in doc, f"kernel/{folder}/__init__.py says what it may import"
+
+
+def test_kernel_subsystems_import_only_what_they_may():
+    """live/ never imports checks/, boundary/ imports nothing above it, and so on."""
+    forbidden = sorted(
+        f"{src} -> {dst}"
+        for src, dsts in GRAPH.items()
+        if (part := _kernel_part(src)) in KERNEL_MAY_IMPORT
+        for dst in dsts
+        if (other := _kernel_part(dst)) is not None
+        and other != part
+        and other not in KERNEL_SHARED
+        and other not in KERNEL_MAY_IMPORT[part]
+    )
+    assert forbidden == []
+
+
 def test_jedi_goto_lands_on_the_implementation_file():
     """A static reader resolves liveforge.kernel imports to the kernel's own files."""
     code = "from liveforge.kernel import Runtime\nRuntime\n"
     script = jedi.Script(code, path=str(ROOT / "probe.py"), project=jedi.Project(ROOT))
     [name] = script.goto(2, 1, follow_imports=True)
     assert name.module_path is not None
-    assert Path(name.module_path).resolve() == ROOT / "kernel" / "_runtime.py"
+    assert Path(name.module_path).resolve() == ROOT / "kernel" / "runtime" / "_runtime.py"
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source tree")

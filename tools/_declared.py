@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from liveforge.kernel._forwardpy import active_impl, declared_names, method_registry
+from liveforge.kernel.live._forwardpy import active_impl, declared_names, method_registry
 
 __all__ = ["active_impl", "declared_names", "impl_location", "is_active_impl", "live_attr"]
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel._records import RUNS_FOLDER
-from liveforge.kernel._roots import NOT_PACKAGES, ImportRoots
+from liveforge.kernel.checks._records import RUNS_FOLDER
+from liveforge.kernel.source._roots import NOT_PACKAGES, ImportRoots
 from liveforge.tools._modules import layout
 from liveforge.tools._outline import Entry, outline, parsed
 

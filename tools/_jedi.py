@@ -4,7 +4,7 @@ jedi reads files from disk; the runtime's changed and virtual modules live in me
 question is therefore asked twice: of the project's files, skipping modules whose memory
 differs from disk, and of each such module's in-memory source. jedi names modules by their
 folder (``kernel._runtime``); ``dotted`` translates them to import names
-(``liveforge.kernel._runtime``), following the project's import roots.
+(``liveforge.kernel.runtime._runtime``), following the project's import roots.
 """
 
 from __future__ import annotations

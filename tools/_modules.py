@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel._importfail import failed_parent, import_failure
-from liveforge.kernel._reexports import origin
-from liveforge.kernel._roots import ImportRoots, discover
-from liveforge.kernel._sources import loaded_source, quiet_spec
-from liveforge.kernel._stmts import index
 from liveforge.kernel.errors import PatchSyntaxError, SecondModuleName, TargetNotFound
+from liveforge.kernel.live._reexports import origin
+from liveforge.kernel.source._importfail import failed_parent, import_failure
+from liveforge.kernel.source._roots import ImportRoots, discover
+from liveforge.kernel.source._sources import loaded_source, quiet_spec
+from liveforge.kernel.source._stmts import index
 
 __all__ = [
     "ModuleView",

@@ -16,7 +16,7 @@ __all__ = ["stop_running_checks"]
 def stop_running_checks(rt: Any) -> list[int]:
     """Kill every sandbox run of `rt` in progress, and every live check (a fork of this
     process), with their processes — also a run whose process is yet to start; their pids."""
-    from liveforge.kernel._livefork import stop_all
+    from liveforge.kernel.checks._livefork import stop_all
 
     sandbox = getattr(rt, "_sandbox", None)
     if sandbox is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from liveforge.errors import CommandError, ExitCode
-from liveforge.kernel._secrets import Scrubber
+from liveforge.kernel.boundary._secrets import Scrubber
 
 if TYPE_CHECKING:
     from liveforge.declarations.permissions import Mode

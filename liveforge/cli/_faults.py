@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from liveforge.kernel._importfail import project_frame
+from liveforge.kernel.source._importfail import project_frame
 
 __all__ = ["describe_fault"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change
-    from liveforge.kernel._records import RunResult
+    from liveforge.kernel.checks._records import RunResult
 
 __all__ = ["as_commands", "check_line", "memory_only", "not_ready", "reasons"]
 

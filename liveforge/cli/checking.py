@@ -29,7 +29,7 @@ from liveforge.kernel.errors import SandboxError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
-    from liveforge.kernel._records import RunResult
+    from liveforge.kernel.checks._records import RunResult
 
 __all__ = ["register"]
 

@@ -12,7 +12,7 @@ import pytest
 from agent_support import make_agent, of_type, run_turn
 from test_agent_hands import _slash
 
-from liveforge.kernel._overlay import probe
+from liveforge.kernel.boundary._overlay import probe
 from liveforge.testing import reply
 
 pytestmark = pytest.mark.skipif(probe() is not None, reason=f"no copy-on-write views: {probe()}")

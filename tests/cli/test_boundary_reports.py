@@ -19,8 +19,8 @@ import no_landlock
 import pytest
 from cli_support import cli_env, run_cli
 
-from liveforge.kernel._boundary import probe
-from liveforge.kernel._records import RunResult
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.checks._records import RunResult
 
 HERE = Path(__file__).resolve().parent
 

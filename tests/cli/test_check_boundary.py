@@ -20,8 +20,9 @@ from process_tree import alive, descendants
 from secret_leaks import KEY, LEAKS, leaked
 
 from liveforge.agent_setup import open_toolbox
-from liveforge.kernel import Runtime, _overlay
-from liveforge.kernel._boundary import probe
+from liveforge.kernel import Runtime
+from liveforge.kernel.boundary import _overlay
+from liveforge.kernel.boundary._boundary import probe
 
 
 def test_secrets_printed_by_a_check_reach_no_output_and_no_file(sample: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from liveforge.cli._lifecycle import as_commands, check_line, not_ready, reasons
 from liveforge.kernel import Runtime
-from liveforge.kernel._records import RunResult, TestCounts, TestFailure
+from liveforge.kernel.checks._records import RunResult, TestCounts, TestFailure
 
 
 def _run(**fields) -> RunResult:

@@ -16,7 +16,7 @@ import pytest
 from cli_support import cli_env, run_cli
 from secret_probes import ENVIRONMENT, EVERY_OBJECT, MODULES, VISIBLE, fake_key, leaked
 
-from liveforge.kernel import _livefork
+from liveforge.kernel.checks import _livefork
 
 pytestmark = pytest.mark.skipif(not _livefork.available(), reason="needs os.fork")
 
@@ -89,7 +89,7 @@ API_FRONT_END = textwrap.dedent("""
     import json, sys, types
     from liveforge import Runtime
     from liveforge.config import build_provider, load_config
-    from liveforge.kernel._secrets import Scrubber
+    from liveforge.kernel.boundary._secrets import Scrubber
 
     root, probes = sys.argv[1], json.loads(sys.stdin.read())
     front = sys.modules["probe_front_end"] = types.ModuleType("probe_front_end")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from liveforge.kernel._sandbox import OverlayModule
+from liveforge.kernel.checks._sandbox import OverlayModule
 
 SETSID_DAEMONS = """
 import os, subprocess

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from liveforge.kernel._filebatch import PlannedWrite, persist_files, restore
-from liveforge.kernel._files import (
+from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
+from liveforge.kernel.files._filebatch import PlannedWrite, persist_files, restore
+from liveforge.kernel.files._files import (
     TEMP_SUFFIX,
     atomic_write,
     check_unchanged,
     module_path_for,
     safe_destination,
 )
-from liveforge.kernel._sourcefile import Fingerprint, read_source
-from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
+from liveforge.kernel.files._sourcefile import Fingerprint, read_source
 
 
 def leftovers(folder: Path) -> list[str]:

@@ -102,7 +102,7 @@ def test_impl_body_patch_keeps_registration_identity(rt, pair):
 def test_an_impl_module_patch_keeps_the_active_impl_registered(rt, pair):
     """Re-running an @impl statement leaves forwardpy's registry naming the live body (the
     registry follow-up must not take its entry out), and no note claims an entry was."""
-    from liveforge.kernel import _forwardpy as fp
+    from liveforge.kernel.live import _forwardpy as fp
 
     decl, impl = pair
     greet = impl.greet

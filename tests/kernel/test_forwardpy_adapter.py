@@ -11,7 +11,7 @@ import pytest
 from forwardpy import core
 from kernel_support import src
 
-from liveforge.kernel import _forwardpy as fp
+from liveforge.kernel.live import _forwardpy as fp
 
 DECL = src("""
     import forwardpy

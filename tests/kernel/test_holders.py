@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kernel_support import Project
 
-from liveforge.kernel import _holders
+from liveforge.kernel.live import _holders
 
 HELD = """
     import functools

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from liveforge import Runtime
-from liveforge.kernel import _livefork
-from liveforge.kernel._boundary import probe
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.checks import _livefork
 
 pytestmark = pytest.mark.skipif(not _livefork.available(), reason="needs os.fork")
 

@@ -12,8 +12,8 @@ from kernel_support import Project
 from sandbox_support import SETSID_DAEMONS, in_namespace, loopback_listener
 
 from liveforge import Runtime
-from liveforge.kernel import _livefork
-from liveforge.kernel._boundary import probe
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.checks import _livefork
 
 pytestmark = [
     pytest.mark.skipif(not _livefork.available(), reason="needs os.fork"),

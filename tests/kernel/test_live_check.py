@@ -13,7 +13,7 @@ import pytest
 from kernel_support import Project
 
 from liveforge import Runtime
-from liveforge.kernel import _livefork
+from liveforge.kernel.checks import _livefork
 from liveforge.kernel.errors import UnverifiedChange
 
 pytestmark = pytest.mark.skipif(not _livefork.available(), reason="needs os.fork")

@@ -17,10 +17,11 @@ import pytest
 from process_tree import alive, descendants
 from sandbox_support import SETSID_DAEMONS, in_namespace
 
-from liveforge.kernel import _livefork, _overlay
-from liveforge.kernel._boundary import probe
-from liveforge.kernel._hosts import Host, LiveHosts
-from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel.boundary import _overlay
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.checks import _livefork
+from liveforge.kernel.checks._hosts import Host, LiveHosts
+from liveforge.kernel.checks._sandbox import Sandbox
 
 pytestmark = [
     pytest.mark.skipif(not _livefork.available(), reason="needs os.fork"),
@@ -116,7 +117,7 @@ def test_the_host_maker_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None
 
 FRONT_END = textwrap.dedent("""
     import sys, time
-    from liveforge.kernel._hosts import LiveHosts
+    from liveforge.kernel.checks._hosts import LiveHosts
     hosts = LiveHosts()
     while hosts.take() is None:
         time.sleep(0.02)

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 from secret_probes import MODULES, fake_key, leaked
 
-from liveforge.kernel import _livefork
-from liveforge.kernel._secrets import Scrubber, environment_secrets, hold
+from liveforge.kernel.boundary._secrets import Scrubber, environment_secrets, hold
+from liveforge.kernel.checks import _livefork
 
 pytestmark = pytest.mark.skipif(not _livefork.available(), reason="needs os.fork")
 

@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent(
     out = {{}}
     rt = liveforge.Runtime({root!r})
     out["loaded_first"] = attempt(rt, "kernel._secrets.without_secrets")
-    out["canonical"] = attempt(rt, "liveforge.kernel._secrets.without_secrets")
+    out["canonical"] = attempt(rt, "liveforge.kernel.boundary._secrets.without_secrets")
     opted = liveforge.Runtime({root!r}, allow_kernel_patches=True)
     out["opted_in"] = attempt(opted, "kernel._secrets.without_secrets")
     try:
@@ -76,7 +76,7 @@ def test_own_checkout_refuses_kernel_files_under_other_names() -> None:
     assert out["loaded_first"][0] == "ProtectedTarget"
     assert out["canonical"][0] == "ProtectedTarget"
     assert out["opted_in"][0] == "SecondModuleName"
-    assert "'liveforge.kernel._secrets'" in out["opted_in"][1]
+    assert "'liveforge.kernel.boundary._secrets'" in out["opted_in"][1]
     assert out["import"][0] == "SecondModuleName"
     assert "is module 'liveforge.tools'" in out["import"][1]
     assert [line.split()[0] for line in out["overview"] if line[:1].isalpha()] == ["liveforge/"]
@@ -115,7 +115,7 @@ def test_a_runtime_no_longer_referenced_stops_capturing_its_project(tmp_path: Pa
     only those of the ones it still holds."""
     import gc
 
-    from liveforge.kernel import _sources
+    from liveforge.kernel.source import _sources
 
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from liveforge.kernel import _overlay
-from liveforge.kernel._overlay import View
+from liveforge.kernel.boundary import _overlay
+from liveforge.kernel.boundary._overlay import View
 
 needs_views = pytest.mark.skipif(
     _overlay.probe() is not None, reason=f"no copy-on-write views here: {_overlay.probe()}"

@@ -11,7 +11,7 @@ import sys
 import pytest
 from kernel_support import src
 
-import liveforge.kernel._engine
+import liveforge.kernel.live._engine
 from liveforge import (
     ChangeError,
     ChangeStatus,
@@ -251,22 +251,24 @@ def test_transaction_keeps_patches_on_success(rt, mod):
 def test_kernel_is_protected_by_default(rt):
     """Patching liveforge.kernel without opt-in raises ProtectedTarget naming the opt-in."""
     with pytest.raises(ProtectedTarget, match="allow_kernel_patches=True"):
-        rt.patch("liveforge.kernel._engine._describe", "def _describe(exc, f):\n    return ''\n")
+        rt.patch(
+            "liveforge.kernel.live._engine._describe", "def _describe(exc, f):\n    return ''\n"
+        )
 
 
 def test_kernel_patch_allowed_with_opt_in(project):
     """With allow_kernel_patches=True the kernel can be patched (and rolled back)."""
     rt = Runtime(project.root, allow_kernel_patches=True)
-    original = rt.source("liveforge.kernel._engine._failing_line")
+    original = rt.source("liveforge.kernel.live._engine._failing_line")
     rt.patch(
-        "liveforge.kernel._engine._failing_line",
+        "liveforge.kernel.live._engine._failing_line",
         "def _failing_line(exc, filename):\n    return -1\n",
     )
     try:
-        assert liveforge.kernel._engine._failing_line(None, "") == -1
+        assert liveforge.kernel.live._engine._failing_line(None, "") == -1
     finally:
         rt.rollback()
-    assert rt.source("liveforge.kernel._engine._failing_line") == original
+    assert rt.source("liveforge.kernel.live._engine._failing_line") == original
 
 
 def test_target_not_found_lists_close_matches(rt, mod):

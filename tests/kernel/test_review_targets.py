@@ -101,7 +101,7 @@ def test_class_patch_does_not_report_untouched_property(project: Project, rt: Ru
 def test_common_credential_variables_count_as_secrets() -> None:
     """AWS-style secret keys, passwords and secrets are kept from sandbox children, like
     API keys and tokens; ordinary settings are not."""
-    from liveforge.kernel._secrets import without_secrets
+    from liveforge.kernel.boundary._secrets import without_secrets
 
     env = {
         "AWS_SECRET_ACCESS_KEY": "a",
@@ -215,7 +215,7 @@ def test_libraries_of_a_virtualenv_inside_the_project_are_preloaded() -> None:
 
     import pydantic
 
-    from liveforge.kernel._preload import preload_names
+    from liveforge.kernel.checks._preload import preload_names
 
     site_packages = Path(pydantic.__file__).resolve().parents[1]
     around = site_packages.parent  # a root that contains the library folder

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from liveforge.kernel._roots import discover
+from liveforge.kernel.source._roots import discover
 
 CONFIGS = {
     "poetry": ('[tool.poetry]\npackages = [{include = "app", from = "lib"}]\n', "lib"),

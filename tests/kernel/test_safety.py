@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-import liveforge.kernel._safety
+import liveforge.kernel.history._safety
 from liveforge import ChangeStatus, ProtectedTarget
-from liveforge.kernel._safety import SafetyNet
+from liveforge.kernel.history._safety import SafetyNet
 
 BODY = "def f():\n    return 'original'\n"
 
@@ -19,7 +19,7 @@ def _status(rt, change_id: str) -> ChangeStatus:
 
 def test_the_kernel_is_protected_under_any_import_name(rt):
     """A kernel module registered under another name is still refused: the check is by file."""
-    sys.modules["kernel_alias_for_test"] = liveforge.kernel._safety
+    sys.modules["kernel_alias_for_test"] = liveforge.kernel.history._safety
     try:
         with pytest.raises(ProtectedTarget, match="protected file"):
             rt.patch("kernel_alias_for_test.watched", "def watched(m, p):\n    return False\n")
@@ -27,7 +27,7 @@ def test_the_kernel_is_protected_under_any_import_name(rt):
             rt.patch_module("kernel_alias_for_test", "")
     finally:
         del sys.modules["kernel_alias_for_test"]
-    assert liveforge.kernel._safety.watched("a.b", ("a.",))
+    assert liveforge.kernel.history._safety.watched("a.b", ("a.",))
 
 
 def test_protect_refuses_the_modules_of_a_file_or_folder(rt, project):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sandbox_support import file_overlay, shows_sandbox_frames, temp_package
 
-from liveforge.kernel._sandbox import OverlayModule, Sandbox
+from liveforge.kernel.checks._sandbox import OverlayModule, Sandbox
 
 DECLARATION = textwrap.dedent('''
     import forwardpy
@@ -268,7 +268,7 @@ def test_error_while_importing_an_overlay_module_shows_only_user_frames(
 
 def test_secret_environment_variables_do_not_reach_the_child(tmp_path, monkeypatch):
     """Keys like ANTHROPIC_API_KEY are not in a sandbox run's environment (nor its record)."""
-    from liveforge.kernel._sandbox import Sandbox
+    from liveforge.kernel.checks._sandbox import Sandbox
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")
     monkeypatch.setenv("LIVEFORGE_PLAIN_SETTING", "visible")

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from sandbox_support import in_namespace, loopback_listener, process_gone, snapshot_tree
 
-from liveforge.kernel import _overlay
-from liveforge.kernel._boundary import probe
-from liveforge.kernel._policy import CheckSettings
-from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel.boundary import _overlay
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.boundary._policy import CheckSettings
+from liveforge.kernel.checks._sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI >= 6")
 

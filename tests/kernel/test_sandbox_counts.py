@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import liveforge
-from liveforge.kernel._records import RunResult
+from liveforge.kernel.checks._records import RunResult
 
 MIXED_SUITE = """
 import pytest

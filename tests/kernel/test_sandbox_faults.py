@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sandbox_support import WHO, temp_package, who_gone
 
-from liveforge.kernel._policy import CheckSettings
-from liveforge.kernel._sandbox import OverlayModule, Sandbox
+from liveforge.kernel.boundary._policy import CheckSettings
+from liveforge.kernel.checks._sandbox import OverlayModule, Sandbox
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sandbox_support import copy_fixture_project, file_overlay, shows_sandbox_frames
 
-from liveforge.kernel._sandbox import OverlayModule, Sandbox
+from liveforge.kernel.checks._sandbox import OverlayModule, Sandbox
 
 BUGGY_F = '''"""Geometry helpers with an off-by-one bug."""
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from liveforge.kernel._isolation import WRITES_LISTED, Boundary
-from liveforge.kernel._sandbox import OverlayModule, Sandbox
+from liveforge.kernel.boundary._isolation import WRITES_LISTED, Boundary
+from liveforge.kernel.checks._sandbox import OverlayModule, Sandbox
 from liveforge.kernel.errors import SandboxError
 
 

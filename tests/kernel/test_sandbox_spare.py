@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sandbox_support import in_namespace
 
-from liveforge.kernel._boundary import probe
-from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.checks._sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI >= 6")
 

@@ -7,8 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from liveforge.kernel._records import RunResult
-from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel.checks._records import RunResult
+from liveforge.kernel.checks._sandbox import Sandbox
 
 SLEEPER = "import time\ntime.sleep(120)"
 

@@ -10,8 +10,13 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from liveforge.kernel._capture import CappedSink
-from liveforge.kernel._secrets import REDACTED, Scrubber, environment_secrets, without_secrets
+from liveforge.kernel.boundary._secrets import (
+    REDACTED,
+    Scrubber,
+    environment_secrets,
+    without_secrets,
+)
+from liveforge.kernel.checks._capture import CappedSink
 
 KEY = 'sk-live-"odd"/key+é\\0123456789'
 

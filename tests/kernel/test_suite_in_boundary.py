@@ -13,9 +13,9 @@ from sandbox_support import snapshot_tree
 
 from liveforge import Runtime
 from liveforge.config import load_config
-from liveforge.kernel import _overlay
-from liveforge.kernel._boundary import probe
-from liveforge.kernel._sandbox import Sandbox
+from liveforge.kernel.boundary import _overlay
+from liveforge.kernel.boundary._boundary import probe
+from liveforge.kernel.checks._sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -122,7 +122,7 @@ def test_bad_values_name_the_key_and_the_expected_form(
 
 def test_a_provider_key_under_any_variable_name_is_kept_from_checks(tmp_path: Path) -> None:
     """A key read from a custom api_key_env variable counts as a secret from then on."""
-    from liveforge.kernel._secrets import Scrubber, without_secrets
+    from liveforge.kernel.boundary._secrets import Scrubber, without_secrets
 
     text = '[providers.mine]\nprotocol = "openai"\nbase_url = "http://h/v1"\n'
     root = _project(tmp_path, liveforge_toml=text + 'api_key_env = ["MINE_KEY_VAR"]\n')

@@ -22,7 +22,7 @@ from shell_support import make_box, project_runtime
 import liveforge.impls  # noqa: F401  (the @impl bodies)
 from liveforge.declarations.shell import Shell
 from liveforge.declarations.tool_settings import ShellSettings
-from liveforge.kernel._boundary import probe
+from liveforge.kernel.boundary._boundary import probe
 
 pytestmark = pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI 6 (Linux 6.12+)")
 
@@ -190,7 +190,7 @@ def test_outside_the_boundary_files_are_not_walled_in(rt, project, tmp_path_fact
 
 CONFINED_FRONT_END = """
 import sys, tempfile
-from liveforge.kernel._boundary import BoundaryPolicy, apply_boundary, readable_paths
+from liveforge.kernel.boundary._boundary import BoundaryPolicy, apply_boundary, readable_paths
 root, scratch = sys.argv[1], sys.argv[2]
 tempfile.tempdir = scratch
 import liveforge.impls

@@ -1,0 +1,291 @@
+"""Namespaces made ahead for live checks: hosts that a fork of the live program joins.
+
+A live check (`_livefork`) is a fork of the front end, a big process, and every further fork
+of it copies its page tables again (milliseconds per hundred megabytes). Entering namespaces
+of its own takes two more (`_namespaces.enter`: the relay forks pid 1, pid 1 forks the
+check). A *host* cuts that to one. The host maker, a small interpreter started with a
+scrubbed environment (it never holds the front end's keys), makes each host while the front
+end is idle:
+
+    the maker             forks a host process and writes its id maps
+      the host            unshares user, mount and pid namespaces, becomes their root, relays
+        pid 1             mounts a /proc of the namespace, sends the front end a pidfd of
+                          itself, then reaps orphans until it is killed
+
+The live fork joins the three namespaces through that pidfd (`_namespaces.join`) and forks
+the check into the pid namespace; when the check ends its pid 1 is killed, and every process
+of the namespace with it.
+
+    hosts = LiveHosts()
+    host = hosts.take()     # a Host, or None (not ready: the check enters namespaces itself)
+    ...                     # the live check joins it, then:
+    host.end()              # kills the host's pid 1 whatever happened
+    hosts.refill()          # the next one is made while the front end is idle
+    hosts.close()
+
+A host serves one check. Each dies with the maker (parent-death signals down the chain), and
+the maker ends when the front end closes its socket or dies. The maker's side uses the
+standard library only and is loaded by file path (see `_child.load_sibling`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+if __package__:  # imported as liveforge.kernel.checks._hosts
+    from liveforge.kernel.boundary import _namespaces, _overlay, _processes
+else:  # loaded by file path in the maker (see `BOOTSTRAP`)
+    _sibling = sys.modules["_liveforge_sandbox_loader"].load_sibling
+    _overlay, _processes = _sibling("_overlay"), _sibling("_processes")
+    _namespaces = _sibling("_namespaces")
+
+__all__ = ["Host", "LiveHosts", "serve"]
+
+BOOTSTRAP = (
+    "import importlib.util as u, sys\n"
+    "s = u.spec_from_file_location('_liveforge_sandbox_child', sys.argv[1])\n"
+    "m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m)\n"
+    "m.load_sibling('_hosts').serve(int(sys.argv[2]))\n"
+)
+ASK, READY, HOST, REFUSED = b"?", b"r", b"h", b"!"
+"""Messages: the front end asks for a host; the maker is ready; a host (with its pidfd,
+and why its /proc is not private if it is not); a refusal (why)."""
+PR_SET_DUMPABLE = 4
+FLAGS = _overlay.CLONE_NEWUSER | _overlay.CLONE_NEWNS | _overlay.CLONE_NEWPID
+
+
+@dataclass
+class Host:
+    """Namespaces made ahead for one live check: a pidfd of their pid 1."""
+
+    pidfd: int
+    proc_note: str | None = None
+    """Why the namespace has the machine's /proc, or None when it has its own."""
+
+    def end(self) -> None:
+        """Kill the host's pid 1 (the namespace ends, and what runs in it) and let go."""
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.close(self.pidfd)
+
+
+class LiveHosts:
+    """The front end's side: starts the maker on first use and keeps one host ready."""
+
+    def __init__(self, wait: float = 1.0) -> None:
+        #: seconds `take` waits for a host being made (the maker is up)
+        self.wait = wait
+        #: why hosts cannot be made here (then `take` is always None)
+        self.refused: str | None = None
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._ready = False
+        self._asked = 0
+        self._stock: list[Host] = []
+        self._starts = 0
+
+    @staticmethod
+    def available() -> bool:
+        """True where hosts can be joined (Linux with pidfds and setns)."""
+        return sys.platform.startswith("linux") and hasattr(os, "pidfd_open")
+
+    def take(self) -> Host | None:
+        """A host for the next live check, or None when none is ready (the maker is still
+        starting, or cannot make them). `refill` asks for the next one."""
+        with self._lock:
+            if self.refused is not None or not self.available():
+                return None
+            if self._sock is None:
+                self._start()
+            self._receive(0)
+            if not self._stock and self._ready and not self._asked:
+                self._ask()
+            if not self._stock and self._ready:
+                self._receive(self.wait)
+                if not self._stock:  # the maker is stuck: a new one next time
+                    self._stop(kill=True)
+            return self._stock.pop(0) if self._stock else None
+
+    def refill(self) -> None:
+        """Ask for the next host unless one is ready or being made (after a check, so the
+        maker's work does not compete with it)."""
+        with self._lock:
+            if self._sock is not None and not self._stock and not self._asked:
+                self._ask()
+
+    def close(self) -> None:
+        """End the hosts made ahead and stop the maker."""
+        with self._lock:
+            for host in self._stock:
+                host.end()
+            self._stock.clear()
+            self._stop()
+
+    def _start(self) -> None:
+        if self._starts >= 3:
+            self.refused = "the host maker kept exiting"
+            return
+        self._starts += 1
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        from liveforge.kernel.boundary._secrets import start_helper  # front end only
+
+        child = str(Path(__file__).with_name("_child.py"))
+        argv = [sys.executable, "-I", "-S", "-c", BOOTSTRAP, child, str(theirs.fileno())]
+        try:
+            self._process = start_helper(argv, theirs.fileno())
+        except OSError as exc:
+            self.refused = f"the host maker could not start: {exc}"
+            return
+        finally:
+            theirs.close()
+        self._sock, self._ready, self._asked = ours, False, 0
+        self._ask()
+
+    def _ask(self) -> None:
+        assert self._sock is not None
+        try:
+            self._sock.send(ASK)
+            self._asked += 1
+        except OSError:
+            self._stop()
+
+    def _receive(self, wait: float) -> None:
+        """Take in what the maker sent, waiting up to `wait` seconds for a host."""
+        while self._sock is not None:
+            ready, _, _ = select.select([self._sock], [], [], wait)
+            if not ready:
+                return
+            try:
+                data, fds, _, _ = socket.recv_fds(self._sock, 4096, 1)
+            except OSError:
+                data, fds = b"", []
+            if not data:  # the maker is gone: a new one next time
+                for fd in fds:
+                    os.close(fd)
+                self._stop()
+                return
+            kind, text = data[:1], data[1:].decode(errors="replace")
+            if kind == READY:
+                self._ready = True
+                continue
+            self._asked = max(0, self._asked - 1)
+            if kind == HOST and fds:
+                self._stock.append(Host(fds[0], text or None))
+                return
+            for fd in fds:
+                os.close(fd)
+            if kind == REFUSED:
+                self.refused = text
+                return
+
+    def _stop(self, kill: bool = False) -> None:
+        sock, process = self._sock, self._process
+        self._sock, self._process, self._ready, self._asked = None, None, False, 0
+        if sock is not None:
+            sock.close()
+        if process is not None and kill:
+            process.kill()
+        if process is not None:
+            try:
+                process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+# --- the maker (standard library only) ---------------------------------------------------
+
+
+def serve(sock_fd: int) -> None:
+    """The maker's loop: a host for each request, until the front end closes the socket."""
+    sock = socket.socket(fileno=sock_fd)
+    sock.send(READY)
+    while True:
+        try:
+            request = sock.recv(16)
+        except OSError:
+            request = b""
+        _reap()
+        if request != ASK:
+            return
+        handshake = _namespaces.Handshake()
+        maker = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _host(sock, handshake, maker)
+            finally:
+                os._exit(0)
+        handshake.parent_side()
+        handshake.serve(pid)
+        handshake.close()
+
+
+def _reap() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def _host(sock: socket.socket, handshake: _namespaces.Handshake, maker: int) -> None:
+    """The host process: make the namespaces, fork their pid 1 and relay until it ends."""
+    _processes.die_with_parent(maker)
+    handshake.child_side()
+    try:
+        _overlay.unshare(FLAGS)
+    except OSError as exc:
+        handshake.decline()
+        _refuse(sock, f"the kernel refused new namespaces: {exc.strerror or exc}")
+        return
+    try:
+        handshake.ask()
+    except OSError as exc:
+        _refuse(sock, str(exc))
+        return
+    _namespaces.become_root()
+    _processes.die_with_parent(maker)  # new credentials cleared the parent-death signal
+    lifeline_read, lifeline_write = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(lifeline_write)
+        _namespaces.die_with_lifeline(lifeline_read)
+        _init(sock)
+    _namespaces.close_all_but(lifeline_write)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(init, 0)
+
+
+def _refuse(sock: socket.socket, reason: str) -> None:
+    with contextlib.suppress(OSError):
+        sock.send(REFUSED + reason.encode()[:4000])
+
+
+def _init(sock: socket.socket) -> NoReturn:
+    """Pid 1 of a host: a /proc of its own, then its pidfd to the front end; then reap
+    whatever is orphaned in the namespace until it is killed (which ends the namespace)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # joinable by the front end's user: new credentials made this process non-dumpable
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    notes: list[str] = []
+    _namespaces.mount_proc(notes)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+    me = os.pidfd_open(os.getpid())
+    with contextlib.suppress(OSError):
+        socket.send_fds(sock, [HOST + " ".join(notes).encode()], [me])
+    _namespaces.close_all_but()
+    while True:
+        _reap()
+        signal.sigwait([signal.SIGCHLD])

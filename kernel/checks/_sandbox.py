@@ -1,0 +1,363 @@
+"""Isolated verification: snippets and pytest runs in a forked child carrying the overlay.
+
+    sandbox = Sandbox(project_root)
+    result = sandbox.verify("from pkg.mod import f; f(1)", overlay, change_ids=["c3"])
+    result.status, result.value_repr          # "passed", "2"
+    sandbox.run_tests(["-q", "tests"], overlay, change_ids=["c3"]).tests
+
+Each run is forked from a pre-imported template process (`_template`), applies the overlay
+from memory in the child (`_child`), streams the child's output into capped files in the
+run's record (`_capture`), and is killed with its whole process group at the timeout. A
+crash, a hang or a memory bomb in the child becomes a recorded status; the parent only
+reads files and pipes. Records live in `sandbox_runs/<run-id>/` (`_records`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from liveforge.kernel.boundary import _overlay, _processes
+from liveforge.kernel.boundary._boundary import BoundaryPolicy, Rulesets
+from liveforge.kernel.boundary._namespaces import check_ids
+from liveforge.kernel.boundary._policy import CheckSettings, Readable, Scratch, policy_for
+from liveforge.kernel.boundary._secrets import Scrubber
+from liveforge.kernel.checks import _livefork
+from liveforge.kernel.checks._hosts import LiveHosts
+from liveforge.kernel.checks._liveruns import LiveRuns
+from liveforge.kernel.checks._outcome import build_result
+from liveforge.kernel.checks._overlayhook import OverlayModule
+from liveforge.kernel.checks._preload import preload_names
+from liveforge.kernel.checks._records import (
+    RUNS_FOLDER,
+    RunKind,
+    RunResult,
+    RunStore,
+    RunSummary,
+    elapsed_since,
+    utc_now,
+)
+from liveforge.kernel.checks._requests import checked_overlay, child_request
+from liveforge.kernel.checks._runfiles import (
+    Afterwards,
+    keep_junit,
+    named_paths,
+    remove_scratch,
+    write_record,
+)
+from liveforge.kernel.checks._runner import RunExit, run_child
+from liveforge.kernel.checks._template import TemplateProcess
+from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
+from liveforge.kernel.errors import SandboxError
+
+__all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]
+
+
+class Sandbox(LiveRuns):
+    """Runs verification snippets and pytest in forked children that carry the overlay."""
+
+    def __init__(
+        self,
+        project_root: str | Path,
+        runs_dir: str | Path | None = None,
+        keep_runs: int = KEEP_RUNS,
+        *,
+        preload: Sequence[str] = (),
+        output_cap: int | None = None,
+        settings: CheckSettings | None = None,
+        make_ahead: bool = True,
+    ) -> None:
+        """`preload` names extra modules the template imports ahead of time (besides the
+        libraries the parent has loaded); `settings` are the checks' boundary and limits
+        (network off, 2 GiB of memory by default); `output_cap` overrides its
+        `output_bytes`, the cap of each captured stream's file. With `make_ahead` the
+        template makes the next check's namespaces while idle (see `_spare`), and live
+        checks join namespaces made ahead (see `_hosts`); False forks each check when it is
+        asked for and has it enter namespaces then (slower; for comparison)."""
+        self.project_root = Path(project_root).resolve()
+        self.store = RunStore(
+            Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
+        )
+        self.settings = settings or CheckSettings()
+        self.output_cap = output_cap or self.settings.output_bytes
+        self.readable = Readable(self.project_root, self.settings.readable)
+        self.scratch = Scratch()
+        self.extra_preload = list(preload)
+        self.make_ahead = make_ahead
+        self.template_starts = 0
+        self._live_rulesets = Rulesets()
+        self._live_hosts = LiveHosts()  # namespaces made ahead for live checks
+        self.last_refresh_reason: str | None = None
+        self._slot: list[TemplateProcess | None] = [None]
+        self._lock = threading.Lock()
+        self._afterwards = Afterwards()  # removes views' folders after results went back
+        self._stops = 0  # calls of `stop_running` so far: a run begun before one is stopped
+        # A dropped or never-closed sandbox still stops its template (also at exit).
+        weakref.finalize(self, _close_slot, self._slot)
+        weakref.finalize(self, self._live_hosts.close)
+        weakref.finalize(self, _remove_scratch_root, self._afterwards, self.scratch)
+
+    def verify(
+        self,
+        code: str,
+        overlay: Iterable[OverlayModule] = (),
+        change_ids: Sequence[str] = (),
+        *,
+        timeout: float = VERIFY_TIMEOUT,
+        memory_mb: int | None = None,
+        network: bool | None = None,
+        cpu_seconds: float | None = None,
+    ) -> RunResult:
+        """Run `code` in a child with the overlay; the last expression's repr is the value.
+
+        The child runs inside the check boundary (see `_boundary`) and is killed with
+        everything it started after `timeout` seconds. `memory_mb` caps the address space
+        the snippet may add to the pre-imported template's, `cpu_seconds` its CPU time,
+        `network=True` lets it use TCP; None takes the sandbox's settings.
+        """
+        if not isinstance(code, str):
+            raise TypeError(f"code must be a str of Python source, not {type(code).__name__}")
+        options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
+        return self._run("snippet", {"code": code}, overlay, change_ids, timeout, options)
+
+    def run_tests(
+        self,
+        args: Sequence[str] | None = None,
+        overlay: Iterable[OverlayModule] = (),
+        change_ids: Sequence[str] = (),
+        *,
+        timeout: float = TESTS_TIMEOUT,
+        memory_mb: int | None = None,
+        network: bool | None = None,
+        cpu_seconds: float | None = None,
+    ) -> RunResult:
+        """Run pytest with `args` in the project root, in a child with the overlay and the
+        same boundary as `verify` (pytest's cache and temporary files go to the scratch)."""
+        if isinstance(args, str):
+            raise TypeError("args must be a list of pytest arguments, e.g. ['-q', 'tests']")
+        options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
+        payload = {"args": [str(a) for a in args or []]}
+        return self._run("tests", payload, overlay, change_ids, timeout, options)
+
+    def runs(self) -> list[RunSummary]:
+        """The kept run records, newest first."""
+        self._afterwards.finish()
+        return self.store.rows()
+
+    def run(self, run_id: str) -> RunResult:
+        """The stored result of one run."""
+        self._afterwards.finish()
+        return self.store.load(run_id)
+
+    def stop_running(self) -> list[int]:
+        """Kill every check of this sandbox in progress, with what it started — also one
+        whose process is yet to start, which is killed as it starts (the front end's
+        Ctrl-C); the pids killed (live checks of this process included)."""
+        self._stops += 1
+        killed = _livefork.stop_all()
+        template = self.template_pid
+        return killed + (_processes.kill_children(template) if template is not None else [])
+
+    @property
+    def template_pid(self) -> int | None:
+        """Process id of the current template, if one is running."""
+        template = self._template
+        return template.process.pid if template is not None and template.alive else None
+
+    @property
+    def _template(self) -> TemplateProcess | None:
+        return self._slot[0]
+
+    @_template.setter
+    def _template(self, template: TemplateProcess | None) -> None:
+        self._slot[0] = template
+
+    def close(self) -> None:
+        """Stop the template process and the live checks' host maker. The sandbox restarts
+        them if used again."""
+        self._afterwards.finish()
+        self._live_hosts.close()
+        with self._lock:
+            if self._template is not None:
+                self._template.close()
+                self._template = None
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(
+        self,
+        kind: RunKind,
+        payload: dict[str, Any],
+        overlay: Iterable[OverlayModule],
+        change_ids: Sequence[str],
+        timeout: float,
+        options: dict[str, Any],
+    ) -> RunResult:
+        stops = self._stops
+        modules = checked_overlay(overlay)
+        if not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        for name in ("memory_mb", "cpu_seconds"):
+            if options[name] is not None and not options[name] > 0:
+                raise ValueError(f"{name} must be a positive number, not {options[name]!r}")
+        with self._lock:
+            self._afterwards.finish()  # the last run's leftovers are gone before this one
+            run_id, folder = self.store.create()
+            started_at, started = utc_now(), time.monotonic()
+            scratch = self.scratch.folder(run_id)
+            try:
+                readable = (
+                    *self.readable(),
+                    *named_paths(payload.get("args") or [], self.project_root),
+                )
+                policy = self._policy(run_id, readable, scratch, options)
+                request = child_request(run_id, kind, payload, modules, policy, self.project_root)
+                template = self._template_for([m.name for m in modules])
+            except SandboxError:
+                remove_scratch(policy=None, scratch=scratch)
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            scrubber = Scrubber.current()
+            try:
+                ended = self._child(
+                    template, request, folder, modules, timeout, scrubber, stops=stops
+                )
+            finally:
+                keep_junit(scratch, folder, scrubber)
+                changed = remove_scratch(policy, scratch, self._afterwards)
+            fields = {
+                "run_id": run_id,
+                "kind": kind,
+                "started_at": started_at,
+                "duration": elapsed_since(started),
+                "code": payload.get("code"),
+                "args": payload.get("args"),
+                "change_ids": list(change_ids),
+                "overlay_modules": [m.name for m in modules],
+                "record_path": str(folder),
+            }
+            result = build_result(
+                fields, ended, policy=policy, timeout=timeout, scrubber=scrubber, changed=changed
+            )
+            self.store.save(result)
+            self.store.prune(protect=run_id)
+            return result
+
+    def _policy(
+        self, run_id: str, readable: tuple[str, ...], scratch: Path, options: dict[str, Any]
+    ) -> BoundaryPolicy:
+        """The boundary of one run, its copy-on-write view's folder made where it has one."""
+        policy = policy_for(
+            self.settings,
+            readable,
+            scratch,
+            project=self.project_root,
+            view=self.scratch.view(run_id),
+            namespaces_reason=self.scratch.namespaces_reason(),
+            **options,
+        )
+        copy_on_write = policy.copy_on_write()
+        if copy_on_write is not None:
+            _overlay.View.beside(copy_on_write.root, policy.view or "")
+        if policy.namespaces:  # the check's own folder, also to tools that check its owner
+            os.chown(scratch, *check_ids())
+        return policy
+
+    def _child(
+        self,
+        template: TemplateProcess,
+        request: dict[str, Any],
+        folder: Path,
+        modules: list[OverlayModule],
+        timeout: float,
+        scrubber: Scrubber,
+        *,
+        stops: int,
+    ) -> RunExit:
+        """Run the request in a child of `template`; a lost template is replaced next time.
+        `stops` is `_stops` when the run began: a stop since kills the child as it starts."""
+        try:
+            ended = run_child(
+                template,
+                request,
+                folder,
+                timeout=timeout,
+                output_cap=self.output_cap,
+                while_running=lambda: write_record(folder, request, modules, scrubber),
+                scrubber=scrubber,
+                stopped=lambda: self._stops != stops,
+            )
+        except BaseException:  # interrupted: the template may still be reaping the child
+            template.close()
+            self._template = None
+            raise
+        if ended.template_lost:
+            template.close()
+            self._template = None
+        return ended
+
+    def _template_for(self, overlay_names: list[str]) -> TemplateProcess:
+        if self._template is not None:
+            reason = self._template.stale_reason(overlay_names)
+            if reason is None:
+                return self._template
+            self.last_refresh_reason = reason
+            self._template.close()
+            self._template = None
+        preload = preload_names(self.project_root, overlay_names)
+        preload += [name for name in self.extra_preload if name not in overlay_names]
+        template = self._start_template(preload, overlay_names)
+        if template is None:  # a pre-imported library started a thread or pulled in an
+            # overlay module: fall back to a template with nothing pre-imported
+            template = self._start_template([], overlay_names)
+        if template is None:
+            raise SandboxError(
+                "the overlay replaces a module the sandbox itself needs ("
+                + ", ".join(overlay_names)
+                + "); such modules can only be checked in process"
+            )
+        self._template = template
+        return template
+
+    def _start_template(
+        self, preload: list[str], overlay_names: list[str]
+    ) -> TemplateProcess | None:
+        try:
+            template = TemplateProcess(
+                cwd=self.project_root,
+                sys_path=list(sys.path),
+                preload=preload,
+                make_ahead=self.make_ahead,
+            )
+        except OSError as exc:
+            raise SandboxError(
+                f"could not start the sandbox template process: {exc}. "
+                "Check that the interpreter can start in the project root."
+            ) from exc
+        self.template_starts += 1
+        if template.threads > 1 or template.stale_reason(overlay_names) is not None:
+            template.close()
+            return None
+        return template
+
+
+def _remove_scratch_root(afterwards: Afterwards, scratch: Scratch) -> None:
+    afterwards.finish()
+    scratch.remove()
+
+
+def _close_slot(slot: list[TemplateProcess | None]) -> None:
+    template, slot[0] = slot[0], None
+    if template is not None:
+        template.close()

@@ -1,0 +1,370 @@
+"""The patch engine: make a live module run a new source text, in place, all or nothing.
+
+Only the top-level statements whose text changed are executed again (in the module's own
+namespace, so new functions get the right globals); unchanged statements are not re-run, so
+module state — caches, registries, connections — survives, and top-level side effects do not
+repeat. After each executed statement the objects it created are merged into the live ones
+(functions and classes updated in place, see `_update` and `_classes`), so identity is
+preserved throughout. Names the new source no longer binds are removed; forwardpy `@impl`
+registrations of replaced or removed definitions are dropped first so the new source alone
+decides what is implemented. Code of unchanged statements that moved (and of the closures
+their functions made, such as a decorator's wrappers) gets its line numbers shifted, so
+tracebacks and `inspect` stay exact (see `_moves`). A change of `from __future__` flags
+runs every definition again, since each compiles differently.
+
+Any failure — a syntax error, an exception while executing, a change that cannot be made in
+place — restores the module namespace, every live object, forwardpy's registries and
+linecache exactly as they were, and raises a `PatchError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import traceback
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from liveforge.kernel.errors import PatchError, PatchExecutionError
+from liveforge.kernel.live import _classes, _forward, _plans, _reach, _recompute, _registered
+from liveforge.kernel.live import _follow as _follow_
+from liveforge.kernel.live._moves import shift_moved
+from liveforge.kernel.live._reexports import removed_names
+from liveforge.kernel.live._revert import Revert, changed_bindings
+from liveforge.kernel.live._undo import UndoLog
+from liveforge.kernel.live._update import mergeable, retarget, update_callable
+from liveforge.kernel.source._sources import register_source
+from liveforge.kernel.source._stmts import Index, Stmt
+
+_MISSING = object()
+
+
+@dataclass
+class Outcome:
+    """What one application of new source did to the module."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: names whose new object could not be merged into the old one: (name, old, new).
+    unmerged: list[tuple[str, Any, Any]] = field(default_factory=list)
+    #: undoes exactly this application (see `Revert`).
+    revert: Revert | None = None
+    #: statements that read a rebound name when the module ran and were not run again.
+    stale: list[Stmt] = field(default_factory=list)
+    #: texts of the unchanged statements that ran anyway (`again`).
+    ran_again: frozenset[str] = frozenset()
+
+
+def apply(
+    module: types.ModuleType,
+    old: Index,
+    source: str,
+    filename: str,
+    target: str = "",
+    *,
+    rerun_definitions: bool = False,
+    skip: Callable[[ast.stmt], bool] | None = None,
+    again: frozenset[str] = frozenset(),
+) -> tuple[Index, Outcome]:
+    """Make `module` (whose current source is indexed by `old`) run `source`.
+
+    `rerun_definitions` executes every def and class statement, changed or not: for a module
+    whose running code may not match `old` (its file changed before liveforge saw it).
+    `skip` picks changed statements other than definitions not to execute (a loop, a call
+    that serves): the source still takes them, and the outcome's notes name each one.
+    `again` are texts of unchanged statements to execute anyway (stale ones, see
+    `ModuleRecord.stale`).
+    """
+    plan = _plans.plan(old, source, filename, target, rerun_definitions, skip, again)
+    ctx = _classes.MergeContext(UndoLog(), filename, rehome=_registered.rehome)
+    namespace = module.__dict__
+    saved = dict(namespace)
+    registries = _forward.Snapshot()
+    cached = linecache.cache.get(filename)
+    register_source(filename, source)
+    try:
+        outcome = _execute(module, plan, saved, ctx)
+    except BaseException as exc:
+        detail = _describe(exc, filename)
+        ctx.log.undo()
+        registries.restore()
+        restore_namespace(namespace, saved)
+        _reach.discard_created(ctx.created, saved, anywhere=True)
+        _restore_linecache(filename, cached)
+        if isinstance(exc, PatchError):
+            raise
+        if not isinstance(exc, Exception):
+            raise
+        raise PatchExecutionError(
+            detail, target=target or module.__name__, line=_failing_line(exc, filename)
+        ) from exc
+    outcome.notes.extend(ctx.notes)
+    outcome.notes.extend(
+        f"not re-run: line {s.start} `{s.text.strip().splitlines()[0]}`" for s in plan.skipped
+    )
+    outcome.revert = Revert(
+        ctx.log,
+        namespace,
+        changed_bindings(namespace, saved),
+        # What changed in the registries is worked out when (if ever) the change is undone.
+        functools.partial(_forward.Snapshot.revert_between, _forward.Snapshot(), registries),
+    )
+    return plan.index, outcome
+
+
+def _execute(
+    module: types.ModuleType, plan: _plans.Plan, saved: dict[str, Any], ctx: _classes.MergeContext
+) -> Outcome:
+    namespace = module.__dict__
+    outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
+    existing = {id(v) for v in saved.values()}
+    old_nodes = {s.name: s for s in plan.old_run if s.name}
+    rerun = {s.name for s, _ in plan.run if s.name}
+    for stmt in plan.old_run:
+        if stmt.name in rerun or stmt.binds & plan.removed:
+            _drop_registrations(stmt, saved)
+    # Before anything runs, every function's code still carries its old lines, so a moved
+    # statement's old line range names exactly the functions it made.
+    shift_moved(namespace, plan.moved, ctx)
+    created = ctx.created
+    for stmt, code in plan.run:
+        earlier = old_nodes.get(stmt.name or "")
+        old_node = earlier.node if earlier is not None else None
+        if stmt.name:
+            _registered.before_rerun(stmt.node, old_node, saved.get(stmt.name), ctx)
+        exec(code, namespace)
+        created.extend(namespace.get(name) for name in stmt.binds)
+        ctx.reread = stmt.text in plan.again
+        for name in sorted(stmt.binds):
+            _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
+        ctx.reread = False
+        if stmt.name and stmt.name in saved:
+            live, now = saved[stmt.name], namespace.get(stmt.name)
+            _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
+    rebound = {
+        n
+        for s, _ in plan.run
+        for n in s.binds
+        if n in saved and namespace.get(n, _MISSING) is not saved[n]
+    }
+    if rebound:
+        _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    ran = [s for s, _ in plan.run]
+    ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
+    gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
+    decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
+    for name in sorted(gone):
+        if name in namespace:
+            _registered.forget(name, namespace.pop(name), ctx, name in decorated)
+            outcome.removed.append(name)
+    for name, value in sorted(fallback.items()):
+        namespace[name] = value  # a removed definition no longer hides a star import's name
+        outcome.updated.append(name)
+    return outcome
+
+
+def _follow(
+    namespace: dict[str, Any],
+    plan: _plans.Plan,
+    rebound: set[str],
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
+    """Make what follows from the rebound names what a fresh import would have (see
+    `_follow`)."""
+    ran = [s for s, _ in plan.run]
+    # Only a value from elsewhere (an import) tells that the later statement bound the name.
+    imported = {n for n in rebound if _home(saved[n]) not in (None, namespace.get("__name__"))}
+    for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, imported).items()):
+        namespace[name] = saved[name]
+        rebound.discard(name)
+        if name in outcome.updated:
+            outcome.updated.remove(name)
+        ctx.notes.append(
+            f"{name}: line {later.start} binds it again after the patched definition, and "
+            f"that statement did not change; {name} stays what it bound "
+            f"({_describe_value(saved[name])}), as in a fresh import, so the patched "
+            "definition is not what the name holds"
+        )
+    advice = "patch the module with it changed (or persist it, then reload it)"
+    outcome.stale += follow_readers(
+        plan.index, ran, rebound, namespace, saved, existing, ctx, advice=advice
+    )
+
+
+def follow_readers(
+    index: Index,
+    ran: list[Stmt],
+    rebound: set[str],
+    namespace: dict[str, Any],
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    *,
+    where: str = "",
+    advice: str,
+) -> list[Stmt]:
+    """What a fresh import would make anew from the `rebound` names of a module (indexed by
+    `index`, its statements `ran` just executed): pure values are computed again, functions
+    whose defaults or decorators read them are defined again in place, every other statement
+    reading them is named in a note (`where` prefixes notes, `advice` says what to do).
+    Returns those other statements."""
+    recomputed, changed, notes = _recompute.run(
+        index.stmts, ran, rebound, namespace, ctx.filename, index.future_flags
+    )
+    ctx.notes.extend(where + note for note in notes)
+    rebound = rebound | changed
+    defs, others = _follow_.readers(index.stmts, ran + recomputed, rebound)
+    for stmt in defs:
+        _registered.before_rerun(stmt.node, stmt.node, namespace.get(stmt.name or ""), ctx)
+        exec(_plans.compile_stmt(stmt, ctx.filename, index.future_flags, ""), namespace)
+        ctx.created.append(namespace.get(stmt.name or ""))
+        _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
+        live = saved.get(stmt.name or "")
+        _registered.after_rerun(
+            stmt.name or "", live, namespace.get(stmt.name or ""), stmt.node, stmt.node, ctx
+        )
+        ctx.notes.append(
+            f"{where}{stmt.name}: defined again (line {stmt.start}), since its defaults or "
+            f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"
+        )
+    for stmt in others:
+        names = ", ".join(sorted(stmt.binds))
+        reads = ", ".join(sorted(_follow_.definition_reads(stmt.node) & rebound))
+        ctx.notes.append(
+            f"{where}{names} (line {stmt.start}) read {reads} when the module ran and was not "
+            f"run again; it keeps the value made from the old {reads} (a fresh import would "
+            f"make it anew). Patch it too, or {advice}"
+        )
+    return others
+
+
+def _home(value: Any) -> str | None:
+    module = getattr(value, "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+def _describe_value(value: Any) -> str:
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None)
+    return f"{module}.{name}" if module and name else type(value).__name__
+
+
+def _drop_registrations(stmt: Stmt, saved: dict[str, Any]) -> None:
+    for name in stmt.binds:
+        value = saved.get(name)
+        for cls, key in _forward.registrations_of(value) if value is not None else ():
+            _forward.unregister(cls, key)
+
+
+def _merge_name(
+    module_ns: dict[str, Any],
+    name: str,
+    stmt: Stmt,
+    old_stmt: Stmt | None,
+    saved: dict[str, Any],
+    existing: set[int],
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
+    old = saved.get(name, _MISSING)
+    new = module_ns.get(name, _MISSING)
+    if new is _MISSING:
+        return
+    if old is _MISSING:
+        outcome.added.append(name)
+        return
+    if new is old:
+        return
+    outcome.updated.append(name)
+    if id(new) in existing:
+        return
+    if getattr(old, "__module__", None) != module_ns.get("__name__"):
+        if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
+            outcome.unmerged.append((name, old, new))
+        return
+    if mergeable(old, new):
+        held = (
+            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+        )
+        note = update_callable(old, new, ctx.log, ctx.idmap)
+        if note:
+            ctx.notes.append(note)
+        ctx.idmap.link(new, old)
+        for cls, key in _forward.registrations_of(getattr(new, "__wrapped__", new)):
+            _forward.rebind(cls, key, old)
+        for cls, key in _forward.registrations_of(new):
+            _forward.rebind(cls, key, old)
+        if held:
+            _registered.replace_held(name, held, new, old, ctx, ["its decorator"])
+        module_ns[name] = old
+    elif isinstance(old, type) and isinstance(new, type) and old.__qualname__ == new.__qualname__:
+        old_node = old_stmt.fresh_node() if old_stmt is not None else None
+        first = len(ctx.members)
+        _classes.merge(old, new, _classdef(old_node), _classdef(stmt.node), ctx)
+        module_ns[name] = old
+        _report_members(outcome, name, ctx.members[first:])
+        _registered.rehome(name, new, old, stmt.node, ctx)
+    else:
+        note = retarget(old, new, ctx.log)
+        if note:
+            ctx.notes.append(note)
+        elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
+            outcome.unmerged.append((name, old, new))
+
+
+def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:
+    """Name the members a class patch touched (`C.m`) instead of the whole class."""
+    if not members:
+        return
+    outcome.updated.remove(name)
+    lists = {"+": outcome.added, "~": outcome.updated, "-": outcome.removed}
+    for sign, qualname in members:
+        lists[sign].append(qualname)
+
+
+def _classdef(node: ast.stmt | None) -> ast.ClassDef | None:
+    return node if isinstance(node, ast.ClassDef) else None
+
+
+def restore_namespace(namespace: dict[str, Any], saved: dict[str, Any]) -> None:
+    for key in [k for k in namespace if k not in saved]:
+        del namespace[key]
+    for key, value in saved.items():
+        if namespace.get(key, _MISSING) is not value:
+            namespace[key] = value
+
+
+def _restore_linecache(filename: str, cached: Any) -> None:
+    if cached is None:
+        linecache.cache.pop(filename, None)
+    else:
+        linecache.cache[filename] = cached
+
+
+def _failing_line(exc: BaseException, filename: str) -> int | None:
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
+
+
+def _describe(exc: BaseException, filename: str) -> str:
+    if isinstance(exc, PatchError):
+        return str(exc)
+    line = _failing_line(exc, filename)
+    where = f" at line {line}" if line else ""
+    text = linecache.getline(filename, line).strip() if line else ""
+    shown = f" ({text})" if text else ""
+    return (
+        f"executing the new source raised {type(exc).__name__}: {exc}{where}{shown}. "
+        "Nothing was changed; fix the source and patch again."
+    )

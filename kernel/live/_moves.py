@@ -1,0 +1,57 @@
+"""Statements that moved without changing: their functions' line numbers follow them.
+
+Lines inserted or removed above a definition move it; the definition is not run again, so the
+code of the functions it made (and of the closures those made, such as a decorator's
+wrappers) gets its line numbers shifted, so tracebacks and `inspect` stay exact.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+from liveforge.kernel.live import _classes, _spawned
+from liveforge.kernel.live._functions import defined_functions, makes_functions, module_functions
+from liveforge.kernel.live._update import shift_code
+from liveforge.kernel.source._stmts import Stmt
+
+
+def shift_moved(
+    namespace: dict[str, Any], moved: list[tuple[Stmt, int]], ctx: _classes.MergeContext
+) -> None:
+    """Move the line numbers of the functions each moved statement made (and of the closures
+    those made) by its delta, recording each change in `ctx.log`."""
+    seen: set[int] = set()
+    in_module: list[types.FunctionType] | None = None
+    for stmt, delta in moved:
+        first, last = stmt.start - delta, stmt.end - delta
+        if stmt.functions is None:
+            # Found once by line range; the objects keep their identity while the statement
+            # is not executed again, so later moves reuse the list.
+            stmt.functions = [
+                f
+                for name in stmt.binds
+                for f in defined_functions(namespace.get(name), ctx.filename, first, last)
+            ]
+            stmt.spawns = any(makes_functions(f.__code__) for f in stmt.functions)
+        funcs = stmt.functions
+        if stmt.spawns:
+            # Closures made at run time by the statement's functions (a decorator's wrappers)
+            # are bound elsewhere in the module; they are found by their line range.
+            if in_module is None:
+                in_module = module_functions(namespace, ctx.filename)
+            funcs = funcs + [f for f in in_module if first <= f.__code__.co_firstlineno <= last]
+        # A closure found here takes the very nested code object its shifted maker holds;
+        # those held elsewhere (a registry, a partial) keep theirs, which the maker's new code
+        # remembers, so its next patch still finds them (see `_spawned.moved`).
+        shifted: dict[int, types.CodeType] = {}
+        for func in funcs:
+            if id(func) in seen:
+                continue
+            seen.add(id(func))
+            before = func.__code__
+            ctx.log.add(functools.partial(setattr, func, "__code__", before))
+            func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
+            if stmt.spawns:
+                shifted.update(_spawned.moved(before, func.__code__))

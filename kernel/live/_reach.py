@@ -1,0 +1,240 @@
+"""What else holds the objects a patch replaced: registries, and old references.
+
+Re-executing a definition builds new objects and the engine merges them into the live ones,
+so every reference to the live object runs the new code. Two kinds of reference escape that:
+
+- a decorator that *stores* what it decorates (`REGISTRY.append(f)`, `routes[path] = f`),
+  or a base's `__init_subclass__` that stores the subclasses, stored the new object too.
+  A fresh import would hold one entry; `_registered` follows such registrations with the
+  helpers here.
+- a new object that cannot be merged into the old one (a decorator now returns an object
+  of another kind, with no `__wrapped__` to forward through): the name takes the new one,
+  and a note names the references that still hold the old one.
+
+(Functions made earlier by a changed function are `_spawned`'s.) Both look at the heap
+(`gc.get_referrers`), so both run only when needed: the first when the new function has
+references nobody in the engine made (its reference count tells) or the new class may have
+been stored (`class_hooks`), the second only for such an unmergeable pair.
+"""
+
+from __future__ import annotations
+
+import abc
+import ast
+import enum
+import functools
+import gc
+import sys
+import types
+from collections.abc import Iterable
+from typing import Any
+
+from liveforge.kernel.live import _holders
+from liveforge.kernel.live._undo import UndoLog
+
+
+def references(obj: Any) -> int:
+    """How many references hold `obj` (this call's own included)."""
+    return sys.getrefcount(obj)
+
+
+def _calibrate() -> int:
+    """The count `references` gives for a new function held only the way the engine holds
+    one while merging it: by the module namespace, the list of created objects and one
+    local variable of the caller."""
+    namespace = {"f": _sample()}
+    created = [namespace["f"]]
+    new = namespace["f"]
+    count = references(new)
+    del created, new
+    return count
+
+
+def _sample() -> Any:
+    def sample() -> None: ...
+
+    return sample
+
+
+#: More references than this to a function the engine just made: something else (a
+#: decorator's registry, say) holds it too.
+BASELINE = _calibrate()
+
+
+_PLAIN_METACLASSES = (type, abc.ABCMeta, enum.EnumMeta)
+#: modules whose class hooks store nothing a patch could leave behind (`Generic`, protocols).
+_STDLIB_HOOKS = frozenset({"typing", "abc", "enum", "collections.abc", "builtins"})
+
+
+def class_hooks(cls: type, node: ast.stmt) -> list[str]:
+    """What ran when `cls` was built and may have stored it somewhere, in words: a base's
+    `__init_subclass__`, a metaclass of its own, a class decorator other than `dataclass`.
+    (Classes refer to themselves in many ways, so their reference count tells nothing; the
+    heap is searched only when there is one.)"""
+    hooks = []
+    if type(cls) not in _PLAIN_METACLASSES and type(cls).__module__ not in _STDLIB_HOOKS:
+        hooks.append(f"its metaclass {type(cls).__qualname__}")
+    hooks += [
+        f"{base.__qualname__}.__init_subclass__"
+        for base in cls.__mro__[1:-1]
+        if "__init_subclass__" in vars(base) and base.__module__ not in _STDLIB_HOOKS
+    ][:1]
+    decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
+    hooks += [f"its decorator @{d}" for d in decorators if "dataclass" not in d]
+    return hooks
+
+
+def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
+    """True when a definition statement made `new`, which cannot be merged into the live
+    `old` (a decorator now returns another kind of object), and references to `old` would
+    keep the old behaviour: `old` is callable and not something imported from elsewhere."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if isinstance(old, (types.FunctionType, type)) and old.__module__ != module:
+        return False
+    return callable(old) and old is not new
+
+
+def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: bool) -> None:
+    """The functions and classes a failed or undone application created, which something
+    stored (a decorator's registry, a base's `__init_subclass__`), leave those containers
+    again, or give way to the object `namespace` (as restored) binds to that name. After a
+    failure the objects are moments old, so every list, dict and set that holds them is
+    theirs; after a rollback (`anywhere` false) only registries bound in their module or
+    their bases' modules are. One search of the heap, when there is anything to look for."""
+    existed = {id(v) for v in namespace.values()}
+    made = {
+        id(o): o
+        for o in created
+        if isinstance(o, (type, types.FunctionType))
+        and o.__module__ == namespace.get("__name__")
+        and id(o) not in existed
+    }
+    if not made:
+        return
+    allowed = None if anywhere else registries(made.values())
+    skip = {id(created), id(namespace), id(made)}
+    for holder in gc.get_referrers(*made.values()):
+        if id(holder) in skip or not isinstance(holder, (list, dict, set)):
+            continue
+        if (isinstance(holder, dict) and is_namespace(holder)) or (
+            allowed is not None and id(holder) not in allowed
+        ):
+            continue
+        items = holder.values() if isinstance(holder, dict) else holder
+        for obj in [made[id(v)] for v in list(items) if id(v) in made]:
+            before = namespace.get(obj.__name__)
+            if before is not None and not isinstance(holder, list):
+                replace_in([holder], obj, before, UndoLog())
+            else:
+                drop(holder, obj, UndoLog())
+
+
+def registries(objects: Iterable[Any]) -> dict[int, str]:
+    """Containers bound in the modules of `objects` (and of their bases, for classes),
+    directly or as class attributes."""
+    modules = set()
+    for obj in objects:
+        mro = obj.__mro__[:-1] if isinstance(obj, type) else [obj]
+        modules |= {c.__module__ for c in mro}
+    found: dict[int, str] = {}
+    for module_name in modules:
+        module = sys.modules.get(module_name)
+        for key, value in list(getattr(module, "__dict__", {}).items()):
+            owners = [(f"{module_name}.{key}", value)]
+            if isinstance(value, type) and value.__module__ == module_name:
+                owners += [(f"{module_name}.{key}.{k}", v) for k, v in vars(value).items()]
+            for label, item in owners:
+                if isinstance(item, (list, dict, set)):
+                    found.setdefault(id(item), label)
+    return found
+
+
+def drop(holder: Any, value: Any, log: UndoLog) -> None:
+    if isinstance(holder, list):
+        before = list(holder)
+        holder[:] = [item for item in holder if item is not value]
+        log.add(functools.partial(holder.__setitem__, slice(None), before))
+        return
+    log.add(functools.partial(_reset, holder, holder.copy()))
+    if isinstance(holder, dict):
+        for key in [k for k, v in holder.items() if v is value]:
+            del holder[key]
+    else:
+        holder.discard(value)
+
+
+def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
+    """Notes for names whose new object could not be merged into the old one (looked up
+    after from-import copies were re-bound; `skip` are liveforge's own records). One
+    search of the heap for all of them."""
+    held = _holders.describe_each([old for _, old, _ in unmerged], skip)
+    return [
+        _holders.unmerged(name, old, new, held=where)
+        for (name, old, new), where in zip(unmerged, held)
+    ]
+
+
+def holders(obj: Any, skip: list[Any]) -> list[Any]:
+    """The lists, dicts (not namespaces) and sets that hold `obj`, except those in `skip`.
+    Asked before the engine links `obj` to anything itself (forwarders, `__wrapped__`)."""
+    skipped = {id(s) for s in skip}
+    return [
+        h
+        for h in gc.get_referrers(obj)
+        if id(h) not in skipped
+        and (
+            isinstance(h, (list, set))
+            or (isinstance(h, dict) and not is_namespace(h) and not _class_namespace(h))
+        )
+    ]
+
+
+def _class_namespace(holder: dict[str, Any]) -> bool:
+    """A class's own namespace (a nested class sits in its outer class's): not a registry,
+    and never written to but through the class."""
+    return "__module__" in holder and any(
+        isinstance(owner, type) and any(d is holder for d in gc.get_referents(owner.__dict__))
+        for owner in gc.get_referrers(holder)
+    )
+
+
+def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list[str]:
+    """Put `live` where `containers` hold `new`; a list or set that already holds `live`
+    just loses `new`. Returns the kind of each container changed."""
+    for holder in containers:
+        if isinstance(holder, list):
+            _fix_list(holder, new, live, log)
+        elif isinstance(holder, dict):
+            _fix_dict(holder, new, live, log)
+        else:
+            holder.discard(new)
+            log.add(functools.partial(_reset, holder, set(holder)))
+            holder.add(live)
+    return [type(h).__name__ for h in containers]
+
+
+def is_namespace(holder: dict[str, Any]) -> bool:
+    """A module's or an instance's own namespace, or a frame's locals (not a registry)."""
+    return "__name__" in holder and "__builtins__" in holder
+
+
+def _fix_list(holder: list[Any], new: Any, live: Any, log: UndoLog) -> None:
+    # Undone, the container is as it was before the patch stored `new` in it.
+    before = [item for item in holder if item is not new]
+    if any(item is live for item in holder):
+        holder[:] = before
+    else:
+        holder[:] = [live if item is new else item for item in holder]
+    log.add(functools.partial(holder.__setitem__, slice(None), before))
+
+
+def _fix_dict(holder: dict[Any, Any], new: Any, live: Any, log: UndoLog) -> None:
+    for key, value in list(holder.items()):
+        if value is new:
+            holder[key] = live
+
+
+def _reset(holder: Any, before: Any) -> None:
+    holder.clear()
+    holder.update(before)

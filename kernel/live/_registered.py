@@ -1,0 +1,292 @@
+"""Registrations: what a decorator (or a base's `__init_subclass__`, a metaclass) stored when a
+definition ran, followed when the definition runs again or goes.
+
+A fresh import holds one entry per definition, where its current source stores it. So when a
+definition runs again:
+
+- where the new object was stored, the live one it was merged into takes its place
+  (`replace_held`); a dict loses the entries under which the old definition stored the live
+  one when the new one went under another key (`@register('UP')` after
+  `@register('upper')`), and the new key takes the old one's place in the dict's order;
+- a registry of the module that held the live object, and was not given the new one while
+  the decorators changed (the new decorator does not register), loses the live one;
+- a removed definition leaves the registries of its module (`forget`).
+
+Registries are found by searching the heap (`gc.get_referrers`) only when needed: for a
+decorated function something beyond its module holds (its reference count tells), for a
+class with hooks, for a new object that could not be merged. What they held before the
+definition ran is kept (`before_rerun`), so undoing the change — a rollback, or a later
+statement failing — restores each of them exactly, keys and order.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import gc
+import sys
+import types
+from typing import Any
+
+from liveforge.kernel.live._classes import MergeContext
+from liveforge.kernel.live._reach import (
+    class_hooks,
+    drop,
+    holders,
+    is_namespace,
+    references,
+    registries,
+    replace_in,
+)
+from liveforge.kernel.live._undo import UndoLog
+
+_CONTAINERS = (list, dict, set)
+
+
+def before_rerun(node: ast.stmt, old: ast.stmt | None, live: Any, ctx: MergeContext) -> None:
+    """Before a function's definition (`old` before the change, `node` now: either one
+    decorated), or a class whose building may store it, runs again: the lists, dicts and
+    sets that hold the live object, as they are."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not (_decorators(node) or _decorators(old)) or not isinstance(live, types.FunctionType):
+            return
+        if references(live) <= _HELD_BY_MODULE:
+            return
+    elif not isinstance(node, ast.ClassDef) or not isinstance(live, type):
+        return
+    elif not class_hooks(live, node):
+        return
+    skip = {id(ctx.idmap), id(ctx.registered), id(ctx.searched)}
+    found = ctx.searched.setdefault(id(live), [])
+    for holder in gc.get_referrers(live):
+        if not isinstance(holder, _CONTAINERS) or id(holder) in skip:
+            continue
+        if isinstance(holder, dict) and is_namespace(holder):
+            continue
+        found.append(holder)
+        ctx.registered.setdefault(id(holder), holder.copy())
+
+
+def _held_by_module() -> int:
+    """What `references` gives, inside `before_rerun`, for a function only its module (and
+    the engine's copy of the module namespace) holds."""
+    namespace = {"f": _sample()}
+    saved = dict(namespace)
+
+    def probe(live: Any) -> int:
+        return references(live)
+
+    count = probe(saved["f"])
+    del saved
+    return count
+
+
+def _sample() -> Any:
+    def sample() -> None: ...
+
+    return sample
+
+
+_HELD_BY_MODULE = _held_by_module()
+
+
+def rehome(name: str, new: type, live: type, node: ast.stmt | None, ctx: MergeContext) -> None:
+    """After `new` was merged into `live`: where what ran while building `new` (a base's
+    `__init_subclass__`, a metaclass, a class decorator) stored it, the live class takes
+    its place; where nothing was found, a note says what was not replayed."""
+    hooks = class_hooks(new, node or ast.Pass())
+    if hooks:
+        replace_held(name, holders(new, [ctx.created]), new, live, ctx, hooks)
+
+
+def replace_held(
+    name: str, held: list[Any], new: Any, live: Any, ctx: MergeContext, hooks: list[str]
+) -> None:
+    """What ran while the new object was built (`hooks`: a decorator, a base's
+    `__init_subclass__`) stored it: the live one takes its place. Where nothing was found
+    that holds it, the note says which class hooks (`__init_subclass__`, a metaclass: code
+    run for its side effects) ran and were not replayed for the live class."""
+    who = " or ".join(hooks)
+    if held:
+        gone: list[str] = []
+        for holder in held:
+            if isinstance(holder, dict):
+                before = ctx.registered.pop(id(holder), None)
+                searched = id(live) in ctx.searched
+                gone += [repr(k) for k in move_entry(holder, new, live, ctx.log, before, searched)]
+            else:
+                ctx.registered.pop(id(holder), None)
+                replace_in([holder], new, live, ctx.log)
+        kinds = ", ".join(type(h).__name__ for h in held)
+        left = (
+            f"; its entry under {', '.join(gone)}, where the old definition stored it, was "
+            "taken out"
+            if gone
+            else ""
+        )
+        ctx.notes.append(
+            f"{name}: the new definition was also stored by {who} ({kinds}); the live object "
+            f"took its place there, as one entry, like a fresh import's{left}"
+        )
+        return
+    ran = " and ".join(h for h in hooks if not h.startswith("its decorator"))
+    if not ran:
+        return  # a class decorator that stored nothing: it only changed the class
+    ctx.notes.append(
+        f"{name}: {ran} ran again for the new class object, which was then merged into the "
+        "live class; it stored it in no list, dict or set liveforge could find, so anything "
+        f"else it did (a weak registry, a counter, a call elsewhere) was done for that "
+        f"object and not replayed for the live {name}. Check it, and redo that for {name} "
+        "where needed"
+    )
+
+
+def move_entry(
+    holder: dict[Any, Any],
+    new: Any,
+    live: Any,
+    log: UndoLog,
+    before: dict[Any, Any] | None,
+    searched: bool,
+) -> list[Any]:
+    """A decorator stored `new` in `holder` (under one or more keys): `live` takes those
+    places, and the entries holding `live` under other keys — where the old definition
+    stored it — go, as in a fresh import. `before` is the dict as it was before the
+    definition ran (None: not known, or — when `searched` — `live` was not in it). Undone,
+    the keys touched are as in `before`. Returns the keys that went."""
+    keys = [k for k, v in holder.items() if v is new]
+    if not keys:
+        # No longer there: what stored it put the live object back itself (forwardpy's
+        # registries, re-pointed by `_forward.rebind`), so the live one's entries stay.
+        return []
+    old = [k for k, v in holder.items() if v is live and k not in keys]
+    if "__module__" in holder and "__doc__" in holder:
+        old = []  # a class's own dict: only its entries for `new` change
+    if before is None:
+        # Not looked for: the decorator stored it again under the same key, unless it is
+        # still under another one.
+        same = not old and not searched
+        before = {k: live if v is new else v for k, v in holder.items() if v is not new or same}
+    _log_restore(holder, before, {*keys, *old}, log)
+    if old and not any(k in before for k in keys):
+        # The new keys take the first old one's place, where a fresh import puts them.
+        now = dict(holder)
+        holder.clear()
+        for key, value in now.items():
+            if key == old[0]:
+                holder.update(dict.fromkeys(keys, live))
+            elif key not in old and key not in keys:
+                holder[key] = value
+        return old
+    for key in old:
+        del holder[key]
+    for key in keys:
+        holder[key] = live
+    return old
+
+
+def after_rerun(
+    name: str, live: Any, now: Any, old: ast.stmt | None, new: ast.stmt, ctx: MergeContext
+) -> None:
+    """After a decorated definition ran again and was merged: `live` is what the name held
+    before, `now` what it holds (`live` itself when merged), `old`/`new` the statements.
+    Registries of the module that held `live` and were not given the new object lose it
+    when the decorators changed; a new object that could not be merged keeps the entries
+    its decorator made, and undoing the change puts back what they replaced."""
+    held = ctx.searched.pop(id(live), None)
+    if now is not live and _decorators(new):
+        for holder in holders(now, [ctx.created, *ctx.searched.values()]):
+            before = ctx.registered.get(id(holder))
+            if isinstance(holder, dict):
+                keys = {k for k, v in holder.items() if v is now}
+                _log_restore(holder, before or _without(holder, now), keys, ctx.log)
+            elif isinstance(holder, list):
+                restore = before if before is not None else [v for v in holder if v is not now]
+                ctx.log.add(functools.partial(holder.__setitem__, slice(None), restore))
+    if not held:
+        return
+    own = registries([live])
+    changed = _decorators(old) != _decorators(new)
+    gone = []
+    for holder in held:
+        if ctx.registered.pop(id(holder), None) is None or id(holder) not in own:
+            continue  # given the new definition (`replace_held`), or no registry of the module
+        stored = now is not live and _holds(holder, now)
+        if (stored or changed) and _holds(holder, live):
+            drop(holder, live, ctx.log)
+            gone.append(own[id(holder)])
+    if gone:
+        ctx.notes.append(
+            f"{name}: taken out of {', '.join(sorted(gone))}, where the old definition's "
+            "decorator stored it; the new one does not, so a fresh import would not have it "
+            "there"
+        )
+
+
+def _decorators(node: ast.stmt | None) -> list[str]:
+    return [ast.dump(d) for d in getattr(node, "decorator_list", [])]
+
+
+def _without(holder: dict[Any, Any], value: Any) -> dict[Any, Any]:
+    return {k: v for k, v in holder.items() if v is not value}
+
+
+def _log_restore(
+    holder: dict[Any, Any], before: dict[Any, Any], keys: set[Any], log: UndoLog
+) -> None:
+    """Undone, `holder` has `keys` as in `before` (absent when not there)."""
+    order = list(before)
+    values = {k: before[k] for k in keys if k in before}
+    log.add(functools.partial(_restore_keys, holder, order, values, keys))
+
+
+def _restore_keys(
+    holder: dict[Any, Any], order: list[Any], values: dict[Any, Any], keys: set[Any]
+) -> None:
+    """`holder` with `keys` as in `values` (absent when not there), every other entry as it
+    is now, in `order` (entries added since after them)."""
+    now = dict(holder)
+    holder.clear()
+    for key in order:
+        if key in values:
+            holder[key] = values[key]
+        elif key in now and key not in keys:
+            holder[key] = now[key]
+    for key, value in now.items():
+        if key not in holder and key not in keys:
+            holder[key] = value
+
+
+def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) -> None:
+    """A class the new source no longer defines leaves the registries its bases'
+    `__init_subclass__` (or its metaclass) stored it in, as a fresh import would not have
+    it there: lists, dicts and sets bound in its module or its bases' modules, directly or
+    as class attributes; a `decorated` function leaves the lists, dicts and sets bound in its
+    module (where its decorator stored it; looked through, not searched for). Other
+    containers are left alone."""
+    if isinstance(value, types.FunctionType) and decorated:
+        module = vars(sys.modules.get(value.__module__) or types.ModuleType("-"))
+        found = {
+            id(item): f"{value.__module__}.{key}"
+            for key, item in list(module.items())
+            if key[:2] != "__" and isinstance(item, _CONTAINERS) and _holds(item, value)
+        }
+        held = list({id(v): v for v in module.values() if id(v) in found}.values())
+    elif isinstance(value, type) and class_hooks(value, ast.Pass()):
+        found = registries([value])
+        held = [h for h in holders(value, [ctx.created]) if id(h) in found]
+    else:
+        return
+    if not held:
+        return
+    for holder in held:
+        drop(holder, value, ctx.log)
+    ctx.notes.append(
+        f"{name}: removed, and taken out of {', '.join(sorted(found[id(h)] for h in held))}"
+        ", where what ran when it was defined stored it, as a fresh import would not have it"
+    )
+
+
+def _holds(container: Any, value: Any) -> bool:
+    items = container.values() if isinstance(container, dict) else container
+    return any(item is value for item in items)

@@ -1,0 +1,59 @@
+"""Undoing one application of new source exactly (see `Revert`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from liveforge.kernel.live._reach import discard_created
+from liveforge.kernel.live._undo import UndoLog
+
+MISSING = object()  # a name that was not bound
+
+
+@dataclass
+class Revert:
+    """How to undo one application exactly: the in-place mutations it made (newest first),
+    the module bindings it changed (each put back only while it still holds what the
+    change left there), and the forwardpy registrations it changed. Rolling back restores
+    the objects that were there, identity included, instead of replaying old source; names
+    the change never touched are never touched."""
+
+    log: UndoLog
+    namespace: dict[str, Any]
+    bindings: dict[str, tuple[Any, Any]]
+    registries: Any
+
+    def rebound(self) -> dict[str, Any]:
+        """Names the application bound to another object: name -> the object before."""
+        return {n: b for n, (b, a) in self.bindings.items() if b is not MISSING}
+
+    def __call__(self) -> None:
+        """Undo the application (once)."""
+        self.registries()
+        self.log.undo()
+        dropped = []
+        for name, (before, after) in self.bindings.items():
+            if self.namespace.get(name, MISSING) is not after:
+                continue  # rebound since by something else: not this change's to undo
+            if before is MISSING:
+                del self.namespace[name]
+            else:
+                self.namespace[name] = before
+            dropped.append(after)
+        self.bindings = {}
+        # What ran when they were made (a decorator, `__init_subclass__`) stored them.
+        discard_created(dropped, self.namespace, anywhere=False)
+
+
+def changed_bindings(
+    namespace: dict[str, Any], saved: dict[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """Each name whose binding the application changed: (value before, value after)."""
+    changed = {
+        k: (saved.get(k, MISSING), v)
+        for k, v in namespace.items()
+        if saved.get(k, MISSING) is not v
+    }
+    changed.update({k: (v, MISSING) for k, v in saved.items() if k not in namespace})
+    return changed

@@ -1,0 +1,12 @@
+"""`Runtime`, the public patch-and-verify API, and the parts it is made of.
+
+Each part is one concern of the facade — patching, resolving dotted paths, protection,
+rollback, checks, persistence, virtual modules, file writes, running code in this process —
+built on the subsystems below it.
+
+Imports: every kernel sub-package.
+"""
+
+from liveforge.kernel.runtime._runtime import Runtime
+
+__all__ = ["Runtime"]

@@ -1,0 +1,229 @@
+"""The Runtime's checks: sandboxed snippets and test runs that carry the overlay.
+
+The overlay is every unpersisted module (virtual ones included). A passing run marks the
+changes it carried as verified, which is what `persist` asks for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from liveforge.kernel.boundary._policy import CheckSettings
+from liveforge.kernel.boundary._secrets import Scrubber
+from liveforge.kernel.checks import _livefork
+from liveforge.kernel.checks._alongside import LiveAlongside
+from liveforge.kernel.checks._overlayhook import OverlayModule
+from liveforge.kernel.checks._records import RunResult, RunSummary
+from liveforge.kernel.checks._sandbox import Sandbox
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
+from liveforge.kernel.errors import SandboxError
+from liveforge.kernel.history._changes import Change, ChangeStatus, History
+from liveforge.kernel.source._sources import ModuleRegistry
+
+
+class Checks:
+    """Mixin of `Runtime`: `verify`, `run_tests`, `runs`, `run`, `overlay`."""
+
+    project_root: Path
+    registry: ModuleRegistry
+    _history: History
+    _sandbox: Sandbox | None
+    keep_runs: int
+    check_settings: CheckSettings
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox (its template process starts on first use)."""
+        if self._sandbox is None:
+            self._sandbox = Sandbox(
+                self.project_root, keep_runs=self.keep_runs, settings=self.check_settings
+            )
+        return self._sandbox
+
+    def overlay(self) -> list[OverlayModule]:
+        """Every unpersisted module as the sandbox carries it."""
+        return [
+            OverlayModule(r.name, r.source, r.filename, is_package=r.is_package, virtual=r.virtual)
+            for r in self.registry.dirty()
+        ]
+
+    def _carried(self) -> list[Change]:
+        dirty = {r.name for r in self.registry.dirty()}
+        return [
+            c
+            for c in self._history.live()
+            if c.module in dirty and c.status is not ChangeStatus.PERSISTED
+        ]
+
+    def verify(
+        self,
+        code: str,
+        *,
+        timeout: float = VERIFY_TIMEOUT,
+        memory_mb: int | None = None,
+        live: bool | None = None,
+        network: bool | None = None,
+    ) -> RunResult:
+        """Run a snippet in a sandboxed child that imports the overlay fresh, inside the check
+        boundary (writes only to its scratch folder; TCP only with `network=True` or the
+        `sandbox.network` setting) and, where the platform can fork (`live` None: by
+        default; True: required; False: skipped), in a fork of this live process too. When
+        the two disagree the result is not ok, says so (`divergent`), and the changes it
+        carried are marked divergent.
+
+        Example::
+
+            result = rt.verify("from pkg.mod import f\\nassert f(1) == 2")
+            result.ok, result.status, result.live, result.summary()
+        """
+        if live and not _livefork.available():
+            raise SandboxError(
+                "a live check needs os.fork, which this platform lacks; verify with "
+                "live=False (a fresh import only)."
+            )
+        carried = self._carried()
+        overlay = self.overlay()
+        alongside = None
+        if live is not False and _livefork.available():
+            # the live check runs while the fresh-import one does (both are mostly waiting
+            # for other processes)
+            options = {"timeout": timeout, "memory_mb": memory_mb, "network": network}
+            alongside = LiveAlongside(self.sandbox, code, options)
+        try:
+            result = self.sandbox.verify(
+                code,
+                overlay,
+                [c.id for c in carried],
+                timeout=timeout,
+                memory_mb=memory_mb,
+                network=network,
+            )
+        except BaseException:
+            if alongside is not None:
+                alongside.cancel()
+            raise
+        # a fresh-import run that was stopped (timeout, a kill, Ctrl-C) has nothing to compare
+        # against: the live run is stopped rather than waited for
+        stopped = result.status in ("timed_out", "crashed", "killed_memory")
+        if alongside is not None and stopped:
+            alongside.cancel()
+        elif alongside is not None:
+            result = self._compare_live(result, alongside.result())
+        self._mark(result, carried)
+        return result
+
+    def _compare_live(self, result: RunResult, checked: _livefork.LiveCheck) -> RunResult:
+        """Add the live-process run (inside the same boundary) to `result`, and whether the
+        two disagree."""
+        checked = _scrubbed(checked)
+        divergent = _disagree(result, checked)
+        update: dict[str, object] = {"live": checked, "divergent": divergent}
+        if divergent:
+            update["ok"] = False
+            update["message"] = (
+                f"the live process and a fresh import disagree: {_difference(result, checked)}. "
+                f"{result.message}"
+            )
+        result = result.model_copy(update=update)
+        self.sandbox.store.save(result)
+        return result
+
+    def run_tests(
+        self,
+        args: Sequence[str] | None = None,
+        *,
+        timeout: float = TESTS_TIMEOUT,
+        memory_mb: int | None = None,
+        network: bool | None = None,
+    ) -> RunResult:
+        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay,
+        inside the same boundary as `verify`."""
+        carried = self._carried()
+        result = self.sandbox.run_tests(
+            args,
+            self.overlay(),
+            [c.id for c in carried],
+            timeout=timeout,
+            memory_mb=memory_mb,
+            network=network,
+        )
+        self._mark(result, carried)
+        return result
+
+    def runs(self) -> list[RunSummary]:
+        """Recorded sandbox runs, newest first."""
+        return self.sandbox.runs()
+
+    def run(self, run_id: str) -> RunResult:
+        """One recorded sandbox run."""
+        return self.sandbox.run(run_id)
+
+    def close(self) -> None:
+        """Stop background processes (the sandbox template)."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+    @staticmethod
+    def _mark(result: RunResult, carried: list[Change]) -> None:
+        for change in carried:
+            if result.divergent:
+                change.divergent_in = result.run_id
+            elif result.live is not None and result.ok:
+                change.divergent_in = None  # both agree now
+        if not result.ok:
+            return
+        for change in carried:
+            change.verified_by.append(result.run_id)
+            if change.status is ChangeStatus.APPLIED:
+                change.status = ChangeStatus.VERIFIED
+
+
+def _disagree(fresh: RunResult, live: _livefork.LiveCheck) -> bool:
+    """True when the two runs of one snippet ended differently (outcome, value or error)."""
+    if fresh.status != live.status:
+        return True
+    if fresh.ok:
+        return _ADDRESS.sub("", fresh.value_repr or "") != _ADDRESS.sub("", live.value_repr or "")
+    return fresh.exc_type != live.exc_type
+
+
+def _difference(fresh: RunResult, live: _livefork.LiveCheck) -> str:
+    """What differs between the two runs, in words: the outcome, else the value, else the
+    exception."""
+    if fresh.status != live.status:
+        return f"fresh import {fresh.status}, live process {live.status}"
+    if fresh.ok:
+        return (
+            f"both passed, with different values: fresh import {_short(fresh.value_repr)}, "
+            f"live process {_short(live.value_repr)}"
+        )
+    return (
+        f"both {fresh.status}, with different errors: fresh import {fresh.exc_type}, "
+        f"live process {live.exc_type}"
+    )
+
+
+def _short(value: str | None, limit: int = 80) -> str:
+    text = "no value" if value is None else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# Object addresses differ between any two processes; they are no disagreement.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _scrubbed(checked: _livefork.LiveCheck) -> _livefork.LiveCheck:
+    """The live run with secret values scrubbed as the sandbox's run records are (so the
+    two compare alike and no key reaches the record)."""
+    scrubber = Scrubber.current()
+    if not scrubber:
+        return checked
+    fields = ("value_repr", "exc_message", "traceback", "stdout", "stderr")
+    update = {
+        name: scrubber.text(text)
+        for name in fields
+        if isinstance(text := getattr(checked, name), str)
+    }
+    return checked.model_copy(update=update)

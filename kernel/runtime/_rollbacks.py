@@ -1,0 +1,171 @@
+"""Undo for `Runtime`: the history of changes, transactions and exact rollback.
+
+A rollback restores what was there before a change (its recorded undo, identity included)
+when the module still holds what the change made; otherwise it applies the old source
+again. A change to a file written through the runtime puts the file back first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from liveforge.kernel.errors import ChangeError
+from liveforge.kernel.files._sourcefile import read_source
+from liveforge.kernel.history._changes import Change, ChangeStatus, History
+from liveforge.kernel.live import _engine
+from liveforge.kernel.live._dependents import follow_up
+from liveforge.kernel.runtime._filewrites import FILE_KIND
+from liveforge.kernel.source._sources import ModuleRecord, ModuleRegistry, register_source
+
+__all__ = ["Rollbacks"]
+
+
+class Rollbacks:
+    """Mixin of `Runtime`: `history`, `keep_change_id`, `transaction`, `rollback`,
+    `rollback_to`."""
+
+    registry: ModuleRegistry
+    _history: History
+    _lock: threading.RLock
+    _transactions: list[list[Change]]
+    _root_prefix: str
+
+    if TYPE_CHECKING:  # provided by Runtime's other mixins
+
+        def _restore_file(self, change: Change) -> None: ...
+
+        def _check_files_undoable(self, changes: Sequence[Change]) -> None: ...
+
+        def _remove_virtual(self, name: str) -> None: ...
+
+    def history(self) -> list[Change]:
+        """Every change, oldest first (rolled-back ones included, marked as such)."""
+        return self._history.all()
+
+    def keep_change_id(self, change_id: str) -> bool:
+        """Number the next change `change_id` if no change of this runtime is numbered that
+        high yet (a resumed session re-applies its changes under the ids people saw)."""
+        with self._lock:
+            return self._history.number_next(change_id)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[list[Change]]:
+        """Group patches: if the block raises, every change made inside is rolled back.
+
+        Example::
+
+            with rt.transaction() as changes:
+                rt.patch("pkg.a.f", src_f)
+                rt.patch("pkg.b.g", src_g)   # if this fails, pkg.a.f is restored too
+        """
+        group: list[Change] = []
+        self._transactions.append(group)
+        try:
+            yield group
+        except BaseException:
+            for change in reversed(group):
+                if change.status is not ChangeStatus.ROLLED_BACK:
+                    self._undo(change)
+            raise
+        finally:
+            self._transactions.remove(group)
+            if self._transactions:  # the enclosing transaction owns what survived
+                self._transactions[-1].extend(
+                    c for c in group if c.status is not ChangeStatus.ROLLED_BACK
+                )
+
+    def rollback(self, change_id: str | None = None) -> list[Change]:
+        """Undo the newest change, or `change_id` together with the later changes of the
+        same module (newest first). Returns the changes rolled back."""
+        with self._lock:
+            live = self._history.live()
+            if change_id is None and not live:
+                raise ChangeError("there is nothing to roll back: no live changes.")
+            change = self._history.get(change_id) if change_id is not None else live[-1]
+            if change.status is ChangeStatus.ROLLED_BACK:
+                raise ChangeError(
+                    f"change {change.id} is already rolled back.", change_id=change.id
+                )
+            later = [c for c in self._history.after(change) if c.module == change.module]
+            self._check_undoable([*later, change])
+            undone = []
+            for item in [*reversed(later), change]:
+                self._undo(item)
+                undone.append(item)
+            return undone
+
+    def rollback_to(self, change_id: str | None = None) -> list[Change]:
+        """Undo every change made after `change_id` (all of them when None)."""
+        with self._lock:
+            later = (
+                self._history.after(self._history.get(change_id))
+                if change_id is not None
+                else self._history.live()
+            )
+            self._check_undoable(later)
+            undone = []
+            for change in reversed(later):
+                self._undo(change)
+                undone.append(change)
+            return undone
+
+    def _record_change(self, record: ModuleRecord, change: Change) -> Change:
+        self._history.add(change)
+        record.change_ids.append(change.id)
+        if self._transactions:
+            self._transactions[-1].append(change)
+        return change
+
+    def _undo(self, change: Change) -> None:
+        if change.kind == FILE_KIND:
+            self._restore_file(change)
+        record = self.registry.get(change.module)
+        if change.kind == FILE_KIND and (record is None or change.before is None):
+            change.status = ChangeStatus.ROLLED_BACK  # a plain file: nothing in memory
+            return
+        if record is None:
+            raise ChangeError(
+                f"module {change.module!r} of change {change.id} is no longer "
+                "managed; it cannot be rolled back.",
+                change_id=change.id,
+            )
+        if change.before is None:
+            for name in [change.module, *reversed(change.created_packages)]:
+                self._remove_virtual(name)
+        elif change._revert is not None and record.source == change.after:
+            # The exact objects and bindings that were there come back (identity included).
+            change._revert()
+            register_source(record.filename, change.before)
+            record.source, record.index = change.before, change._index_before
+        else:
+            module = sys.modules[change.module]
+            assert record.index is not None
+            new_index, outcome = _engine.apply(
+                module, record.index, change.before, record.filename, change.target
+            )
+            record.source, record.index = change.before, new_index
+            follow_up(self.registry, change.module, outcome, self._root_prefix)
+        if change.kind == FILE_KIND:
+            record.loaded = read_source(record.filename)
+        change.status = ChangeStatus.ROLLED_BACK
+        if change.id in record.change_ids:
+            record.change_ids.remove(change.id)
+
+    def _check_undoable(self, changes: list[Change]) -> None:
+        """Refuse, before undoing anything, a rollback that would orphan a written file or
+        lose an edit made to a file after a file change wrote it."""
+        self._check_files_undoable(changes)
+        for change in changes:
+            record = self.registry.get(change.module)
+            if change.before is None and record is not None and not record.virtual:
+                raise ChangeError(
+                    f"change {change.id} created {change.module}, which has since been "
+                    f"persisted to {record.filename}; rolling it back would leave that file "
+                    "behind. Undo the persist first (unpersist()), or patch the module "
+                    "instead. Nothing was rolled back.",
+                    change_id=change.id,
+                )
