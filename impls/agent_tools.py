@@ -52,10 +52,15 @@ T = TypeVar("T")
 
 
 def summary_of(text: str) -> str:
-    """The first lines of a result, for people watching the turn."""
+    """The first lines of a result, for people watching the turn; of a traceback, its last
+    lines (the innermost calls and the error), which say what went wrong."""
     lines = text.splitlines()
-    more = f"\n… ({len(lines) - _SUMMARY_LINES} more lines)" if len(lines) > _SUMMARY_LINES else ""
-    return "\n".join(lines[:_SUMMARY_LINES]) + more
+    if len(lines) <= _SUMMARY_LINES:
+        return "\n".join(lines)
+    hidden = f"… ({len(lines) - _SUMMARY_LINES} more lines)"
+    if lines[0].startswith("Traceback (most recent call last)"):
+        return "\n".join([lines[0], hidden, *lines[-(_SUMMARY_LINES - 1) :]])
+    return "\n".join([*lines[:_SUMMARY_LINES], hidden])
 
 
 async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T | None:

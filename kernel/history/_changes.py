@@ -11,6 +11,9 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from liveforge.kernel.errors import ChangeError
 
+FILE_KIND = "file"
+"""`Change.kind` of a recorded file write (`Runtime.write_file`)."""
+
 
 class ChangeStatus(StrEnum):
     """Where a change stands: applied in memory, checked, written to files, or undone."""

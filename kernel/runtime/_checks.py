@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.boundary._secrets import Scrubber
@@ -20,25 +19,28 @@ from liveforge.kernel.checks._sandbox import Sandbox
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 from liveforge.kernel.history._changes import Change, ChangeStatus, History
-from liveforge.kernel.source._sources import ModuleRegistry
+from liveforge.kernel.runtime._modules import Modules
 
 
 class Checks:
-    """Mixin of `Runtime`: `verify`, `run_tests`, `runs`, `run`, `overlay`."""
+    """The runtime's checks: its sandbox (started on first use) and the runs it made."""
 
-    project_root: Path
-    registry: ModuleRegistry
-    _history: History
-    _sandbox: Sandbox | None
-    keep_runs: int
-    check_settings: CheckSettings
+    def __init__(
+        self, modules: Modules, log: History, *, keep_runs: int, settings: CheckSettings
+    ) -> None:
+        self.project_root = modules.project_root
+        self.registry = modules.registry
+        self.log = log
+        self.keep_runs = keep_runs
+        self.settings = settings
+        self._sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:
         """The sandbox (its template process starts on first use)."""
         if self._sandbox is None:
             self._sandbox = Sandbox(
-                self.project_root, keep_runs=self.keep_runs, settings=self.check_settings
+                self.project_root, keep_runs=self.keep_runs, settings=self.settings
             )
         return self._sandbox
 
@@ -53,7 +55,7 @@ class Checks:
         dirty = {r.name for r in self.registry.dirty()}
         return [
             c
-            for c in self._history.live()
+            for c in self.log.live()
             if c.module in dirty and c.status is not ChangeStatus.PERSISTED
         ]
 
@@ -68,16 +70,10 @@ class Checks:
     ) -> RunResult:
         """Run a snippet in a sandboxed child that imports the overlay fresh, inside the check
         boundary (writes only to its scratch folder; TCP only with `network=True` or the
-        `sandbox.network` setting) and, where the platform can fork (`live` None: by
-        default; True: required; False: skipped), in a fork of this live process too. When
-        the two disagree the result is not ok, says so (`divergent`), and the changes it
-        carried are marked divergent.
-
-        Example::
-
-            result = rt.verify("from pkg.mod import f\\nassert f(1) == 2")
-            result.ok, result.status, result.live, result.summary()
-        """
+        `sandbox.network` setting) and, where the platform can fork (`live` None: by default;
+        True: required; False: skipped), in a fork of this live process too. When the two
+        disagree the result is not ok, says so (`divergent`), and the changes it carried are
+        marked divergent."""
         if live and not _livefork.available():
             raise SandboxError(
                 "a live check needs os.fork, which this platform lacks; verify with "
@@ -138,8 +134,8 @@ class Checks:
         memory_mb: int | None = None,
         network: bool | None = None,
     ) -> RunResult:
-        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay,
-        inside the same boundary as `verify`."""
+        """Run the project's own pytest suite (or `args`) in a sandbox with the overlay, inside
+        the same boundary as `verify`."""
         carried = self._carried()
         result = self.sandbox.run_tests(
             args,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,17 +29,16 @@ from typing import TYPE_CHECKING
 from liveforge.kernel.errors import PersistError
 from liveforge.kernel.files._filebatch import PersistRecord, WriteBackup, restore
 from liveforge.kernel.files._files import atomic_write, safe_destination
-from liveforge.kernel.history._changes import ChangeStatus, History
+from liveforge.kernel.history._changes import ChangeStatus
 from liveforge.kernel.runtime._filewrites import backup_of, make_folders, read_text_bytes
 from liveforge.kernel.runtime._persist import _Undo
 
 if TYPE_CHECKING:
-    import contextlib
-    import threading
-
-    from liveforge.kernel.files._journal import Journal
-    from liveforge.kernel.history._changes import Change
-    from liveforge.kernel.source._sources import ModuleRecord, ModuleRegistry
+    from liveforge.kernel.runtime._filewrites import FileWrites
+    from liveforge.kernel.runtime._modules import Modules
+    from liveforge.kernel.runtime._patching import Patching
+    from liveforge.kernel.runtime._persist import Persistence
+    from liveforge.kernel.runtime._rollbacks import Changes
 
 __all__ = ["AppliedFiles", "FileSteps"]
 
@@ -57,54 +56,51 @@ class AppliedFiles:
 
 
 class FileSteps:
-    """Mixin of `Runtime`: `apply_files`."""
+    """Files changed elsewhere (by a shell command on a view), applied as one step."""
 
-    project_root: Path
-    registry: ModuleRegistry
-    _history: History
-    _persist_stack: list[_Undo]
-    _journal: Journal
-
-    if TYPE_CHECKING:  # provided by Runtime
-        _lock: threading.RLock
-        _persist_guards: list[Callable[[list[str]], None]]
-
-        def module_for_file(self, dest: Path) -> str | None: ...
-
-        def _record(self, name: str) -> ModuleRecord: ...
-
-        def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change: ...
-
-        def transaction(self) -> contextlib.AbstractContextManager[list[Change]]: ...
-
-        def _now_on_disk(self, record: ModuleRecord, path: Path) -> None: ...
+    def __init__(
+        self,
+        modules: Modules,
+        changes: Changes,
+        patching: Patching,
+        persistence: Persistence,
+        file_writes: FileWrites,
+    ) -> None:
+        self.project_root = modules.project_root
+        self.modules = modules
+        self.changes = changes
+        self.patching = patching
+        self.persistence = persistence
+        self.file_writes = file_writes
 
     def apply_files(
         self, written: Mapping[str, Path], deleted: Sequence[str] = (), *, label: str = ""
     ) -> AppliedFiles:
         """Copy each file of `written` (project-relative path -> a file elsewhere, its mode
-        kept) into the project and remove each path of `deleted` (a folder with what it
-        holds), as one undoable step described by `label`. `UnsafePath` for a path outside
-        the project and `PersistError` for a module with unpersisted changes, both before
-        anything changes; a failed write puts back what the step had written."""
+        kept) into the project and remove each path of `deleted` (a folder with what it holds),
+        as one undoable step described by `label`. `UnsafePath` for a path outside the project
+        and `PersistError` for a module with unpersisted changes, both before anything changes;
+        a failed write puts back what the step had written."""
         root = self.project_root
         targets = {rel: safe_destination(root, rel) for rel in written}
         doomed = [p for rel in deleted for p in _files_under(safe_destination(root, rel))]
-        with self._lock:
+        with self.changes.lock:
             modules = self._modules_among(targets, written)
-            with self.transaction():
+            with self.changes.transaction():
                 for name, (_, text) in modules.items():
-                    self.patch_module(name, text)
-                for guard in list(self._persist_guards) if modules else []:
+                    self.patching.patch_module(name, text)
+                for guard in list(self.persistence.guards) if modules else []:
                     guard(list(modules))  # as for persist and write_file: e.g. self-tests
                 record = _write_all(targets, written, doomed)
             diff = "".join(_diff(b, root) for b in record.backups)
-            undo = _Undo(record, after=len(self._history.all()), diff=diff, label=label)
+            undo = _Undo(record, after=len(self.changes.log.all()), diff=diff, label=label)
             for name, (dest, _) in modules.items():
                 self._mark_on_disk(undo, name, dest)
-            self._persist_stack.append(undo)
-            with self._journal.locked():
-                self._journal.record(label or "applied files", record.paths, list(modules))
+            self.persistence.stack.append(undo)
+            with self.persistence.journal.locked():
+                self.persistence.journal.record(
+                    label or "applied files", record.paths, list(modules)
+                )
         _remove_empty_folders(deleted, root)
         return AppliedFiles(
             paths=[str(b.path.relative_to(root)) for b in record.backups],
@@ -119,14 +115,14 @@ class FileSteps:
         module whose memory differs from its file."""
         found: dict[str, tuple[Path, str]] = {}
         for rel, dest in targets.items():
-            name = self.module_for_file(dest)
+            name = self.file_writes.module_for_file(dest)
             if name is None:
                 continue
             try:
                 text = written[rel].read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 continue  # not text a module can run: written as a plain file
-            record = self._record(name)
+            record = self.modules.record(name)
             if record.dirty:
                 raise PersistError(
                     f"{rel} is the file of module {name}, which has changes in memory that "
@@ -140,12 +136,12 @@ class FileSteps:
 
     def _mark_on_disk(self, undo: _Undo, name: str, dest: Path) -> None:
         """As `persist` does: the module's file is now what memory holds."""
-        record = self.registry.get(name)
+        record = self.modules.registry.get(name)
         assert record is not None
-        ids = [c.id for c in self._history.unpersisted(name)]
+        ids = [c.id for c in self.changes.log.unpersisted(name)]
         undo.states[name] = (record.loaded, record.virtual, record.filename, ids)
-        self._now_on_disk(record, dest)
-        for change in self._history.unpersisted(name):
+        self.persistence.now_on_disk(record, dest)
+        for change in self.changes.log.unpersisted(name):
             change.status = ChangeStatus.PERSISTED
 
 

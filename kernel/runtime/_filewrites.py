@@ -21,7 +21,7 @@ import difflib
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,17 +35,13 @@ from liveforge.kernel.files._filebatch import (
 )
 from liveforge.kernel.files._files import atomic_write, safe_destination
 from liveforge.kernel.files._sourcefile import Fingerprint, detect_newline, read_source
-from liveforge.kernel.history._changes import Change, ChangeStatus, History
-from liveforge.kernel.source._sources import ModuleRegistry
+from liveforge.kernel.history._changes import FILE_KIND, Change, ChangeStatus
 
 if TYPE_CHECKING:
-    import contextlib
-    import threading
-
-    from liveforge.kernel.source._sources import ModuleRecord
-
-FILE_KIND = "file"
-"""`Change.kind` of a recorded file write."""
+    from liveforge.kernel.runtime._modules import Modules
+    from liveforge.kernel.runtime._patching import Patching
+    from liveforge.kernel.runtime._persist import Persistence
+    from liveforge.kernel.runtime._rollbacks import Changes
 
 
 def confined(project_root: Path, path: str | Path, roots: Sequence[str | Path] = ()) -> Path:
@@ -79,45 +75,41 @@ def read_text_bytes(data: bytes, label: str = "") -> str:
 
 
 class FileWrites:
-    """Mixin of `Runtime`: `write_file`, and undoing and diffing recorded file writes."""
+    """Files written as recorded changes (`write_file`), and what undoes each of them."""
 
-    project_root: Path
-    registry: ModuleRegistry
-    _history: History
-    _file_records: dict[str, PersistRecord]
-
-    def _init_file_writes(self) -> None:
-        self._file_records = {}
+    def __init__(
+        self, modules: Modules, changes: Changes, patching: Patching, persistence: Persistence
+    ) -> None:
+        self.project_root = modules.project_root
+        self.modules = modules
+        self.changes = changes
+        self.patching = patching
+        self.persistence = persistence
+        self.records: dict[str, PersistRecord] = {}
+        """What each file change wrote (by change id), to put it back."""
 
     def write_file(
         self, path: str | Path, text: str, *, roots: Sequence[str | Path] = ()
     ) -> Change:
-        """Write `text` to `path` (relative to the project root) as a recorded change.
-
-        The file of a loaded Python module is patched in memory (the module runs the new
-        code at once) and written, as one change; that module must have no changes in
-        memory that its file lacks, and the persist guards must agree. Any other file is
-        written as text, in its own newline style (the text's ``\\n`` become the file's line
-        ending). `roots` are folders outside the project that may be written too.
-        """
+        """Write `text` to `path` (relative to the project root) as a recorded change."""
         dest = confined(self.project_root, path, roots)
-        label = self._file_label(dest)
-        with self._lock:
+        label = self.label(dest)
+        with self.changes.lock:
             module = self.module_for_file(dest)
             if module is not None:
                 return self._write_module_file(module, dest, text, label)
             return self._write_plain_file(dest, text, label)
 
     def written_diff(self) -> str:
-        """Unified diff of every file written by live file changes: as it was before the
-        first of them, against the file now."""
+        """Unified diff of every file written by live file changes: as it was before the first
+        of them, against the file now."""
         firsts: dict[str, Change] = {}
-        for change in self._history.live():
+        for change in self.changes.log.live():
             if change.kind == FILE_KIND:
                 firsts.setdefault(change.filename, change)
         chunks = []
         for label, change in firsts.items():
-            path = self._file_records[change.id].paths[0]
+            path = self.records[change.id].paths[0]
             try:
                 now = read_text(path) if path.exists() else None
             except (OSError, UnicodeDecodeError):
@@ -127,19 +119,9 @@ class FileWrites:
 
     # -- internals --------------------------------------------------------------------------
 
-    if TYPE_CHECKING:  # provided by Runtime
-        _lock: threading.RLock
-        _persist_guards: list[Callable[[list[str]], None]]
-
-        def _record(self, name: str) -> ModuleRecord: ...
-
-        def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change: ...
-
-        def transaction(self) -> contextlib.AbstractContextManager[list[Change]]: ...
-
     def _write_module_file(self, module: str, dest: Path, text: str, label: str) -> Change:
-        record = self._record(module)
-        pending = [c.id for c in self._history.unpersisted(module)]
+        record = self.modules.record(module)
+        pending = [c.id for c in self.changes.log.unpersisted(module)]
         if record.dirty:
             raise PersistError(
                 f"{label} is the file of module {module}, which has changes in memory that "
@@ -149,12 +131,12 @@ class FileWrites:
                 path=str(dest),
                 module=module,
             )
-        with self.transaction():
-            change = self.patch_module(module, text)
-            for guard in list(self._persist_guards):  # as for persist: e.g. self-tests
+        with self.changes.transaction():
+            change = self.patching.patch_module(module, text)
+            for guard in list(self.persistence.guards):  # as for persist: e.g. self-tests
                 guard([module])
             write = PlannedWrite(dest, text, loaded=record.loaded, module=module)
-            self._file_records[change.id] = persist_files(self.project_root, [write])
+            self.records[change.id] = persist_files(self.project_root, [write])
         record.loaded = read_source(dest)
         change.kind, change.status = FILE_KIND, ChangeStatus.PERSISTED
         change.target = change.filename = label
@@ -175,7 +157,7 @@ class FileWrites:
         backup.created = make_folders(dest.parent)
         backup.new_fingerprint = atomic_write(dest, text.encode("utf-8"), mode=backup.old_mode)
         change = Change(
-            id=self._history.next_id(),
+            id=self.changes.log.next_id(),
             target=label,
             module=label,
             kind=FILE_KIND,
@@ -184,14 +166,13 @@ class FileWrites:
             status=ChangeStatus.PERSISTED,
             filename=label,
         )
-        self._file_records[change.id] = PersistRecord([backup])
-        self._history.add(change)
-        transactions: list[list[Change]] = getattr(self, "_transactions", [])
-        if transactions:
-            transactions[-1].append(change)
+        self.records[change.id] = PersistRecord([backup])
+        self.changes.log.add(change)
+        if self.changes.transactions:
+            self.changes.transactions[-1].append(change)
         return change
 
-    def _check_files_undoable(self, changes: Sequence[Change]) -> None:
+    def check_undoable(self, changes: Sequence[Change]) -> None:
         """Refuse, before undoing anything, to undo file writes whose file changed again
         since the newest of them (per file) wrote it."""
         newest: dict[str, Change] = {}
@@ -199,7 +180,7 @@ class FileWrites:
             if change.kind == FILE_KIND:
                 newest[change.filename] = change
         for change in newest.values():
-            for backup in self._file_records[change.id].backups:
+            for backup in self.records[change.id].backups:
                 current, expected = Fingerprint.of(backup.path), backup.new_fingerprint
                 if expected is not None and (current is None or current.sha256 != expected.sha256):
                     raise PersistConflict(
@@ -209,14 +190,14 @@ class FileWrites:
                         path=str(backup.path),
                     )
 
-    def _restore_file(self, change: Change) -> None:
+    def restore_file(self, change: Change) -> None:
         """Put back the file a file change wrote (removing it, and folders made for it, when
         the change created it)."""
-        restore(self._file_records[change.id], force=True)
+        restore(self.records[change.id], force=True)
 
     def module_for_file(self, dest: Path) -> str | None:
         """The loaded module whose source file is `dest` (a real path), if any."""
-        for record in self.registry.records():
+        for record in self.modules.registry.records():
             if not record.virtual and _same(record.filename, dest):
                 return record.name
         for name, module in list(sys.modules.items()):
@@ -230,7 +211,8 @@ class FileWrites:
                 return name
         return None
 
-    def _file_label(self, dest: Path) -> str:
+    def label(self, dest: Path) -> str:
+        """`dest` relative to the project root when inside, else as it is."""
         root = Path(os.path.realpath(self.project_root))
         return str(dest.relative_to(root)) if dest.is_relative_to(root) else str(dest)
 

@@ -1,26 +1,22 @@
-"""Patching: `Runtime.patch` (one definition by dotted path, spliced into its module's
-source), `Runtime.patch_module` (a whole module, virtual if new), and `_apply`, which runs
-new source through the patch engine and records the `Change` (reload uses it too).
+"""Patching: `patch` (one definition by dotted path, spliced into its module's source),
+`patch_module` (a whole module, virtual if new), and `apply`, which runs new source through
+the patch engine and records the `Change` (reload uses it too).
 """
 
 from __future__ import annotations
 
 import ast
 import sys
-import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from liveforge.kernel.errors import PatchError
-from liveforge.kernel.history._changes import Change, History
+from liveforge.kernel.history._changes import Change
 from liveforge.kernel.live import _engine, _stale
 from liveforge.kernel.live._dependents import follow_up
-from liveforge.kernel.source._sources import (
-    ModuleRecord,
-    ModuleRegistry,
-    check_module_name,
-    importable,
-)
+from liveforge.kernel.runtime._modules import Modules
+from liveforge.kernel.runtime._protection import Protection
+from liveforge.kernel.runtime._rollbacks import Changes
+from liveforge.kernel.source._sources import ModuleRecord, check_module_name, importable
 from liveforge.kernel.source._targets import (
     keep_decorators,
     kind_of,
@@ -34,57 +30,27 @@ __all__ = ["Patching"]
 
 
 class Patching:
-    """Mixin of `Runtime`: `patch`, `patch_module`, `_apply`."""
+    """Changes made by new source: one definition, a whole module, a module made anew."""
 
-    registry: ModuleRegistry
-    _history: History
-    _lock: threading.RLock
-    _root_prefix: str
-
-    if TYPE_CHECKING:  # provided by Runtime and its other mixins
-
-        def _split(self, target: str) -> tuple[str, list[str]]: ...
-
-        def _record(self, name: str) -> ModuleRecord: ...
-
-        def _redirect(
-            self, module_name: str, path: list[str], record: ModuleRecord
-        ) -> tuple[str, list[str], ModuleRecord]: ...
-
-        def _home(
-            self, module_name: str, path: list[str], record: ModuleRecord
-        ) -> tuple[str, list[str], ModuleRecord]: ...
-
-        def _check_protected(
-            self, target: str, module_name: str, *, by_file: bool = True
-        ) -> None: ...
-
-        def _create_virtual(self, name: str, source: str, is_package: bool) -> Change: ...
-
-        def _record_change(self, record: ModuleRecord, change: Change) -> Change: ...
-
-        def _label(self, record: ModuleRecord) -> str: ...
+    def __init__(self, modules: Modules, protection: Protection, changes: Changes) -> None:
+        self.modules = modules
+        self.protection = protection
+        self.changes = changes
 
     def patch(self, target: str, source: str) -> Change:
-        """Replace one definition (or a whole module) named by a dotted path, in place.
-
-        A method of a forwardpy declaration that has an `@impl` body patches that body.
-        A name that does not exist yet is added at the end of its module or class. A
-        property is its getter, setter and deleter together: source with all of them
-        replaces them all; a lone getter (or setter) replaces only that part.
-        """
-        module_name, path = self._split(target)
+        """Replace one definition (or a whole module) named by a dotted path, in place."""
+        module_name, path = self.modules.split(target)
         if not path:
             return self.patch_module(module_name, source)
-        self._check_protected(target, module_name, by_file=False)  # the file: after redirect
-        with self._lock:
-            record = self._record(module_name)
-            module_name, path, impl_record = self._redirect(module_name, path, record)
+        self.protection.check(target, module_name, by_file=False)  # the file: after redirect
+        with self.changes.lock:
+            record = self.modules.record(module_name)
+            module_name, path, impl_record = self.modules.redirect(module_name, path, record)
             kind_override = "impl" if impl_record is not record else None
-            home, path, record = self._home(module_name, path, impl_record)
+            home, path, record = self.modules.home(module_name, path, impl_record)
             moved = f"{home}.{'.'.join(path)}" if home != module_name else None
             module_name = home
-            self._check_protected(target, module_name)
+            self.protection.check(target, module_name)
             assert record.index is not None
             location = locate(record.index, module_name, path)
             text, node = parse_definition(source, path[-1], target)
@@ -97,7 +63,7 @@ class Patching:
                 else None
             )
             new_source = splice(record.index.lines, location, text)
-            change = self._apply(
+            change = self.apply(
                 record,
                 new_source,
                 target=target,
@@ -114,14 +80,18 @@ class Patching:
     def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
         """Replace a whole module's source; creates a virtual module when none exists."""
         check_module_name(name)
-        self._check_protected(name, name)
-        with self._lock:
-            if name not in sys.modules and self.registry.get(name) is None and not importable(name):
-                return self._create_virtual(name, source, is_package)
-            record = self._record(name)
-            return self._apply(record, source, target=name, kind="module")
+        self.protection.check(name, name)
+        with self.changes.lock:
+            if (
+                name not in sys.modules
+                and self.modules.registry.get(name) is None
+                and not importable(name)
+            ):
+                return self.create_virtual(name, source, is_package)
+            record = self.modules.record(name)
+            return self.apply(record, source, target=name, kind="module")
 
-    def _apply(
+    def apply(
         self,
         record: ModuleRecord,
         source: str,
@@ -132,6 +102,7 @@ class Patching:
         target_after: str | None = None,
         skip: Callable[[ast.stmt], bool] | None = None,
     ) -> Change:
+        """Run `source` as `record`'s module's new text through the engine; the `Change`."""
         module = sys.modules.get(record.name)
         if module is None:
             raise PatchError(
@@ -152,11 +123,11 @@ class Patching:
                 before=before,
                 after=source,
                 notes=["the file matches memory; nothing changed"],
-                filename=self._label(record),
+                filename=self.modules.label(record),
             )
         # Nothing that could fail runs between applying and recording: a patch of code the
         # runtime itself uses (os.path, say) must still be recorded, so it can be undone.
-        label = self._label(record)
+        label = self.modules.label(record)
         index_before = record.index
         new_index, outcome = _engine.apply(
             module,
@@ -172,7 +143,7 @@ class Patching:
         record.baseline_known = True
         _stale.track(record, outcome, new_index)
         change = Change(
-            id=self._history.next_id(),
+            id=self.changes.log.next_id(),
             target=target,
             module=record.name,
             kind=kind,
@@ -187,5 +158,33 @@ class Patching:
             filename=label,
         )
         change._revert, change._index_before = outcome.revert, index_before
-        change.notes.extend(follow_up(self.registry, record.name, outcome, self._root_prefix))
-        return self._record_change(record, change)
+        change.notes.extend(
+            follow_up(self.modules.registry, record.name, outcome, self.modules.root_prefix)
+        )
+        return self.changes.record(record, change)
+
+    def create_virtual(self, name: str, source: str, is_package: bool) -> Change:
+        """A module that exists only in memory (until persisted), and its missing parents."""
+        created = self.modules.virtual_parents(name)
+        module, record = self.modules.install_virtual(name, is_package)
+        assert record.index is not None  # install_virtual indexes the empty source
+        try:
+            new_index, outcome = _engine.apply(module, record.index, source, record.filename, name)
+        except BaseException:
+            for dead in [name, *reversed(created)]:
+                self.modules.remove_virtual(dead)
+            raise
+        record.source, record.index = source, new_index
+        change = Change(
+            id=self.changes.log.next_id(),
+            target=name,
+            module=name,
+            kind="virtual-module",
+            before=None,
+            after=source,
+            added=outcome.added,
+            notes=outcome.notes,
+            filename=record.filename,
+            created_packages=created,
+        )
+        return self.changes.record(record, change)

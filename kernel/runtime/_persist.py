@@ -28,6 +28,7 @@ from liveforge.kernel.files._sourcefile import SourceFile, read_source
 from liveforge.kernel.history._changes import ChangeStatus, History
 from liveforge.kernel.live._functions import defined_functions
 from liveforge.kernel.live._update import refile_code
+from liveforge.kernel.runtime._modules import Modules
 from liveforge.kernel.source._sources import (
     ModuleRecord,
     ModuleRegistry,
@@ -75,45 +76,37 @@ PersistGuard = Callable[[list[str]], None]
 
 
 class Persistence:
-    """Mixin of `Runtime`: `persist`, `unpersist` and persist guards."""
+    """What the runtime wrote to files, newest last, so each step can be undone; the persist
+    guards; the lock and journal shared with other runtimes on the project."""
 
-    project_root: Path
-    registry: ModuleRegistry
-    _history: History
-    _persist_stack: list[_Undo]
-    _persist_guards: list[PersistGuard]
-    _journal: Journal
-
-    def _init_persistence(self) -> None:
-        self._persist_stack = []
-        self._persist_guards = []
-        self._journal = Journal(self.project_root)
+    def __init__(self, modules: Modules, log: History) -> None:
+        self.project_root = modules.project_root
+        self.registry = modules.registry
+        self.log = log
+        self.stack: list[_Undo] = []
+        self.guards: list[PersistGuard] = []
+        self.journal = Journal(self.project_root)
 
     def foreign_writes(self) -> list[ForeignWrite]:
         """Files other runtimes (other processes) wrote to this project since the last call:
         reload those modules before changing them, or their persist will conflict."""
-        return self._journal.news()
+        return self.journal.news()
 
     def add_persist_guard(self, guard: PersistGuard) -> None:
         """Run `guard(module_names)` before every persist — `force` does not skip it — so a
         policy (say, "liveforge's own tests pass") holds however persist is reached."""
-        self._persist_guards.append(guard)
+        self.guards.append(guard)
 
     def remove_persist_guard(self, guard: PersistGuard) -> None:
         """Stop running a guard added with `add_persist_guard`."""
-        self._persist_guards.remove(guard)
+        self.guards.remove(guard)
 
     def persist(self, modules: Sequence[str] | None = None, *, force: bool = False) -> Persisted:
-        """Write changed modules' in-memory source to their files.
-
-        Refuses, writing nothing: paths outside the project root; files changed on disk
-        since they were loaded (the error carries the diff); changes without a passing
-        `verify`/`run_tests` since their last edit. `force=True` overrides the last two.
-        """
+        """Write changed modules' in-memory source to their files."""
         records = self._to_persist(modules)
         if not records:  # nothing to undo later, so nothing goes on the unpersist stack
             return Persisted(modules=[], paths=[], changes=[])
-        for guard in list(self._persist_guards):
+        for guard in list(self.guards):
             guard([r.name for r in records])
         if not force:
             self._require_verified(records)
@@ -123,19 +116,19 @@ class Persistence:
         ]
         # Under the lock the files are checked against what was loaded, then written: a
         # second runtime's stale persist is a conflict, never a lost update.
-        with self._journal.locked():
+        with self.journal.locked():
             undo = _Undo(persist_files(self.project_root, writes, force=force))
-            self._journal.record("persisted", [w.path for w in writes], [r.name for r in records])
+            self.journal.record("persisted", [w.path for w in writes], [r.name for r in records])
         changed: list[str] = []
         for record, write in zip(records, writes, strict=True):
-            ids = [c.id for c in self._history.unpersisted(record.name)]
+            ids = [c.id for c in self.log.unpersisted(record.name)]
             undo.states[record.name] = (record.loaded, record.virtual, record.filename, ids)
-            self._now_on_disk(record, write.path.resolve())
-            for change in self._history.unpersisted(record.name):
+            self.now_on_disk(record, write.path.resolve())
+            for change in self.log.unpersisted(record.name):
                 change.status = ChangeStatus.PERSISTED
             changed.extend(ids)
-        undo.after = len(self._history.all())
-        self._persist_stack.append(undo)
+        undo.after = len(self.log.all())
+        self.stack.append(undo)
         return Persisted(
             modules=[r.name for r in records], paths=[str(w.path) for w in writes], changes=changed
         )
@@ -143,35 +136,34 @@ class Persistence:
     def record_file_writes(self, record: PersistRecord, diff: str) -> None:
         """Keep files written outside `persist` (by code run in this process) as an undoable
         step: the next `unpersist` puts them back."""
-        self._persist_stack.append(_Undo(record, after=len(self._history.all()), diff=diff))
-        with self._journal.locked():
-            self._journal.record("ran code that wrote", record.paths, [])
+        self.stack.append(_Undo(record, after=len(self.log.all()), diff=diff))
+        with self.journal.locked():
+            self.journal.record("ran code that wrote", record.paths, [])
 
     def files_are_newest(self) -> bool:
-        """True when the newest step still in effect wrote files (a persist, or code run in
-        this process), so undoing means putting files back rather than a rollback."""
-        if not self._persist_stack:
+        """True when the newest step still in effect wrote files (a persist, or code run in this
+        process), so undoing means putting files back rather than a rollback."""
+        if not self.stack:
             return False
-        later = self._history.all()[self._persist_stack[-1].after :]
+        later = self.log.all()[self.stack[-1].after :]
         return all(c.status is ChangeStatus.ROLLED_BACK for c in later)
 
     def file_writes_diff(self) -> str:
         """What code run in this process wrote to files and can still be undone."""
         return "".join(
-            f"# {undo.label}\n{undo.diff}" if undo.label else undo.diff
-            for undo in self._persist_stack
+            f"# {undo.label}\n{undo.diff}" if undo.label else undo.diff for undo in self.stack
         )
 
     def unpersist(self, *, force: bool = False) -> Persisted:
         """Undo the newest persist: files as they were; memory keeps the changes (unpersisted
         again). Refuses when a written file changed since, unless `force`."""
-        if not self._persist_stack:
+        if not self.stack:
             raise PersistError("there is no persist to undo in this runtime.")
-        undo = self._persist_stack[-1]
-        with self._journal.locked():
+        undo = self.stack[-1]
+        with self.journal.locked():
             restore(undo.record, force=force)
-            self._journal.record("put back", undo.record.paths, list(undo.states))
-        self._persist_stack.pop()
+            self.journal.record("put back", undo.record.paths, list(undo.states))
+        self.stack.pop()
         for name, (loaded, virtual, filename, ids) in undo.states.items():
             record = self.registry.get(name)
             if record is None:
@@ -179,7 +171,7 @@ class Persistence:
             record.loaded = loaded
             if virtual:
                 self._refile(record, filename, virtual=True)
-            for change in self._history.all():
+            for change in self.log.all():
                 if change.id in ids and change.status is ChangeStatus.PERSISTED:
                     change.status = (
                         ChangeStatus.VERIFIED if change.verified else ChangeStatus.APPLIED
@@ -216,7 +208,7 @@ class Persistence:
         return sorted(chosen.values(), key=lambda r: r.name.count("."))
 
     def _require_verified(self, records: list[ModuleRecord]) -> None:
-        divergent = [c for r in records for c in self._history.unpersisted(r.name) if c.divergent]
+        divergent = [c for r in records for c in self.log.unpersisted(r.name) if c.divergent]
         if divergent:
             listed = ", ".join(f"{c.id} ({c.target}, run {c.divergent_in})" for c in divergent)
             raise UnverifiedChange(
@@ -228,7 +220,7 @@ class Persistence:
         missing = [
             c
             for r in records
-            for c in self._history.unpersisted(r.name)
+            for c in self.log.unpersisted(r.name)
             if not c.verified and c.kind != "reload"
         ]
         if missing:
@@ -253,7 +245,8 @@ class Persistence:
                 return base / "__init__.py" if record.is_package else base.with_suffix(".py")
         return module_path_for(self.project_root, record.name, record.is_package)
 
-    def _now_on_disk(self, record: ModuleRecord, path: Path) -> None:
+    def now_on_disk(self, record: ModuleRecord, path: Path) -> None:
+        """`record`'s module was written to `path`: its file, code and linecache say so."""
         record.loaded = read_source(path)
         if record.virtual:
             self._refile(record, str(path), virtual=False)

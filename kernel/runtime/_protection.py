@@ -18,21 +18,24 @@ _KERNEL = "liveforge.kernel"
 
 
 class Protection:
-    """Mixin of `Runtime`: `protect`, `_check_protected`."""
+    """Which modules refuse patches: the kernel's, and those `protect` names."""
 
-    allow_kernel_patches: bool
-    protected: list[Path]
-    """Files and folders whose modules refuse patches, whatever name they were imported
-    under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
+    def __init__(self, *, allow_kernel_patches: bool = False) -> None:
+        self.allow_kernel_patches = allow_kernel_patches
+        self.protected: list[Path] = [KERNEL_DIR]
+        """Files and folders whose modules refuse patches, whatever name they were imported
+        under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
 
     def protect(self, path: str | Path) -> None:
-        """Refuse patches to the modules loaded from `path` (a file, or a folder and all
-        under it), by file location: another import name does not get around it."""
+        """Refuse patches to the modules loaded from `path` (a file, or a folder and all under
+        it), by file location: another import name does not get around it."""
         resolved = Path(path).resolve()
         if resolved not in self.protected:
             self.protected.append(resolved)
 
-    def _check_protected(self, target: str, module_name: str, *, by_file: bool = True) -> None:
+    def check(self, target: str, module_name: str, *, by_file: bool = True) -> None:
+        """Raise `ProtectedTarget` when `target` (in `module_name`) may not be patched;
+        `by_file=False` checks the name only (the file is checked once a path is resolved)."""
         if self.allow_kernel_patches:
             return
         if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):

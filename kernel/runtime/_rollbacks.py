@@ -1,4 +1,4 @@
-"""Undo for `Runtime`: the history of changes, transactions and exact rollback.
+"""The runtime's changes: their history, transactions and exact rollback.
 
 A rollback restores what was there before a change (its recorded undo, identity included)
 when the module still holds what the change made; otherwise it applies the old source
@@ -11,119 +11,121 @@ import contextlib
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from liveforge.kernel.errors import ChangeError
 from liveforge.kernel.files._sourcefile import read_source
-from liveforge.kernel.history._changes import Change, ChangeStatus, History
+from liveforge.kernel.history._changes import FILE_KIND, Change, ChangeStatus, History
 from liveforge.kernel.live import _engine
 from liveforge.kernel.live._dependents import follow_up
-from liveforge.kernel.runtime._filewrites import FILE_KIND
-from liveforge.kernel.source._sources import ModuleRecord, ModuleRegistry, register_source
+from liveforge.kernel.runtime._modules import Modules
+from liveforge.kernel.source._sources import ModuleRecord, register_source
 
-__all__ = ["Rollbacks"]
+__all__ = ["Changes", "FileUndo"]
 
 
-class Rollbacks:
-    """Mixin of `Runtime`: `history`, `keep_change_id`, `transaction`, `rollback`,
-    `rollback_to`."""
+class FileUndo(Protocol):
+    """What undoes file changes (the runtime's `FileWrites`)."""
 
-    registry: ModuleRegistry
-    _history: History
-    _lock: threading.RLock
-    _transactions: list[list[Change]]
-    _root_prefix: str
+    def restore_file(self, change: Change) -> None:
+        """Put back the file `change` wrote."""
 
-    if TYPE_CHECKING:  # provided by Runtime's other mixins
+    def check_undoable(self, changes: Sequence[Change]) -> None:
+        """Refuse, before anything is undone, to undo a file that changed again since."""
 
-        def _restore_file(self, change: Change) -> None: ...
 
-        def _check_files_undoable(self, changes: Sequence[Change]) -> None: ...
+class Changes:
+    """Every change a runtime made, the transactions open now, and undoing them.
 
-        def _remove_virtual(self, name: str) -> None: ...
+    It owns the runtime's lock: one change at a time, whichever part makes it. File changes
+    are made and undone by a file part (`file_writes`, set when there is one); without it
+    there are only changes in memory."""
+
+    def __init__(self, modules: Modules) -> None:
+        self.modules = modules
+        self.log = History()
+        self.lock = threading.RLock()
+        self.transactions: list[list[Change]] = []
+        self.file_writes: FileUndo | None = None
 
     def history(self) -> list[Change]:
         """Every change, oldest first (rolled-back ones included, marked as such)."""
-        return self._history.all()
+        return self.log.all()
 
     def keep_change_id(self, change_id: str) -> bool:
-        """Number the next change `change_id` if no change of this runtime is numbered that
-        high yet (a resumed session re-applies its changes under the ids people saw)."""
-        with self._lock:
-            return self._history.number_next(change_id)
+        """Number the next change `change_id` if no change of this runtime is numbered that high
+        yet (a resumed session re-applies its changes under the ids people saw)."""
+        with self.lock:
+            return self.log.number_next(change_id)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[list[Change]]:
-        """Group patches: if the block raises, every change made inside is rolled back.
-
-        Example::
-
-            with rt.transaction() as changes:
-                rt.patch("pkg.a.f", src_f)
-                rt.patch("pkg.b.g", src_g)   # if this fails, pkg.a.f is restored too
-        """
+        """Group patches: if the block raises, every change made inside is rolled back."""
         group: list[Change] = []
-        self._transactions.append(group)
+        self.transactions.append(group)
         try:
             yield group
         except BaseException:
             for change in reversed(group):
                 if change.status is not ChangeStatus.ROLLED_BACK:
-                    self._undo(change)
+                    self.undo(change)
             raise
         finally:
-            self._transactions.remove(group)
-            if self._transactions:  # the enclosing transaction owns what survived
-                self._transactions[-1].extend(
+            self.transactions.remove(group)
+            if self.transactions:  # the enclosing transaction owns what survived
+                self.transactions[-1].extend(
                     c for c in group if c.status is not ChangeStatus.ROLLED_BACK
                 )
 
     def rollback(self, change_id: str | None = None) -> list[Change]:
-        """Undo the newest change, or `change_id` together with the later changes of the
-        same module (newest first). Returns the changes rolled back."""
-        with self._lock:
-            live = self._history.live()
+        """Undo the newest change, or `change_id` together with the later changes of the same
+        module (newest first). Returns the changes rolled back."""
+        with self.lock:
+            live = self.log.live()
             if change_id is None and not live:
                 raise ChangeError("there is nothing to roll back: no live changes.")
-            change = self._history.get(change_id) if change_id is not None else live[-1]
+            change = self.log.get(change_id) if change_id is not None else live[-1]
             if change.status is ChangeStatus.ROLLED_BACK:
                 raise ChangeError(
                     f"change {change.id} is already rolled back.", change_id=change.id
                 )
-            later = [c for c in self._history.after(change) if c.module == change.module]
+            later = [c for c in self.log.after(change) if c.module == change.module]
             self._check_undoable([*later, change])
             undone = []
             for item in [*reversed(later), change]:
-                self._undo(item)
+                self.undo(item)
                 undone.append(item)
             return undone
 
     def rollback_to(self, change_id: str | None = None) -> list[Change]:
         """Undo every change made after `change_id` (all of them when None)."""
-        with self._lock:
+        with self.lock:
             later = (
-                self._history.after(self._history.get(change_id))
+                self.log.after(self.log.get(change_id))
                 if change_id is not None
-                else self._history.live()
+                else self.log.live()
             )
             self._check_undoable(later)
             undone = []
             for change in reversed(later):
-                self._undo(change)
+                self.undo(change)
                 undone.append(change)
             return undone
 
-    def _record_change(self, record: ModuleRecord, change: Change) -> Change:
-        self._history.add(change)
+    def record(self, record: ModuleRecord, change: Change) -> Change:
+        """Add `change` (made to `record`'s module) to the history and the open transaction."""
+        self.log.add(change)
         record.change_ids.append(change.id)
-        if self._transactions:
-            self._transactions[-1].append(change)
+        if self.transactions:
+            self.transactions[-1].append(change)
         return change
 
-    def _undo(self, change: Change) -> None:
+    def undo(self, change: Change) -> None:
+        """Undo one change: its recorded undo when the module still holds what it made,
+        else its old source applied again; a file change puts its file back first."""
         if change.kind == FILE_KIND:
-            self._restore_file(change)
-        record = self.registry.get(change.module)
+            self._files().restore_file(change)
+        record = self.modules.registry.get(change.module)
         if change.kind == FILE_KIND and (record is None or change.before is None):
             change.status = ChangeStatus.ROLLED_BACK  # a plain file: nothing in memory
             return
@@ -135,7 +137,7 @@ class Rollbacks:
             )
         if change.before is None:
             for name in [change.module, *reversed(change.created_packages)]:
-                self._remove_virtual(name)
+                self.modules.remove_virtual(name)
         elif change._revert is not None and record.source == change.after:
             # The exact objects and bindings that were there come back (identity included).
             change._revert()
@@ -148,19 +150,25 @@ class Rollbacks:
                 module, record.index, change.before, record.filename, change.target
             )
             record.source, record.index = change.before, new_index
-            follow_up(self.registry, change.module, outcome, self._root_prefix)
+            follow_up(self.modules.registry, change.module, outcome, self.modules.root_prefix)
         if change.kind == FILE_KIND:
             record.loaded = read_source(record.filename)
         change.status = ChangeStatus.ROLLED_BACK
         if change.id in record.change_ids:
             record.change_ids.remove(change.id)
 
+    def _files(self) -> FileUndo:
+        # only a file part makes file changes, so one is there whenever they are
+        assert self.file_writes is not None
+        return self.file_writes
+
     def _check_undoable(self, changes: list[Change]) -> None:
         """Refuse, before undoing anything, a rollback that would orphan a written file or
         lose an edit made to a file after a file change wrote it."""
-        self._check_files_undoable(changes)
+        if self.file_writes is not None:
+            self.file_writes.check_undoable(changes)
         for change in changes:
-            record = self.registry.get(change.module)
+            record = self.modules.registry.get(change.module)
             if change.before is None and record is not None and not record.virtual:
                 raise ChangeError(
                     f"change {change.id} created {change.module}, which has since been "

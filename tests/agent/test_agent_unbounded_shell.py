@@ -114,12 +114,14 @@ def test_the_unbounded_rule_in_the_config_lets_it_run_unasked(project, fake, age
         '[tool.liveforge.permissions]\nmode = "full-auto"\nallow = ["unbounded"]\n'
     )
     agent = agent_in(load_config(root, {}).permissions.policy(), answers=[])
+    # the exec waits for the started process's file, so the kill never comes before it ran
+    waits = f"while [ ! -e {root / 'started'} ]; do sleep 0.05; done; touch {root / 'ran'}"
     fake.add(
-        reply.tool_call("exec", {"command": f"touch {root / 'ran'}", "boundary": False}),
         reply.tool_call(
             "process",
             {"action": "start", "command": f"touch {root / 'started'}", "boundary": False},
         ),
+        reply.tool_call("exec", {"command": waits, "boundary": False, "timeout": 60}),
         reply.tool_call("process", {"action": "kill", "process_id": "p1"}),
         reply.text("Both ran."),
     )

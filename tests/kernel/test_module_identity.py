@@ -133,7 +133,7 @@ def test_a_runtime_no_longer_referenced_stops_capturing_its_project(tmp_path: Pa
         assert key not in _sources._capture.roots
         assert all(layout.root != first.resolve() for layout in _sources._capture.layouts)
         assert os.path.join(str(second.resolve()), "") in _sources._capture.roots
-        assert [r[2] and r[2]() for r in _sources._capture.requests].count(kept) == 1
+        assert [r[2] and r[2]() for r in _sources._capture.requests].count(kept.modules) == 1
     finally:
         kept.close()
         again.close()

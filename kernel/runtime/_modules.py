@@ -1,15 +1,20 @@
-"""How `Runtime` finds what a dotted path names: the module (imported, and tracked in the
-registry, on first use), the `@impl` body of a declared forwardpy method, and the module that
-defines a name another module only re-exports.
+"""The runtime's modules: the project's import roots, the registry of the modules it
+manages, and how a dotted path finds what it names — the module (imported, and tracked on
+first use), the `@impl` body of a declared forwardpy method, the module that defines a name
+another module only re-exports — and virtual modules put in place or taken away.
 
-    module_name, path = rt._split("pkg.mod.Class.method")   # "pkg.mod", ["Class", "method"]
-    record = rt._record(module_name)                        # the module's ModuleRecord
+    modules = Modules(Path("."))
+    module_name, path = modules.split("pkg.mod.Class.method")   # "pkg.mod", ["Class", "method"]
+    record = modules.record(module_name)                         # the module's ModuleRecord
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +28,37 @@ from liveforge.kernel.errors import (
 from liveforge.kernel.live import _forward
 from liveforge.kernel.live._reexports import origin
 from liveforge.kernel.source._importfail import import_failure
+from liveforge.kernel.source._roots import discover
 from liveforge.kernel.source._sources import (
     ModuleRecord,
     ModuleRegistry,
+    capture_sources_under,
     check_module_name,
     importable,
 )
 from liveforge.kernel.source._stmts import index
 
-__all__ = ["Resolution"]
+__all__ = ["Modules"]
 
 
-class Resolution:
-    """Mixin of `Runtime`: `_split`, `_record`, `_redirect`, `_home`."""
+class Modules:
+    """The modules of one runtime: what it manages, and where a dotted path leads.
 
-    project_root: Path
-    registry: ModuleRegistry
+    Making one puts the project's import roots on `sys.path` and starts keeping the source
+    of every project module imported from then on (so a later patch sees the text that
+    ran, even if the file changed since), for as long as it lives."""
 
-    def _split(self, target: str) -> tuple[str, list[str]]:
+    def __init__(self, project_root: Path) -> None:
+        self.project_root = project_root
+        self.root_prefix = os.path.join(str(project_root), "")
+        self.registry = ModuleRegistry()
+        self.roots = discover(project_root)
+        for folder in reversed(self.roots.paths):
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+        capture_sources_under(str(project_root), self.roots, owner=self)
+
+    def split(self, target: str) -> tuple[str, list[str]]:
         parts = check_module_name(target, what="dotted path").split(".")
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
@@ -49,7 +67,7 @@ class Resolution:
         candidates = [m for m in sys.modules if m.split(".")[0] == parts[0]] or list(sys.modules)
         raise TargetNotFound(target, candidates)
 
-    def _record(self, name: str) -> ModuleRecord:
+    def record(self, name: str) -> ModuleRecord:
         record = self.registry.get(name)
         if record is None:
             try:
@@ -85,7 +103,7 @@ class Resolution:
                 ) from None
         return record
 
-    def _redirect(
+    def redirect(
         self, module_name: str, path: list[str], record: ModuleRecord
     ) -> tuple[str, list[str], ModuleRecord]:
         """For a declared forwardpy method with an active @impl, the impl's location."""
@@ -101,9 +119,9 @@ class Resolution:
         binding = next((k for k, v in vars(impl_module).items() if v is func), None)
         if binding is None:
             return module_name, path, record
-        return impl_module.__name__, [binding], self._record(impl_module.__name__)
+        return impl_module.__name__, [binding], self.record(impl_module.__name__)
 
-    def _home(
+    def home(
         self, module_name: str, path: list[str], record: ModuleRecord
     ) -> tuple[str, list[str], ModuleRecord]:
         """For a name the module only re-exports (`from .x import *`, `from .x import y`),
@@ -117,4 +135,55 @@ class Resolution:
                 return module_name, path, record
             module_name, path = found[0], [found[1], *path[1:]]
             seen.add(module_name)
-            record = self._record(module_name)
+            record = self.record(module_name)
+
+    def label(self, record: ModuleRecord) -> str:
+        """How a module's file is named to people: relative to the project root when inside."""
+        if record.virtual:
+            return record.filename
+        return _relative_label(record.filename, self.project_root)
+
+    # -- virtual modules --------------------------------------------------------------------
+
+    def install_virtual(self, name: str, is_package: bool) -> tuple[types.ModuleType, ModuleRecord]:
+        """An empty virtual module `name`, tracked and in `sys.modules` (and its parent)."""
+        module = self.registry.make_virtual_module(name, is_package=is_package)
+        record = self.registry.add_virtual(name, "", is_package=is_package)
+        record.index = index("", record.filename)
+        sys.modules[name] = module
+        parent, _, leaf = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], leaf, module)
+        return module, record
+
+    def virtual_parents(self, name: str) -> list[str]:
+        """Import `name`'s parent packages, making virtual ones where none exists; those
+        made, outermost first."""
+        created = []
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            parent = ".".join(parts[:depth])
+            if parent in sys.modules or importable(parent):
+                importlib.import_module(parent)
+                continue
+            self.install_virtual(parent, True)
+            created.append(parent)
+        return created
+
+    def remove_virtual(self, name: str) -> None:
+        """Take a virtual module away: from `sys.modules`, its parent and the registry."""
+        sys.modules.pop(name, None)
+        parent, _, leaf = name.rpartition(".")
+        if parent and parent in sys.modules and hasattr(sys.modules[parent], leaf):
+            delattr(sys.modules[parent], leaf)
+        self.registry.forget(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative_label(filename: str, root: Path) -> str:
+    """`filename` relative to `root` when it lies inside (resolving a path costs more than
+    the rest of a small patch, so it is done once per file)."""
+    try:
+        return str(Path(filename).resolve().relative_to(root))
+    except ValueError:
+        return filename
