@@ -44,7 +44,7 @@ def marked() -> Callable[[str], set[int]]:
 #: Tests whose cost grows with the heap of the process running them: the kernel's searches
 #: of the heap (`gc.get_referrers`) on the paths that write notes, and its passes over
 #: `sys.modules`. Run first, each xdist worker runs them before earlier tests have grown it.
-_HEAP_BOUND = ("tests/kernel/test_random_edits.py::",)
+_HEAP_BOUND = ("tests/kernel/live/test_random_edits.py::",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

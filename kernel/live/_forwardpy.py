@@ -5,7 +5,7 @@ to read its registries, to hook class creation or `@impl` registration, or to un
 single implementation. liveforge needs all of these (DESIGN §3), so this adapter names each
 internal it relies on, checks at import that the installed forwardpy has them, and offers
 them as plain functions. Nothing else in liveforge imports `forwardpy.core`.
-`tests/kernel/test_forwardpy_adapter.py` pins each forwardpy behaviour used here, so a
+`tests/kernel/live/test_forwardpy_adapter.py` pins each forwardpy behaviour used here, so a
 forwardpy upgrade that changes one fails there, by name.
 """
 

@@ -15,14 +15,14 @@ import pytest
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import SecondModuleName
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[3]
 
 SCRIPT = textwrap.dedent(
     """
     import importlib, json, sys
     sys.path.insert(0, {root!r})
     # the kernel's file loaded under a second, bare name before the runtime existed
-    importlib.import_module('kernel._secrets')
+    importlib.import_module('kernel.boundary._secrets')
     import liveforge
     from liveforge.tools import using_runtime
     from liveforge.tools.inspection import inspect_module, view_source
@@ -36,10 +36,10 @@ SCRIPT = textwrap.dedent(
 
     out = {{}}
     rt = liveforge.Runtime({root!r})
-    out["loaded_first"] = attempt(rt, "kernel._secrets.without_secrets")
+    out["loaded_first"] = attempt(rt, "kernel.boundary._secrets.without_secrets")
     out["canonical"] = attempt(rt, "liveforge.kernel.boundary._secrets.without_secrets")
     opted = liveforge.Runtime({root!r}, allow_kernel_patches=True)
-    out["opted_in"] = attempt(opted, "kernel._secrets.without_secrets")
+    out["opted_in"] = attempt(opted, "kernel.boundary._secrets.without_secrets")
     try:
         importlib.import_module('tools._outline')  # a mapped folder, bare name
         out["import"] = ["imported", ""]
@@ -58,10 +58,11 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.skipif(
-    not (CHECKOUT / "kernel" / "_secrets.py").exists(), reason="needs liveforge's own checkout"
+    not (CHECKOUT / "kernel" / "boundary" / "_secrets.py").exists(),
+    reason="needs liveforge's own checkout",
 )
 def test_own_checkout_refuses_kernel_files_under_other_names() -> None:
-    """A kernel file imported as `kernel._secrets` is protected by its location; with the
+    """A kernel file imported as `kernel.boundary._secrets` is protected by its location; with the
     opt-in it is still refused as a second module; importing a mapped folder under its
     folder name fails naming the real module; the overview lists only `liveforge`."""
     run = subprocess.run(

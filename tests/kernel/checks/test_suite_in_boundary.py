@@ -17,7 +17,7 @@ from liveforge.kernel.boundary import _overlay
 from liveforge.kernel.boundary._boundary import probe
 from liveforge.kernel.checks._sandbox import Sandbox
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.skipif(probe()[0] < 1, reason="needs Landlock")
 
@@ -107,8 +107,8 @@ def test_a_slice_of_liveforges_own_suite_passes_inside_the_boundary() -> None:
                 "-p",
                 "record_tmp_path",
                 "tests/cli/test_demo.py",
-                "tests/kernel/test_module_identity.py",
-                "tests/kernel/test_sandbox.py::test_patched_function_in_overlay_is_what_the_child_runs",
+                "tests/kernel/source/test_module_identity.py",
+                "tests/kernel/checks/test_sandbox.py::test_patched_function_in_overlay_is_what_the_child_runs",
             ],
             timeout=300,
         )

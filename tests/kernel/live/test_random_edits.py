@@ -17,7 +17,7 @@ constants with `from m import ...` and makes a default and a value from one, the
 re-exports it with `from m import *` and binds one name itself; both must hold what fresh
 imports of them would. A registry keyed by a decorator's argument (which edits change) must
 hold what a fresh import's does. A failure prints the seed and the edit sequence;
-replay one seed with `pytest tests/kernel/test_random_edits.py -k "seed_37-"`.
+replay one seed with `pytest tests/kernel/live/test_random_edits.py -k "seed_37-"`.
 """
 
 from __future__ import annotations
