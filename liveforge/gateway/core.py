@@ -62,9 +62,12 @@ class Gateway:
         busy: str = "queue",
         mode: str = "",
         name: str = "",
+        model: str = "",
     ) -> None:
         self.project = project
         self.name = name or project.name
+        self.model = model
+        """The model the project's agents use ("provider:model"), as its config says."""
         self.busy = busy
         """What a run sent to a busy session does unless it says: "queue" or "steer"."""
         self.store = GatewayStore(project / ".liveforge" / "gateway.db")
@@ -207,6 +210,14 @@ class Gateway:
         if message.session and not agent_session:
             return {"session": message.session, "diff": ""}  # it has not run yet
         reply = await self.worker.query("changes.diff", agent_session)
+        return {"session": message.session, **self._reply(reply)}
+
+    async def _changes_list(self, client: Client, message: Any) -> dict[str, Any]:
+        session = self.store.session(message.session) if message.session else None
+        agent_session = session.agent_session if session is not None else ""
+        if message.session and not agent_session:
+            return {"session": message.session, "modules": []}  # it has not run yet
+        reply = await self.worker.query("changes.list", agent_session)
         return {"session": message.session, **self._reply(reply)}
 
     async def _changes_undo(self, client: Client, message: Any) -> dict[str, Any]:

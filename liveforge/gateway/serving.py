@@ -162,6 +162,7 @@ def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[An
             busy=settings.busy,
             mode=mode,
             name=name,
+            model=config.model,
         )
         gateways.append(gateway)
         extras += _extras(gateway, settings, config.schedule)
