@@ -105,6 +105,7 @@ def test_the_live_program_panel_follows_the_changes_and_the_log_reads_well(
             assert "session main of shop" in greeting and "anthropic:test-model" in greeting
             assert "model anthropic:test-model" in _text(browser, "#model")
             assert browser.evaluate("document.getElementById('undo').disabled")
+            assert _text(browser, "#program-note").startswith("Nothing changed yet")
             hint = browser.evaluate("document.getElementById('input').placeholder")
             assert "Alt-Enter adds a line" in hint
             browser.evaluate("document.getElementById('input').focus()")

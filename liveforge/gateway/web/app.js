@@ -106,8 +106,8 @@ function greet() {
     + `${escapeHtml(state.project)}${model}.</h2>`
     + "<p>Ask for a change to the running program. Each patch applies in memory at once and "
     + "shows here as a diff; checks run in a sandbox; files change only when the agent "
-    + "persists, which asks you first. The live program panel on the right shows every "
-    + "change of this session and its state.</p>";
+    + "persists (the gateway's permission mode says whether you are asked first). The live "
+    + "program panel on the right shows every change of this session and its state.</p>";
   $("log").appendChild(div);
 }
 
