@@ -175,3 +175,27 @@ def test_a_telegram_429_on_the_final_edit_still_delivers_the_whole_answer(sample
         assert edits == [answer]
     finally:
         telegram.close()
+
+
+def test_deliver_waits_as_asked_and_gives_up_only_after_its_limit():
+    """`deliver` sends again after each RetryAfter until the send succeeds; when the waits
+    asked for pass its limit it raises the last refusal instead of waiting on."""
+    import asyncio
+
+    from liveforge.gateway.channels import RetryAfter, deliver
+
+    attempts: list[int] = []
+
+    async def flaky() -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise RetryAfter(0, "sendMessage: Too Many Requests")
+        return "sent"
+
+    assert asyncio.run(deliver(flaky)) == "sent" and len(attempts) == 3
+
+    async def refusing() -> str:
+        raise RetryAfter(30, "sendMessage: Too Many Requests")
+
+    with pytest.raises(RetryAfter, match="retry after 30s"):
+        asyncio.run(deliver(refusing, max_wait=10))

@@ -132,7 +132,8 @@ function onEvent(event) {
       break;
     case "tool_finished": {
       const time = ` <span class="muted">${event.duration.toFixed(2)}s</span>`;
-      const lines = event.summary.replace(/\n+$/, "").split("\n");
+      let lines = event.summary.replace(/\n+$/, "").split("\n");
+      if (OUTPUT_TOOLS.has(event.name) && lines[0].startsWith("$ ")) lines = lines.slice(1);  // shown in its call
       // a passing check's own line (with its value) follows as a verification event
       const said = CHECK_TOOLS.has(event.name) && !event.is_error ? "" : escapeHtml(lines[0]);
       const more = lines.length > 1 && OUTPUT_TOOLS.has(event.name)
