@@ -107,6 +107,8 @@ class VerificationResult(_Event):
     """"snippet" or "tests"."""
     ok: bool
     headline: str
+    value: str | None = None
+    """The repr of a passing snippet's last expression (None for tests, or no value)."""
 
 
 class SelfPatchesApplied(_Event):

@@ -15,12 +15,16 @@ Records (field `t`):
     note        something that happened (self-patch rollback, restore problems, ...)
     turn        a turn started / ended (with its reason)
     title       the session's title
+    file_step   files code the session ran wrote, undoable (before and after, by file)
+    file_step_gone  such a step was undone (or handed to a later process under a new key)
 
 Resume replays the records: the whole conversation (compactions included) and the
 runtime's unpersisted changes, re-applied in order; a change that no longer applies is
-reported, never silently dropped. A self-patch is re-applied only once a turn has ended
-cleanly with it (`confirmed`): one still on probation when the process stopped — rolled back
-or crashing — is reported and left out, so resume starts from the last state that worked.
+reported, never silently dropped; files a shell command wrote are undoable again when they
+are still what it left (else resume says which file changed). A self-patch is re-applied
+only once a turn has ended cleanly with it (`confirmed`): one still on probation when the
+process stopped — rolled back or crashing — is reported and left out, so resume starts from
+the last state that worked.
 Known secret values are scrubbed from every record.
 Turns of one project run in one process at a time (a lock file); a second front end gets
 `SessionBusy` naming the process that holds it. Within that process, sessions may run turns
@@ -150,6 +154,11 @@ class SessionLive:
     """`changes` by key, built on first use."""
     restored: list[str] = field(default_factory=list)
     """What resuming re-applied (the lines `restore` returned), for front ends to show."""
+    file_steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Undoable file steps of code the session ran (a shell command's writes), by key, as
+    the transcript holds them: what resuming gives back to the runtime."""
+    step_keys: dict[int, str] = field(default_factory=dict)
+    """The key of each of this process's runtime file steps already in the transcript."""
     plugin_problems: list[str] = field(default_factory=list)
     """Plugins that could not be loaded for this session's agent, and why."""
     parent_session: str = ""

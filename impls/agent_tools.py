@@ -36,6 +36,7 @@ from liveforge.declarations.toolbox import ToolResult
 from liveforge.declarations.turn import Turn
 from liveforge.impls import plugins
 from liveforge.impls.agent_turn import Repeated, close_open_calls
+from liveforge.impls.approvals import approval_wait
 from liveforge.impls.live_program import holding, lane_of
 from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
@@ -97,6 +98,16 @@ def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
     result = agent.toolbox.call(call.name, arguments, agent.settings.tool_timeout)
     plugins.agent_after_tool(agent, call.name, arguments, result.text, result.is_error)
     return result
+
+
+def _timed_call(agent: Agent, call: ToolUseBlock, waited: list[float]) -> ToolResult:
+    """`_call_tool`, putting into `waited[0]` the seconds it spent waiting for the user to
+    answer approval questions (a tool's time leaves them out)."""
+    before = approval_wait()
+    try:
+        return _call_tool(agent, call)
+    finally:
+        waited[0] = approval_wait() - before
 
 
 def _live(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T | None:
@@ -163,16 +174,29 @@ def _runs(agent: Agent, turn: Turn) -> list[AgentEvent]:
     fresh = [r for r in rows if r.run_id not in turn.seen_runs]
     turn.seen_runs.update(r.run_id for r in rows)
     return [
-        VerificationResult(run_id=r.run_id, kind=r.kind, ok=r.ok, headline=r.headline)
+        VerificationResult(
+            run_id=r.run_id, kind=r.kind, ok=r.ok, headline=r.headline, value=_value(agent, r)
+        )
         for r in reversed(fresh)
     ]
+
+
+def _value(agent: Agent, summary: Any) -> str | None:
+    """The value a passing snippet returned, from its run record (None when pruned)."""
+    if summary.kind != "snippet" or not summary.ok:
+        return None
+    try:
+        value: str | None = agent.runtime.run(summary.run_id).value_repr
+    except Exception:  # a pruned record: the headline still says what ran
+        return None
+    return value
 
 
 async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[AgentEvent]:
     if call.name in VERIFY_TOOLS and turn.seen_runs is None:
         _runs(agent, turn)  # what existed before this turn is not news
-    started = time.monotonic()
-    result = await in_worker(agent, turn, _live, agent, turn, _call_tool, agent, call)
+    started, waited = time.monotonic(), [0.0]
+    result = await in_worker(agent, turn, _live, agent, turn, _timed_call, agent, call, waited)
     if result is None:
         return
     text = _keep(agent, turn, call, result)
@@ -181,7 +205,7 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
         name=call.name,
         is_error=result.is_error,
         summary=summary_of(text),
-        duration=time.monotonic() - started,
+        duration=max(0.0, time.monotonic() - started - waited[0]),
         chars=len(text),
     )
     for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS else []):

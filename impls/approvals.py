@@ -16,6 +16,8 @@ import contextlib
 import difflib
 import json
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -40,6 +42,7 @@ from liveforge.kernel.errors import LiveforgeError
 __all__ = [
     "HOW_TO_ALLOW",
     "HOW_TO_ALLOW_UNBOUNDED",
+    "approval_wait",
     "in_tool_call",
     "persist_guard",
     "preview",
@@ -89,6 +92,7 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
             f"what you can do without it and tell the user what is left. {how}"
         )
     request = ApprovalRequest(name, effect, dict(values), preview(box, name, values))
+    asked = time.monotonic()
     try:
         with released():  # other sessions' tool calls go on while a person decides
             yes = approver(request)
@@ -98,6 +102,8 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
             f"not run: asking the user about {name} failed ({type(exc).__name__}: {exc}). "
             "Nothing was changed; tell the user what you wanted to do."
         )
+    finally:
+        _waited.seconds = approval_wait() + time.monotonic() - asked
     _record(box, request, "allowed" if yes else "declined")
     if yes:
         return None
@@ -113,6 +119,15 @@ def _record(box: Toolbox, request: ApprovalRequest, answer: str) -> None:
     note = getattr(box.services.get("transcript"), "note", None)
     if note is not None:
         note("approval", request.preview, tool=request.tool, effect=request.effect, answer=answer)
+
+
+_waited = threading.local()
+
+
+def approval_wait() -> float:
+    """Seconds this thread has spent waiting for the user's answers to approval questions
+    (a tool's time shown to the user leaves them out)."""
+    return float(getattr(_waited, "seconds", 0.0))
 
 
 _calling: ContextVar[bool] = ContextVar("liveforge_tool_call", default=False)

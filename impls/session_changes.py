@@ -10,12 +10,14 @@ numbers its changes from c1 again.
 (whole module) when the module's source is still what the change was made on; a definition
 patch is otherwise re-spliced by its dotted path; anything else is reported as no longer
 applying. Re-applied changes are new, unverified changes: the old records are marked
-superseded.
+superseded. Files a shell command (or executed code) wrote are undoable steps of the
+runtime; `track` records them too (`file_step`), and `restore` gives them back to the new
+runtime when the files are still what the step left, so `/diff` and `/undo` keep them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import forwardpy
 
@@ -24,6 +26,7 @@ from liveforge.impls.live_program import lane_of, owner_of
 from liveforge.impls.session_store import write_record
 from liveforge.kernel.errors import LiveforgeError
 from liveforge.kernel.history._safety import watched
+from liveforge.kernel.runtime._savedsteps import adopt_step, saved_steps
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -86,7 +89,51 @@ def track(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()) 
             new.append(change)
         elif record.status != change.status.value:
             _set_status(self, record, change.status.value)
+    _track_file_steps(self, runtime)
     return new
+
+
+def _track_file_steps(session: Session, runtime: Runtime) -> None:
+    """Record the runtime's new file steps (a shell command's writes) in the transcript, and
+    the ones undone since, so a resumed session can still show and undo them."""
+    live = session.live
+    present = {identity for identity, _ in saved_steps(runtime, live.step_keys)}
+    for identity, key in list(live.step_keys.items()):
+        if identity not in present:  # undone (first: its identity may be reused later)
+            del live.step_keys[identity]
+            if live.file_steps.pop(key, None) is not None:
+                write_record(session, "file_step_gone", key=key)
+    for identity, step in saved_steps(runtime, live.step_keys):
+        if step is not None:
+            key = f"{session.epoch}:s{_next_step(live.file_steps, session.epoch)}"
+            write_record(session, "file_step", key=key, step=step)
+            live.file_steps[key], live.step_keys[identity] = step, key
+
+
+def _next_step(steps: dict[str, Any], epoch: int) -> int:
+    """A number for the next file step of this epoch, after every one recorded."""
+    mine = [int(k.rsplit(":s", 1)[1]) for k in steps if k.startswith(f"{epoch}:s")]
+    return max(mine, default=0) + 1
+
+
+def _adopt_file_steps(session: Session, runtime: Runtime) -> list[str]:
+    """Give the runtime back the file steps an earlier process left undoable; a line for
+    each (adopted, or why not)."""
+    lines = []
+    for key, step in list(session.live.file_steps.items()):
+        if key.startswith(f"{session.epoch}:"):
+            continue
+        label = step.get("label") or "code run in the process"
+        paths = ", ".join(f["path"] for f in step.get("files", []))
+        why = adopt_step(runtime, step)
+        write_record(session, "file_step_gone", key=key)  # kept again under a new key
+        del session.live.file_steps[key]
+        if why is None:
+            lines.append(f"files written by {label} ({paths}): still undoable (/undo, /diff)")
+        else:
+            lines.append(f"files written by {label}: no longer undoable: {why}")
+    _track_file_steps(session, runtime)
+    return lines
 
 
 @forwardpy.impl(Session.unpersisted)
@@ -100,6 +147,7 @@ def restore(self: Session, runtime: Runtime, self_prefixes: tuple[str, ...] = ()
     lines = []
     for record in [c for c in self.unpersisted() if not c.key.startswith(f"{self.epoch}:")]:
         lines.append(_reapply(self, runtime, record, self_prefixes))
+    lines += _adopt_file_steps(self, runtime)
     if lines:
         self.note("restored", "\n".join(lines))
     self.live.restored = lines

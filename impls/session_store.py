@@ -241,6 +241,10 @@ def _replay_other(
             session.open_turn = False
     elif kind == "title":
         session.title = str(record.get("title", ""))
+    elif kind == "file_step":
+        session.live.file_steps[str(record["key"])] = dict(record["step"])
+    elif kind == "file_step_gone":
+        session.live.file_steps.pop(str(record.get("key")), None)
 
 
 def _close_interrupted(session: Session) -> None:

@@ -33,6 +33,8 @@ __all__ = ["Renderer", "short_arguments"]
 _ARG_WIDTH = 48
 _REPORTED_RUNS = frozenset({"verify", "run_tests"})
 """Tools whose sandbox runs arrive as their own `VerificationResult` events."""
+_SHELL_TOOLS = frozenset({"exec", "process"})
+"""Tools whose output and written files are shown under their line."""
 
 
 def short_arguments(arguments: dict[str, Any]) -> str:
@@ -140,7 +142,10 @@ class Renderer:
 
     def _on_tool_finished(self, event: ev.ToolFinished) -> None:
         self.close()
-        first = event.summary.strip().splitlines()[0] if event.summary.strip() else ""
+        lines = event.summary.strip().splitlines()
+        if event.name in _SHELL_TOOLS and lines and lines[0].startswith("$ "):
+            lines = lines[1:]  # the call's line shows the command already
+        first = lines[0] if lines else ""
         if event.name in _REPORTED_RUNS and not event.is_error:
             first = ""  # a verification line with the run's headline follows
         mark, style = ("✗", "red") if event.is_error else ("✓", "green")
@@ -149,7 +154,15 @@ class Renderer:
         if first:
             line.append(f"  {first[:100]}", style="red" if event.is_error else "dim")
         self.console.print(line, no_wrap=True, overflow="ellipsis")
+        if event.name in _SHELL_TOOLS:
+            self._shell_output(lines[1:])
         self.busy("waiting for the model…")
+
+    def _shell_output(self, lines: list[str]) -> None:
+        """A command's files line and the first lines of its output, under its tool line."""
+        for text in lines:
+            style = "yellow" if text.startswith("files: ") else "dim"
+            self.console.print(Text(f"    {text}", style=style), no_wrap=True, overflow="ellipsis")
 
     def _on_patch_applied(self, event: ev.PatchApplied) -> None:
         self.close()

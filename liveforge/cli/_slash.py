@@ -156,9 +156,11 @@ async def _verify(state: ChatState, args: list[str]) -> bool:
         return True
     rt = state.agent.runtime
     result = await _in_thread(state, "verifying in the sandbox…", lambda: rt.verify(code))
-    state.say(check_line(result), "green" if result.ok else "red")
-    if not result.ok and result.traceback:
-        state.say(result.traceback.rstrip().splitlines()[-1], "red")
+    line = check_line(result)
+    state.say(line, "green" if result.ok else "red")
+    error = result.traceback.rstrip().splitlines()[-1] if result.traceback else ""
+    if not result.ok and error and " ".join(error.split()) not in " ".join(line.split()):
+        state.say(error, "red")  # the line cut the error short, or named another cause
     state.agent.session.track(rt)
     return True
 
@@ -177,9 +179,11 @@ async def _runs(state: ChatState, args: list[str]) -> bool:
 
 
 async def _tests(state: ChatState, args: list[str]) -> bool:
-    await _tool_command(
-        state, "running the tests in the sandbox…", "run_tests", {"args": args} if args else {}
-    )
+    rt = state.agent.runtime
+    label = "running the tests in the sandbox…"
+    result = await _in_thread(state, label, lambda: rt.run_tests(args or None))
+    state.say(check_line(result), "green" if result.ok else "red")  # /runs RUN_ID shows more
+    state.agent.session.track(rt)
     return True
 
 
@@ -205,7 +209,7 @@ def _providers(project: Path) -> list[str]:
         config = load_config(project)
     except Exception as exc:  # a bad configuration is reported, the list is not needed
         return [f"(configuration: {exc})"]
-    lines = ["providers (use as provider:model):"]
+    rows = []
     for name in sorted({*BUILTIN_PROVIDERS, *config.providers}):
         provider = config.provider(name)
         keys = provider.api_key_env
@@ -216,7 +220,11 @@ def _providers(project: Path) -> list[str]:
             key = "key set"
         else:
             key = f"set {' or '.join(keys)}" if keys else "no key configured"
-        lines.append(f"  {name:<12} {provider.protocol:<9} {url}  ({key})")
+        rows.append((name, provider.protocol, url, f"({key})"))
+    lines = ["providers (use as provider:model):"]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for name, protocol, url, key in rows:
+        lines.append(f"  {name:<{widths[0]}}  {protocol:<{widths[1]}}  {url:<{widths[2]}}  {key}")
     if config.fallback_models:
         lines.append("fallbacks: " + ", ".join(config.fallback_models))
     return lines

@@ -54,6 +54,15 @@ def register(commands: Any) -> None:
         metavar="ORIGIN",
         help="a browser origin allowed besides the gateway's own (repeatable)",
     )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name the gateway answers to besides loopback names and --host, e.g. the "
+        "machine's name behind a proxy (repeatable; needs LIVEFORGE_GATEWAY_TOKEN); requests "
+        "addressed to any other name are refused",
+    )
     add_mode(parser)
     parser.set_defaults(handler=_serve)
 
@@ -96,6 +105,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         token=os.environ.get(TOKEN_VARIABLE, ""),
         allowed_origins=tuple(args.allow_origin),
+        allowed_hosts=tuple(args.allow_host),
         mode=chosen_mode(args) or "",
     )
     return ExitCode.OK

@@ -1,9 +1,12 @@
 """The gateway's HTTP face (Starlette): the WebSocket protocol at `/ws`, `/health`, the web UI.
 
-A WebSocket connection must `connect` first. When the gateway has a token (it must when it
-listens beyond loopback), `connect` carries it; tokens are compared in constant time. A
-browser's `Origin` must be the gateway's own address (or one of `allowed_origins`), so a
-page from elsewhere cannot drive a local gateway.
+Every request must be addressed to one of the gateway's own names (`trust.HostCheck`);
+anything else is refused before it is handled. A WebSocket connection must `connect` first.
+When the gateway has a token (it must when it listens beyond loopback), `connect` carries
+it; tokens are compared in constant time. A browser's `Origin` must be the gateway's own
+address (or one of `allowed_origins`), so a page from elsewhere cannot drive a local
+gateway. A frame that is not a JSON text message (a binary frame, say) is answered with a
+`BadMessage` error; the connection stays.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -25,6 +29,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from liveforge.gateway.core import GatewayError
 from liveforge.gateway.hub import Hub
 from liveforge.gateway.protocol import parse_client, server_message
+from liveforge.gateway.trust import HostCheck
 
 __all__ = ["build_app"]
 
@@ -51,8 +56,16 @@ def _origin_ok(origin: str | None, host: str | None, allowed: tuple[str, ...]) -
     return bool(host) and urlsplit(origin).netloc == host
 
 
-def build_app(hub: Hub, *, token: str = "", allowed_origins: tuple[str, ...] = ()) -> Starlette:
-    """The ASGI app serving the projects of `hub`."""
+def build_app(
+    hub: Hub,
+    *,
+    token: str = "",
+    allowed_origins: tuple[str, ...] = (),
+    bind: str = "127.0.0.1",
+    allowed_hosts: tuple[str, ...] = (),
+) -> Starlette:
+    """The ASGI app serving the projects of `hub`, listening on `bind`; it answers requests
+    addressed to a loopback name, to `bind` or to one of `allowed_hosts`."""
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True, **hub.hello()})
@@ -87,16 +100,20 @@ def build_app(hub: Hub, *, token: str = "", allowed_origins: tuple[str, ...] = (
         Route("/static/{name}", static),
         WebSocketRoute("/ws", ws),
     ]
-    return Starlette(routes=routes)
+    check = Middleware(HostCheck, bind=bind, allowed=allowed_hosts)
+    return Starlette(routes=routes, middleware=[check])
 
 
 async def _serve(hub: Hub, socket: WebSocket, client: _WsClient, token: str) -> None:
     authenticated = False
     while True:
-        text = await socket.receive_text()
+        text = await _receive_text(socket)
+        if text is None:
+            await client.send(_error("", "BadMessage", _NOT_TEXT))
+            continue
         try:
             message = parse_client(text)
-        except (ValidationError, ValueError) as exc:
+        except (ValidationError, ValueError, RecursionError) as exc:
             await client.send(_error(_request_id(text), "BadMessage", _describe(exc)))
             continue
         if message.type == "connect":
@@ -131,6 +148,22 @@ async def _serve(hub: Hub, socket: WebSocket, client: _WsClient, token: str) -> 
             await client.send(_ok(message.id, result))
 
 
+_NOT_TEXT = (
+    "invalid message: a binary frame; the protocol's messages are JSON objects sent as text "
+    "frames (see the protocol schema, protocol-v1.json)"
+)
+
+
+async def _receive_text(socket: WebSocket) -> str | None:
+    """The next text frame's text; None for a binary frame. Raises WebSocketDisconnect when
+    the client has gone."""
+    message = await socket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+    text = message.get("text")
+    return text if isinstance(text, str) else None
+
+
 def _ok(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
     return server_message({"type": "result", "id": request_id, "ok": True, "result": result})
 
@@ -143,7 +176,7 @@ def _error(request_id: str, kind: str, text: str) -> dict[str, Any]:
 def _request_id(text: str) -> str:
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     return str(data.get("id", "")) if isinstance(data, dict) else ""
 
@@ -155,4 +188,6 @@ def _describe(exc: Exception) -> str:
         return (
             f"invalid message: {where}: {first['msg']} (see the protocol schema, protocol-v1.json)"
         )
+    if isinstance(exc, RecursionError):
+        return "invalid message: nested too deeply to read"
     return f"invalid message: {exc}"

@@ -10,15 +10,59 @@ that shows a run there:
 
 A schedule delivers its result through the registry, so it reaches any channel a project
 has, and an address naming a channel the project lacks is refused when the gateway starts.
+
+Messaging services slow senders down ("retry after N seconds"). A channel raises
+`RetryAfter` for such an answer and sends what must arrive (an answer's final text, a
+question) through `deliver`, which waits as asked and tries again, so a rate limit delays
+the end of an answer but never loses it.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+import httpx
 
 from liveforge.gateway.core import Client
 
-__all__ = ["UI", "Channel", "Channels"]
+__all__ = ["UI", "Channel", "Channels", "RetryAfter", "deliver"]
+
+T = TypeVar("T")
+
+MAX_WAIT = 600.0
+"""Seconds `deliver` keeps trying before it gives up on one message (and says so)."""
+
+
+class RetryAfter(Exception):
+    """The messaging service asked to wait `seconds` before the next request."""
+
+    def __init__(self, seconds: float, message: str) -> None:
+        super().__init__(f"{message} (retry after {seconds:g}s)")
+        self.seconds = seconds
+
+
+async def deliver(send: Callable[[], Awaitable[T]], *, max_wait: float = MAX_WAIT) -> T:
+    """`send()`'s result, calling it again after each `RetryAfter` (waiting as asked) and
+    each network failure (waiting 1, 2, 4… seconds), until `max_wait` seconds of waiting are
+    spent; then the last error is raised."""
+    waited, backoff = 0.0, 1.0
+    while True:
+        try:
+            return await send()
+        except RetryAfter as exc:
+            pause = max(exc.seconds, 0.0)
+            error: Exception = exc
+        except httpx.TransportError as exc:
+            pause, backoff, error = backoff, min(backoff * 2, 30.0), exc
+        if waited + pause > max_wait:
+            raise error
+        sys.stderr.write(f"liveforge gateway: {error}; sending again in {pause:g}s\n")
+        await asyncio.sleep(pause)
+        waited += pause
+
 
 UI = "ui"
 """The delivery address of the session's watchers."""

@@ -8,14 +8,17 @@ streamed text run side by side in the project's worker, and their tool calls tak
 the live program there (`liveforge.impls.live_program`). Events go to the client that
 started the run and to every client watching its session; an approval question goes to the
 run's owner (else to its session's watchers) and is refused when nobody answers within
-`approval_timeout`. Every message the gateway sends names its project and is built by
-`protocol.server_message`, so it is what the shipped schema says.
+`approval_timeout`. A client that starts watching a busy session (a reloaded page) is told
+the running run and every question still open, so it can answer them or stop the run.
+Every message the gateway sends names its project and is built by `protocol.server_message`,
+so it is what the shipped schema says.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,6 +33,16 @@ __all__ = ["Client", "Gateway", "GatewayError"]
 
 class GatewayError(LiveforgeError):
     """A request the gateway refuses; the message says what to do instead."""
+
+
+@dataclass
+class _Question:
+    """An approval question waiting for its answer."""
+
+    run: str
+    message: dict[str, Any]
+    """The `approval` message that asked it (sent again to a client that comes back)."""
+    timer: asyncio.TimerHandle
 
 
 class Client(Protocol):
@@ -49,9 +62,12 @@ class Gateway:
         busy: str = "queue",
         mode: str = "",
         name: str = "",
+        model: str = "",
     ) -> None:
         self.project = project
         self.name = name or project.name
+        self.model = model
+        """The model the project's agents use ("provider:model"), as its config says."""
         self.busy = busy
         """What a run sent to a busy session does unless it says: "queue" or "steer"."""
         self.store = GatewayStore(project / ".liveforge" / "gateway.db")
@@ -59,7 +75,7 @@ class Gateway:
         self.approval_timeout = approval_timeout
         self.watchers: dict[str, set[Client]] = {}
         self.owners: dict[str, Client] = {}
-        self.questions: dict[str, tuple[str, asyncio.TimerHandle]] = {}
+        self.questions: dict[str, _Question] = {}
         self.running: dict[str, RunRow] = {}
         """The running run of each busy session, by session name."""
         self.aborted: set[str] = set()
@@ -161,12 +177,18 @@ class Gateway:
         entry = self.questions.pop(request, None)
         if entry is None:
             raise GatewayError(f"no open question {request!r}: it was answered or timed out")
-        entry[1].cancel()
+        entry.timer.cancel()
         await self.worker.send("answer", request=request.split("/", 1)[1], allow=allow)
         return {"request": request, "allowed": allow}
 
     async def _watch(self, client: Client, message: Any) -> dict[str, Any]:
         self.watchers.setdefault(message.session, set()).add(client)
+        run = self.running.get(message.session)
+        if run is not None:  # a client coming back to a busy session: where the run is
+            await _send(client, self._status_message(run, "running"))
+            for question in list(self.questions.values()):
+                if question.run == run.id:
+                    await _send(client, question.message)
         return {"session": message.session}
 
     async def _sessions_list(self, client: Client, message: Any) -> dict[str, Any]:
@@ -188,6 +210,14 @@ class Gateway:
         if message.session and not agent_session:
             return {"session": message.session, "diff": ""}  # it has not run yet
         reply = await self.worker.query("changes.diff", agent_session)
+        return {"session": message.session, **self._reply(reply)}
+
+    async def _changes_list(self, client: Client, message: Any) -> dict[str, Any]:
+        session = self.store.session(message.session) if message.session else None
+        agent_session = session.agent_session if session is not None else ""
+        if message.session and not agent_session:
+            return {"session": message.session, "modules": []}  # it has not run yet
+        reply = await self.worker.query("changes.list", agent_session)
         return {"session": message.session, **self._reply(reply)}
 
     async def _changes_undo(self, client: Client, message: Any) -> dict[str, Any]:
@@ -317,9 +347,9 @@ class Gateway:
         self.store.finish(run.id, status, reason=reason, answer=answer, error=error)
         self.aborted.discard(run.id)
         self.seq.pop(run.id, None)
-        for key, (owner_run, timer) in list(self.questions.items()):
-            if owner_run == run.id:
-                timer.cancel()
+        for key, question in list(self.questions.items()):
+            if question.run == run.id:
+                question.timer.cancel()
                 del self.questions[key]
         if self.running.get(run.session) is run:
             del self.running[run.session]
@@ -333,7 +363,6 @@ class Gateway:
         timer = loop.call_later(
             self.approval_timeout, lambda: asyncio.ensure_future(self._expire(key))
         )
-        self.questions[key] = (run.id, timer)
         owner = self.owners.get(run.id)
         targets = [owner] if owner else list(self.watchers.get(run.session, ()))
         message = server_message(
@@ -346,6 +375,7 @@ class Gateway:
                 "question": question,
             }
         )
+        self.questions[key] = _Question(run.id, message, timer)
         for client in targets:
             await _send(client, message)
 
@@ -357,6 +387,11 @@ class Gateway:
     async def _status(
         self, run: RunRow, status: str, *, reason: str = "", position: int = 0
     ) -> None:
+        await self._fan_out(run, self._status_message(run, status, reason, position))
+
+    def _status_message(
+        self, run: RunRow, status: str, reason: str = "", position: int = 0
+    ) -> dict[str, Any]:
         message = {
             "type": "run_status",
             "project": self.name,
@@ -366,7 +401,7 @@ class Gateway:
             "reason": reason,
             "position": position,
         }
-        await self._fan_out(run, server_message(message))
+        return server_message(message)
 
     async def _fan_out(self, run: RunRow, message: dict[str, Any]) -> None:
         targets = set(self.watchers.get(run.session, ()))

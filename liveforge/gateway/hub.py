@@ -58,8 +58,11 @@ class Hub:
             gateway.forget(client)
 
     def listing(self) -> list[dict[str, Any]]:
-        """The projects as `projects.list` and `connect` give them."""
-        return [{"project": g.name, "path": str(g.project)} for g in self.projects.values()]
+        """The projects as `projects.list` and `connect` give them: name, folder, model."""
+        return [
+            {"project": g.name, "path": str(g.project), "model": g.model}
+            for g in self.projects.values()
+        ]
 
     def hello(self) -> dict[str, Any]:
         """What `connect` and GET /health answer: the protocol, the projects by name and

@@ -41,11 +41,12 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
-PROTOCOL_REVISION = 3
+PROTOCOL_REVISION = 4
 """Backward-compatible additions to version 1: 2 added projects (the `project` field,
 `projects.list`), `changes.undo` and a session's own `changes.diff`; 3 added `busy` to `run`
 and made the schema of server messages name every field as required (they always carry
-them)."""
+them); 4 added `changes.list` (a session's changes by module, with their state, last
+check and diffs) and each project's `model` in `connect` and `projects.list`."""
 _ID = Field(min_length=1, max_length=200, description="the client's id for this request")
 _SESSION = Field(
     min_length=1,
@@ -129,10 +130,19 @@ class Watch(_Message):
 
 class Query(_Message):
     """Read-only requests: the projects, sessions, a session's history, the diff (with
-    `session`: of the changes that session made, still in effect), runs, health."""
+    `session`: of the changes that session made, still in effect), the live program's
+    changes (with `session`: that session's, by module, each with its state — applied,
+    verified, divergent, persisted, rolled_back —, its last check and its diff), runs,
+    health."""
 
     type: Literal[
-        "projects.list", "sessions.list", "sessions.history", "changes.diff", "runs.list", "health"
+        "projects.list",
+        "sessions.list",
+        "sessions.history",
+        "changes.diff",
+        "changes.list",
+        "runs.list",
+        "health",
     ]
     id: str = _ID
     project: str = _PROJECT

@@ -8,7 +8,7 @@ import ipaddress
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel.errors import ConfigError
@@ -32,13 +32,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: str) -> None:
-    """Refuse to listen beyond loopback without a token."""
+def check_bind(host: str, token: str, allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Refuse to listen beyond loopback, or to answer to names beyond loopback, without a
+    token."""
     if not is_loopback(host) and not token:
         raise ConfigError(
             f"listening on {host} lets other machines drive this project; set a token in "
             f"{TOKEN_VARIABLE} (clients send it in connect), or listen on 127.0.0.1",
             key="serve.host",
+        )
+    from liveforge.gateway.trust import is_loopback_name
+
+    beyond = [name for name in allowed_hosts if not is_loopback_name(name)]
+    if beyond and not token:
+        raise ConfigError(
+            f"answering to {', '.join(beyond)} lets whoever reaches that name drive this "
+            f"project; set a token in {TOKEN_VARIABLE} (clients send it in connect), or "
+            "drop --allow-host",
+            key="serve.allow_host",
         )
 
 
@@ -49,25 +60,34 @@ def serve(
     port: int = 8765,
     token: str = "",
     allowed_origins: tuple[str, ...] = (),
+    allowed_hosts: tuple[str, ...] = (),
     mode: str = "",
     announce: TextIO | None = None,
 ) -> None:
     """Serve the projects ((name, folder) pairs, or one folder) until interrupted; prints the
-    address once it listens. `mode` is the permission mode (empty: each project's
-    `[tool.liveforge.permissions]`, else ask)."""
-    check_bind(host, token)
+    address once it listens. Requests must be addressed to a loopback name, to `host` or to
+    one of `allowed_hosts` (see `liveforge.gateway.trust`). `mode` is the permission mode
+    (empty: each project's `[tool.liveforge.permissions]`, else ask)."""
+    check_bind(host, token, allowed_hosts)
     if isinstance(projects, Path):
         projects = [(projects.name, projects)]
-    run = _serve(projects, host, port, token, allowed_origins, mode, announce or sys.stdout)
-    asyncio.run(run)
+    trust = _Trust(token, allowed_origins, allowed_hosts)
+    asyncio.run(_serve(projects, host, port, trust, mode, announce or sys.stdout))
+
+
+class _Trust(NamedTuple):
+    """Who may drive the gateway: its token, browser origins and names besides its own."""
+
+    token: str
+    origins: tuple[str, ...]
+    hosts: tuple[str, ...]
 
 
 async def _serve(
     projects: list[tuple[str, Path]],
     host: str,
     port: int,
-    token: str,
-    allowed_origins: tuple[str, ...],
+    trust: _Trust,
     mode: str,
     announce: TextIO,
 ) -> None:
@@ -79,7 +99,13 @@ async def _serve(
     await hub.start()
     for extra in extras:
         await extra.start()
-    app = build_app(hub, token=token, allowed_origins=allowed_origins)
+    app = build_app(
+        hub,
+        token=trust.token,
+        allowed_origins=trust.origins,
+        bind=host,
+        allowed_hosts=trust.hosts,
+    )
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -136,6 +162,7 @@ def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[An
             busy=settings.busy,
             mode=mode,
             name=name,
+            model=config.model,
         )
         gateways.append(gateway)
         extras += _extras(gateway, settings, config.schedule)

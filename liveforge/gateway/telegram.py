@@ -8,6 +8,12 @@ a restart) never starts two runs. The answer streams into one message, edited as
 arrives (at most once a second, Telegram's pace), and is split at line breaks when it
 outgrows Telegram's 4096 characters. Questions of the permission policy are asked in the
 chat and answered with /approve or /deny.
+
+Telegram slows bots down with `429 Too Many Requests` and `parameters.retry_after`: the
+channel then sends nothing before that many seconds have passed. An edit made while text is
+still streaming is skipped (the next one carries the text), but the final text, questions
+and whole messages are sent again until Telegram takes them (`channels.deliver`), so an
+answer never ends truncated.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import httpx
 
+from liveforge.gateway.channels import RetryAfter, deliver
 from liveforge.gateway.core import Gateway, GatewayError
 from liveforge.gateway.protocol import Answer, Run
 from liveforge.gateway.settings import TelegramSettings
@@ -80,6 +88,8 @@ class TelegramChannel:
         self.questions: dict[int, str] = {}
         self.outbox: asyncio.Queue[tuple[int, dict[str, Any]]] = asyncio.Queue()
         self._chats: dict[int, _Chat] = {}
+        self.quiet_until = 0.0
+        """Telegram asked for no request before this time (monotonic): its retry_after."""
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -153,7 +163,7 @@ class TelegramChannel:
             chat, message = await self.outbox.get()
             try:
                 await self._show(chat, message)
-            except (httpx.HTTPError, ValueError) as exc:
+            except (httpx.HTTPError, ValueError, RetryAfter) as exc:
                 sys.stderr.write(f"liveforge gateway: telegram delivery failed: {exc}\n")
 
     async def _show(self, chat: int, message: dict[str, Any]) -> None:
@@ -162,22 +172,21 @@ class TelegramChannel:
         kind = message["type"]
         if kind == "event" and message["event"]["type"] == "text_delta":
             reply.text += message["event"]["text"]
-            if time.monotonic() - reply.edited >= _EDIT_EVERY:
-                await self._render(reply, reply.text[:LIMIT])
+            now = time.monotonic()
+            if now - reply.edited >= _EDIT_EVERY and now >= self.quiet_until:
+                with contextlib.suppress(RetryAfter):  # skipped: a later edit carries it
+                    await self._render(reply, reply.text[:LIMIT])
         elif kind == "approval":
             self.questions[reply.chat] = message["request"]
-            await self._call(
-                "sendMessage",
-                chat_id=reply.chat,
-                text=f"{message['question']}\nReply /approve or /deny.",
-            )
+            text = f"{message['question']}\nReply /approve or /deny."
+            await deliver(partial(self._call, "sendMessage", chat_id=reply.chat, text=text))
         elif kind == "run_status" and message["status"] in ("done", "aborted", "failed"):
             del self.replies[key]
             text = reply.text or f"(no answer: the run ended {message['status']})"
             first, *rest = split_message(text)
-            await self._render(reply, first)
+            await deliver(partial(self._render, reply, first))
             for piece in rest:
-                await self._call("sendMessage", chat_id=reply.chat, text=piece)
+                await deliver(partial(self._call, "sendMessage", chat_id=reply.chat, text=piece))
 
     async def _render(self, reply: _Reply, text: str) -> None:
         reply.edited = time.monotonic()
@@ -191,8 +200,17 @@ class TelegramChannel:
             reply.shown = text
 
     async def _call(self, method: str, **params: Any) -> Any:
+        """One Bot API call; RetryAfter when Telegram asks to wait (after waiting for any
+        wait it asked for before)."""
+        if method != "getUpdates":
+            await asyncio.sleep(max(0.0, self.quiet_until - time.monotonic()))
         response = await self.http.post(f"{self.base}/{method}", json=params)
         data = response.json()
-        if not data.get("ok"):
-            raise ValueError(f"{method}: {data.get('description', response.status_code)}")
-        return data["result"]
+        if data.get("ok"):
+            return data["result"]
+        wait = (data.get("parameters") or {}).get("retry_after")
+        if response.status_code == 429 or wait is not None:
+            seconds = float(wait if wait is not None else 1)
+            self.quiet_until = max(self.quiet_until, time.monotonic() + seconds)
+            raise RetryAfter(seconds, f"{method}: {data.get('description', '429')}")
+        raise ValueError(f"{method}: {data.get('description', response.status_code)}")

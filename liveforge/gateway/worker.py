@@ -196,6 +196,11 @@ class Worker:
                 return {"diff": "".join(c.diff() for c in changes)}
         if what == "changes.undo":
             return {"undone": self._undo(session, change)}
+        if what == "changes.list":
+            from liveforge.gateway.program import program
+
+            with holding(self.runtime, session or "gateway"):
+                return program(self.runtime, session)
         if what == "checks":
             return {"checks": [r.model_dump(mode="json") for r in self.runtime.runs()]}
         if what == "sessions.history":

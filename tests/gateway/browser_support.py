@@ -88,6 +88,10 @@ class Browser:
     def goto(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 
+    def reload(self) -> None:
+        """Reload the page, as a person pressing F5 does."""
+        self.call("Page.reload", ignoreCache=True)
+
     def screenshot(self, path: Path) -> Path:
         data = self.call("Page.captureScreenshot", format="png")["data"]
         path.write_bytes(base64.b64decode(data))
@@ -97,3 +101,16 @@ class Browser:
         self.ws.close()
         self.process.terminate()
         self.process.wait(timeout=20)
+
+
+def press_alt_enter(browser: Browser) -> None:
+    """Alt-Enter, as a person types it, in the focused element."""
+    for kind in ("rawKeyDown", "keyUp"):
+        browser.call(
+            "Input.dispatchKeyEvent",
+            type=kind,
+            key="Enter",
+            code="Enter",
+            windowsVirtualKeyCode=13,
+            modifiers=1,
+        )

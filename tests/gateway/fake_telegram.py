@@ -1,10 +1,12 @@
-"""A fake Telegram Bot API on loopback: getUpdates long polling, sendMessage, editMessageText."""
+"""A fake Telegram Bot API on loopback: getUpdates long polling, sendMessage, editMessageText,
+and Telegram's rate limit (429 with `retry_after`) on request."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -22,6 +24,9 @@ class FakeTelegram:
         """Each message the bot sent, by id: its texts in order (sent, then each edit)."""
         self.chat_of: dict[int, int] = {}
         """The chat of each message the bot sent, by id."""
+        self.throttled: list[tuple[str, dict[str, Any]]] = []
+        """The calls answered 429, in order."""
+        self._throttle: list[tuple[Callable[[str, dict[str, Any]], bool], int]] = []
         self.changed = threading.Condition()
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(100)
@@ -38,6 +43,18 @@ class FakeTelegram:
                 if token != TOKEN:
                     self._reply(401, {"ok": False, "description": "Unauthorized"})
                     return
+                wait = fake.throttles(method, params)
+                if wait is not None:
+                    self._reply(
+                        429,
+                        {
+                            "ok": False,
+                            "error_code": 429,
+                            "description": f"Too Many Requests: retry after {wait}",
+                            "parameters": {"retry_after": wait},
+                        },
+                    )
+                    return
                 self._reply(200, {"ok": True, "result": fake.handle(method, params)})
 
             def _reply(self, status: int, body: dict[str, Any]) -> None:
@@ -52,6 +69,25 @@ class FakeTelegram:
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def throttle_once(
+        self, matches: Callable[[str, dict[str, Any]], bool], retry_after: int = 1
+    ) -> None:
+        """Answer the first call for which `matches(method, params)` holds with 429 and
+        `retry_after`, as Telegram does to a bot that sends too fast."""
+        with self.changed:
+            self._throttle.append((matches, retry_after))
+
+    def throttles(self, method: str, params: dict[str, Any]) -> int | None:
+        """The retry_after to answer this call with, when a throttle matches it (once)."""
+        with self.changed:
+            for i, (matches, wait) in enumerate(self._throttle):
+                if matches(method, params):
+                    del self._throttle[i]
+                    self.throttled.append((method, params))
+                    self.changed.notify_all()
+                    return wait
+        return None
 
     def handle(self, method: str, params: dict[str, Any]) -> Any:
         if method == "getUpdates":

@@ -81,10 +81,11 @@ class GatewayProcess:
         env: dict[str, str],
         host: str = "127.0.0.1",
         mode: str = "full-auto",
+        args: tuple[str, ...] = (),
     ) -> None:
         projects = project if isinstance(project, list) else [str(project)]
         command = ["serve", *(a for p in projects for a in ("--project", p))]
-        command += ["--host", host, "--port", "0", "--mode", mode]
+        command += ["--host", host, "--port", "0", "--mode", mode, *args]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "liveforge", *command],
             stdout=subprocess.PIPE,
@@ -98,6 +99,13 @@ class GatewayProcess:
             raise RuntimeError(f"gateway did not start: {self.process.stderr.read()}")  # type: ignore[union-attr]
         self.url = line.split()[3]
         self.ws_url = self.url.replace("http://", "ws://").replace("0.0.0.0", "127.0.0.1") + "ws"
+
+    def stop_and_read_log(self) -> str:
+        """Stop the gateway (SIGTERM); what it wrote on standard error."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        _out, err = self.process.communicate(timeout=20)
+        return err
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Stop the gateway with `sig`; its exit code."""

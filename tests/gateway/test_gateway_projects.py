@@ -66,7 +66,7 @@ def test_a_single_project_gateway_needs_no_project_field(sample: Path, fake):
         run = client.request("run", project="shop", session="main", input="hi")["result"]["run"]
         assert client.until(ended(run))[-1]["status"] == "done"
         assert client.request("projects.list")["result"]["projects"] == [
-            {"project": "shop", "path": str(sample)}
+            {"project": "shop", "path": str(sample), "model": "anthropic:test-model"}
         ]
         assert client.request("health")["result"]["project"] == "shop"
         client.close()
