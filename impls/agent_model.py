@@ -148,6 +148,9 @@ async def call_model(
         request = plugins.agent_before_request(agent, build_request(agent, last_step=last_step))
         for notice in plugins.notices(agent):
             yield notice
+        for source in agent.toolbox.sources:  # an MCP server that failed, said once
+            for line in source.news():
+                yield Notice(kind="tools", text=line)
         try:
             async for item in _stream(agent, turn, request):
                 if isinstance(item, ModelResponse):  # the last item: hooks see it first
