@@ -123,9 +123,10 @@ def _read_file(path: Path, env: Mapping[str, str], config: McpConfig) -> None:
 
 
 def parse_servers(
-    servers: Mapping[str, Any], env: Mapping[str, str], config: McpConfig, *, origin: str
+    servers: Mapping[str, Any], env: Mapping[str, str] | None, config: McpConfig, *, origin: str
 ) -> None:
-    """Add the entries of one ``mcpServers`` object to `config`; refused ones as problems."""
+    """Add the entries of one ``mcpServers`` object to `config`; refused ones as problems.
+    With `env` None the values are taken literally (no ``${VAR}`` is filled in)."""
     for name, raw in servers.items():
         try:
             config.servers[name] = _entry(name, raw, env)
@@ -135,7 +136,7 @@ def parse_servers(
             config.problems.append(f"MCP server {name!r} ({origin}): left out: {exc}")
 
 
-def _entry(name: str, raw: Any, env: Mapping[str, str]) -> ServerEntry:
+def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ServerEntry:
     if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
         raise ValueError("a server name may hold only letters, digits, '_' and '-'")
     if not isinstance(raw, dict):
@@ -152,7 +153,7 @@ def _entry(name: str, raw: Any, env: Mapping[str, str]) -> ServerEntry:
             "(streamable HTTP; servers that speak only the older SSE transport need a proxy)"
         )
     try:
-        entry = model.model_validate(_expand(raw, env))
+        entry = model.model_validate(raw if env is None else _expand(raw, env))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "entry"

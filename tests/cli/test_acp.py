@@ -1,0 +1,158 @@
+"""`liveforge acp` driven by the ACP SDK's client side, as an editor drives it: a child process
+over stdio, a scripted model over loopback HTTP, permission questions answered."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import FIX
+
+from liveforge.testing import FakeProvider, reply
+
+acp = pytest.importorskip("acp")
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse  # noqa: E402
+
+PRICE = "from pricing.cart import Line\nLine('tea', 100, 10).subtotal()"
+
+
+class Editor:
+    """The client side: records every session update and answers permission questions."""
+
+    def __init__(self, answer: str = "allow_once") -> None:
+        self.answer = answer
+        self.updates: list[Any] = []
+        self.questions: list[Any] = []
+        self.first_chunk = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates.append(update)
+        if update.session_update == "agent_message_chunk":
+            self.first_chunk.set()
+
+    async def request_permission(
+        self, options: list[Any], session_id: str, tool_call: Any, **_: Any
+    ) -> RequestPermissionResponse:
+        self.questions.append((tool_call, [o.option_id for o in options]))
+        if self.answer == "cancel":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=self.answer)
+        )
+
+    def of(self, kind: str) -> list[Any]:
+        return [u for u in self.updates if u.session_update == kind]
+
+
+def _env(fake: FakeProvider) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "LIVEFORGE_MODEL": "anthropic:test-model",
+        "XDG_CONFIG_HOME": "/nonexistent-liveforge-test",
+    }
+
+
+async def _session(editor: Editor, fake: FakeProvider, project: Path, run: Any) -> Any:
+    with (project / "acp-stderr.log").open("w") as log:
+        async with spawn_agent_process(
+            editor,
+            sys.executable,
+            "-m",
+            "liveforge",
+            "acp",
+            env=_env(fake),
+            cwd=project,
+            transport_kwargs={"stderr": log.fileno()},
+        ) as (conn, process):
+            init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            assert init.protocol_version == PROTOCOL_VERSION
+            assert init.agent_capabilities.load_session is True
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
+            assert session.modes.current_mode_id == "ask"
+            result = await run(conn, session.session_id)
+        await asyncio.wait_for(process.wait(), 30)
+    return result
+
+
+def test_a_prompt_patches_the_running_program_after_the_editor_allows_it(sample: Path):
+    """initialize, new session, a prompt whose scripted answer patches code: the editor is
+    asked with the diff, allows it once, gets the tool call's diff as diff content and the
+    streamed answer; the patch is live (the next call runs the fixed code); then a cancel
+    during a slow stream ends the next prompt with `cancelled`."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("execute", {"code": PRICE}),
+        reply.text("Fixed: ten units now get the bulk discount.").chunked(6),
+        reply.text("A long answer that the editor will cancel. " * 20).chunked(4).slow(0.05),
+    ]
+    editor = Editor()
+
+    async def run(conn: Any, sid: str) -> Any:
+        first = await conn.prompt(session_id=sid, prompt=[text_block("fix the bulk discount")])
+        editor.first_chunk.clear()
+        chunks_before = len(editor.of("agent_message_chunk"))
+        second = asyncio.ensure_future(
+            conn.prompt(session_id=sid, prompt=[text_block("explain at length")])
+        )
+        await asyncio.wait_for(editor.first_chunk.wait(), 30)
+        await conn.cancel(session_id=sid)
+        stopped = await asyncio.wait_for(second, 30)
+        return first, stopped, chunks_before
+
+    with FakeProvider(script=script) as fake:
+        first, stopped, chunks_before = asyncio.run(_session(editor, fake, sample, run))
+    assert first.stop_reason == "end_turn"
+    patch_q, run_q = editor.questions
+    assert patch_q[0].kind == "edit" and "quantity >= BULK_QUANTITY" in str(patch_q[0].content)
+    assert patch_q[1] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert run_q[0].kind == "execute" and "subtotal()" in str(run_q[0].content)
+    started = {u.tool_call_id: u for u in editor.of("tool_call")}
+    patch_id = next(i for i, u in started.items() if u.title.startswith("patch"))
+    assert started[patch_id].kind == "edit"
+    progress = [u for u in editor.of("tool_call_update") if u.tool_call_id == patch_id]
+    [diff] = [c for u in progress for c in (u.content or []) if c.type == "diff"]
+    assert diff.path.endswith("pricing/cart.py")
+    assert "if self.quantity > BULK_QUANTITY" in diff.old_text
+    assert "if self.quantity >= BULK_QUANTITY" in diff.new_text
+    assert [u.status for u in progress if u.status] == ["in_progress", "completed"]  # allowed
+    run_id = next(i for i, u in started.items() if u.title.startswith("execute"))
+    ran = [u for u in editor.of("tool_call_update") if u.tool_call_id == run_id]
+    assert ran[-1].status == "completed" and "900" in str(ran[-1].content)  # the fixed price
+    said = "".join(u.content.text for u in editor.of("agent_message_chunk")[:chunks_before])
+    assert "Fixed: ten units now get the bulk discount." in said
+    assert len(editor.of("agent_message_chunk")[:chunks_before]) > 1  # streamed in chunks
+    assert stopped.stop_reason == "cancelled"
+    assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()  # memory only
+
+
+def test_a_rejected_question_leaves_the_program_as_it_was(sample: Path):
+    """The editor rejects the patch: the tool call fails, the model is told, and the
+    program still runs the old code; "always" answers become rules of the session."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("execute", {"code": PRICE}),
+        reply.text("I left it as it was."),
+    ]
+    editor = Editor(answer="reject_always")
+
+    async def run(conn: Any, sid: str) -> Any:
+        await conn.set_session_mode(session_id=sid, mode_id="auto-edit")
+        return await conn.prompt(session_id=sid, prompt=[text_block("fix it")])
+
+    with FakeProvider(script=script) as fake:
+        result = asyncio.run(_session(editor, fake, sample, run))
+        patched = fake.requests[1].body["messages"][-1]["content"][0]
+        ran = fake.requests[2].body["messages"][-1]["content"][0]
+    assert result.stop_reason == "end_turn"
+    # auto-edit: the patch runs unasked; execute is asked about and rejected
+    [(question, _)] = editor.questions
+    assert question.kind == "execute"
+    assert not patched.get("is_error")
+    assert ran["is_error"] is True and "declined" in str(ran["content"])
+    failed = [u for u in editor.of("tool_call_update") if u.status == "failed"]
+    assert failed and failed[-1].tool_call_id == ran["tool_use_id"]
