@@ -224,7 +224,7 @@ class _Server:
                 tool, arguments, read_timeout_seconds=timedelta(seconds=self.timeout)
             )
         except Exception as exc:
-            reason = _reason(exc)
+            reason = _reason(exc).rstrip(".")
             if "Connection closed" in reason or self.session is None:
                 self.fail(f"it stopped working: {reason}")
             return ToolResult(

@@ -192,3 +192,32 @@ def test_a_bad_entry_is_reported_and_the_rest_work(sample: Path):
     assert "pear costs 45 cents" in str(looked["content"])
     said = result.stdout + result.stderr
     assert "MCP server 'needs'" in said and "${NOT_SET_ANYWHERE} is not set" in said
+
+
+def test_a_slow_call_times_out_and_a_dead_server_is_reported(sample: Path):
+    """A call past the entry's timeout comes back as an error naming the server; a server
+    that dies during a call is reported to the user by name, and its tools are gone."""
+    entry = {"command": sys.executable, "args": [str(SERVER), "stdio"], "timeout": 1}
+    servers = {"slowpoke": entry, "doomed": entry}
+    (sample / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    script = [
+        reply.tool_call("mcp__slowpoke__slow", {"seconds": 3}),
+        reply.tool_call("mcp__doomed__crash", {}),
+        reply.tool_call("mcp__doomed__lookup", {"item": "pear"}),
+        reply.text("The doomed server is down."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "go", cwd=sample, **_env(fake))
+        slow, crashed, after = _results(fake)
+        later_tools = {t["name"] for t in fake.requests[-1].body["tools"]}
+    assert result.returncode == 0, result.stderr
+    assert slow["is_error"] is True and "MCP server 'slowpoke'" in str(slow["content"])
+    assert "Timed out" in str(slow["content"])
+    assert crashed["is_error"] is True and "MCP server 'doomed'" in str(crashed["content"])
+    assert after["is_error"] is True and "no tool named 'mcp__doomed__lookup'" in str(
+        after["content"]
+    )
+    assert not any(name.startswith("mcp__doomed__") for name in later_tools)
+    assert "mcp__slowpoke__lookup" in later_tools  # the other server keeps working
+    said = result.stdout + result.stderr
+    assert "MCP server 'doomed': it stopped working" in said
