@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import re
 import threading
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -57,6 +58,7 @@ _STOP_TIMEOUT = 6.0
 stdin, then terminates it."""
 _NAME_LIMIT = 64  # what OpenAI-compatible APIs accept as a tool name
 T = TypeVar("T")
+_Caller = Callable[[str, dict[str, Any]], ToolResult]
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -104,8 +106,12 @@ class _Loop:
 class _Server:
     """One server's connection, held open by a task on the loop."""
 
-    def __init__(self, name: str, entry: ServerEntry, root: Path, log_dir: Path) -> None:
+    def __init__(
+        self, name: str, entry: ServerEntry, root: Path, log_dir: Path, caller: _Caller
+    ) -> None:
         self.name, self.entry, self.root = name, entry, root
+        self.caller = caller
+        """Calls one of this server's tools from any thread (`McpServers.call`)."""
         self.log = log_dir / f"{name}.log"
         self.state = "not started"
         self.error = ""
@@ -202,18 +208,15 @@ class _Server:
         hints = item.annotations
         kind: Effect = "read" if hints is not None and hints.readOnlyHint else "write"
         description = item.description or item.title or item.name
-        server, remote = self, item.name
+        caller, remote = self.caller, item.name
 
         def call(**arguments: Any) -> ToolResult:
-            return server.owner_call(remote, arguments)
+            return caller(remote, arguments)
 
         call.__name__, call.__doc__ = name, description
         effect(kind)(call)
         text = f"[MCP server {self.name}] {description}"
         return Tool(name, f"mcp:{self.name}", call, GivenSchema.given(name, text, item.inputSchema))
-
-    # set by McpServers: a synchronous call through the loop
-    owner_call: Any = None
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         session = self.session
@@ -272,12 +275,11 @@ class McpServers:
     def __init__(self, config: McpConfig, *, project_root: str | Path) -> None:
         root = Path(project_root)
         self.config = config
+        logs = root / ".liveforge" / "mcp"
         self._servers = {
-            name: _Server(name, entry, root, root / ".liveforge" / "mcp")
+            name: _Server(name, entry, root, logs, functools.partial(self.call, name))
             for name, entry in config.servers.items()
         }
-        for server in self._servers.values():
-            server.owner_call = _caller(self, server)
         self._lock = threading.Lock()
         self._loop: _Loop | None = None
         self._started = False
@@ -327,9 +329,8 @@ class McpServers:
         return fresh
 
     def status(self) -> list[ServerStatus]:
-        """Each configured server, its state and tools; then each refused entry."""
-        found = [s.status(self.config.origins.get(s.name, "")) for s in self._servers.values()]
-        return found
+        """Each configured server, its state and tools (refused entries: `problems`)."""
+        return [s.status(self.config.origins.get(s.name, "")) for s in self._servers.values()]
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call `tool` of `server` and wait for its result (or its timeout)."""
@@ -349,13 +350,6 @@ class McpServers:
         """Stop every server and the loop; later calls are refused with a message."""
         self._closed = True
         self._finalizer()
-
-
-def _caller(owner: McpServers, server: _Server) -> Any:
-    def call(tool: str, arguments: dict[str, Any]) -> ToolResult:
-        return owner.call(server.name, tool, arguments)
-
-    return call
 
 
 async def _start_all(servers: list[_Server]) -> None:
