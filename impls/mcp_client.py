@@ -75,7 +75,7 @@ class ServerStatus:
     target: str
     origin: str
     state: str
-    """``not started``, ``ready``, ``failed``, ``stopped`` or ``left out`` (its entry)."""
+    """``not started``, ``starting``, ``ready``, ``failed`` or ``stopped``."""
     error: str = ""
     tools: list[tuple[str, Effect]] = field(default_factory=list)
     log: str = ""

@@ -325,13 +325,15 @@ def _add_offered(config: Any, offered: list[Any]) -> None:
     entries: dict[str, Any] = {}
     for server in offered:
         data = server.model_dump(by_alias=False)
+        name = str(data.get("name", "?"))
         if "command" in data:
             env = {item["name"]: item["value"] for item in data.get("env") or []}
-            entries[data["name"]] = {"command": data["command"], "args": data["args"], "env": env}
-        else:
+            entries[name] = {"command": data["command"], "args": data["args"], "env": env}
+        elif "url" in data:
             headers = {item["name"]: item["value"] for item in data.get("headers") or []}
-            kind = data.get("type", "http")
-            entries[data["name"]] = {"type": kind, "url": data["url"], "headers": headers}
+            entries[name] = {"type": data.get("type"), "url": data["url"], "headers": headers}
+        else:  # a transport liveforge does not speak: said, with the name
+            entries[name] = {"type": data.get("type", "unknown")}
     # the editor's values are literal: nothing in them is a ${VAR} to fill in
     parse_servers(entries, None, config, origin="the editor")
 
@@ -366,6 +368,7 @@ def _prompt_text(blocks: list[Any]) -> str:
 def _replay(agent: Agent) -> list[Any]:
     """The session's conversation as the updates a live session would have sent."""
     updates: list[Any] = []
+    effects = {tool.name: tool.effect for tool in agent.toolbox.tools()}
     for message in agent.session.messages:
         for block in message.content:
             kind = getattr(block, "type", "")
@@ -379,7 +382,7 @@ def _replay(agent: Agent) -> list[Any]:
                     start_tool_call(
                         block.id,  # type: ignore[union-attr]
                         title(name, args),
-                        kind=tool_kind(name, "execute"),
+                        kind=tool_kind(name, effects.get(name, "execute")),
                         status="completed",
                         raw_input=args,
                     )

@@ -156,3 +156,46 @@ def test_a_rejected_question_leaves_the_program_as_it_was(sample: Path):
     assert ran["is_error"] is True and "declined" in str(ran["content"])
     failed = [u for u in editor.of("tool_call_update") if u.status == "failed"]
     assert failed and failed[-1].tool_call_id == ran["tool_use_id"]
+
+
+SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "tool_server.py"
+
+
+def test_editor_mcp_servers_are_used_and_a_session_loads_back(sample: Path):
+    """An MCP server the editor offers in session/new is the agent's (its read-only tool runs
+    in `ask` mode); a second `liveforge acp` loads that session by its id and sends its
+    conversation back as message chunks and tool calls."""
+    from acp.schema import McpServerStdio
+
+    script = [
+        reply.tool_call("mcp__shop__lookup", {"item": "apple"}),
+        reply.text("Apples cost 30 cents."),
+    ]
+    editor = Editor()
+    offered = McpServerStdio(name="shop", command=sys.executable, args=[str(SERVER)], env=[])
+    offered.args.append("stdio")
+
+    async def first(conn: Any, _: str) -> Any:
+        new = await conn.new_session(cwd=str(sample), mcp_servers=[offered])
+        done = await conn.prompt(session_id=new.session_id, prompt=[text_block("apples?")])
+        return new.session_id, done
+
+    with FakeProvider(script=script) as fake:
+        sid, done = asyncio.run(_session(editor, fake, sample, first))
+    assert done.stop_reason == "end_turn"
+    [call] = [u for u in editor.of("tool_call") if u.title.startswith("mcp__shop__lookup")]
+    assert call.kind == "read" and not editor.questions
+    finished = [u for u in editor.of("tool_call_update") if u.tool_call_id == call.tool_call_id]
+    assert finished[-1].status == "completed" and "apple costs 30 cents" in str(finished[-1])
+
+    later = Editor()
+
+    async def load(conn: Any, _: str) -> Any:
+        return await conn.load_session(cwd=str(sample), session_id=sid, mcp_servers=[])
+
+    with FakeProvider(script=[]) as fake:
+        loaded = asyncio.run(_session(later, fake, sample, load))
+    assert loaded.modes.current_mode_id == "ask"
+    assert [u.content.text for u in later.of("user_message_chunk")] == ["apples?"]
+    assert [u.content.text for u in later.of("agent_message_chunk")] == ["Apples cost 30 cents."]
+    assert [u.title for u in later.of("tool_call")] == ["mcp__shop__lookup"]
