@@ -84,6 +84,11 @@ class ToolSource(Protocol):
     server that failed to start, one that died), for the front end to show.
     """
 
+    def start(self) -> None:
+        """Start what the tools need (servers), blocking until they are ready or failed;
+        nothing after the first time. `tools` starts them too when this was not called."""
+        ...
+
     def tools(self) -> list[Tool]:
         """The source's tools now (starting what it needs on first use)."""
         ...

@@ -309,8 +309,10 @@ class McpServers:
             self._loop.run(_start_all(servers), START_TIMEOUT + _STOP_TIMEOUT + 5)
 
     def tools(self) -> list[Tool]:
-        """Every ready server's tools (starting the servers on first use)."""
+        """Every ready server's tools (starting the servers on first use); none once closed."""
         self.start()
+        if self._closed:
+            return []
         return [tool for server in self._servers.values() for tool in server.tools]
 
     def problems(self) -> list[str]:
