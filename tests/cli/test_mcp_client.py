@@ -76,10 +76,13 @@ def _results(fake: FakeProvider) -> list[dict]:
 
 
 def _gone(pid: int, seconds: float) -> bool:
+    """True once process `pid` has exited (gone, or a zombie) within `seconds`."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        status = Path(f"/proc/{pid}/status")
-        if not status.exists() or "State:\tZ" in status.read_text():
+        try:
+            if "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        except OSError:
             return True
         time.sleep(0.05)
     return False
