@@ -27,12 +27,17 @@ class Editor:
         self.answer = answer
         self.updates: list[Any] = []
         self.questions: list[Any] = []
-        self.first_chunk = asyncio.Event()
+        self.said = ""
+        self.heard = asyncio.Event()
+        self.watch = ""
+        """`heard` is set once the streamed text holds `watch`."""
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append(update)
         if update.session_update == "agent_message_chunk":
-            self.first_chunk.set()
+            self.said += update.content.text
+            if self.watch and self.watch in self.said:
+                self.heard.set()
 
     async def request_permission(
         self, options: list[Any], session_id: str, tool_call: Any, **_: Any
@@ -94,12 +99,12 @@ def test_a_prompt_patches_the_running_program_after_the_editor_allows_it(sample:
 
     async def run(conn: Any, sid: str) -> Any:
         first = await conn.prompt(session_id=sid, prompt=[text_block("fix the bulk discount")])
-        editor.first_chunk.clear()
         chunks_before = len(editor.of("agent_message_chunk"))
+        editor.watch = "A long answer"  # the second answer is streaming
         second = asyncio.ensure_future(
             conn.prompt(session_id=sid, prompt=[text_block("explain at length")])
         )
-        await asyncio.wait_for(editor.first_chunk.wait(), 30)
+        await asyncio.wait_for(editor.heard.wait(), 30)
         await conn.cancel(session_id=sid)
         stopped = await asyncio.wait_for(second, 30)
         return first, stopped, chunks_before
@@ -127,6 +132,7 @@ def test_a_prompt_patches_the_running_program_after_the_editor_allows_it(sample:
     assert "Fixed: ten units now get the bulk discount." in said
     assert len(editor.of("agent_message_chunk")[:chunks_before]) > 1  # streamed in chunks
     assert stopped.stop_reason == "cancelled"
+    assert editor.said.count("A long answer") < 20  # the stream stopped early
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()  # memory only
 
 
