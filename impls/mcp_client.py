@@ -80,6 +80,15 @@ class ServerStatus:
     tools: list[tuple[str, Effect]] = field(default_factory=list)
     log: str = ""
 
+    def describe(self) -> str:
+        """Lines for a person: the server, its state (and why), each tool and whether it is
+        read-only (runs unasked) or may write (asked about in ``ask`` mode)."""
+        head = f"{self.name}  [{self.transport}] {self.target}  — {self.state}"
+        head += f": {self.error}" if self.error else ""
+        words = {"read": "read-only"}
+        lines = [f"  {name} ({words.get(effect, 'may write')})" for name, effect in self.tools]
+        return "\n".join([head, *lines])
+
 
 class _Loop:
     """A daemon thread running one event loop, for the servers' connections."""

@@ -30,7 +30,6 @@ EXAMPLES_MCP = """\
   liveforge mcp serve --mode read-only            the same, looking and checking only
   liveforge mcp list                              the MCP servers the agent uses, their tools
 """
-_EFFECT_WORDS = {"read": "look"}
 
 
 def register(commands: Any) -> None:
@@ -59,8 +58,8 @@ def register(commands: Any) -> None:
         "list",
         help="the MCP servers the agent uses (.mcp.json): state and tools",
         description="Start each MCP server of the project's .mcp.json and the user's "
-        "mcp.json once, show whether it works and its tools (look: read-only, runs unasked; "
-        "ask: asked about in ask mode), then stop it. Exit code 1 when a server failed.",
+        "mcp.json once, show whether it works and its tools (read-only: runs unasked; may "
+        "write: asked about in ask mode), then stop it. Exit code 1 when a server failed.",
     )
     add_common(listing)
     listing.set_defaults(handler=_list)
@@ -126,16 +125,8 @@ def _list(args: argparse.Namespace) -> int:
             "message": "; ".join([*(f"{n} failed" for n in failed), *problems]),
             "exit_code": int(ExitCode.CHECK_FAILED),
         }
-    lines = [_describe(s) for s in found] + [f"! {line}" for line in problems]
+    lines = [s.describe() for s in found] + [f"! {line}" for line in problems]
     if not found and not problems:
         lines = [f"no MCP servers: list them in {root / PROJECT_FILE} or {user_file()}"]
     emit(args, payload, "\n".join(lines))
     return ExitCode.OK if payload["ok"] else ExitCode.CHECK_FAILED
-
-
-def _describe(status: Any) -> str:
-    head = f"{status.name}  [{status.transport}] {status.target}  — {status.state}"
-    if status.error:
-        head += f": {status.error}"
-    words = [f"  {name} ({_EFFECT_WORDS.get(effect, 'ask')})" for name, effect in status.tools]
-    return "\n".join([head, *words])

@@ -10,8 +10,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 from cli_support import run_cli
+from test_chat import PROMPT, _say, _shown, _spawn
 
 from liveforge.testing import FakeProvider, reply
 
@@ -176,7 +178,8 @@ def test_mcp_list_shows_servers_states_and_tools(sample: Path, http_server: str)
     assert "no config for broken" in servers["broken"]["error"]
     assert "no config for broken" in Path(servers["broken"]["log"]).read_text()
     text = run_cli("mcp", "list", cwd=sample, SHOP_LABEL="t")
-    assert "shop" in text.stdout and "mcp__shop__lookup (look)" in text.stdout
+    assert "shop" in text.stdout and "mcp__shop__lookup (read-only)" in text.stdout
+    assert "mcp__shop__record (may write)" in text.stdout
     assert "broken" in text.stdout and "failed" in text.stdout
 
 
@@ -224,3 +227,32 @@ def test_a_slow_call_times_out_and_a_dead_server_is_reported(sample: Path):
     assert "mcp__slowpoke__lookup" in later_tools  # the other server keeps working
     said = result.stdout + result.stderr
     assert "MCP server 'doomed': it stopped working" in said
+
+
+def test_chat_shows_the_servers_and_asks_before_a_writing_mcp_tool(sample: Path):
+    """In `liveforge chat` (ask mode) /mcp lists the servers and their tools; the read-only
+    tool runs unasked, the writing one waits for the person's yes and then runs."""
+    servers = {"shop": {"command": sys.executable, "args": [str(SERVER), "stdio"]}}
+    (sample / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    script = [
+        reply.tool_call("mcp__shop__lookup", {"item": "pear"}),
+        reply.tool_call("mcp__shop__record", {"note": "pears"}),
+        reply.text("Noted the pears."),
+    ]
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake)
+        _say(child, "/mcp")
+        _shown(child, "shop  [stdio]")
+        _shown(child, "mcp__shop__lookup (read-only)")
+        child.expect_exact(PROMPT)
+        _say(child, "note the pear price")
+        _shown(child, "The agent wants to run mcp__shop__record (write):")
+        child.send("y\r")
+        _shown(child, "Noted the pears.")
+        child.expect_exact(PROMPT)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+        looked = fake.requests[1].body["messages"][-1]["content"][0]
+    assert "pear costs 45 cents" in str(looked["content"])
+    assert (sample / "notes.txt").read_text() == "pears\n"
