@@ -136,12 +136,16 @@ def test_a_prompt_patches_the_running_program_after_the_editor_allows_it(sample:
     assert "quantity > BULK" in (sample / "pricing" / "cart.py").read_text()  # memory only
 
 
-def test_a_rejected_question_leaves_the_program_as_it_was(sample: Path):
-    """The editor rejects the patch: the tool call fails, the model is told, and the
-    program still runs the old code; "always" answers become rules of the session."""
+def test_modes_checks_and_a_rejected_question(sample: Path):
+    """In `auto-edit` (set by the editor) the patch runs unasked and a check of it shows its
+    result line; the editor rejects the execute for good: the tool call fails, the model is
+    told, and the next execute is refused without a question."""
+    check = "from pricing.cart import Line\nassert Line('tea', 100, 10).subtotal() == 900"
     script = [
         reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("verify", {"code": check}),
         reply.tool_call("execute", {"code": PRICE}),
+        reply.tool_call("execute", {"code": PRICE + " + 1"}),
         reply.text("I left it as it was."),
     ]
     editor = Editor(answer="reject_always")
@@ -153,15 +157,22 @@ def test_a_rejected_question_leaves_the_program_as_it_was(sample: Path):
     with FakeProvider(script=script) as fake:
         result = asyncio.run(_session(editor, fake, sample, run))
         patched = fake.requests[1].body["messages"][-1]["content"][0]
-        ran = fake.requests[2].body["messages"][-1]["content"][0]
+        ran = fake.requests[3].body["messages"][-1]["content"][0]
+        again = fake.requests[4].body["messages"][-1]["content"][0]
     assert result.stop_reason == "end_turn"
     # auto-edit: the patch runs unasked; execute is asked about and rejected
     [(question, _)] = editor.questions
     assert question.kind == "execute"
     assert not patched.get("is_error")
     assert ran["is_error"] is True and "declined" in str(ran["content"])
+    # "always reject" is a rule of the session now: refused without a second question
+    assert again["is_error"] is True and "refused by a deny rule" in str(again["content"])
     failed = [u for u in editor.of("tool_call_update") if u.status == "failed"]
-    assert failed and failed[-1].tool_call_id == ran["tool_use_id"]
+    assert [u.tool_call_id for u in failed] == [ran["tool_use_id"], again["tool_use_id"]]
+    [checked] = [u for u in editor.of("tool_call") if u.title.startswith("verify")]
+    assert checked.kind == "execute"
+    shown = [u for u in editor.of("tool_call_update") if u.tool_call_id == checked.tool_call_id]
+    assert "snippet" in str(shown[-1].content) and "passed" in str(shown[-1].content)
 
 
 SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "tool_server.py"
