@@ -31,6 +31,8 @@ class Editor:
         self.heard = asyncio.Event()
         self.watch = ""
         """`heard` is set once the streamed text holds `watch`."""
+        self.asked = asyncio.Event()
+        self.cancelled = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append(update)
@@ -43,7 +45,10 @@ class Editor:
         self, options: list[Any], session_id: str, tool_call: Any, **_: Any
     ) -> RequestPermissionResponse:
         self.questions.append((tool_call, [o.option_id for o in options]))
-        if self.answer == "cancel":
+        self.asked.set()
+        if self.answer == "wait":  # as the protocol asks: a cancel answers open questions
+            await self.cancelled.wait()
+        if self.answer in ("cancel", "wait"):
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=self.answer)
@@ -216,3 +221,35 @@ def test_editor_mcp_servers_are_used_and_a_session_loads_back(sample: Path):
     assert [u.content.text for u in later.of("user_message_chunk")] == ["apples?"]
     assert [u.content.text for u in later.of("agent_message_chunk")] == ["Apples cost 30 cents."]
     assert [u.title for u in later.of("tool_call")] == ["mcp__shop__lookup"]
+
+
+def test_a_cancel_while_a_question_is_open_ends_the_prompt_and_changes_nothing(sample: Path):
+    """The editor cancels while the patch's question is open (and answers it "cancelled", as
+    the protocol asks): the prompt ends with `cancelled`, the call is closed as failed, the
+    program is not patched, and the session takes the next prompt."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("execute", {"code": PRICE}),
+        reply.text("Still the old price."),
+    ]
+    editor = Editor(answer="wait")
+
+    async def run(conn: Any, sid: str) -> Any:
+        first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("fix")]))
+        await asyncio.wait_for(editor.asked.wait(), 30)
+        await conn.cancel(session_id=sid)
+        editor.cancelled.set()
+        stopped = await asyncio.wait_for(first, 30)
+        editor.answer = "allow_once"
+        after = await conn.prompt(session_id=sid, prompt=[text_block("price?")])
+        return stopped, after
+
+    with FakeProvider(script=script) as fake:
+        stopped, after = asyncio.run(_session(editor, fake, sample, run))
+        ran = fake.requests[-1].body["messages"][-1]["content"][0]
+    assert stopped.stop_reason == "cancelled" and after.stop_reason == "end_turn"
+    patch_id = editor.questions[0][0].tool_call_id
+    closed = [u for u in editor.of("tool_call_update") if u.tool_call_id == patch_id]
+    assert closed[-1].status == "failed"
+    assert not [c for u in closed for c in (u.content or []) if c.type == "diff"]
+    assert "1000" in str(ran["content"])  # the old code still runs: no bulk discount
