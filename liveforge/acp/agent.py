@@ -93,6 +93,8 @@ class _Session:
     agent: Agent
     calls: ToolCalls
     pending: set[concurrent.futures.Future[bool]] = field(default_factory=set)
+    stopping: bool = False
+    """A cancel came for the running prompt (perhaps before its turn began)."""
 
 
 class LiveforgeAcpAgent:
@@ -168,9 +170,12 @@ class LiveforgeAcpAgent:
         from liveforge.declarations.session import SessionBusy
 
         session = self._session(session_id)
+        session.stopping = False
         reason = "error"
         try:
             async for event in session.agent.run(_prompt_text(prompt)):
+                if session.stopping:  # a cancel that came before the turn began
+                    session.agent.cancel()
                 for update in session.calls.updates(event):
                     await self._send(session_id, update)
                 if event.type == "turn_ended":
@@ -184,6 +189,7 @@ class LiveforgeAcpAgent:
         session = self.sessions.get(session_id)
         if session is None:
             return
+        session.stopping = True
         session.agent.cancel()
         for future in list(session.pending):
             future.cancel()
