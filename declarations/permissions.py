@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import fnmatch
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -110,11 +111,19 @@ _UNLISTED: dict[Mode, Decision] = {
 class Rules:
     """Per-tool overrides by tool name: ``deny`` wins over ``allow``, ``allow`` over ``ask``.
     The name ``"unbounded"`` (`UNBOUNDED`) stands for shell commands outside the check
-    boundary, whichever tool runs them."""
+    boundary, whichever tool runs them. A name with ``*`` is a pattern (``mcp__github__*``)."""
 
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+
+    def names(self, kind: Literal["allow", "ask", "deny"], tool: str) -> bool:
+        """True when the `kind` list names `tool`, exactly or by a pattern with ``*``
+        (``mcp__github__*``: every tool of the MCP server ``github``)."""
+        return any(
+            tool == name or ("*" in name and fnmatch.fnmatchcase(tool, name))
+            for name in getattr(self, kind)
+        )
 
 
 @dataclass(frozen=True)
@@ -132,14 +141,14 @@ class Policy:
 
     def decide(self, tool: str, effect: Effect) -> Decision:
         """Allow, ask or deny a call of `tool`, whose effect is `effect`."""
-        if tool in self.rules.deny:
+        if self.rules.names("deny", tool):
             return Decision.DENY
         name = UNBOUNDED if effect == UNBOUNDED else tool
-        if name in self.rules.deny:
+        if self.rules.names("deny", name):
             return Decision.DENY
-        if name in self.rules.allow:
+        if self.rules.names("allow", name):
             return Decision.ALLOW
-        if name in self.rules.ask:
+        if self.rules.names("ask", name):
             return Decision.ASK
         return _TABLE[self.mode].get(effect, _UNLISTED[self.mode])
 

@@ -28,7 +28,7 @@ import pydantic
 
 from liveforge.kernel.errors import LiveforgeError
 
-__all__ = ["ArgumentError", "ToolDefinitionError", "ToolSchema", "parse_docstring"]
+__all__ = ["ArgumentError", "GivenSchema", "ToolDefinitionError", "ToolSchema", "parse_docstring"]
 
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Example|"
@@ -152,6 +152,52 @@ class ToolSchema:
                 problems=problems,
             ) from None
         return {key: getattr(parsed, key) for key in type(parsed).model_fields}
+
+
+class _AnyArguments(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+
+@dataclass(frozen=True)
+class GivenSchema(ToolSchema):
+    """The schema of a tool defined elsewhere (an MCP server's tool): its JSON schema is
+    passed on as given, and `validate` checks only what every JSON schema object states —
+    an object, its required keys, no unknown keys when ``additionalProperties`` is false.
+    The tool's owner checks the rest and answers a bad call with an error the model reads.
+    """
+
+    @classmethod
+    def given(cls, name: str, description: str, input_schema: dict[str, Any]) -> GivenSchema:
+        """The schema of tool `name` as its owner describes it."""
+        schema = dict(input_schema) if input_schema.get("type") == "object" else {}
+        schema = {"type": "object", "properties": {}, **schema}
+        args = ", ".join(f"{key}=..." for key in schema["properties"])
+        return cls(name, description, schema, _AnyArguments, f"{name}({args})")
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check the shape the schema states; return the arguments unchanged."""
+        if not isinstance(arguments, dict):
+            raise ArgumentError(
+                f"{self.name}: arguments must be a JSON object, got {_given(arguments)}.",
+                tool=self.name,
+                problems=["<root>"],
+            )
+        known = self.input_schema.get("properties", {})
+        problems = [
+            f"{key}: required, missing"
+            for key in self.input_schema.get("required", [])
+            if key not in arguments
+        ]
+        if self.input_schema.get("additionalProperties") is False:
+            problems += [f"{key}: not a parameter" for key in arguments if key not in known]
+        if problems:
+            text = "\n".join(f"- {p}" for p in problems)
+            raise ArgumentError(
+                f"bad arguments for {self.name}:\n{text}\nexpected: {self.signature}",
+                tool=self.name,
+                problems=problems,
+            )
+        return dict(arguments)
 
 
 def _fields(func: Callable[..., Any], tool: str, arg_docs: dict[str, str]) -> dict[str, Any]:

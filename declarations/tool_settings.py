@@ -8,7 +8,8 @@ refused if called anyway. Names in the lists are tool names or ``group:<name>``:
     profile   tools
     minimal   read_file group:code
     coding    group:code group:files group:shell group:memory verify run_tests diff history rollback
-    live      group:code group:live group:custom              (liveforge's original set)
+              group:mcp
+    live      group:code group:live group:custom group:mcp    (liveforge's original set)
     full      every tool
 
     group:code     inspect_module view_source find references complete
@@ -16,7 +17,11 @@ refused if called anyway. Names in the lists are tool names or ``group:<name>``:
     group:shell    exec process
     group:memory   memory_write memory_search memory_forget
     group:live     patch reload rollback history diff persist execute verify run_tests
-    group:custom   every tool outside the groups above (project tools, tools the agent made)
+    group:mcp      every tool of the configured MCP servers (``mcp__SERVER__TOOL``)
+    group:custom   every other tool outside the groups above (project tools, tools the agent
+                   made)
+
+A name with ``*`` is a pattern: ``deny = ["mcp__github__*"]`` hides one MCP server's tools.
 
 Example::
 
@@ -35,6 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "BUILTIN_GROUPS",
+    "MCP_GROUP",
+    "MCP_PREFIX",
     "PROFILES",
     "EmbeddingSettings",
     "FileSettings",
@@ -67,6 +74,9 @@ BUILTIN_GROUPS: dict[str, tuple[str, ...]] = {
 }
 CUSTOM_GROUP = "custom"
 """Tools outside every built-in group: the project's own tools and tools the agent made."""
+MCP_GROUP = "mcp"
+"""The tools of MCP servers, named ``mcp__SERVER__TOOL``."""
+MCP_PREFIX = "mcp__"
 
 PROFILES: dict[str, tuple[str, ...] | None] = {
     "minimal": ("read_file", "group:code"),
@@ -81,8 +91,9 @@ PROFILES: dict[str, tuple[str, ...] | None] = {
         "diff",
         "history",
         "rollback",
+        "group:mcp",
     ),
-    "live": ("group:code", "group:live", "group:skills", "group:custom"),
+    "live": ("group:code", "group:live", "group:skills", "group:custom", "group:mcp"),
     "full": None,
 }
 """Each profile's tools and groups; ``None`` is every tool."""
@@ -154,9 +165,9 @@ class ToolSettings(_Section):
 
     profile: ProfileName = "full"
     allow: list[str] = Field(default_factory=list)
-    """Tools or ``group:<name>`` added to the profile."""
+    """Tools, ``group:<name>`` or patterns (``mcp__github__*``) added to the profile."""
     deny: list[str] = Field(default_factory=list)
-    """Tools or ``group:<name>`` removed (always wins)."""
+    """Tools, ``group:<name>`` or patterns removed (always wins)."""
     groups: dict[str, list[str]] = Field(default_factory=dict)
     """Groups of your own, usable as ``group:<name>`` in allow and deny."""
     files: FileSettings = Field(default_factory=FileSettings)
@@ -165,7 +176,7 @@ class ToolSettings(_Section):
 
     @model_validator(mode="after")
     def _known_groups(self) -> ToolSettings:
-        known = {*BUILTIN_GROUPS, CUSTOM_GROUP, *self.groups}
+        known = {*BUILTIN_GROUPS, CUSTOM_GROUP, MCP_GROUP, *self.groups}
         for name in [*self.allow, *self.deny]:
             group = name.removeprefix("group:")
             if name.startswith("group:") and group not in known:

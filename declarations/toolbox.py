@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from liveforge.declarations.contract import Contract, fresh
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
@@ -32,7 +32,7 @@ from liveforge.declarations.tool_settings import ToolSettings
 if TYPE_CHECKING:
     from liveforge.kernel import Runtime
 
-__all__ = ["Tool", "ToolResult", "Toolbox"]
+__all__ = ["Tool", "ToolResult", "ToolSource", "Toolbox"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,38 @@ class ToolResult:
         return ToolResultBlock(tool_use_id=tool_use_id, content=self.text, is_error=self.is_error)
 
 
+@runtime_checkable
+class ToolSource(Protocol):
+    """Tools that come from outside the tool packages, such as the tools of MCP servers.
+
+    A source's tools are plain `Tool`s: their functions carry an effect (`effect`) and
+    return text or a `ToolResult`, so the policy, the profile and the deadline treat them like
+    any other tool. `news` returns, once each, what went wrong since it was last asked (a
+    server that failed to start, one that died), for the front end to show.
+    """
+
+    def start(self) -> None:
+        """Start what the tools need (servers), blocking until they are ready or failed;
+        nothing after the first time. `tools` starts them too when this was not called."""
+        ...
+
+    def tools(self) -> list[Tool]:
+        """The source's tools now (starting what it needs on first use)."""
+        ...
+
+    def problems(self) -> list[str]:
+        """Why some of its tools are missing now, one line each."""
+        ...
+
+    def news(self) -> list[str]:
+        """Problems not reported yet; each is returned once."""
+        ...
+
+    def close(self) -> None:
+        """Stop whatever the source started; its tools are gone afterwards."""
+        ...
+
+
 class Toolbox(Contract):
     """Which tools the model sees now, and dispatching its calls.
 
@@ -87,6 +119,8 @@ class Toolbox(Contract):
     say yes, so an ``ask`` is refused with a message the model can act on). ``settings``
     chooses the tool profile and allow/deny lists (a tool they leave out is absent from
     ``tools()`` and refused by ``call()``) and configures the tools themselves.
+    ``sources`` (optional) add tools from outside Python packages, such as the tools of MCP
+    servers (`liveforge.impls.mcp_client`).
     """
 
     runtime: Runtime
@@ -102,6 +136,9 @@ class Toolbox(Contract):
     """Answers the calls the policy asks about; None: nobody can say yes."""
     settings: ToolSettings = fresh(ToolSettings)
     """The tool profile, allow/deny lists, and the file, shell and memory tools' settings."""
+    sources: list[ToolSource] = fresh(list)
+    """Tools from outside the packages (MCP servers), after the packages' own; a name the
+    packages already use hides a source's tool."""
 
     def tools(self) -> list[Tool]:
         """The tools visible now (the profile's, allowed, not denied), in package, module

@@ -241,5 +241,8 @@ async def aclose(self: Agent) -> None:
         state.executor.shutdown(wait=False, cancel_futures=True)
         state.executor = None
     close_transcript(self.session)
+    if not self.session.live.parent_session:  # a sub-agent uses its parent's servers
+        for source in self.toolbox.sources:
+            await asyncio.to_thread(source.close)  # MCP servers: none outlives the session
     self.runtime.close()  # the sandbox's template process; it restarts if the runtime is used again
     await self.provider.aclose()

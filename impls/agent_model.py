@@ -9,6 +9,7 @@ response is appended to the session with its reported usage.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -140,6 +141,8 @@ async def call_model(
 
     Provider and compaction failures propagate: the loop's `ending` decides what they mean.
     A cancelled answer keeps its text only, and the turn's token says it was cancelled."""
+    for source in agent.toolbox.sources:  # MCP servers start at the first request, in a
+        await asyncio.to_thread(source.start)  # thread: other sessions' streams go on
     if agent.compactor.needs_compaction(agent.context_tokens()):
         event = await compact_now(agent, turn, force=False)
         if event is not None:
@@ -148,6 +151,9 @@ async def call_model(
         request = plugins.agent_before_request(agent, build_request(agent, last_step=last_step))
         for notice in plugins.notices(agent):
             yield notice
+        for source in agent.toolbox.sources:  # an MCP server that failed, said once
+            for line in source.news():
+                yield Notice(kind="tools", text=line)
         try:
             async for item in _stream(agent, turn, request):
                 if isinstance(item, ModelResponse):  # the last item: hooks see it first

@@ -78,7 +78,8 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
     what = f"{name} outside the check boundary" if unbounded else f"{name} ({effect})"
     how = HOW_TO_ALLOW_UNBOUNDED if unbounded else HOW_TO_ALLOW
     if decision is Decision.DENY:
-        ruled = name in policy.rules.deny or (unbounded and UNBOUNDED in policy.rules.deny)
+        rules = policy.rules
+        ruled = rules.names("deny", name) or (unbounded and UNBOUNDED in rules.deny)
         by = "a deny rule" if ruled else f"{policy.mode!r} mode"
         return (
             f"not run: {what} is refused by {by}. Do not retry it; do what you can with "

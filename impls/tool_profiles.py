@@ -1,15 +1,20 @@
 """Which discovered tools a session's `ToolSettings` let the model see: the profile's set,
-plus ``allow``, minus ``deny`` (deny wins). Names are tool names or ``group:<name>``; the
-built-in groups are in `liveforge.declarations.tool_settings`, the user's own in
-``settings.groups``, and ``group:custom`` is every tool outside the built-in groups."""
+plus ``allow``, minus ``deny`` (deny wins). Names are tool names, patterns with ``*``
+(``mcp__github__*``) or ``group:<name>``; the built-in groups are in
+`liveforge.declarations.tool_settings`, the user's own in ``settings.groups``,
+``group:mcp`` is every MCP server's tool and ``group:custom`` every other tool outside the
+built-in groups."""
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 
 from liveforge.declarations.tool_settings import (
     BUILTIN_GROUPS,
     CUSTOM_GROUP,
+    MCP_GROUP,
+    MCP_PREFIX,
     PROFILES,
     ToolSettings,
 )
@@ -23,9 +28,14 @@ def expand(names: Iterable[str], settings: ToolSettings, every: Iterable[str]) -
     every = list(every)
     builtin = {name for members in BUILTIN_GROUPS.values() for name in members}
     groups: dict[str, Iterable[str]] = {**BUILTIN_GROUPS, **settings.groups}
-    groups[CUSTOM_GROUP] = [name for name in every if name not in builtin]
+    mcp = [name for name in every if name.startswith(MCP_PREFIX)]
+    groups[MCP_GROUP] = mcp
+    groups[CUSTOM_GROUP] = [name for name in every if name not in builtin and name not in mcp]
     found: set[str] = set()
     for name in names:
+        if "*" in name and not name.startswith("group:"):
+            found.update(fnmatch.filter(every, name))
+            continue
         if not name.startswith("group:"):
             found.add(name)
             continue

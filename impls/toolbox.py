@@ -29,7 +29,7 @@ from liveforge.declarations.messages import ToolSpec
 from liveforge.declarations.permissions import approved
 from liveforge.declarations.tool_schema import ArgumentError, ToolDefinitionError, ToolSchema
 from liveforge.declarations.tool_settings import ToolSettings
-from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult
+from liveforge.declarations.toolbox import Tool, Toolbox, ToolResult, ToolSource
 from liveforge.impls.approvals import in_tool_call, refusal
 from liveforge.impls.tool_profiles import visible_names
 from liveforge.kernel.boundary._secrets import Scrubber
@@ -111,6 +111,8 @@ def _discover(box: Toolbox) -> tuple[list[Tool], list[str]]:
             _collect(module_name, tools, problems)
     for module_name in getattr(box, "modules", None) or ():
         _collect(module_name, tools, problems)
+    for source in getattr(box, "sources", None) or ():
+        _collect_source(source, tools, problems)
     only = getattr(box, "only", None)
     if only is not None:
         tools = {name: tool for name, tool in tools.items() if name in only}
@@ -136,6 +138,16 @@ def _collect(module_name: str, tools: dict[str, Tool], problems: list[str]) -> N
             tools[name] = Tool(name, module_name, func, _schema_for(func, name))
         except ToolDefinitionError as exc:
             problems.append(f"{module_name}.{name}: {exc}")
+
+
+def _collect_source(source: ToolSource, tools: dict[str, Tool], problems: list[str]) -> None:
+    """Add the tools of a source (an MCP server's); a name already taken keeps its tool."""
+    for tool in source.tools():
+        if tool.name in tools:
+            problems.append(f"{tool.module}: {tool.name} is taken by {tools[tool.name].module}")
+        else:
+            tools[tool.name] = tool
+    problems.extend(source.problems())
 
 
 def _settings(box: Toolbox) -> ToolSettings:
@@ -239,6 +251,8 @@ def _run(box: Toolbox, tool: Tool, values: dict[str, Any], seconds: float) -> tu
         return (f"{text}\n{detail}" if isinstance(detail, str) and detail else text), True
     except Exception as exc:
         return f"{tool.name} raised {type(exc).__name__}: {exc}\n{_short_traceback(exc)}", True
+    if isinstance(value, ToolResult):  # a source's tool says itself whether it failed
+        return value.text, value.is_error
     return (value if isinstance(value, str) else repr(value)), False
 
 

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "memory",
     "watch",
     "mcp",
+    "acp",
     "serve",
     "completion",
 ]

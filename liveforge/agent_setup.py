@@ -28,16 +28,18 @@ from liveforge.declarations.provider import Provider
 from liveforge.declarations.session import Session
 from liveforge.declarations.subagents import ChildSpec, SubAgents
 from liveforge.declarations.tool_settings import ToolSettings
-from liveforge.declarations.toolbox import Toolbox
+from liveforge.declarations.toolbox import Toolbox, ToolSource
 from liveforge.impls.approvals import persist_guard
 from liveforge.impls.live_program import changes_of, holding, lane_of
+from liveforge.impls.mcp_client import McpServers
+from liveforge.impls.mcp_config import load_mcp_config
 from liveforge.impls.plugins import attach
 from liveforge.impls.self_patches import self_test_guard
 from liveforge.impls.subagents import child_tools, routes_for
 from liveforge.kernel import Runtime
 from liveforge.kernel.boundary._secrets import is_secret_name, register_secrets
 
-__all__ = ["build_agent", "known_secrets", "link_session", "open_toolbox"]
+__all__ = ["build_agent", "known_secrets", "link_session", "mcp_servers", "open_toolbox"]
 
 _DECLARATIONS = Path(inspect.getfile(Agent)).parent
 
@@ -133,6 +135,7 @@ def build_agent(
     plugins: PluginHost | None = None,
     parent: Agent | None = None,
     spec: ChildSpec | None = None,
+    tool_sources: list[ToolSource] | None = None,
 ) -> Agent:
     """An agent on the project at `project_root`, in a new session or a resumed one.
 
@@ -152,7 +155,9 @@ def build_agent(
     shares the parent's runtime, tool settings, policy and approver (never a tool the
     parent's profile or deny lists leave out).
     `tool_settings` (default: the project's `[tool.liveforge.tools]`) choose the session's
-    tool profile.
+    tool profile. `tool_sources` (default: the MCP servers of the project's `.mcp.json` and
+    the user's settings, `mcp_servers`) add tools from outside Python; they are started at
+    the first listing of tools and stopped by `Agent.aclose`; a sub-agent uses its parent's.
     """
     from liveforge.config import build_provider, load_config
 
@@ -191,7 +196,10 @@ def build_agent(
         policy=parent.toolbox.policy if parent is not None else policy,
         approver=parent.toolbox.approver if parent is not None else approver,
         settings=parent.toolbox.settings if parent is not None else tool_settings,
+        sources=list(parent.toolbox.sources) if parent is not None else [],
     )
+    if parent is None:
+        toolbox.sources += mcp_servers(root, env) if tool_sources is None else tool_sources
     agent = Agent(
         runtime=runtime,
         provider=provider,
@@ -226,6 +234,13 @@ def build_agent(
         ]
     )
     return agent
+
+
+def mcp_servers(root: str | Path, env: Mapping[str, str] | None = None) -> list[ToolSource]:
+    """The project's MCP servers (`.mcp.json`, then the user's `mcp.json`), not started yet;
+    empty when none is configured."""
+    servers = McpServers(load_mcp_config(root, env), project_root=root)
+    return [servers] if servers else []
 
 
 def open_toolbox(

@@ -1,5 +1,5 @@
 """The chat's slash commands: /help /undo /diff /verify /persist /runs /tests /model /compact
-/clear /sessions /quit.
+/clear /sessions /mcp /quit.
 
 Commands that change or check the program go through the same tools the model uses
 (rollback, persist, run_tests), so a person and the agent see the same results.
@@ -276,6 +276,19 @@ async def _sessions(state: ChatState, args: list[str]) -> bool:
     return True
 
 
+async def _mcp(state: ChatState, args: list[str]) -> bool:
+    servers = [s for s in state.agent.toolbox.sources if hasattr(s, "status")]
+    if not servers:
+        state.say("no MCP servers: list them in .mcp.json (docs/mcp-and-acp.md)", "dim")
+    for source in servers:
+        await asyncio.to_thread(source.start)  # started now if no turn has yet
+        for status in source.status():
+            state.say(status.describe(), "red" if status.state == "failed" else "")
+        for line in source.config.problems:
+            state.say(f"! {line}", "yellow")
+    return True
+
+
 async def _quit(state: ChatState, args: list[str]) -> bool:
     return False
 
@@ -302,6 +315,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/compact": (_compact, "summarise older turns now"),
     "/clear": (_clear, "start a new conversation (keeps the program's state)"),
     "/sessions": (_sessions, "list this project's sessions"),
+    "/mcp": (_mcp, "the MCP servers the agent uses: state and tools"),
     "/quit": (_quit, "leave (Ctrl-D also works); the transcript is saved"),
 }
 

@@ -109,3 +109,12 @@ def test_a_call_can_have_a_stricter_effect_than_its_tool_unless_a_lighter_one_na
     assert effect_of(marked, {"boundary": 0}) == "shell"
     with pytest.raises(ValueError, match="unknown tool effect 'wild'"):
         effect("shell", stricter={"boundary": {False: "wild"}})  # type: ignore[dict-item]
+
+
+def test_rules_take_patterns_for_a_whole_mcp_server():
+    """`mcp__NAME__*` in a rule names every tool of that server, and no other tool."""
+    policy = Policy(mode="ask", rules=Rules(allow=("mcp__shop__*",), deny=("mcp__bank__*",)))
+    assert policy.decide("mcp__shop__record", "write") is Decision.ALLOW
+    assert policy.decide("mcp__bank__lookup", "read") is Decision.DENY
+    assert policy.decide("mcp__shopping__record", "write") is Decision.ASK
+    assert policy.decide("persist", "write") is Decision.ASK

@@ -236,3 +236,26 @@ def test_parse_docstring_without_sections():
     """A docstring with no Args section is all description."""
     assert parse_docstring("Just this.\n\nAnd that.") == ("Just this.\n\nAnd that.", {})
     assert parse_docstring(None) == ("", {})
+
+
+def test_a_given_schema_is_passed_on_and_checks_only_its_shape():
+    """An MCP server's schema reaches the model as given; validation refuses what the
+    schema itself rules out (not an object, a missing required key, an unknown key when
+    additionalProperties is false) and passes the rest on unchanged."""
+    from liveforge.declarations.tool_schema import GivenSchema
+
+    raw = {
+        "type": "object",
+        "properties": {"item": {"type": "string"}, "count": {"type": "integer"}},
+        "required": ["item"],
+        "additionalProperties": False,
+    }
+    schema = GivenSchema.given("mcp__shop__lookup", "Look up an item.", raw)
+    assert schema.input_schema == raw
+    assert schema.validate({"item": "pear", "count": "2"}) == {"item": "pear", "count": "2"}
+    with pytest.raises(ArgumentError, match="item: required, missing"):
+        schema.validate({"count": 1})
+    with pytest.raises(ArgumentError, match="colour: not a parameter"):
+        schema.validate({"item": "pear", "colour": "green"})
+    with pytest.raises(ArgumentError, match="must be a JSON object"):
+        schema.validate(["pear"])  # type: ignore[arg-type]

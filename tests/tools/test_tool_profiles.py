@@ -108,3 +108,18 @@ def test_bad_profiles_and_groups_in_the_config_name_the_key(tmp_path):
         '[tool.liveforge.tools]\nprofile = "minimal"\n[tool.liveforge.tools.shell]\ndeny = ["rm"]\n'
     )
     assert load_config(tmp_path, env={}).tools.shell.deny == ["rm"]
+
+
+def test_mcp_tools_are_a_group_of_their_own_and_patterns_name_a_server():
+    """group:mcp is in coding (not minimal), group:custom no longer holds MCP tools, and
+    `mcp__bank__*` in deny hides exactly one server's tools."""
+    from liveforge.impls.tool_profiles import visible_names
+
+    every = ["read_file", "view_source", "add", "mcp__shop__lookup", "mcp__bank__pay"]
+    assert visible_names(ToolSettings(profile="minimal"), every) == {"read_file", "view_source"}
+    coding = visible_names(ToolSettings(profile="coding"), every)
+    assert {"mcp__shop__lookup", "mcp__bank__pay"} <= coding and "add" not in coding
+    custom = visible_names(ToolSettings(profile="minimal", allow=["group:custom"]), every)
+    assert "add" in custom and "mcp__shop__lookup" not in custom
+    hidden = visible_names(ToolSettings(deny=["mcp__bank__*"]), every)
+    assert hidden == set(every) - {"mcp__bank__pay"}

@@ -1,0 +1,396 @@
+"""The ACP agent: editors' sessions on liveforge agents over one live program per project.
+
+    initialize          protocol version 1; sessions can be loaded; prompts take text,
+                        resource links and embedded text resources; MCP servers over stdio
+                        and HTTP
+    session/new         cwd is the project; the agent is built as `liveforge chat` builds it
+                        (the project's model, tools, permissions), on the project's one
+                        `Runtime`, shared by all its sessions (as the gateway shares it)
+    session/load        a liveforge session (its id as `liveforge chat --resume` takes it):
+                        its conversation is sent back as message chunks, its unpersisted
+                        changes are applied again
+    session/prompt      one turn: message chunks, tool calls and their diffs as they happen;
+                        the stop reason (end_turn, max_turn_requests, cancelled)
+    session/cancel      stops the turn as Ctrl-C does: open tool calls are closed
+    session/set_mode    the permission mode (read-only, ask, auto-edit, full-auto)
+
+Every call the permission policy asks about becomes a `session/request_permission` with
+allow once / always (for this session) / reject once / always, and the preview (a diff, the
+code to run) as its content. MCP servers the editor offers join those of `.mcp.json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    SetSessionModeResponse,
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    Implementation,
+    McpCapabilities,
+    PermissionOption,
+    PermissionOptionKind,
+    PromptCapabilities,
+    SessionMode,
+    SessionModeState,
+    StopReason,
+    ToolCallUpdate,
+)
+
+import liveforge
+from liveforge.acp.updates import ToolCalls, title, tool_kind
+from liveforge.declarations.agent import Agent
+from liveforge.declarations.permissions import MODES, ApprovalRequest, Mode, Policy, Rules
+from liveforge.kernel import Runtime
+from liveforge.kernel.errors import ConfigError
+
+__all__ = ["LiveforgeAcpAgent"]
+
+_STOP: dict[str, StopReason] = {
+    "answer": "end_turn",
+    "turn_limit": "max_turn_requests",
+    "runaway": "end_turn",
+    "error": "end_turn",
+    "cancelled": "cancelled",
+}
+_MODE_WORDS = {
+    "read-only": "Look and check only; nothing is changed.",
+    "ask": "Ask before changing the program, files, or running code.",
+    "auto-edit": "Patch the running program freely; ask before files and code.",
+    "full-auto": "Run everything inside the check boundary without asking.",
+}
+_OPTIONS: list[tuple[str, str, PermissionOptionKind]] = [
+    ("allow_once", "Allow once", "allow_once"),
+    ("allow_always", "Always allow {tool} in this session", "allow_always"),
+    ("reject_once", "Reject", "reject_once"),
+    ("reject_always", "Always reject {tool} in this session", "reject_always"),
+]
+
+
+@dataclass
+class _Session:
+    agent: Agent
+    calls: ToolCalls
+    pending: set[concurrent.futures.Future[bool]] = field(default_factory=set)
+    stopping: bool = False
+    """A cancel came for the running prompt (perhaps before its turn began)."""
+
+
+class LiveforgeAcpAgent:
+    """An ACP agent (the SDK's `acp.interfaces.Agent`) serving liveforge sessions.
+
+    `mode` (default: the project's `[tool.liveforge.permissions]`) and `model` (default: the
+    configured one) apply to every session it creates."""
+
+    def __init__(self, *, mode: Mode | None = None, model: str | None = None) -> None:
+        self.mode, self.model = mode, model
+        self.conn: Client | None = None
+        self.sessions: dict[str, _Session] = {}
+        self.runtimes: dict[Path, Runtime] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+
+    def on_connect(self, conn: Client) -> None:
+        """Keep the connection to the editor (`session/update`, permission requests)."""
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        """What this agent speaks and supports."""
+        self.loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
+            ),
+            agent_info=Implementation(
+                name="liveforge", title="liveforge", version=liveforge.__version__
+            ),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
+        """Keys come from the environment; there is nothing to authenticate."""
+        return AuthenticateResponse()
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        """A new liveforge session on the project at `cwd`."""
+        session = await self._open(cwd, None, mcp_servers or [])
+        return NewSessionResponse(session_id=session.agent.session.id, modes=_modes(session))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
+        """Resume liveforge session `session_id`; its conversation is sent as updates."""
+        session = self.sessions.get(session_id) or await self._open(
+            cwd, session_id, mcp_servers or []
+        )
+        for update in _replay(session.agent):
+            await self._send(session.agent.session.id, update)
+        return LoadSessionResponse(modes=_modes(session))
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **_: Any
+    ) -> SetSessionModeResponse:
+        """Switch the session's permission mode."""
+        session = self._session(session_id)
+        if mode_id not in MODES:
+            raise RequestError.invalid_params({"message": f"unknown mode {mode_id!r}"})
+        toolbox = session.agent.toolbox
+        toolbox.policy = replace(toolbox.policy, mode=mode_id)
+        return SetSessionModeResponse()
+
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
+        """Run one turn; stream its events; say why it stopped."""
+        from liveforge.declarations.session import SessionBusy
+
+        session = self._session(session_id)
+        session.stopping = False
+        reason = "error"
+        try:
+            async for event in session.agent.run(_prompt_text(prompt)):
+                if session.stopping:  # a cancel that came before the turn began
+                    session.agent.cancel()
+                for update in session.calls.updates(event):
+                    await self._send(session_id, update)
+                if event.type == "turn_ended":
+                    reason = event.reason
+        except SessionBusy as exc:
+            raise RequestError.internal_error({"message": str(exc)}) from None
+        return PromptResponse(stop_reason=_STOP[reason])
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        """Stop the session's turn; a question it is waiting on counts as rejected."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return
+        session.stopping = True
+        session.agent.cancel()
+        for future in list(session.pending):
+            future.cancel()
+
+    async def close_session(self, session_id: str, **_: Any) -> None:
+        """End one session: its turn, its MCP servers, its transcript."""
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.agent.cancel()
+            await session.agent.aclose()
+
+    async def close(self) -> None:
+        """End every session: its MCP servers, its transcript; then the runtimes."""
+        for session in list(self.sessions.values()):
+            await session.agent.aclose()
+        self.sessions.clear()
+        for runtime in self.runtimes.values():
+            runtime.close()
+
+    # -- building sessions ------------------------------------------------------------------
+
+    async def _open(self, cwd: str, resume: str | None, offered: list[Any]) -> _Session:
+        root = Path(cwd).expanduser().resolve()
+        if not root.is_dir():
+            raise RequestError.invalid_params({"message": f"cwd {cwd!r} is not a folder"})
+        holder: list[_Session] = []
+        try:
+            agent = await asyncio.to_thread(self._build, root, resume, offered, holder)
+        except (ConfigError, ValueError, LookupError) as exc:
+            raise RequestError.internal_error({"message": f"{exc}"}) from None
+        session = _Session(agent, ToolCalls(agent))
+        holder.append(session)
+        self.sessions[agent.session.id] = session
+        return session
+
+    def _build(
+        self, root: Path, resume: str | None, offered: list[Any], holder: list[Any]
+    ) -> Agent:
+        from liveforge.agent_setup import build_agent
+        from liveforge.config import build_provider, load_config
+        from liveforge.impls.mcp_client import McpServers
+        from liveforge.impls.mcp_config import load_mcp_config
+
+        config = load_config(root)
+        if self.model:
+            config = config.model_copy(update={"model": self.model, "fallback_models": []})
+        runtime = self.runtimes.get(root)
+        if runtime is None:
+            runtime = Runtime(project_root=root, check_settings=config.sandbox.settings(root))
+            self.runtimes[root] = runtime
+        servers = load_mcp_config(root)
+        _add_offered(servers, offered)
+        return build_agent(
+            root,
+            resume=resume,
+            provider=build_provider(config),
+            runtime=runtime,
+            settings=config.agent_settings(),
+            context=config.context,
+            policy=config.permissions.policy(self.mode),
+            approver=lambda request: self._approve(holder, request),
+            tool_sources=[McpServers(servers, project_root=root)],
+        )
+
+    def _session(self, session_id: str) -> _Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"message": f"no session {session_id!r}"})
+        return session
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        assert self.conn is not None
+        await self.conn.session_update(session_id=session_id, update=update)
+
+    # -- permission questions ---------------------------------------------------------------
+
+    def _approve(self, holder: list[_Session], request: ApprovalRequest) -> bool:
+        """The policy asks (in the tool worker): the editor's person answers."""
+        loop = self.loop
+        if loop is None or not holder or threading.get_ident() == self._loop_thread:
+            return False  # nobody to ask, or asked on the loop that would carry the answer
+        session = holder[0]
+        future = asyncio.run_coroutine_threadsafe(self._ask(session, request), loop)
+        session.pending.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            return False  # the turn was cancelled while the question was open
+        finally:
+            session.pending.discard(future)
+
+    async def _ask(self, session: _Session, request: ApprovalRequest) -> bool:
+        assert self.conn is not None
+        sid = session.agent.session.id
+        call = session.calls.current
+        if not call:  # a question outside a tool call (a persist made by executed code)
+            call = f"question-{id(request)}"
+            await self._send(sid, start_tool_call(call, request.tool, status="pending"))
+        kind = tool_kind(request.tool, request.effect)
+        preview = f"```diff\n{request.preview}\n```" if request.preview else request.tool
+        response = await self.conn.request_permission(
+            session_id=sid,
+            tool_call=ToolCallUpdate(
+                tool_call_id=call,
+                title=f"{title(request.tool, request.arguments)} ({request.effect})",
+                kind=kind,
+                status="pending",
+                content=[tool_content(text_block(preview))],
+                raw_input=request.arguments,
+            ),
+            options=[
+                PermissionOption(option_id=oid, name=name.format(tool=request.tool), kind=k)
+                for oid, name, k in _OPTIONS
+            ],
+        )
+        outcome = response.outcome
+        choice = getattr(outcome, "option_id", "") if outcome.outcome == "selected" else ""
+        _remember(session.agent, request.tool, choice)
+        allowed = choice.startswith("allow")
+        await self._send(sid, update_tool_call(call, status="in_progress" if allowed else None))
+        return allowed
+
+
+def _remember(agent: Agent, tool: str, choice: str) -> None:
+    """An "always" answer becomes a rule of this session's policy."""
+    policy: Policy = agent.toolbox.policy
+    rules = policy.rules
+    if choice == "allow_always":
+        rules = Rules(allow=(*rules.allow, tool), ask=rules.ask, deny=rules.deny)
+    elif choice == "reject_always":
+        rules = Rules(allow=rules.allow, ask=rules.ask, deny=(*rules.deny, tool))
+    agent.toolbox.policy = replace(policy, rules=rules)
+
+
+def _add_offered(config: Any, offered: list[Any]) -> None:
+    """The editor's MCP servers, as `.mcp.json` entries (an offered name wins)."""
+    from liveforge.impls.mcp_config import parse_servers
+
+    entries: dict[str, Any] = {}
+    for server in offered:
+        data = server.model_dump(by_alias=False)
+        name = str(data.get("name", "?"))
+        if "command" in data:
+            env = {item["name"]: item["value"] for item in data.get("env") or []}
+            entries[name] = {"command": data["command"], "args": data["args"], "env": env}
+        elif "url" in data:
+            headers = {item["name"]: item["value"] for item in data.get("headers") or []}
+            entries[name] = {"type": data.get("type"), "url": data["url"], "headers": headers}
+        else:  # a transport liveforge does not speak: said, with the name
+            entries[name] = {"type": data.get("type", "unknown")}
+    # the editor's values are literal: nothing in them is a ${VAR} to fill in
+    parse_servers(entries, None, config, origin="the editor")
+
+
+def _modes(session: _Session) -> SessionModeState:
+    return SessionModeState(
+        current_mode_id=session.agent.toolbox.policy.mode,
+        available_modes=[
+            SessionMode(id=mode, name=mode, description=_MODE_WORDS[mode]) for mode in MODES
+        ],
+    )
+
+
+def _prompt_text(blocks: list[Any]) -> str:
+    """The user's input: text, resource links by their URI, embedded texts with theirs."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(f"@{block.uri}")
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(f"\n{resource.uri}:\n```\n{text}\n```\n" if text else f"@{resource.uri}")
+        else:
+            parts.append(f"[{kind} content is not supported by liveforge; left out]")
+    return "\n".join(parts)
+
+
+def _replay(agent: Agent) -> list[Any]:
+    """The session's conversation as the updates a live session would have sent."""
+    updates: list[Any] = []
+    effects = {tool.name: tool.effect for tool in agent.toolbox.tools()}
+    for message in agent.session.messages:
+        for block in message.content:
+            kind = getattr(block, "type", "")
+            if kind == "text" and message.role == "user":
+                updates.append(update_user_message_text(block.text))  # type: ignore[union-attr]
+            elif kind == "text" and message.role == "assistant":
+                updates.append(update_agent_message_text(block.text))  # type: ignore[union-attr]
+            elif kind == "tool_use":
+                name, args = block.name, block.input  # type: ignore[union-attr]
+                updates.append(
+                    start_tool_call(
+                        block.id,  # type: ignore[union-attr]
+                        title(name, args),
+                        kind=tool_kind(name, effects.get(name, "execute")),
+                        status="completed",
+                        raw_input=args,
+                    )
+                )
+    return updates
