@@ -158,9 +158,10 @@ UNDO_HINT = "persist or roll them back, then save again"
 """What the line says to do with in-memory changes a save would discard."""
 
 
-def describe(change: Change, rerun_hint: str = RERUN_HINT) -> str:
-    """A change as "module: ~updated +added -removed (id)", notes after it; statements left
-    unrun are named last, with `rerun_hint`: what runs them."""
+def describe(change: Change, rerun_hint: str = RERUN_HINT, took: str = "") -> str:
+    """A change as "module: ~updated +added -removed (id)", `took` (the time it took) and
+    notes after it; statements left unrun are named last, with `rerun_hint`: what runs
+    them."""
     parts = [f"{change.module}:"]
     for label, names in (("~", change.updated), ("+", change.added), ("-", change.removed)):
         if names:
@@ -170,7 +171,8 @@ def describe(change: Change, rerun_hint: str = RERUN_HINT) -> str:
     if len(parts) == 1:
         parts.append("statements left as they run" if skipped else "statements re-run")
     parts.append(f"({change.id})")
-    text = " ".join(parts) + "".join(f"; note: {note}" for note in notes)
+    text = " ".join(parts) + (f"  {took}" if took else "")
+    text += "".join(f"; note: {note}" for note in notes)
     if skipped:
         text += f"; not re-run (a loop or a call at top level): {', '.join(skipped)} — {rerun_hint}"
     return text
@@ -331,7 +333,7 @@ class Watcher:
             if earlier.id in pending and earlier.status.value == "rolled_back":
                 self.replaced[earlier.id] = change.id
         elapsed = (time.perf_counter() - started) * 1000
-        line = f"{describe(change, self.rerun_hint)}  {elapsed:.0f} ms"
+        line = describe(change, self.rerun_hint, f"{elapsed:.0f} ms")
         notes = shape_notes(change.before, change.after)
         running = old.still_running([*change.updated], OldCode(sys.modules.get(name)))
         if running:

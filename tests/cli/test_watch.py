@@ -208,8 +208,8 @@ def test_a_changed_serving_loop_is_not_rerun_and_watching_goes_on(tmp_path: Path
     assert _values(child) == "10 x"
 
     _save(app, SERVE.replace("n * 1", "n * 2").replace('"x"', '"y"'))
-    child.expect(r"applied __main__: ~answer \(c\d+\); not re-run \(a loop or a call at top ")
-    child.expect_exact("level): line 9 `for line in sys.stdin:` — restart the program")
+    child.expect(r"applied __main__: ~answer \(c\d+\)  \d+ ms; not re-run \(a loop or a call at ")
+    child.expect_exact("top level): line 9 `for line in sys.stdin:` — restart the program")
     assert _values(child) == "20 x"  # the running loop is the old one; it calls the new code
 
     _save(app, SERVE.replace("n * 1", "n * 3").replace('"x"', '"y"'))
@@ -257,7 +257,7 @@ def test_a_save_the_running_program_does_not_follow_is_reported_divergent(tmp_pa
     child = _spawn(root, "--verify", "import shop.calc; shop.calc.TAGS", "--", "app.py")
     assert _values(child) == "10 100"
     _save(root / "shop" / "calc.py", TAGGED.replace('"a"', '"b"').replace("n * 1", "n * 2"))
-    child.expect(r"applied shop\.calc: ~price \((c\d+)\); not re-run")
+    child.expect(r"applied shop\.calc: ~price \((c\d+)\)  \d+ ms; not re-run")
     change = child.match.group(1)
     child.expect(r"verify c\d+: divergent in [^\n]*the live process and a fresh import disagree")
     child.expect_exact(
