@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 __all__ = ["OldCode", "Saved", "edits", "read_settled", "shape_notes", "suspect"]
 
-_POLL = 0.02
+_POLL = 0.01
 """Seconds between two reads of a file that is still being written."""
 _GIVE_UP = 2.0
 """Seconds past the hold after which a file that never stops changing is read as it is."""

@@ -65,7 +65,7 @@ __all__ = ["Applied", "Watcher", "modules_of", "runs_code", "start"]
 STEP_MS = 10
 """How long a burst of file events may keep growing before it is read (editors often
 write a file in several steps: truncate, write, rename)."""
-SETTLE = 0.05
+SETTLE = 0.02
 """Seconds a saved file must stay unchanged (size, time and bytes) before it is applied."""
 HOLD = 1.0
 """Seconds a save that looks half-written (empty, not parsing, most definitions gone) is
@@ -110,9 +110,21 @@ def modules_of(path: str | os.PathLike[str]) -> list[str]:
     for name, module in list(sys.modules.items()):
         filename = getattr(module, "__file__", None)
         if isinstance(filename, str) and filename.endswith(".py"):
-            if os.path.realpath(filename) == wanted:
+            if _realpath(filename) == wanted:
                 names.setdefault(id(module), name)
     return list(names.values())
+
+
+_REAL: dict[str, str] = {}
+
+
+def _realpath(filename: str) -> str:
+    """`os.path.realpath`, remembered: a save is matched against every loaded module, and
+    resolving hundreds of paths anew would cost tens of milliseconds per save."""
+    real = _REAL.get(filename)
+    if real is None:
+        real = _REAL[filename] = os.path.realpath(filename)
+    return real
 
 
 _NO_RUN = (
@@ -250,25 +262,30 @@ class Watcher:
         """Apply each saved file to the modules loaded from it; one `Applied` per module.
         A file read before with the same stamp (the same save, notified twice) is skipped
         unless `again`."""
-        wanted = sorted({os.fspath(p) for p in paths if os.fspath(p).endswith(".py")})
-        wanted = [p for p in wanted if modules_of(p)]
+        files = sorted({os.fspath(p) for p in paths if os.fspath(p).endswith(".py")})
+        loaded = {p: names for p in files if (names := modules_of(p))}
         results = []
-        for saved in read_settled(wanted, self.settle, self.hold, self._doubtful):
+
+        def doubtful(saved: Saved) -> bool:
+            return self._doubtful(saved, loaded[saved.path])
+
+        for saved in read_settled(list(loaded), self.settle, self.hold, doubtful):
             if not again and self._seen.get(saved.path) == saved.stamp:
                 continue
             self._seen[saved.path] = saved.stamp
-            for name in modules_of(saved.path):
+            for name in loaded[saved.path]:
                 applied = self.apply_module(name, saved.path, saved)
                 applied.path = saved.path
                 results.append(applied)
         return results
 
-    def _doubtful(self, saved: Saved) -> bool:
+    def _doubtful(self, saved: Saved, names: list[str]) -> bool:
         """True when a save may be caught half-written: unreadable, or emptying most of a
-        loaded module (one that does not parse is reported at once: it changes nothing)."""
+        loaded module `names` (one that does not parse is reported at once: it changes
+        nothing)."""
         if saved.text is None:
             return True
-        return any(suspect(self._memory(name) or "", saved.text) for name in modules_of(saved.path))
+        return any(suspect(self._memory(name) or "", saved.text) for name in names)
 
     def _memory(self, name: str) -> str | None:
         """The source module `name` runs now (tracked from its file on first sight)."""

@@ -72,9 +72,9 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--settle",
         type=_seconds,
-        default=0.05,
+        default=0.02,
         metavar="SECONDS",
-        help="how long a saved file must stay unchanged before it is applied (default 0.05); "
+        help="how long a saved file must stay unchanged before it is applied (default 0.02); "
         "a file that looks half-written is waited for up to 1 s more, then held until saved "
         "again",
     )
