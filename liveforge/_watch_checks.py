@@ -70,14 +70,15 @@ class BackgroundChecks:
             self._latest += 1
             job = _Job(self._latest, list(changes))
             older = [j for j in (self._waiting, self._running) if j is not None]
-            self._waiting = job
             running = self._running
+            if running is not None:
+                # under the lock: the new job's run cannot have begun, so only the old dies
+                self.runtime.sandbox.stop_running()
+            self._waiting = job
             self._wake.notify()
         for old in older:
             verb = "stopped" if old is running else "skipped"
             self.report(f"  checks of {old.label} {verb}: superseded by the save {job.label}")
-        if running is not None:
-            self.runtime.sandbox.stop_running()
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="liveforge-checks", daemon=True)
             self._thread.start()
@@ -91,10 +92,9 @@ class BackgroundChecks:
         """Stop a running check and the thread."""
         with self._wake:
             self._closed = True
-            running = self._running is not None
+            if self._running is not None:
+                self.runtime.sandbox.stop_running()
             self._wake.notify()
-        if running:
-            self.runtime.sandbox.stop_running()
         if self._thread is not None:
             self._thread.join(10)
 

@@ -304,7 +304,8 @@ class Watcher:
         before = self._memory(name)
         where = _relative(path, self.runtime.project_root)
         if saved.text is None:
-            return self._refuse(name, path, f"{where}: cannot be read (deleted, or not text)")
+            gone = f"{where}: cannot be read (deleted, or not text); {name} keeps running as it was"
+            return self._refuse(name, path, gone)
         why = suspect(before, saved.text) if before is not None else None
         if why is not None and self._held.get(path) != saved.digest:
             self._held[path] = saved.digest

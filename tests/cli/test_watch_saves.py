@@ -87,7 +87,7 @@ def _quit(child: pexpect.spawn) -> None:
 def test_every_save_gets_one_line_refusals_included(tmp_path: Path):
     """A refusal identical to the last one is said again for a new save, and names the good
     edits it did not apply either; a syntax error then the good file back says memory and
-    file agree again; saving the file unchanged says so."""
+    file agree again; saving the file unchanged says so; deleting it keeps the module."""
     root = _project(tmp_path)
     calc = root / "shop" / "calc.py"
     child = _spawn(root)
@@ -115,6 +115,15 @@ def test_every_save_gets_one_line_refusals_included(tmp_path: Path):
     _save(calc, CALC.replace("n * RATE", "n * 3"))
     assert _line(child).startswith("applied shop.calc: ~price (c")
     assert _value(child) == "30"
+
+    calc.unlink()
+    assert _line(child) == (
+        "kept old code: shop/calc.py: cannot be read (deleted, or not text); shop.calc keeps "
+        "running as it was"
+    )
+    assert _value(child) == "30"
+    _save(calc, CALC.replace("n * RATE", "n * 3"))
+    assert _line(child).startswith("in sync: shop.calc: memory and file agree again")
     _quit(child)
 
 
