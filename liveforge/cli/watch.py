@@ -57,11 +57,17 @@ def register(commands: Any) -> None:
         epilog=examples(EXAMPLES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--verify", metavar="CODE", help="run CODE in the sandbox after each save")
+    parser.add_argument(
+        "--verify",
+        metavar="CODE",
+        help="run CODE in the sandbox after each applied save, in the background (its value "
+        "is shown; a newer save stops it)",
+    )
     parser.add_argument(
         "--test",
         metavar="ARGS",
-        help='run pytest in the sandbox after each save, with ARGS (e.g. "-q tests"; "" for all)',
+        help='run pytest in the sandbox after each applied save, with ARGS (e.g. "-q tests"; '
+        '"" for all), in the background; failing tests are named with their assertion',
     )
     parser.add_argument(
         "--rerun",
