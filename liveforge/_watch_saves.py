@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 import hashlib
 import inspect
@@ -90,12 +91,22 @@ def read_settled(
             files, quiet_since = again, time.monotonic()
 
 
+@functools.lru_cache(maxsize=8)
+def _tree(source: str) -> ast.Module | None:
+    """`source` parsed, or None; remembered, as one save is looked at several times (is it
+    half-written, what does it change) and each parse of a large module takes milliseconds.
+    Callers only read the tree."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def top_level(source: str) -> dict[str, str] | None:
     """The definitions of a module (functions, classes and their methods as `Class.name`,
     assigned names) each with a dump of its node; None when `source` does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = _tree(source)
+    if tree is None:
         return None
     found: dict[str, str] = {}
     for node in tree.body:
@@ -164,9 +175,12 @@ def _names(names: list[str], limit: int = 6) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def shape_notes(before: str | None, after: str) -> list[str]:
-    """Signatures and dataclass fields that `after` changed, one note each, in words."""
-    old, new = _shapes(before or ""), _shapes(after)
+def shape_notes(before: str | None, after: str, names: Iterable[str] | None = None) -> list[str]:
+    """Signatures and dataclass fields that `after` changed, one note each, in words; only
+    for `names` (a change's updated names, classes of updated methods included) if given —
+    writing out every signature of a large module would cost more than applying it."""
+    wanted = None if names is None else {p for n in names for p in (n, n.partition(".")[0])}
+    old, new = _shapes(before or "", wanted), _shapes(after, wanted)
     notes = []
     for name, shape in new.items():
         was = old.get(name)
@@ -183,27 +197,36 @@ def shape_notes(before: str | None, after: str) -> list[str]:
     return notes
 
 
-def _shapes(source: str) -> dict[str, tuple[str, str]]:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+def _shapes(source: str, wanted: set[str] | None) -> dict[str, tuple[str, str]]:
+    """Each wanted function's parameters and dataclass's fields, written out."""
+    tree = _tree(source)
+    if tree is None:
         return {}
     shapes: dict[str, tuple[str, str]] = {}
     for node in tree.body:
+        if wanted is not None and getattr(node, "name", None) not in wanted:
+            continue
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             shapes[node.name] = ("signature", ast.unparse(node.args))
         elif isinstance(node, ast.ClassDef):
             if any("dataclass" in ast.unparse(d) for d in node.decorator_list):
-                fields = [
-                    ast.unparse(m.target) + ("" if m.value is None else "=…")
-                    for m in node.body
-                    if isinstance(m, ast.AnnAssign) and "ClassVar" not in ast.unparse(m.annotation)
-                ]
-                shapes[node.name] = ("fields", ", ".join(fields))
+                shapes[node.name] = ("fields", _fields(node))
             for member in node.body:
-                if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
-                    shapes[f"{node.name}.{member.name}"] = ("signature", ast.unparse(member.args))
+                qualname = f"{node.name}.{getattr(member, 'name', '')}"
+                if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    wanted is None or qualname in wanted
+                ):
+                    shapes[qualname] = ("signature", ast.unparse(member.args))
     return shapes
+
+
+def _fields(node: ast.ClassDef) -> str:
+    """A dataclass's fields as `name` or `name=…` (with a default), in order."""
+    return ", ".join(
+        ast.unparse(m.target) + ("" if m.value is None else "=…")
+        for m in node.body
+        if isinstance(m, ast.AnnAssign) and "ClassVar" not in ast.unparse(m.annotation)
+    )
 
 
 _SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR

@@ -57,7 +57,7 @@ from liveforge._watch_saves import (
     shape_notes,
     suspect,
 )
-from liveforge.kernel import Change, Runtime
+from liveforge.kernel import Change, ChangeStatus, Runtime
 from liveforge.kernel.errors import LiveforgeError, PatchSyntaxError, UnpersistedChanges
 
 __all__ = ["Applied", "Watcher", "modules_of", "runs_code", "start"]
@@ -319,10 +319,11 @@ class Watcher:
         return self._reload(name, path, before or "", saved.text)
 
     def _reload(self, name: str, path: str, before: str, text: str) -> Applied:
+        """Reload `name` from its file (`text`, replacing `before`) and say how it went."""
         started = time.perf_counter()
         old = OldCode(sys.modules.get(name))
-        pending = {c.id for c in self.runtime.history() if c.module == name}
-        pending -= {c.id for c in self.runtime.history() if c.status.value == "rolled_back"}
+        live = [c for c in self.runtime.history() if c.module == name]
+        live = [c for c in live if c.status is not ChangeStatus.ROLLED_BACK]
         try:
             change = self.runtime.reload(name, skip=None if self.rerun else runs_code)
         except PatchSyntaxError as exc:
@@ -337,29 +338,31 @@ class Watcher:
             why = f"{name}: not applied ({_first_line(exc)}); {what}, the old code keeps running"
             return self._refuse(name, path, why)
         refused = self._refused.pop(name, None)
+        if not change.id and refused is None:
+            return Applied(name, True, f"{name}: the file matches the running code", None, "same")
         if not change.id:
-            if refused is None:
-                return Applied(
-                    name, True, f"{name}: the file matches the running code", None, "same"
-                )
             line = (
                 f"{name}: memory and file agree again; the running code is the file's "
-                f"(the save before was {refused[1]})"
+                f"(the save before was {refused[1] if refused else '?'})"
             )
             return Applied(name, True, line, None, "in sync")
-        for earlier in self.runtime.history():
-            if earlier.id in pending and earlier.status.value == "rolled_back":
-                self.replaced[earlier.id] = change.id
-        elapsed = (time.perf_counter() - started) * 1000
-        line = describe(change, self.rerun_hint, f"{elapsed:.0f} ms")
-        notes = shape_notes(change.before, change.after)
-        running = old.still_running([*change.updated], OldCode(sys.modules.get(name)))
+        # the save's reload took the place of the module's earlier unpersisted changes
+        gone = [c for c in live if c.status is ChangeStatus.ROLLED_BACK]
+        self.replaced.update({c.id: change.id for c in gone})
+        took = f"{(time.perf_counter() - started) * 1000:.0f} ms"
+        return Applied(name, True, self._applied_line(change, old, took), change)
+
+    def _applied_line(self, change: Change, old: OldCode, took: str) -> str:
+        """What an applied change did, with what a bare list of names under-states: changed
+        signatures and fields, and old code still running in a thread or coroutine."""
+        notes = shape_notes(change.before, change.after, change.updated)
+        running = old.still_running(change.updated, OldCode(sys.modules.get(change.module)))
         if running:
             notes.append(
                 "still running its old code: " + ", ".join(running) + " (a call in progress "
                 "keeps its code until it returns; restart the program to run the new code there)"
             )
-        return Applied(name, True, line + "".join(f"; {n}" for n in notes), change)
+        return describe(change, self.rerun_hint, took) + "".join(f"; {n}" for n in notes)
 
     def _refuse(self, name: str, path: str, line: str) -> Applied:
         why = "a syntax error, kept out" if "SyntaxError: " in line else "not applied"
