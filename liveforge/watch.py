@@ -11,7 +11,8 @@ keeps running), held (it looks half-written), back in sync after a refusal, or u
 A save is read once the file stopped changing for a moment (`settle`); an editor that
 truncates and then writes is never seen half-way: an empty file, one that does not parse, or
 one that removes most of a module's definitions is read again for up to `hold` seconds, and
-if it still looks half-written it is held — it applies when saved again as it is.
+if it still looks half-written it is held — the next save of the file applies (touching it
+is enough), even one that still removes as much.
 
 A changed top-level statement that runs a loop or a call (`while True: serve()`, `main()`
 at the bottom, `if __name__ == "__main__": ...`) is taken into the module's source but not
@@ -234,7 +235,7 @@ class Watcher:
         self._started = threading.Event()
         self._refused: dict[str, tuple[str, str]] = {}  # module -> (file, why)
         self._seen: dict[str, tuple[int, int, str]] = {}  # file -> stamp of the last save read
-        self._held: dict[str, str] = {}  # file -> digest of a save held as half-written
+        self._held: set[str] = set()  # files whose last save was held as half-written
         self.track_loaded()
 
     def track_loaded(self) -> None:
@@ -307,15 +308,15 @@ class Watcher:
             gone = f"{where}: cannot be read (deleted, or not text); {name} keeps running as it was"
             return self._refuse(name, path, gone)
         why = suspect(before, saved.text) if before is not None else None
-        if why is not None and self._held.get(path) != saved.digest:
-            self._held[path] = saved.digest
+        if why is not None and path not in self._held:
+            self._held.add(path)
             self._refused[name] = (path, "held as half-written")
             line = (
                 f"{where}: it looks half-written ({why}); {name} keeps running as it was. "
-                "Save it again as it is to apply it"
+                "Save it again to apply it"
             )
             return Applied(name, False, line, outcome="held")
-        self._held.pop(path, None)
+        self._held.discard(path)
         return self._reload(name, path, before or "", saved.text)
 
     def _reload(self, name: str, path: str, before: str, text: str) -> Applied:

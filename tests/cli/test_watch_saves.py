@@ -130,7 +130,7 @@ def test_every_save_gets_one_line_refusals_included(tmp_path: Path):
 def test_truncate_then_write_never_applies_the_empty_module(tmp_path: Path):
     """An editor that truncates the file and writes it 100 ms later gets one applied line
     for what it wrote, never the empty module (whose removal would leave `from shop.calc
-    import price` holding the old code); a file saved empty is held until saved again."""
+    import price` holding the old code); a file saved empty is held until its next save."""
     root = _project(tmp_path)
     calc = root / "shop" / "calc.py"
     child = _spawn(root)
@@ -145,9 +145,9 @@ def test_truncate_then_write_never_applies_the_empty_module(tmp_path: Path):
     _save(calc, "")
     held = _line(child)
     assert held.startswith("held: shop/calc.py: it looks half-written (the file is empty"), held
-    assert "RATE, TABLE, helper, price" in held and "Save it again as it is to apply it" in held
+    assert "RATE, TABLE, helper, price" in held and "Save it again to apply it" in held
     assert _value(child) == "30"
-    _save(calc, "")
+    _save(calc, "# emptied on purpose\n")  # the next save applies, whatever it holds
     assert _line(child).startswith("applied shop.calc: -RATE,TABLE,helper,price (c")
     _quit(child)
 
