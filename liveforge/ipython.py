@@ -28,7 +28,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
-from liveforge.watch import Watcher
+from liveforge.watch import HELD, Watcher
 
 __all__ = ["LiveforgeMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -99,8 +99,9 @@ class LiveforgeMagics(Magics):
                     self._say(applied.text)
 
     def _apply_refused(self) -> None:
-        """Apply again the saves refused so far (after an undo they may apply now)."""
-        paths = {path for path, _ in self.watcher.refused().values()}
+        """Apply again the saves refused so far (after an undo they may apply now); a save
+        held as half-written waits for the file's next save."""
+        paths = {path for path, why in self.watcher.refused().values() if why != HELD}
         if paths:
             for applied in self.watcher.apply_files(paths, again=True):
                 self._say(applied.text)

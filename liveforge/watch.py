@@ -72,6 +72,9 @@ HOLD = 1.0
 """Seconds a save that looks half-written (empty, not parsing, most definitions gone) is
 read again while waiting for the rest of the write, before it is held or reported."""
 
+HELD = "held as half-written"
+"""Why a module's last save was not applied, when it looked half-written."""
+
 Outcome = Literal["applied", "refused", "held", "in sync", "same"]
 
 _PREFIX = {
@@ -310,7 +313,7 @@ class Watcher:
         why = suspect(before, saved.text) if before is not None else None
         if why is not None and path not in self._held:
             self._held.add(path)
-            self._refused[name] = (path, "held as half-written")
+            self._refused[name] = (path, HELD)
             line = (
                 f"{where}: it looks half-written ({why}); {name} keeps running as it was. "
                 "Save it again to apply it"
