@@ -83,11 +83,6 @@ class BackgroundChecks:
             self._thread = threading.Thread(target=self._loop, name="liveforge-checks", daemon=True)
             self._thread.start()
 
-    def idle(self) -> bool:
-        """True when no check is running or waiting."""
-        with self._wake:
-            return self._waiting is None and self._running is None
-
     def close(self) -> None:
         """Stop a running check and the thread."""
         with self._wake:

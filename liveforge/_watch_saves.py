@@ -31,7 +31,16 @@ import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["OldCode", "Saved", "edits", "read_settled", "shape_notes", "suspect"]
+__all__ = [
+    "OldCode",
+    "Saved",
+    "edits",
+    "read_saved",
+    "read_settled",
+    "shape_notes",
+    "suspect",
+    "top_level",
+]
 
 _POLL = 0.01
 """Seconds between two reads of a file that is still being written."""
@@ -47,11 +56,6 @@ class Saved:
     path: str
     text: str | None
     stamp: tuple[int, int, str]
-
-    @property
-    def digest(self) -> str:
-        """The digest of the file's bytes."""
-        return self.stamp[2]
 
 
 def read_saved(path: str) -> Saved:
@@ -74,7 +78,7 @@ def read_settled(
     paths: Iterable[str], settle: float, hold: float, doubtful: Callable[[Saved], bool]
 ) -> list[Saved]:
     """Each file once it stopped changing for `settle` seconds; while `doubtful` finds one
-    half-written (empty, not parsing, most definitions gone) it is read again for up to
+    half-written (unreadable, empty, most definitions gone) it is read again for up to
     `hold` seconds, as the rest of an editor's write may still be coming."""
     files = {p: read_saved(p) for p in paths}
     start = quiet_since = time.monotonic()
