@@ -28,7 +28,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
-from liveforge.watch import Watcher
+from liveforge.watch import HELD, Watcher
 
 __all__ = ["LiveforgeMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -74,7 +74,13 @@ class LiveforgeMagics(Magics):
         super().__init__(shell)
         self.runtime = runtime
         self.watcher = Watcher(
-            runtime, report=self._say, rerun_hint="run it in a cell (importlib.reload runs all)"
+            runtime,
+            report=self._say,
+            rerun_hint="run it in a cell (importlib.reload runs all)",
+            undo_hint="%lf_persist them, or %lf_undo them and the save applies",
+            # the cell runs after the editor finished writing: nothing to wait for
+            settle=0.0,
+            hold=0.0,
         )
         self.times = FileTimes(runtime.project_root)
 
@@ -83,10 +89,22 @@ class LiveforgeMagics(Magics):
 
     def apply_saved(self, *_: Any) -> None:
         """The `pre_run_cell` hook: apply every file saved since the last cell."""
+        known = set(self.times.seen)
         changed = self.times.changed()
         if changed:
             for applied in self.watcher.apply_files(changed):
-                self._say(("applied " if applied.ok else "kept old code: ") + applied.line)
+                # a module imported since the last cell is looked at in case it was saved
+                # since its import; when it was not, there is nothing to say
+                if not (applied.path not in known and applied.outcome == "same"):
+                    self._say(applied.text)
+
+    def _apply_refused(self) -> None:
+        """Apply again the saves refused so far (after an undo they may apply now); a save
+        held as half-written waits for the file's next save."""
+        paths = {path for path, why in self.watcher.refused().values() if why != HELD}
+        if paths:
+            for applied in self.watcher.apply_files(paths, again=True):
+                self._say(applied.text)
 
     @line_cell_magic
     def lf_patch(self, line: str, cell: str | None = None) -> None:
@@ -113,8 +131,19 @@ class LiveforgeMagics(Magics):
     @line_magic
     def lf_diff(self, line: str) -> None:
         """%lf_diff [MODULE]: unpersisted changes as a unified diff."""
-        diff = self._run(lambda: self.runtime.diff(line.strip() or None))
-        print(diff.rstrip("\n") or "no unpersisted changes: memory matches the files")
+        module = line.strip() or None
+        diff = self._run(lambda: self.runtime.diff(module))
+        waiting = {
+            name: why
+            for name, (path, why) in self.watcher.refused().items()
+            if module in (None, name)
+        }
+        if diff.strip():
+            print(diff.rstrip("\n"))
+        elif not waiting:
+            print("no unpersisted changes: memory matches the files")
+        for name, why in waiting.items():
+            print(f"{name}: its file was saved since and differs from memory (the save was {why})")
 
     @line_magic
     def lf_persist(self, line: str) -> None:
@@ -146,13 +175,18 @@ class LiveforgeMagics(Magics):
         undone = self._run(lambda: self.runtime.rollback(line.strip() or None))
         for change in undone:
             print(f"rolled back {change.summary()}")
+        self._apply_refused()
 
     @line_magic
     def lf_status(self, line: str) -> None:
         """%lf_status: the project root and this session's changes."""
         print(f"project {self.runtime.project_root}")
         for change in self.runtime.history():
-            print(change.summary())
+            text = change.summary()
+            later = self.watcher.replaced.get(change.id)
+            if later is not None:  # a later save of the module took its place
+                text = text.replace("[rolled_back]", f"[replaced by {later}]", 1)
+            print(text)
 
     def _run(self, work: Any) -> Any:
         try:

@@ -147,3 +147,36 @@ def test_magic_misuse_is_a_usage_error_not_a_traceback(shell):
     for cell in ["%%lf_patch\ndef f():\n    pass\n", f"%%lf_patch {name}.nope.deeper\nx = 1\n"]:
         result = ip.run_cell(cell)
         assert isinstance(result.error_in_exec, UsageError), cell
+
+
+def test_a_save_refused_for_a_patch_applies_after_undo(shell, tmp_path, capsys):
+    """After %%lf_patch, a save of the module is refused with advice in magics; %lf_diff
+    says the file differs; following the advice with %lf_undo applies the save; %lf_status
+    labels a reload a later save replaced as replaced, not rolled back."""
+    ip, name = shell
+    path = tmp_path / f"{name}.py"
+    _cell(ip, f"import {name} as mod; f = mod.value")
+    _cell(ip, f"%%lf_patch {name}.value\ndef value():\n    return 5\n")
+    path.write_text(SOURCE.replace("return 1", "return 7"))
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 5
+    out = capsys.readouterr().out
+    assert f"kept old code: {name}: not applied, it has in-memory changes (c1)" in out
+    assert "%lf_persist them, or %lf_undo them and the save applies" in out
+    _cell(ip, "%lf_diff")
+    out = capsys.readouterr().out
+    assert f"{name}: its file was saved since and differs from memory" in out
+
+    _cell(ip, "%lf_undo")
+    out = capsys.readouterr().out
+    assert "rolled back c1" in out and f"applied {name}: ~value (c2)" in out
+    _cell(ip, "got = f()")
+    assert ip.user_ns["got"] == 7
+    _cell(ip, "%lf_diff")
+    assert "memory matches the files" in capsys.readouterr().out
+
+    path.write_text(SOURCE.replace("return 1", "return 8"))
+    _cell(ip, "%lf_status")
+    out = capsys.readouterr().out
+    assert f"c2 reload {name} [replaced by c3]" in out and "c1 function" in out
+    assert f"c3 reload {name} [applied]" in out

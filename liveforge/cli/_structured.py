@@ -7,6 +7,7 @@ list of hits. The shapes are in `liveforge/cli/schema.json`.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from liveforge.kernel.errors import TargetNotFound
@@ -126,6 +127,7 @@ def source_lines(
             raise TargetNotFound(path, qualnames(view.name, entries))
         first, last = entry.start, entry.end
     lo, hi = max(first, start or first), min(last, end or last)
+    origins = line_origins(view)
     return {
         "path": path,
         "module": view.name,
@@ -135,5 +137,22 @@ def source_lines(
         "start": lo,
         "end": hi,
         "total_lines": len(lines),
-        "lines": [{"number": n, "text": lines[n - 1]} for n in range(lo, hi + 1)],
+        "lines": [
+            {"number": n, "text": lines[n - 1], "origin": origins[n - 1]} for n in range(lo, hi + 1)
+        ],
     }
+
+
+def line_origins(view: ModuleView) -> list[str]:
+    """For each line of the in-memory source, "file" when the file has it at the matching
+    place, "memory" when a change made it (every line of a module with no file)."""
+    lines = (view.source or "").splitlines()
+    if view.virtual or view.disk_source is None:
+        return ["memory"] * len(lines)
+    if not view.dirty:
+        return ["file"] * len(lines)
+    origins = ["memory"] * len(lines)
+    matcher = difflib.SequenceMatcher(None, view.disk_source.splitlines(), lines, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        origins[block.b : block.b + block.size] = ["file"] * block.size
+    return origins

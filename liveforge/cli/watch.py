@@ -51,21 +51,38 @@ def register(commands: Any) -> None:
         "a .py file under --project to the running program: functions and classes keep "
         "their identity, a save that does not compile keeps the old code. A changed "
         "top-level loop or call (main() at the bottom, a serving loop) is not run again "
-        "unless --rerun. One line per applied change goes to standard error.",
+        "unless --rerun. Every save gets one line on standard error: applied (what changed), "
+        "kept old code (why), held (it looks half-written), or in sync again; --verify and "
+        "--test run in the background after it.",
         epilog=examples(EXAMPLES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--verify", metavar="CODE", help="run CODE in the sandbox after each save")
+    parser.add_argument(
+        "--verify",
+        metavar="CODE",
+        help="run CODE in the sandbox after each applied save, in the background (its value "
+        "is shown; a newer save stops it)",
+    )
     parser.add_argument(
         "--test",
         metavar="ARGS",
-        help='run pytest in the sandbox after each save, with ARGS (e.g. "-q tests"; "" for all)',
+        help='run pytest in the sandbox after each applied save, with ARGS (e.g. "-q tests"; '
+        '"" for all), in the background; failing tests are named with their assertion',
     )
     parser.add_argument(
         "--rerun",
         action="store_true",
         help="also run changed top-level loops and calls again (they run in the watcher: "
         "one that blocks stops later saves from applying)",
+    )
+    parser.add_argument(
+        "--settle",
+        type=_seconds,
+        default=0.02,
+        metavar="SECONDS",
+        help="how long a saved file must stay unchanged before it is applied (default 0.02); "
+        "a file that looks half-written is waited for up to 1 s more, then held until saved "
+        "again",
     )
     parser.add_argument(
         "--timeout",
@@ -94,7 +111,14 @@ def _watch(args: argparse.Namespace) -> int:
     test = shlex.split(args.test) if args.test is not None else None
     module, source = _main_module(program)
     rt = Runtime(project_root=root)
-    watcher = Watcher(rt, verify=args.verify, test=test, timeout=args.timeout, rerun=args.rerun)
+    watcher = Watcher(
+        rt,
+        verify=args.verify,
+        test=test,
+        timeout=args.timeout,
+        rerun=args.rerun,
+        settle=args.settle,
+    )
     sys.modules["__main__"] = module
     watcher.track_loaded()
     watcher.start()
@@ -105,6 +129,17 @@ def _watch(args: argparse.Namespace) -> int:
     finally:
         watcher.stop()
         rt.close()
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, zero allowed (`--settle 0` applies a save as soon as it is seen)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (e.g. 0.2)")
+    return value
 
 
 def _main_module(program: list[str]) -> tuple[types.ModuleType, str]:

@@ -51,6 +51,7 @@ def test_view_json_shows_numbered_source(sample: Path):
     assert source["lines"][0] == {
         "number": source["start"],
         "text": "    def subtotal(self) -> int:",
+        "origin": "file",
     }
     texts = [line["text"].strip() for line in source["lines"]]
     assert "if self.quantity > BULK_QUANTITY:" in texts
@@ -268,17 +269,29 @@ def test_inspect_json_gives_the_active_impl_of_declared_methods(tmp_path: Path):
 
 
 def test_view_json_of_a_patched_target_comes_from_memory(tmp_path: Path):
-    """`view --patch` shows the in-memory lines with `origin: "memory"` and their numbers
-    in the patched module; without the patch the same path is the file's."""
+    """`view --patch` shows the in-memory lines with their numbers in the patched module,
+    each line with its own `origin`: "memory" for the lines the patch made, "file" for the
+    ones the file has too; without the patch the same path is the file's."""
     root = _declared(tmp_path / "proj")
     args = ["view", "greet.bodies.greet", "--json"]
     patched = _json(run_cli(*args, "--patch", "greet.bodies=louder.py", cwd=root))["source"]
     assert (patched["origin"], patched["state"], patched["start"]) == ("memory", "changed", 12)
-    assert patched["lines"][0] == {"number": 12, "text": "@forwardpy.impl(Greeter.greet)"}
+    assert [(line["number"], line["origin"]) for line in patched["lines"]] == [
+        (12, "file"),
+        (13, "file"),
+        (14, "memory"),
+    ]
+    assert patched["lines"][0]["text"] == "@forwardpy.impl(Greeter.greet)"
     assert "shout(" in patched["lines"][-1]["text"]
+    module = _json(run_cli("view", "greet.bodies", "--json", "--patch", "greet.bodies=louder.py",
+                           cwd=root))["source"]  # fmt: skip
+    made = [line["text"] for line in module["lines"] if line["origin"] == "memory"]
+    assert made == ["def shout(text: str) -> str:", '    return text.upper() + "!"', "", "",
+                    '    return shout("hello " + self.name) if loud else "hi"']  # fmt: skip
     on_disk = _json(run_cli(*args, cwd=root))["source"]
     assert (on_disk["origin"], on_disk["start"]) == ("file", 8)
     assert on_disk["lines"][-1]["text"] == '    return "hello " + self.name'
+    assert {line["origin"] for line in on_disk["lines"]} == {"file"}
 
 
 def test_view_text_with_a_patch_says_what_was_patched(tmp_path: Path):

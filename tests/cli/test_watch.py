@@ -130,8 +130,9 @@ def test_module_program_with_verify_and_test_on_save(tmp_path: Path):
     _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 5"))
     child.expect_exact("applied shop.calc: ~price")
     # pexpect matches with re.DOTALL: [^\n] keeps each pattern on its own line
-    child.expect(r"verify: [^\n]*snippet failed[^\n]*AssertionError: 10")
-    child.expect(r"test: [^\n]*1 failed")
+    child.expect(r"verify c\d+: failed in [^\n]*AssertionError: 10")
+    child.expect(r"test c\d+: 1 failed in [^\n]*\(details: liveforge runs ")
+    child.expect_exact("FAIL tests/test_calc.py::test_price: assert 5 == 1")
     assert _values(child) == "50 100"
     assert _quit(child) == 0
 
@@ -207,8 +208,8 @@ def test_a_changed_serving_loop_is_not_rerun_and_watching_goes_on(tmp_path: Path
     assert _values(child) == "10 x"
 
     _save(app, SERVE.replace("n * 1", "n * 2").replace('"x"', '"y"'))
-    child.expect(r"applied __main__: ~answer \(c\d+\); not re-run \(a loop or a call at top ")
-    child.expect_exact("level): line 9 `for line in sys.stdin:` — restart the program")
+    child.expect(r"applied __main__: ~answer \(c\d+\)  \d+ ms; not re-run \(a loop or a call at ")
+    child.expect_exact("top level): line 9 `for line in sys.stdin:` — restart the program")
     assert _values(child) == "20 x"  # the running loop is the old one; it calls the new code
 
     _save(app, SERVE.replace("n * 1", "n * 3").replace('"x"', '"y"'))
@@ -256,9 +257,9 @@ def test_a_save_the_running_program_does_not_follow_is_reported_divergent(tmp_pa
     child = _spawn(root, "--verify", "import shop.calc; shop.calc.TAGS", "--", "app.py")
     assert _values(child) == "10 100"
     _save(root / "shop" / "calc.py", TAGGED.replace('"a"', '"b"').replace("n * 1", "n * 2"))
-    child.expect(r"applied shop\.calc: ~price \((c\d+)\); not re-run")
+    child.expect(r"applied shop\.calc: ~price \((c\d+)\)  \d+ ms; not re-run")
     change = child.match.group(1)
-    child.expect(r"verify: [^\n]*the live process and a fresh import disagree")
+    child.expect(r"verify c\d+: divergent in [^\n]*the live process and a fresh import disagree")
     child.expect_exact(
         f"DIVERGENT ({change}): the running program gives ['a'], a fresh import of the saved "
         "files ['b']"
