@@ -88,7 +88,9 @@ def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
     """One call as the model asked for it, unless a plugin vetoes it (in the worker)."""
     arguments, veto = plugins.agent_before_tool(agent, call.name, call.input)
     if veto is not None:
-        return ToolResult(f"{call.name} was refused by a plugin: {veto.reason}", is_error=True)
+        return ToolResult(
+            f"{call.name} was refused by a plugin: {veto.reason}", is_error=True, refused="plugin"
+        )
     result = agent.toolbox.call(call.name, arguments, agent.settings.tool_timeout)
     plugins.agent_after_tool(agent, call.name, arguments, result.text, result.is_error)
     return result
@@ -178,6 +180,7 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
         summary=summary_of(text),
         duration=time.monotonic() - started,
         chars=len(text),
+        refused=result.refused,
     )
     for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS else []):
         yield event
@@ -193,7 +196,17 @@ async def _boundary(
         return
     results, ids, ok = batch
     for call in queued:
-        _keep(agent, turn, call, results[call.id])
+        text = _keep(agent, turn, call, results[call.id])
+        if results[call.id].is_error:  # its deferred ToolFinished said "queued": say how it ended
+            yield ToolFinished(
+                call_id=call.id,
+                name=call.name,
+                is_error=True,
+                summary=summary_of(text),
+                duration=0.0,
+                chars=len(text),
+                refused=results[call.id].refused,
+            )
     message = (
         f"{len(ids)} self-patch change(s) in effect"
         if ok
