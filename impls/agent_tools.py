@@ -39,11 +39,13 @@ from liveforge.impls.agent_turn import Repeated, close_open_calls
 from liveforge.impls.live_program import holding, lane_of
 from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
+from liveforge.kernel._deadline import AsyncTimer
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
+    from liveforge.declarations.turn import AgentState
 
-__all__ = ["VERIFY_TOOLS", "run_tools", "summary_of"]
+__all__ = ["VERIFY_TOOLS", "ToolInterrupted", "interrupt_tool", "run_tools", "summary_of"]
 
 VERIFY_TOOLS = frozenset({"verify", "run_tests", "persist"})
 """Tools after which new sandbox runs are reported (persist may run liveforge's tests)."""
@@ -58,11 +60,40 @@ def summary_of(text: str) -> str:
     return "\n".join(lines[:_SUMMARY_LINES]) + more
 
 
+class ToolInterrupted(BaseException):
+    """Raised in the tool worker to stop the call running there (`interrupt_tool`). Like a
+    tool's deadline, it is a BaseException: a tool's `except Exception` cannot keep it."""
+
+
+def interrupt_tool(agent: Agent) -> bool:
+    """Stop the tool call running in `agent`'s worker now (thread-safe): an exception is
+    raised in it, so a shell command's process group is killed on the way out. For limits
+    that must hold while a call runs (a sub-agent's timeout); cancel the turn first, so the
+    call's result is not waited for. True if a call was running."""
+    stop = agent.state.interrupt
+    if stop is None:
+        return False
+    stop()
+    return True
+
+
+def _interruptible(state: AgentState, func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` in the worker, stoppable by `interrupt_tool`."""
+    timer = AsyncTimer(0, ToolInterrupted)  # never started: only `interrupt_tool` fires it
+    state.interrupt = timer.fire
+    try:
+        return func(*args)
+    finally:
+        timer.stop()  # first: a stop that comes after this raises nothing
+        state.interrupt = None
+
+
 async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T | None:
     """Run `func` in the tool worker; None when the turn is cancelled first (the call may
-    go on in the background)."""
+    go on in the background, unless `interrupt_tool` stops it)."""
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(agent.state.tool_worker(), func, *args)
+    worker = agent.state.tool_worker()
+    future = loop.run_in_executor(worker, _interruptible, agent.state, func, *args)
     agent.state.running = cast("asyncio.Future[object]", future)
     future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
     stop: asyncio.Future[None] = loop.create_future()
@@ -81,7 +112,13 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
     finally:
         turn.token.remove_callback(wake)
         stop.cancel()
-    return future.result() if future.done() else None
+    if not future.done() or (not future.cancelled() and _interrupted(future)):
+        return None
+    return future.result()
+
+
+def _interrupted(future: asyncio.Future[Any]) -> bool:
+    return isinstance(future.exception(), ToolInterrupted)
 
 
 def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
