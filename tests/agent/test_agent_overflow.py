@@ -33,8 +33,9 @@ def _tokens(request) -> int:
 
 
 def _summary_body(body: dict) -> bool:
-    """A summarisation request (its system prompt: Anthropic's field, OpenAI's first message)."""
-    system = json.dumps(body.get("system")) + json.dumps(body.get("messages", [])[:1])
+    """A summarisation request, told by its system prompt (wherever each API puts it)."""
+    system = json.dumps([body.get("system"), body.get("systemInstruction")])
+    system += json.dumps(body.get("messages", [])[:1])
     return "You compact" in system
 
 
@@ -42,7 +43,7 @@ def _is_summary(request) -> bool:
     return _summary_body(request.body)
 
 
-@pytest.fixture(params=["anthropic", "openai"])
+@pytest.fixture(params=["anthropic", "openai", "gemini"])
 def protocol(request):
     return request.param
 
@@ -74,7 +75,7 @@ def test_twenty_turns_of_large_tool_results_against_a_hard_limit(project, protoc
         before = [r for r in requests[:i] if not _is_summary(r)][-1]
         after = next(r for r in requests[i:] if not _is_summary(r))
         assert _tokens(after) < _tokens(before), (i, _tokens(before), _tokens(after))
-    head = json.dumps(requests[-1].body["messages"])
+    head = json.dumps(requests[-1].body)
     assert "[Conversation summary" in head and "instructions, verbatim" in head
     first_summary = next(r for r in requests if _is_summary(r))
     assert INSTRUCTION in json.dumps(first_summary.body)  # the summariser saw it
