@@ -138,8 +138,13 @@ async def _make_room(
     if learned is not None:
         yield learned
     target = chars * _share(overflow)
-    steps = [*(_cut_outputs(agent, limit) for limit in _SHRINK_LIMITS), _summarise(agent, turn)]
-    for step in [*steps, _cut_outputs(agent, _LAST_CUT), _cut_messages(agent, target)]:
+    steps = [
+        *(_cut_outputs(agent, limit) for limit in _SHRINK_LIMITS),  # the largest old outputs
+        _summarise(agent, turn),  # then older turns, the pinned facts kept
+        _cut_outputs(agent, _LAST_CUT),
+        _cut_messages(agent, target),  # last, a message too large on its own
+    ]
+    for step in steps:
         if _size(build_request(agent)) <= target:
             return
         async for event in step:
@@ -148,39 +153,41 @@ async def _make_room(
         raise CompactionError(_why_not_smaller(agent, overflow), window=overflow.limit or 0)
 
 
-def _counted(overflow: ContextOverflowError) -> bool:
-    return bool(overflow.tokens and overflow.limit and overflow.limit < overflow.tokens)
+def _counts(overflow: ContextOverflowError) -> tuple[int, int] | None:
+    """(the refused request's tokens, the window) by the provider's count, if it said."""
+    tokens, limit = overflow.tokens, overflow.limit
+    return (tokens, limit) if tokens and limit and limit < tokens else None
 
 
 def _share(overflow: ContextOverflowError) -> float:
     """The share of the refused request's size that a retry aims for."""
-    if overflow.tokens and overflow.limit and overflow.limit < overflow.tokens:
-        return overflow.limit / overflow.tokens * _MARGIN
-    return _UNKNOWN_TARGET
+    counts = _counts(overflow)
+    return counts[1] / counts[0] * _MARGIN if counts else _UNKNOWN_TARGET
 
 
 def _learn_window(agent: Agent, overflow: ContextOverflowError, chars: int) -> Notice | None:
     """Take the provider's window and its characters per token (measured on the refused
     request) for every later estimate of this session; the notice that says so."""
-    if not _counted(overflow):
+    counts = _counts(overflow)
+    if counts is None:
         return None
-    assert overflow.limit is not None and overflow.tokens is not None
+    tokens, limit = counts
     settings = agent.compactor.settings
-    measured = round(chars / overflow.tokens, 2)
+    measured = round(chars / tokens, 2)
     if not _PLAUSIBLE[0] <= measured <= _PLAUSIBLE[1]:
         measured = settings.chars_per_token  # a count that cannot be this request's
-    if settings.window <= overflow.limit and measured == settings.chars_per_token:
+    if settings.window <= limit and measured == settings.chars_per_token:
         return None
     agent.compactor.settings = settings.model_copy(
         update={
-            "window": min(settings.window, overflow.limit),
-            "reserve": min(settings.reserve, overflow.limit // 4),
+            "window": min(settings.window, limit),
+            "reserve": min(settings.reserve, limit // 4),
             "chars_per_token": measured,
         }
     )
     return Notice(
         kind="context",
-        text=f"the model's context window is {overflow.limit:,} tokens by the provider's count "
+        text=f"the model's context window is {limit:,} tokens by the provider's count "
         f"(configured: {settings.window:,}), at {measured:g} characters per token; this "
         "session compacts for that from now on",
     )
