@@ -149,10 +149,11 @@ class Agent(Contract):
 
         Raises `SessionBusy` when another front end holds the project's turn lock. A fault
         while self-patches are on probation rolls them back (`SelfPatchesRolledBack`) and the
-        session goes on; other faults of liveforge itself propagate (after the conversation
-        is made consistent); provider failures end the turn with an `ErrorEvent`. Closing
-        the iterator early, or cancelling the task, leaves the session valid for the next
-        turn.
+        turn goes on, the model asked again (once per turn from here; a second fault here
+        ends the turn with an error); other faults of liveforge itself propagate (after the
+        conversation is made consistent); provider failures end the turn with an
+        `ErrorEvent`. Closing the iterator early, or cancelling the task, leaves the session
+        valid for the next turn.
         """
         return _guarded_turn(self, user_input)
 
@@ -168,8 +169,11 @@ class Agent(Contract):
         """True while a tool call is still running in the worker (say, after a cancel)."""
         return self.state.tool_running()
 
-    def turn(self, user_input: str) -> AsyncGenerator[AgentEvent, None]:
-        """The replaceable body of a turn, as `run` describes it; `run` watches it."""
+    def turn(self, user_input: str, *, going_on: bool = False) -> AsyncGenerator[AgentEvent, None]:
+        """The replaceable body of a turn, as `run` describes it; `run` watches it.
+
+        `going_on`: the watchdog rolled back self-patches that broke this turn after its
+        input was recorded; carry on with the conversation as it is (no new input)."""
         ...
 
     def settle(self, rescue: Rescue) -> None:
@@ -211,8 +215,9 @@ class Agent(Contract):
 #   turn    events pass through; TurnEnded is held back
 #   clean   the turn ended: its self-patches leave probation (and the transcript says so)
 #   fault   an exception escaped the turn: roll back every self-patch on probation, let
-#           the restored bodies settle the conversation, end the turn with an error; with
-#           nothing on probation the fault is liveforge's own and propagates
+#           the restored bodies settle the conversation and go on with the turn (once: a
+#           fault after that ends it with an error); with nothing on probation the fault is
+#           liveforge's own and propagates
 
 
 def rolled_back_note(rescue: Rescue) -> str:
@@ -224,13 +229,18 @@ def rolled_back_note(rescue: Rescue) -> str:
     )
 
 
-async def _guarded_turn(agent: Agent, user_input: str) -> AsyncIterator[AgentEvent]:
-    """`Agent.run`: one turn of the replaceable loop, inside the safety net."""
+async def _guarded_turn(
+    agent: Agent, user_input: str, going_on: bool | None = None
+) -> AsyncIterator[AgentEvent]:
+    """`Agent.run`: one turn of the replaceable loop, inside the safety net. `going_on` is
+    set for the turn's continuation after a rescue (None: the turn as the user asked it)."""
     net = agent.safety_net()
     net.begin()
     ended: TurnEnded | None = None
+    recorded = agent.session.turns
     try:
-        async with contextlib.aclosing(agent.turn(user_input)) as events:
+        body = agent.turn(user_input, going_on=True) if going_on else agent.turn(user_input)
+        async with contextlib.aclosing(body) as events:
             async for event in events:
                 if isinstance(event, TurnEnded):
                     ended = event
@@ -241,16 +251,23 @@ async def _guarded_turn(agent: Agent, user_input: str) -> AsyncIterator[AgentEve
         agent.session.confirm(net.due())
         net.confirm()
     except Exception as fault:
-        for event in _recover(agent, net, fault, ended):
+        last = going_on is not None or ended is not None  # continued once, or over anyway
+        for event in _recover(agent, net, fault, ended, end=last):
             yield event
+        if not last:  # the restored bodies go on with the turn: the model is asked again
+            async for event in _guarded_turn(
+                agent, user_input, going_on=agent.session.turns > recorded
+            ):
+                yield event
         return
     yield ended
 
 
 def _recover(
-    agent: Agent, net: SafetyNet, fault: Exception, ended: TurnEnded | None
+    agent: Agent, net: SafetyNet, fault: Exception, ended: TurnEnded | None, *, end: bool
 ) -> list[AgentEvent]:
-    """Roll back the suspects of a fault that escaped the turn, and end the turn cleanly.
+    """Roll back the suspects of a fault that escaped the turn, settle the conversation,
+    and (with `end`) end the turn cleanly.
 
     First the self-patches on probation; if the agent machinery still fails (a confirmed
     self-patch in a path that only faults take, say), every self-patch of this process.
@@ -262,21 +279,24 @@ def _recover(
             continue
         undone += rescue.change_ids
         try:
-            return _rescued(agent, Rescue(tuple(undone), rescue.reason), error, ended)
+            return _rescued(agent, Rescue(tuple(undone), rescue.reason), error, ended, end)
         except Exception as again:
             error = again
     raise error
 
 
 def _rescued(
-    agent: Agent, rescue: Rescue, fault: Exception, ended: TurnEnded | None
+    agent: Agent, rescue: Rescue, fault: Exception, ended: TurnEnded | None, end: bool
 ) -> list[AgentEvent]:
-    """The end of a turn whose self-patches the watchdog rolled back."""
+    """The events of a turn whose self-patches the watchdog rolled back: that, and with
+    `end` the turn's end."""
     turn = agent.state.turn
     agent.settle(rescue)
     events: list[AgentEvent] = [
         SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
     ]
+    if not end:
+        return events
     if ended is None:
         events.append(
             ErrorEvent(

@@ -128,8 +128,10 @@ class Compactor(Contract):
         """Summarise the older part of `messages` with the model.
 
         `pinned` are texts kept verbatim in the summary message (e.g. the unpersisted
-        changes). None when there is nothing old enough to summarise (and not `force`), or
-        when `cancel` fired before the summary was complete (nothing is changed then).
+        changes). None when there is nothing old enough to summarise (and not `force`), when
+        the result would not be smaller than `messages` (compaction never grows the
+        context), or when `cancel` fired before the summary was complete (nothing is
+        changed then).
         Raises `CompactionError` when even the summarisation cannot be made to fit.
         """
         ...

@@ -85,6 +85,9 @@ class ToolFinished(_Event):
     """Length of the full result the model receives."""
     deferred: bool = False
     """A self-patch queued until the step boundary (its outcome follows there)."""
+    refused: Literal["approval", "policy", "plugin"] | None = None
+    """Set when the call was not run, and by what: "approval" (it needed the user's yes,
+    which was not given), "policy" (the permission mode or a deny rule), "plugin"."""
 
 
 class PatchApplied(_Event):

@@ -43,6 +43,11 @@ class Files(forwardpy.Object):
 
     runtime: Runtime
     settings: FileSettings
+    seen: dict[str, str] | None = None
+    """What the agent last read or wrote of each file (real path -> digest of its text), kept
+    across calls by the caller (an agent's toolbox service `file_reads`). With it, `edit`,
+    `edited`, `apply_patch` and `patched` refuse a file whose text changed since: the model
+    must read it again first. None: no such check."""
 
     def resolve(self, path: str) -> Path:
         """The real path of ``path``; `UnsafePath` when it leaves the allowed places."""

@@ -24,6 +24,7 @@ provider's message text only.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, ClassVar
 
 from liveforge.kernel.errors import LiveforgeError
@@ -45,6 +46,7 @@ __all__ = [
     "RateLimitError",
     "ServerError",
     "StreamInterrupted",
+    "overflow_counts",
 ]
 
 
@@ -184,10 +186,51 @@ class BadRequestError(ProviderError, ValueError):
     hint = "The request was invalid; the message above names the problem."
 
 
+_OVERFLOW_COUNTS = (
+    # Anthropic: "prompt is too long: 208437 tokens > 200000 maximum"
+    (re.compile(r"([\d,]+) tokens? > ([\d,]+)"), False),
+    # OpenAI: "maximum context length is 128000 tokens. However, your messages resulted in
+    # 250000 tokens" (or "... you requested 250000 tokens")
+    (
+        re.compile(
+            r"maximum context length is ([\d,]+) tokens.*?(?:resulted in|requested) "
+            r"([\d,]+) tokens",
+            re.S,
+        ),
+        True,
+    ),
+    # Gemini: "The input token count (2500000) exceeds the maximum number of tokens allowed
+    # (1048576)."
+    (
+        re.compile(
+            r"input token count \(([\d,]+)\) exceeds the maximum number of tokens "
+            r"allowed \(([\d,]+)\)"
+        ),
+        False,
+    ),
+)
+
+
+def overflow_counts(message: str) -> tuple[int | None, int | None]:
+    """(the request's tokens, the window) as a provider's overflow message states them, by
+    the provider's own count; (None, None) when it does not say."""
+    for pattern, limit_first in _OVERFLOW_COUNTS:
+        found = pattern.search(message)
+        if found:
+            a, b = (int(g.replace(",", "")) for g in found.groups())
+            return (b, a) if limit_first else (a, b)
+    return None, None
+
+
 class ContextOverflowError(BadRequestError):
-    """The conversation no longer fits the model's context window."""
+    """The conversation no longer fits the model's context window. `tokens` and `limit` are
+    the request's size and the window by the provider's own count, when its message says."""
 
     hint = "Compact the conversation (summarise old turns) or use a model with a larger window."
+
+    def __init__(self, message: str, **fields: object) -> None:
+        super().__init__(message, **fields)  # type: ignore[arg-type]
+        self.tokens, self.limit = overflow_counts(message)
 
 
 class StreamInterrupted(ProviderError):

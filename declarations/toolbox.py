@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from liveforge.declarations.contract import Contract, fresh
 from liveforge.declarations.messages import ToolResultBlock, ToolSpec
@@ -62,12 +62,20 @@ class Tool:
         )
 
 
+RefusedBy = Literal["approval", "policy", "plugin"]
+"""Why a call was not run: "approval" — it needed the user's yes, which was not given (nobody
+to ask, declined, the question failed); "policy" — the permission mode or a deny rule forbids
+it; "plugin" — a plugin vetoed it."""
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """What a tool call gave back: bounded text, and whether it is an error report."""
 
     text: str
     is_error: bool = False
+    refused: RefusedBy | None = None
+    """Set when the call was not run at all, and by what (see `RefusedBy`)."""
 
     def to_block(self, tool_use_id: str) -> ToolResultBlock:
         """This result as the answer to the model's tool call ``tool_use_id``."""

@@ -10,6 +10,7 @@ import asyncio
 import collections
 import concurrent.futures
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,9 @@ class AgentState:
     executor: concurrent.futures.ThreadPoolExecutor | None = None
     running: asyncio.Future[object] | None = None
     """The newest tool call handed to the worker (it may outlive a cancelled turn)."""
+    interrupt: Callable[[], None] | None = None
+    """Stops the tool call running in the worker now (`agent_tools.interrupt_tool`); None
+    when none runs."""
     unreported: list[str] = field(default_factory=list)
     """Changes found between steps (e.g. a cancelled call that finished in the background),
     not yet told to the model."""

@@ -9,7 +9,8 @@
       always:    open tool calls are answered, changes tracked, the turn's end recorded
 
 `Agent.run` (the protected watchdog) drives `turn`; if a fault escapes it — say a
-self-patch broke this module — the watchdog rolls back and calls `settle`. The model's own
+self-patch broke this module — the watchdog rolls back, calls `settle`, and runs `turn`
+again with `going_on` (no new input), so the model is asked again in the same turn. The model's own
 mistakes never reach this level: the toolbox turns them into tool results.
 """
 
@@ -53,14 +54,17 @@ __all__: list[str] = []
 
 
 @forwardpy.impl(Agent.turn)
-async def turn(self: Agent, user_input: str) -> AsyncGenerator[AgentEvent, None]:
+async def turn(
+    self: Agent, user_input: str, *, going_on: bool = False
+) -> AsyncGenerator[AgentEvent, None]:
     with self.session.turn_lock():
-        current = _begin(self, user_input)
+        current = _begin(self, user_input, going_on)
         reason: TurnEndReason = "error"
         try:
-            yield TurnStarted(
-                session_id=self.session.id, turn=current.number, user_input=user_input
-            )
+            if not going_on:  # a turn going on after a rollback started already
+                yield TurnStarted(
+                    session_id=self.session.id, turn=current.number, user_input=user_input
+                )
             if not self.state.restore_told:
                 self.state.restore_told = True
                 for line in self.session.live.restored:
@@ -75,7 +79,9 @@ async def turn(self: Agent, user_input: str) -> AsyncGenerator[AgentEvent, None]
             reason = "cancelled"
             raise
         finally:
-            _end(self, current, reason)
+            rolled_back = _end(self, current, reason)
+        for event in rolled_back:
+            yield event
         yield TurnEnded(
             reason=reason,
             steps=current.steps,
@@ -85,11 +91,15 @@ async def turn(self: Agent, user_input: str) -> AsyncGenerator[AgentEvent, None]
 
 
 async def _steps(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent | Ending]:
-    """Step until `ending` ends the turn; its `Ending` is the last item."""
+    """Step until `ending` ends the turn; its `Ending` is the last item. A fault in a step or
+    in `ending` itself goes to the safety net; after a rollback the turn steps on."""
     outcome: StepOutcome = Going()
-    while (end := ending(agent, turn, outcome)) is None:
-        outcome = Going()
+    while True:
+        stepping = False
         try:
+            if (end := ending(agent, turn, outcome)) is not None:
+                break
+            stepping, outcome = True, Going()
             async for item in _step(agent, turn):
                 if isinstance(item, STEP_OUTCOMES):
                     outcome = item
@@ -97,11 +107,11 @@ async def _steps(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent | Ending]
                     yield item
         except Exception as fault:
             rescue = agent.safety_net().rescue(fault)
-            if rescue is None:
-                outcome = Failed(fault)
-                continue
-            _report_rescue(agent, turn, rescue)
-            yield SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
+            if rescue is None and not stepping:
+                raise  # from `ending` (a step's fault it re-raised): liveforge's own
+            outcome = Failed(fault) if rescue is None else Going()
+            if rescue is not None:
+                yield _report_rescue(agent, turn, rescue)
     yield end
 
 
@@ -129,12 +139,14 @@ async def _step(agent: Agent, turn: Turn) -> AsyncIterator[AgentEvent | StepOutc
         yield event
 
 
-def _report_rescue(agent: Agent, turn: Turn, rescue: Rescue) -> None:
-    """After the safety net rolled back: close the open calls, record it, tell the model."""
+def _report_rescue(agent: Agent, turn: Turn, rescue: Rescue) -> SelfPatchesRolledBack:
+    """After the safety net rolled back: close the open calls, record it, tell the model;
+    the event that says it."""
     close_open_calls(agent, turn, f"interrupted: the agent loop failed ({rescue.reason})")
     agent.session.track(agent.runtime, agent.settings.self_packages)
     agent.session.note("self_patch_rollback", rescue.reason, change_ids=list(rescue.change_ids))
     add_note(agent, rolled_back_note(rescue))
+    return SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
 
 
 def _track_unreported(agent: Agent) -> None:
@@ -155,11 +167,18 @@ def _report_unreported(agent: Agent) -> None:
         state.unreported = []
 
 
-def _begin(agent: Agent, user_input: str) -> Turn:
+def _begin(agent: Agent, user_input: str, going_on: bool) -> Turn:
     _track_unreported(agent)
     turn = Turn(number=agent.session.turn_started(user_input))
     agent.state.turn = turn
     agent.prompt.focus(user_input)  # memories relevant to this turn join the prompt
+    if not going_on:  # going on after a rollback: the input is in the conversation already
+        _record_input(agent, user_input)
+    _report_unreported(agent)
+    return turn
+
+
+def _record_input(agent: Agent, user_input: str) -> None:
     last = agent.session.messages[-1] if agent.session.messages else None
     if (
         last is not None
@@ -174,11 +193,24 @@ def _begin(agent: Agent, user_input: str) -> Turn:
     else:
         message = Message.user(user_input)
         agent.session.append(message, tokens=agent.compactor.estimate(message))
-    _report_unreported(agent)
-    return turn
 
 
-def _end(agent: Agent, turn: Turn, reason: TurnEndReason) -> None:
+def _end(agent: Agent, turn: Turn, reason: TurnEndReason) -> list[AgentEvent]:
+    """End the turn (`_finish`); a fault there goes to the safety net, and the restored
+    bodies finish it. The rollback's event, if any."""
+    try:
+        _finish(agent, turn, reason)
+        return []
+    except Exception as fault:
+        rescue = agent.safety_net().rescue(fault)
+        if rescue is None:
+            raise
+        event = _report_rescue(agent, turn, rescue)
+        _finish(agent, turn, reason)
+        return [event]
+
+
+def _finish(agent: Agent, turn: Turn, reason: TurnEndReason) -> None:
     """Make the conversation valid for the next request whatever ended the turn."""
     close_open_calls(agent, turn)
     if reason == "turn_limit":

@@ -40,11 +40,13 @@ from liveforge.impls.approvals import approval_wait
 from liveforge.impls.live_program import holding, lane_of
 from liveforge.impls.self_patches import apply_batch, is_self_patch
 from liveforge.impls.session_changes import is_self_module
+from liveforge.kernel.runtime._deadline import AsyncTimer
 
 if TYPE_CHECKING:
     from liveforge.declarations.agent import Agent
+    from liveforge.declarations.turn import AgentState
 
-__all__ = ["VERIFY_TOOLS", "run_tools", "summary_of"]
+__all__ = ["VERIFY_TOOLS", "ToolInterrupted", "interrupt_tool", "run_tools", "summary_of"]
 
 VERIFY_TOOLS = frozenset({"verify", "run_tests", "persist"})
 """Tools after which new sandbox runs are reported (persist may run liveforge's tests)."""
@@ -64,11 +66,40 @@ def summary_of(text: str) -> str:
     return "\n".join([*lines[:_SUMMARY_LINES], hidden])
 
 
+class ToolInterrupted(BaseException):
+    """Raised in the tool worker to stop the call running there (`interrupt_tool`). Like a
+    tool's deadline, it is a BaseException: a tool's `except Exception` cannot keep it."""
+
+
+def interrupt_tool(agent: Agent) -> bool:
+    """Stop the tool call running in `agent`'s worker now (thread-safe): an exception is
+    raised in it, so a shell command's process group is killed on the way out. For limits
+    that must hold while a call runs (a sub-agent's timeout); cancel the turn first, so the
+    call's result is not waited for. True if a call was running."""
+    stop = agent.state.interrupt
+    if stop is None:
+        return False
+    stop()
+    return True
+
+
+def _interruptible(state: AgentState, func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` in the worker, stoppable by `interrupt_tool`."""
+    timer = AsyncTimer(0, ToolInterrupted)  # never started: only `interrupt_tool` fires it
+    state.interrupt = timer.fire
+    try:
+        return func(*args)
+    finally:
+        timer.stop()  # first: a stop that comes after this raises nothing
+        state.interrupt = None
+
+
 async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any) -> T | None:
     """Run `func` in the tool worker; None when the turn is cancelled first (the call may
-    go on in the background)."""
+    go on in the background, unless `interrupt_tool` stops it)."""
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(agent.state.tool_worker(), func, *args)
+    worker = agent.state.tool_worker()
+    future = loop.run_in_executor(worker, _interruptible, agent.state, func, *args)
     agent.state.running = cast("asyncio.Future[object]", future)
     future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
     stop: asyncio.Future[None] = loop.create_future()
@@ -87,14 +118,22 @@ async def in_worker(agent: Agent, turn: Turn, func: Callable[..., T], *args: Any
     finally:
         turn.token.remove_callback(wake)
         stop.cancel()
-    return future.result() if future.done() else None
+    if not future.done() or (not future.cancelled() and _interrupted(future)):
+        return None
+    return future.result()
+
+
+def _interrupted(future: asyncio.Future[Any]) -> bool:
+    return isinstance(future.exception(), ToolInterrupted)
 
 
 def _call_tool(agent: Agent, call: ToolUseBlock) -> ToolResult:
     """One call as the model asked for it, unless a plugin vetoes it (in the worker)."""
     arguments, veto = plugins.agent_before_tool(agent, call.name, call.input)
     if veto is not None:
-        return ToolResult(f"{call.name} was refused by a plugin: {veto.reason}", is_error=True)
+        return ToolResult(
+            f"{call.name} was refused by a plugin: {veto.reason}", is_error=True, refused="plugin"
+        )
     result = agent.toolbox.call(call.name, arguments, agent.settings.tool_timeout)
     plugins.agent_after_tool(agent, call.name, arguments, result.text, result.is_error)
     return result
@@ -207,6 +246,7 @@ async def _one(agent: Agent, turn: Turn, call: ToolUseBlock) -> AsyncIterator[Ag
         summary=summary_of(text),
         duration=max(0.0, time.monotonic() - started - waited[0]),
         chars=len(text),
+        refused=result.refused,
     )
     for event in _changes(agent, turn) + (_runs(agent, turn) if call.name in VERIFY_TOOLS else []):
         yield event
@@ -222,7 +262,17 @@ async def _boundary(
         return
     results, ids, ok = batch
     for call in queued:
-        _keep(agent, turn, call, results[call.id])
+        text = _keep(agent, turn, call, results[call.id])
+        if results[call.id].is_error:  # its deferred ToolFinished said "queued": say how it ended
+            yield ToolFinished(
+                call_id=call.id,
+                name=call.name,
+                is_error=True,
+                summary=summary_of(text),
+                duration=0.0,
+                chars=len(text),
+                refused=results[call.id].refused,
+            )
     message = (
         f"{len(ids)} self-patch change(s) in effect"
         if ok

@@ -3,7 +3,8 @@
 The toolbox asks `refusal(box, name, effect, values)` before every call. The policy
 (`liveforge.declarations.permissions`) decides; an ``ask`` goes to the front end's approver
 with a preview of what will happen (the diff a patch or persist makes, the code `execute`
-runs). The answer is ``None`` (run it) or the text of a refusal the model can act on.
+runs). The answer is ``None`` (run it) or a `Refusal`: the text the model can act on, and
+what refused the call (for reports: `run --json` lists refused calls).
 
 Code a tool runs can reach the runtime itself (`rt.persist()` inside `execute`), so the
 agent's runtime also carries `persist_guard`: a persist made during a tool call that was not
@@ -33,7 +34,7 @@ from liveforge.declarations.permissions import (
     Policy,
     is_approved,
 )
-from liveforge.declarations.toolbox import Toolbox
+from liveforge.declarations.toolbox import RefusedBy, Toolbox
 from liveforge.impls.live_program import released
 from liveforge.impls.shell_boundary import view_unavailable
 from liveforge.kernel.boundary._boundary import probe
@@ -42,6 +43,7 @@ from liveforge.kernel.errors import LiveforgeError
 __all__ = [
     "HOW_TO_ALLOW",
     "HOW_TO_ALLOW_UNBOUNDED",
+    "Refusal",
     "approval_wait",
     "in_tool_call",
     "persist_guard",
@@ -65,7 +67,18 @@ HOW_TO_ALLOW_UNBOUNDED = (
 _PREVIEW_LINES = 80
 
 
-def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> str | None:
+class Refusal(str):
+    """The text of a refusal (for the model), knowing what refused the call (`by`)."""
+
+    by: RefusedBy
+
+    def __new__(cls, text: str, by: RefusedBy) -> Refusal:
+        made = super().__new__(cls, text)
+        made.by = by
+        return made
+
+
+def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> Refusal | None:
     """None when tool `name` may run with `values`; else why not, in words the model can
     act on."""
     if is_approved():
@@ -81,16 +94,18 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
         rules = policy.rules
         ruled = rules.names("deny", name) or (unbounded and UNBOUNDED in rules.deny)
         by = "a deny rule" if ruled else f"{policy.mode!r} mode"
-        return (
+        return Refusal(
             f"not run: {what} is refused by {by}. Do not retry it; do what you can with "
-            f"the tools this mode allows and tell the user what is left. {how}"
+            f"the tools this mode allows and tell the user what is left. {how}",
+            "policy",
         )
     approver = box.approver
     if approver is None:
-        return (
+        return Refusal(
             f"not run: {what} needs the user's approval in {policy.mode!r} mode, and nobody "
             "is here to approve it (a non-interactive run). Do not retry it; finish with "
-            f"what you can do without it and tell the user what is left. {how}"
+            f"what you can do without it and tell the user what is left. {how}",
+            "approval",
         )
     request = ApprovalRequest(name, effect, dict(values), preview(box, name, values))
     asked = time.monotonic()
@@ -99,18 +114,20 @@ def refusal(box: Toolbox, name: str, effect: Effect, values: dict[str, Any]) -> 
             yes = approver(request)
     except Exception as exc:  # a front end that cannot ask any more (closed, cancelled)
         _record(box, request, f"not asked ({type(exc).__name__})")
-        return (
+        return Refusal(
             f"not run: asking the user about {name} failed ({type(exc).__name__}: {exc}). "
-            "Nothing was changed; tell the user what you wanted to do."
+            "Nothing was changed; tell the user what you wanted to do.",
+            "approval",
         )
     finally:
         _waited.seconds = approval_wait() + time.monotonic() - asked
     _record(box, request, "allowed" if yes else "declined")
     if yes:
         return None
-    return (
+    return Refusal(
         f"not run: the user declined {name}. Nothing was changed. Do not retry it as "
-        "it was; ask the user what they want instead."
+        "it was; ask the user what they want instead.",
+        "approval",
     )
 
 

@@ -4,7 +4,9 @@ The conversation is cut before an assistant message, so the kept part starts wit
 model's turn and every tool call in it keeps its result; the summary goes into a new first
 user message together with the pinned texts (unpersisted changes) and the user's recent
 instructions, verbatim. The older part is rendered as plain text for the summarisation
-request, which is sized before it is sent and made strictly smaller after an overflow.
+request, which is sized before it is sent and made strictly smaller after an overflow. A
+result no smaller than the conversation it would replace is dropped: compaction never grows
+the context.
 """
 
 from __future__ import annotations
@@ -245,6 +247,8 @@ async def compact(
     if self.needs_compaction(sum(self.estimate(m) for m in new)):
         new, truncated = self.shrink(new, max(500, self.settings.tool_result_limit // 8))
     tokens = [self.estimate(m) for m in new]
+    if sum(tokens) >= before:
+        return None  # a summary no shorter than what it replaces: compaction never grows
     return Compaction(
         messages=new,
         tokens=tokens,

@@ -8,6 +8,7 @@ for a module without unpersisted changes, what the file holds.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from pathlib import Path
 
@@ -67,9 +68,37 @@ def resolve(self: Files, path: str) -> Path:
         raise UnsafePath(f"{exc} {_HOW_TO_ALLOW_PATHS}", path=exc.path) from None
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _remember(files: Files, dest: Path, text: str) -> str:
+    """Note that the agent has seen `text` as the content of `dest`; returns `text`."""
+    if files.seen is not None:
+        files.seen[str(dest)] = _digest(text)
+    return text
+
+
+def _unchanged_text(files: Files, path: str) -> str:
+    """The text of `path` to edit; refused when it changed since the agent last read or
+    wrote it (an edit made against text the model no longer has would be blind)."""
+    dest = files.resolve(path)
+    text = _text(files, dest)
+    known = files.seen.get(str(dest)) if files.seen is not None else None
+    if known is not None and known != _digest(text):
+        raise EditRefused(
+            f"{path} changed since you last read or wrote it (by another program, a person, "
+            "or a rollback); nothing was written. read_file it again and make the "
+            "edit against its current text.",
+            path=path,
+        )
+    return text
+
+
 @forwardpy.impl(Files.read)
 def read(self: Files, path: str, start: int = 1, end: int | None = None) -> str:
-    lines = _text(self, self.resolve(path)).splitlines(keepends=True)
+    dest = self.resolve(path)
+    lines = _remember(self, dest, _text(self, dest)).splitlines(keepends=True)
     if not lines:
         return f"{path}: empty file"
     first = max(start, 1)
@@ -98,7 +127,9 @@ def write(self: Files, path: str, content: str) -> Change:
     dest = self.resolve(path)
     if dest.is_dir():
         raise EditRefused(f"{path or '.'} is a folder; give the path of a file.", path=path)
-    return self.runtime.write_file(dest, content, roots=self.settings.allow_paths)
+    change = self.runtime.write_file(dest, content, roots=self.settings.allow_paths)
+    _remember(self, dest, _text(self, dest))
+    return change
 
 
 @forwardpy.impl(Files.edit)
@@ -108,7 +139,7 @@ def edit(self: Files, path: str, old: str, new: str, replace_all: bool = False) 
 
 @forwardpy.impl(Files.edited)
 def edited(self: Files, path: str, old: str, new: str, replace_all: bool = False) -> str:
-    text = _text(self, self.resolve(path))
+    text = _unchanged_text(self, path)
     old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     if not old:
         raise EditRefused("old_string is empty; give the exact text to replace.", path=path)
@@ -242,7 +273,7 @@ def _planned(
     if new_path in pending:
         before = [] if creating else pending[new_path].split("\n")
     else:
-        before = [] if creating else _text(files, files.resolve(new_path)).split("\n")
+        before = [] if creating else _unchanged_text(files, new_path).split("\n")
     if creating and (new_path in pending or files.resolve(new_path).exists()):
         raise EditRefused(f"the patch creates {new_path}, which already exists.", path=new_path)
     try:

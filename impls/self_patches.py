@@ -80,7 +80,9 @@ def apply_batch(
                 is_error=True,
             )
         results[failed.call.id] = ToolResult(
-            failed.result.text + "\nNone of this step's self-patches was applied.", is_error=True
+            failed.result.text + "\nNone of this step's self-patches was applied.",
+            is_error=True,
+            refused=failed.result.refused,
         )
         return results, [], False
     return results, [c.id for c in changes], True

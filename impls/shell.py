@@ -1,6 +1,8 @@
 """Default behaviour of `Shell`: command lists checked, ``bash -c`` in its own process group
 inside the check boundary (`liveforge.impls.shell_boundary`) unless asked otherwise, output
-into files that are read back bounded, background processes kept per runtime.
+into files that are read back bounded, background processes kept per runtime. A command
+that is stopped in any way — its timeout, or an exception raised in the waiting thread (a
+sub-agent's limit) — has its whole process group killed before the call returns.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import forwardpy
 
 from liveforge.declarations.shell import CommandRefused, ProcessInfo, Shell, ShellResult
 from liveforge.declarations.tool_settings import ShellSettings
+from liveforge.impls.live_program import released
 from liveforge.impls.shell_boundary import describe, launch
 from liveforge.impls.shell_changes import Seen, remove_scratch, what_changed
 from liveforge.kernel.errors import UnsafePath
@@ -178,12 +181,16 @@ def run(
         started = time.monotonic()
         popen, report = launch(self, command, folder, scratch, boundary=boundary, network=network)
         timed_out = False
-        try:
-            popen.wait(seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            _stop(popen)  # also reaps what the command left running in its group
+        # while the command runs, other agents' calls go on (a sub-agent's long command
+        # must not hold up its parent); what it changed is taken in with the lock again
+        with released():
+            try:
+                popen.wait(seconds)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                _stop(popen)  # also reaps what the command left running in its group;
+                # an interrupted call (a sub-agent's timeout) kills the command here too
         return ShellResult(
             command=command,
             cwd=cwd or ".",

@@ -1,8 +1,8 @@
 """`SkillLibrary` bodies: find skill files, read their front matter, resolve precedence.
 
-Front matter is the flat `key: value` subset of YAML that skill files use (quoted values,
-`#` comments, and `>` / `|` blocks of indented lines); a file outside that subset is
-reported by `problems()` rather than guessed at. Files are read afresh on every call: there
+Front matter is YAML (parsed with PyYAML's safe loader) holding text values; a file whose
+front matter is not valid YAML is reported by `problems()`, naming the file and the line,
+rather than guessed at. Files are read afresh on every call: there
 are few, and an edited skill is then seen at once.
 """
 
@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import forwardpy
+import yaml
 
 from liveforge.declarations.skills import Skill, SkillLibrary, SkillNotFound, SkillSource
 
@@ -21,7 +22,6 @@ __all__ = ["BUNDLED_DIR", "parse_skill", "user_skill_dir"]
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled_skills"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _INDEX_LINE = 240
-_BLOCK = {">", "|", ">-", "|-", ">+", "|+"}
 
 
 class _BadSkill(ValueError):
@@ -39,20 +39,30 @@ def user_skill_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path
 
 
 def _fields(lines: list[str]) -> dict[str, str]:
+    """The front matter (file lines 2..) parsed as YAML: keys lower-cased, `-` as `_`."""
+    try:
+        data = yaml.safe_load("\n".join(lines))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"line {mark.line + 2} of the file: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _BadSkill(
+            f"{where}the front matter is not valid YAML ({problem}); quote values that "
+            "contain `:`, `[`, `{` or `#`"
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _BadSkill(f"the front matter is a YAML {type(data).__name__}, not `key: value` lines")
     fields: dict[str, str] = {}
-    key = ""
-    for number, line in enumerate(lines, start=2):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line[0] in " \t" and key:  # continuation of a block or folded value
-            fields[key] = (fields[key] + " " + line.strip()).strip()
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not name.strip():
-            raise _BadSkill(f"line {number} of the front matter is not `key: value`: {line!r}")
-        key = name.strip().lower().replace("-", "_")
-        value = value.strip()
-        fields[key] = "" if value in _BLOCK else value.strip("\"'")
+    for key, value in data.items():
+        name = str(key).strip().lower().replace("-", "_")
+        if isinstance(value, (dict, list)):
+            raise _BadSkill(
+                f"`{key}` in the front matter is a YAML {type(value).__name__}; "
+                "give it a text value"
+            )
+        fields[name] = "" if value is None else str(value).strip()
     return fields
 
 

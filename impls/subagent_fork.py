@@ -1,8 +1,10 @@
 """Forked sub-agents: a process on a copy of the parent's live state, and what a child reports.
 
-A forked child is a process (`python -m liveforge.subagent_process`) fed one JSON payload on
-its standard input; a watcher thread waits for it (killing it at the timeout or on cancel)
-and reads the result file it writes, with the modules it changed. `fork_conflicts` names the
+A forked child is a process (`python -m liveforge.subagent_process`, in a session of its own)
+fed one JSON line on its standard input, which stays open while it runs: when this process
+dies, however, the pipe closes and the child ends at once (it watches the pipe). A watcher
+thread waits for it (killing it at the timeout or on cancel) and reads the result file it
+writes, with the modules it changed. `fork_conflicts` names the
 proposed modules the parent changed since the fork, which accepting would undo.
 """
 
@@ -16,7 +18,7 @@ import tempfile
 import threading
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from liveforge.declarations.subagents import ChildSpec, SubAgentInfo, SubAgentStatus
 
@@ -62,18 +64,21 @@ class ForkChild:
         self.proposal: dict[str, Any] = {}
         self.cancelled = self.timed_out = self.accepted = False
         self.process: subprocess.Popen[str] | None = None
+        self.stderr: IO[bytes] | None = None
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
         handle, path = tempfile.mkstemp(prefix="liveforge-fork-", suffix=".json")
         os.close(handle)
         self.payload["result_path"] = path
+        self.stderr = tempfile.TemporaryFile()  # read and closed by _watch
         self.process = subprocess.Popen(
             [sys.executable, "-m", "liveforge.subagent_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self.stderr,
             text=True,
+            start_new_session=True,  # a Ctrl-C at the terminal is the parent's to handle
         )
         self.thread = threading.Thread(
             target=self._watch, args=(Path(path),), name=f"subagent-{self.spec.agent_id}"
@@ -82,15 +87,28 @@ class ForkChild:
         self.thread.start()
 
     def _watch(self, result: Path) -> None:
-        assert self.process is not None
+        process = self.process
+        assert process is not None and process.stdin is not None
         try:
-            _, err = self.process.communicate(json.dumps(self.payload), timeout=self.timeout)
+            process.stdin.write(json.dumps(self.payload) + "\n")
+            process.stdin.flush()  # and kept open: its closing tells the child we are gone
+            process.wait(self.timeout)
         except subprocess.TimeoutExpired:
             self.timed_out = True
             self._stop()
-            err = ""
-        self._read(result, err)
+        except OSError:
+            process.wait()  # the child ended before it read its task; stderr says why
+        finally:
+            process.stdin.close()
+        self._read(result, self._errors())
         result.unlink(missing_ok=True)
+
+    def _errors(self) -> str:
+        """The end of what the child wrote to its standard error."""
+        assert self.stderr is not None
+        with self.stderr:
+            self.stderr.seek(0)
+            return self.stderr.read()[-4000:].decode("utf-8", "replace")
 
     def _read(self, result: Path, err: str) -> None:
         try:

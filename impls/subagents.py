@@ -5,6 +5,9 @@ A child is built in the caller's thread (so its session exists, and is linked, b
 queued, until none is left. Cancellation goes through `Agent.cancel` (thread-safe: it fires
 the turn's CancelToken), so a cancelled child ends its turn the normal way, its open tool
 calls answered, its transcript closed. The timeout is a timer that cancels the same way.
+Both also interrupt the tool call the child is running (`interrupt_tool`: a shell command's
+processes are killed), and the child's thread ends only once that call is over, so its
+limits hold while a tool runs, not only between calls.
 
 A forked child (`subagent_fork.ForkChild`) is a process on a copy of the parent's live state;
 `accept` applies what it proposes in one transaction.
@@ -32,6 +35,7 @@ from liveforge.declarations.subagents import (
     SubAgents,
     SubAgentStatus,
 )
+from liveforge.impls.agent_tools import interrupt_tool
 from liveforge.impls.live_program import released
 from liveforge.impls.session_store import close_transcript
 from liveforge.impls.subagent_fork import ForkChild, child_info, fork_conflicts
@@ -41,6 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["child_tools", "close_subagents", "routes_for"]
 
+_CALL_END = 10.0
+"""Seconds a stopped child waits for its interrupted tool call to end (a shell command gets
+a SIGTERM, then a SIGKILL after 2 s)."""
 _READ_EFFECTS = ("read", "check")
 """The effects of the tools a sub-agent with profile "read" gets."""
 
@@ -91,11 +98,16 @@ class _Child:
 
     def cancel(self) -> None:
         self.cancelled = True
-        self.agent.cancel()
+        self._stop()
 
     def _time_out(self) -> None:
         self.timed_out = True
+        self._stop()
+
+    def _stop(self) -> None:
+        """End the turn now, and the tool call it is running."""
         self.agent.cancel()
+        interrupt_tool(self.agent)
 
     def _next(self) -> str | None:
         with self.lock:
@@ -120,6 +132,11 @@ class _Child:
         """What `Agent.aclose` frees, except the runtime: it is the parent's. A later
         `send` opens them again."""
         state = self.agent.state
+        running = state.running
+        if running is not None and not running.done() and (self.cancelled or self.timed_out):
+            # the interrupted call is ending (its processes being killed): wait for that, so
+            # a status other than "running" means nothing of this child runs any more
+            await asyncio.wait([running], timeout=_CALL_END)
         if state.executor is not None:
             state.executor.shutdown(wait=False, cancel_futures=True)
             state.executor = None

@@ -193,7 +193,7 @@ def call(
     effect = tool.effect_for(values)
     refused = refusal(self, tool.name, effect, values)
     if refused is not None:
-        return ToolResult(refused, is_error=True)
+        return ToolResult(refused, is_error=True, refused=refused.by)
     seconds = _effective_timeout(timeout, values)
     # an allowed write (persist) is not asked about again by the runtime's persist guard
     writes = approved() if effect == "write" else contextlib.nullcontext()

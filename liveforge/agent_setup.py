@@ -214,6 +214,7 @@ def build_agent(
         _child, agent, settings=settings, context=context, tools=tool_packages, plugins=plugins
     )
     toolbox.services["transcript"] = session  # permission questions and their answers
+    toolbox.services["file_reads"] = {}  # what the file tools read: stale edits are refused
     toolbox.services["subagents"] = SubAgents(
         agent, build, depth=spec.depth if spec else 0, **_inherited_limits(parent)
     )

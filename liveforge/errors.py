@@ -178,6 +178,9 @@ class ExitCode(IntEnum):
     CHECK_FAILED = 1
     USAGE = 2
     FAILED = 3
+    REFUSED = 4
+    """`run`: a tool call was refused (it needed approval nobody gave, or the mode, a deny
+    rule or a plugin forbids it), so something the task asked for may not have been done."""
     INTERRUPTED = 130
 
 

@@ -1,9 +1,12 @@
 """A forked sub-agent: one agent in a process of its own, on a copy of its parent's live state.
 
 The parent (`liveforge.impls.subagents`) starts `python -m liveforge.subagent_process` and
-writes one JSON object to its standard input: the project, the task, the provider's routes
-(keys included: they travel over the pipe only), the settings, the parent's unpersisted
-module sources (the overlay) and where to write the result. This process applies the
+writes one JSON line to its standard input, which it keeps open while this process runs:
+when the pipe closes (the parent died, even by SIGKILL, or stopped waiting) this process
+kills its process group and itself at once, whatever it is doing. The line holds the
+project, the task, the provider's routes (keys included: they travel over the pipe only),
+the settings, the parent's unpersisted module sources (the overlay) and where to write the
+result. This process applies the
 overlay to a fresh runtime, runs the task under the parent's tool settings and permission
 rules with the tools the parent allows it except those that write files or run shells
 (nothing it does reaches the files or the parent), and writes a JSON result:
@@ -16,7 +19,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +96,21 @@ async def _run(agent: Agent, task: str) -> dict[str, Any]:
     return out
 
 
+def _watch_parent() -> None:
+    """End this process and its group as soon as the parent's end of stdin closes."""
+
+    def watch() -> None:
+        while os.read(sys.stdin.fileno(), 65536):
+            pass  # the parent sends nothing more; only the end of the pipe matters
+        os.killpg(os.getpgrp(), signal.SIGKILL)  # what this process started, and itself
+
+    threading.Thread(target=watch, name="liveforge-parent-watch", daemon=True).start()
+
+
 def main() -> int:
-    """Read the payload from stdin, run the task, write the result file; exit 0."""
-    payload = json.loads(sys.stdin.read())
+    """Read the payload line from stdin, run the task, write the result file; exit 0."""
+    payload = json.loads(sys.stdin.buffer.readline())
+    _watch_parent()
     rt = Runtime(project_root=payload["project_root"])
     try:
         _apply_overlay(rt, payload["overlay"])

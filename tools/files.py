@@ -12,7 +12,7 @@ import re
 from liveforge.declarations.files import Files
 from liveforge.declarations.permissions import effect
 from liveforge.kernel import Change
-from liveforge.tools._context import runtime, settings
+from liveforge.tools._context import runtime, service, settings
 from liveforge.tools._output import clip
 
 __all__ = ["apply_patch", "edit_file", "read_file", "write_file"]
@@ -21,7 +21,12 @@ _NUMBERED = re.compile(r"^\s*\d+ ")
 
 
 def _files() -> Files:
-    return Files(runtime=runtime(), settings=settings().files)
+    seen = service("file_reads")  # the agent's record of what it read: stale edits refused
+    return Files(
+        runtime=runtime(),
+        settings=settings().files,
+        seen=seen if isinstance(seen, dict) else None,
+    )
 
 
 @effect("read")

@@ -48,6 +48,10 @@ class AsyncTimer:
         """Start counting."""
         self.timer.start()
 
+    def fire(self) -> None:
+        """Raise `exc` in the thread now, without waiting (nothing after `stop`)."""
+        self._fire()
+
     def stop(self) -> None:
         with self.lock:
             self.done = True

@@ -8,6 +8,8 @@ Exit codes (also in the README):
          configured, a missing optional dependency
     3    the operation failed: unknown target, a patch that does not apply, a tool error,
          a sandbox that could not start
+    4    `run`: a tool call was refused (approval nobody gave, the mode, a deny rule, a
+         plugin), so the task may not be done; `--json` lists the calls under `refused`
     130  interrupted (Ctrl-C)
 """
 

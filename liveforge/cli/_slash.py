@@ -237,7 +237,7 @@ async def _compact(state: ChatState, args: list[str]) -> bool:
     finally:
         state.renderer.close()
     if event is None:
-        state.say("nothing to compact yet", "dim")
+        state.say("nothing to compact: no summary would make the conversation smaller", "dim")
     else:
         state.renderer.event(event)
     return True

@@ -1,13 +1,16 @@
 """`liveforge run -p PROMPT`: one non-interactive agent task; the exit code says how it went.
 
-Exit 0 when the model answered, 1 when the turn ended otherwise (step limit, runaway,
-provider error), 3 when liveforge itself failed, 130 when interrupted. Nobody is there to
+Exit 0 when the model answered, 4 when it answered but a tool call was refused (approval
+nobody gave, the mode, a deny rule, a plugin: what the task asked for may not be done), 1
+when the turn ended otherwise (step limit, runaway, provider error), 3 when liveforge itself
+failed, 130 when interrupted. Nobody is there to
 answer a permission question, so
 in `ask` mode (the default) every call that would ask is refused with a message the model
 can act on; `--mode auto-edit`, `--mode full-auto` (or `--yes`) let more run. With `--json`
 one object is printed at the end, however the turn went — a fault of the agent machinery
-included: the answer, the changes, self-patches rolled back, what a resume re-applied, the
-sandbox runs, token usage, the session, and under `fault` what failed.
+included: the answer, the changes, the refused and the failed tool calls, self-patches rolled
+back, what a resume re-applied, the sandbox runs, token usage, the session, and under `fault`
+what failed.
 """
 
 from __future__ import annotations
@@ -77,9 +80,13 @@ class _Collector:
         self.runs: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.rolled_back: list[dict[str, Any]] = []
+        self.refused: list[dict[str, Any]] = []
+        self.tool_errors: list[dict[str, Any]] = []
 
     def event(self, event: Any) -> None:
-        if event.type == "self_patches_rolled_back":
+        if event.type == "tool_finished" and event.is_error:
+            self._failed_call(event)
+        elif event.type == "self_patches_rolled_back":
             self.rolled_back.append({"change_ids": event.change_ids, "reason": event.reason})
         elif event.type == "final_answer":
             self.answer = event.text
@@ -98,6 +105,14 @@ class _Collector:
             )
         elif event.type == "error":
             self.errors.append(f"{event.error_type}: {event.message}")
+
+    def _failed_call(self, event: Any) -> None:
+        entry = {"tool": event.name, "call_id": event.call_id, "reason": event.summary.strip()}
+        if event.refused is not None:
+            self.refused.append({**entry, "by": event.refused})
+            self.errors.append(f"refused {event.name}: {entry['reason']}")
+        else:
+            self.tool_errors.append(entry)
 
 
 class _Tee(Renderer):
@@ -139,15 +154,33 @@ def _run(args: argparse.Namespace) -> int:
         close_subagents(agent)
         end_session(agent)
         agent.runtime.close()
-    ok = fault is None and ended is not None and ended.reason == "answer"
+    code = _exit_code(ended.reason if ended else "error", collector, fault)
+    if code is ExitCode.REFUSED and not args.json:
+        console.print(_refused_line(collector), style="yellow")
     if args.json:
         report = _report(agent, ended, collector, renderer.model, fault)
         emit(args, report, "", out=stdout)
+    return code
+
+
+def _exit_code(reason: str, collector: _Collector, fault: dict[str, str] | None) -> ExitCode:
+    """A fault of liveforge, then an interruption, then a refused call, then the turn's end."""
     if fault is not None:
         return ExitCode.FAILED
-    if ended is not None and ended.reason == "cancelled":
+    if reason == "cancelled":
         return ExitCode.INTERRUPTED
-    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+    if collector.refused:
+        return ExitCode.REFUSED
+    return ExitCode.OK if reason == "answer" else ExitCode.CHECK_FAILED
+
+
+def _refused_line(collector: _Collector) -> str:
+    calls = ", ".join(sorted({r["tool"] for r in collector.refused}))
+    return (
+        f"{len(collector.refused)} tool call(s) were refused ({calls}): what the task asked "
+        "for may not be done. Give `run` a mode that allows them (`--mode auto-edit`, "
+        "`--mode full-auto` or `--yes`) or an `allow` rule; exit code 4."
+    )
 
 
 def _report(
@@ -158,7 +191,8 @@ def _report(
 
     rt = agent.runtime
     reason = ended.reason if ended else "error"
-    ok = fault is None and reason == "answer"
+    code = _exit_code(reason, collector, fault)
+    ok = code is ExitCode.OK
     payload: dict[str, Any] = {
         "ok": ok,
         "command": "run",
@@ -169,6 +203,8 @@ def _report(
         "patches": collector.patches,
         "runs": collector.runs,
         "errors": collector.errors,
+        "refused": collector.refused,
+        "tool_errors": collector.tool_errors,
         "rolled_back": collector.rolled_back,
         "restored": agent.session.live.restored,
         "fault": fault,
@@ -180,12 +216,12 @@ def _report(
         "cost_usd": cost(model, ended.usage) if ended else None,
     }
     if not ok:
-        code = ExitCode.INTERRUPTED if reason == "cancelled" else ExitCode.CHECK_FAILED
-        if fault is not None:
-            code = ExitCode.FAILED
         message = "; ".join(collector.errors) or f"the turn ended without an answer ({reason})"
+        if code is ExitCode.REFUSED:
+            message = _refused_line(collector)
+        kind = "Refused" if code is ExitCode.REFUSED else _ERROR_TYPES.get(reason, "RunFailed")
         payload["error"] = {
-            "type": fault["type"] if fault else _ERROR_TYPES.get(reason, "RunFailed"),
+            "type": fault["type"] if fault else kind,
             "message": fault["message"] if fault else message,
             "exit_code": int(code),
         }

@@ -29,7 +29,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import SecretStr
@@ -49,6 +49,11 @@ class FakeProvider:
     dialect  OpenAI-compatible server habits: "openai", "ollama", "vllm", "lmstudio".
     keys     if given, requests whose key is not among them get 401 (no script item used).
     model    model name reported when the request names none.
+    context_limit  a hard context window: a request of more tokens (its size in bytes / 4,
+             the count its usage reports) gets the provider's "prompt is too long" error
+             stating both numbers, and no script item is used.
+    answer   a function of the request body answering before the script (None: the script
+             answers), e.g. summarisation requests told apart by their system prompt.
     """
 
     def __init__(
@@ -58,8 +63,12 @@ class FakeProvider:
         dialect: str = "openai",
         keys: Iterable[str] | None = None,
         model: str = "test-model",
+        context_limit: int | None = None,
+        answer: Callable[[dict[str, Any]], Reply | Fault | None] | None = None,
     ) -> None:
         self.script: list[Reply | Fault] = list(script)
+        self.context_limit = context_limit
+        self.answer = answer
         self.by_model: dict[str, list[Reply | Fault]] = {}
         self.dialect = dialect
         self.keys = set(keys) if keys is not None else None
@@ -194,7 +203,14 @@ class FakeProvider:
             self._error(handler, protocol, Fault("auth"), request_id)
             return
         model = str(body.get("model") or _path_model(record.path) or self.model)
-        item = self._next(model)
+        tokens = max(1, size // 4)
+        if self.context_limit is not None and tokens > self.context_limit:
+            record.outcome = "fault"
+            message = _OVERFLOW[protocol].format(tokens=tokens, limit=self.context_limit)
+            self._error(handler, protocol, Fault("context_overflow", message=message), request_id)
+            return
+        item = self.answer(body) if self.answer is not None else None
+        item = item if item is not None else self._next(model)
         if item is None:
             item = Fault(
                 "bad_request",
@@ -340,6 +356,16 @@ class FakeProvider:
 
 
 _ID_PREFIX = {"anthropic": "msg", "openai": "chatcmpl", "gemini": "resp"}
+
+
+_OVERFLOW = {
+    "anthropic": "prompt is too long: {tokens} tokens > {limit} maximum",
+    "openai": "This model's maximum context length is {limit} tokens. However, your messages "
+    "resulted in {tokens} tokens. Please reduce the length of the messages.",
+    "gemini": "The input token count ({tokens}) exceeds the maximum number of tokens allowed "
+    "({limit}).",
+}
+"""Each API's own words for a request over the window, with the two counts."""
 
 
 def _path_model(path: str) -> str | None:

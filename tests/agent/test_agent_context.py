@@ -94,18 +94,6 @@ def test_context_overflow_on_a_request_compacts_and_retries_smaller(project, fak
     assert events[-1].reason == "answer"
 
 
-def test_overflow_that_cannot_shrink_ends_the_turn_without_a_bigger_retry(project, fake):
-    """With nothing to summarise or cut, the turn ends with an error and nothing is resent;
-    the session stays usable."""
-    root, _ = project
-    agent = make_agent(root, fake)
-    fake.add(fault.context_overflow(), reply.text("hello"))
-    events = run_turn(agent, "x" * 2000)
-    assert of_type(events, "error")[0].error_type == "CompactionError"
-    assert events[-1].reason == "error" and len(fake.requests) == 1
-    assert run_turn(agent, "short")[-1].reason == "answer"
-
-
 def test_oversized_tool_results_are_cut_with_a_marker(project, fake):
     """A tool result past the limit enters the context cut, saying so."""
     root, _ = project

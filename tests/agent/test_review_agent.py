@@ -111,9 +111,9 @@ def test_compaction_keeps_the_users_instructions_not_liveforges_notes(project, f
     note = "[liveforge] The previous turn stopped at its limit of 40 steps."
     messages = [
         Message.user("Always use math.pi."),
-        Message.assistant("ok"),
+        Message.assistant("ok " * 400),  # long enough that a summary makes it smaller
         Message(role="user", content=[TextBlock(text=note)]),
-        Message.assistant("noted"),
+        Message.assistant("noted " * 400),
         Message.user("latest question"),
         Message.assistant("answer"),
     ]

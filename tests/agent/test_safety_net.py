@@ -17,7 +17,7 @@ TRIGGER = "liveforge.impls.agent_model.build_request"
 """A self-patch that fails the next model request: the fault that needs the recovery path."""
 
 _SIGNATURES = {
-    "liveforge.declarations.agent.Agent.turn": "async def turn(self, user_input):",
+    "liveforge.declarations.agent.Agent.turn": "async def turn(self, user_input, *, going_on=0):",
     "liveforge.declarations.agent.Agent.settle": "def settle(self, rescue):",
     "liveforge.impls.agent_loop._steps": "async def _steps(agent, turn):",
     "liveforge.impls.agent_loop._report_rescue": "def _report_rescue(agent, turn, rescue):",
@@ -27,6 +27,7 @@ _SIGNATURES = {
     "liveforge.declarations.session.Session.track": "def track(self, runtime, self_prefixes=()):",
     "liveforge.declarations.session.Session.confirm": "def confirm(self, change_ids):",
     "liveforge.impls.session_store.write_record": "def write_record(session, kind, **data):",
+    "liveforge.declarations.prompt.SystemPrompt.render": "def render(self):",
     TRIGGER: "def build_request(agent, *, last_step=False):",
 }
 
@@ -44,9 +45,9 @@ def _live_targets(agent) -> set[str]:
 
 @pytest.mark.parametrize("target", [t for t in _SIGNATURES if t != TRIGGER])
 def test_a_broken_recovery_path_is_rolled_back_and_the_session_goes_on(project, fake, target):
-    """The agent breaks `target`, then makes a fault: every turn still ends with TurnEnded,
-    the broken patch is rolled back and never live in the transcript, the model is told,
-    and both the session and a resumed one answer again."""
+    """The agent breaks `target`, then makes a fault: the turn of the rollback goes on and
+    ends with an answer (the model asked again, told what was rolled back), the broken
+    patch is never live in the transcript, and both the session and a resumed one answer."""
     root, _ = project
     fake.add(
         reply.tool_call("patch", {"path": target, "source": broken(target)}),
@@ -57,7 +58,9 @@ def test_a_broken_recovery_path_is_rolled_back_and_the_session_goes_on(project, 
     agent = make_agent(root, fake)
     try:
         turns = [run_turn(agent, f"turn {n}") for n in range(4)]
-        assert all(t[-1].type == "turn_ended" for t in turns)
+        assert [t[-1].reason for t in turns] == ["answer"] * 4
+        told = [e.type for e in turns[1]]  # the turn that made the fault: it goes on
+        assert told.index("self_patches_rolled_back") < told.index("final_answer")
         applied = [e for t in turns for e in of_type(t, "self_patches_applied")]
         assert applied[0].ok, "the broken patch must have gone in for the test to mean much"
         first = applied[0].change_ids[0]
@@ -150,7 +153,8 @@ def test_every_recovery_function_broken_in_one_step_is_rolled_back_together(proj
         first = run_turn(agent, "break everything")
         assert of_type(first, "self_patches_applied")[0].ok
         rolled = of_type(first, "self_patches_rolled_back")
-        assert first[-1].type == "turn_ended" and len(rolled[0].change_ids) == len(targets)
+        assert len(rolled[0].change_ids) == len(targets)
+        assert first[-1].reason == "answer" and of_type(first, "final_answer")[0].text == "answer 0"
         assert not _live_targets(agent)
         assert run_turn(agent, "and now?")[-1].reason == "answer"
     finally:

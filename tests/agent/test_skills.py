@@ -109,3 +109,21 @@ def test_a_new_skill_file_reaches_the_next_prompt(project, fake, user_home):
     _skill(user_home, "lint", "Run the linters", "ruff check .")
     assert "- lint: Run the linters" in agent.system_prompt()
     agent.runtime.close()
+
+
+def test_front_matter_that_is_not_yaml_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    """`[unclosed` and `{also:` are YAML errors: each file is left out and named in
+    problems() with the line at fault, never listed with its text as the description."""
+    folder = tmp_path / ".liveforge" / "skills"
+    folder.mkdir(parents=True)
+    (folder / "list.md").write_text("---\nname: list\ndescription: [unclosed\n---\nbody\n")
+    (folder / "map.md").write_text("---\nname: map\n\ndescription: {also:\n---\nbody\n")
+    (folder / "good.md").write_text("---\nname: good\ndescription: 'a: b'\n---\nbody\n")
+    library = SkillLibrary(tmp_path, bundled_dir=tmp_path / "none")
+    assert [(s.name, s.description) for s in library.skills()] == [("good", "a: b")]
+    problems = library.problems()
+    assert len(problems) == 2
+    by_file = {Path(p.split(": ", 1)[0]).name: p for p in problems}
+    assert "line 3 of the file: the front matter is not valid YAML" in by_file["list.md"]
+    assert "line 4 of the file: the front matter is not valid YAML" in by_file["map.md"]
+    assert "[unclosed" not in " ".join(s.description for s in library.skills())

@@ -67,7 +67,7 @@ def test_run_refuses_a_command_outside_the_boundary_even_with_yes(sample: Path):
     with FakeProvider(script=script) as fake:
         result = run_cli("run", "-p", "touch it", "--yes", cwd=sample, **_env(fake))
         answered = fake.requests[1].body["messages"][-1]["content"][0]
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 4, result.stderr  # refused: the command did not run
     assert answered["is_error"] is True and not (sample / "ran").exists()
     text = json.dumps(answered["content"])
     assert "needs the user's approval in 'full-auto' mode" in text

@@ -66,7 +66,8 @@ def test_persist_in_auto_edit_is_refused_with_nobody_to_ask(sample: Path):
         )
         patched = fake.requests[1].body["messages"][-1]["content"][0]
         refused = fake.requests[2].body["messages"][-1]["content"][0]
-    assert result.returncode == 0
+    assert result.returncode == 4  # the persist asked for was not made
+    assert json.loads(result.stdout)["refused"][0]["tool"] == "persist"
     assert not patched.get("is_error")
     assert refused["is_error"] is True and "needs the user's approval" in str(refused["content"])
     assert "--mode full-auto" in str(refused["content"])
@@ -120,7 +121,7 @@ def test_read_only_refuses_the_patch_with_a_message_the_model_can_act_on(sample:
         )
         viewed = fake.requests[1].body["messages"][-1]["content"][0]
         refused = fake.requests[2].body["messages"][-1]["content"][0]
-    assert result.returncode == 0
+    assert result.returncode == 4  # the patch asked for was refused by the mode
     assert not viewed.get("is_error") and "subtotal" in str(viewed["content"])
     text = str(refused["content"])
     assert refused["is_error"] and "refused by 'read-only' mode" in text and "Do not retry" in text
@@ -141,9 +142,57 @@ def test_ask_mode_refuses_a_patch_with_nobody_to_ask_and_yes_contradicting_mode_
         result = run_cli("run", "-p", "fix", cwd=sample, **_env(fake))
         refused = fake.requests[1].body["messages"][-1]["content"][0]
         both = run_cli("run", "-p", "x", "--yes", "--mode", "read-only", cwd=sample, **_env(fake))
-    assert result.returncode == 0
+    assert result.returncode == 4 and "1 tool call(s) were refused (patch)" in result.stdout
     assert "patch (memory) needs the user's approval in 'ask' mode" in str(refused["content"])
     assert both.returncode == 2 and "--yes means --mode full-auto" in both.stderr
+
+
+SELF_PATCH = {
+    "path": "liveforge.impls.agent_turn.add_note",
+    "source": "def add_note(agent, text):\n    raise RuntimeError('never applied')\n",
+}
+
+
+def test_refused_calls_are_listed_in_the_json_report_with_exit_4(sample: Path):
+    """In `ask` mode a refused patch, a refused self-patch (queued to the step's end) and a
+    tool error each show in the report: refused calls under `refused` and `errors`, the
+    failed one under `tool_errors`; nothing was changed, and the exit code is 4."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX})
+        .tool_call("patch", SELF_PATCH)
+        .tool_call("view_source", {"path": "pricing.no_such_module"}),
+        reply.text("Fixed it."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix it", "--json", cwd=sample, **_env(fake))
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, SCHEMA)
+    assert result.returncode == 4 and data["ok"] is False and data["reason"] == "answer"
+    assert data["error"]["type"] == "Refused" and data["error"]["exit_code"] == 4
+    assert [(r["tool"], r["by"]) for r in data["refused"]] == [
+        ("patch", "approval"),
+        ("patch", "approval"),
+    ]
+    assert all("needs the user's approval" in r["reason"] for r in data["refused"])
+    assert [e["tool"] for e in data["tool_errors"]] == ["view_source"]
+    assert len(data["errors"]) == 2 and data["patches"] == [] and data["diff"] == ""
+
+
+def test_a_deny_rule_refusal_exits_4_even_in_full_auto(sample: Path):
+    """A call a deny rule refuses is reported as refused by the policy, not hidden by --yes."""
+    pyproject = sample / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text() + '\n[tool.liveforge.permissions]\ndeny = ["patch"]\n'
+    )
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Done."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix it", "--yes", "--json", cwd=sample, **_env(fake))
+    data = json.loads(result.stdout)
+    assert result.returncode == 4, result.stderr
+    assert [(r["tool"], r["by"]) for r in data["refused"]] == [("patch", "policy")]
 
 
 def test_provider_failure_ends_with_exit_1(sample: Path):

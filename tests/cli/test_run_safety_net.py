@@ -28,18 +28,21 @@ def _run(sample: Path, fake: FakeProvider, *args: str) -> tuple[int, dict, str]:
 
 
 def test_a_self_patch_that_breaks_the_turn_is_reported_rolled_back_and_resumable(sample: Path):
-    """The turn ends with an error (exit 1) instead of a crash; --json names the rollback;
-    the resumed session does not bring the patch back and answers."""
+    """The rollback is a step: the turn goes on, the model is asked again in it (told what
+    was rolled back) and answers (exit 0); --json names the rollback; the resumed session
+    does not bring the patch back and answers."""
     script = [
         reply.tool_call("patch", {"path": ENDING, "source": BROKEN}),
+        reply.text("answered after the rollback"),
         reply.text("resumed fine"),
     ]
     with FakeProvider(script=script) as fake:
         code, data, err = _run(sample, fake, "-p", "break your loop")
-        assert code == 1, err
-        assert data["ok"] is False and data["reason"] == "error" and data["fault"] is None
+        assert code == 0, err
+        assert data["ok"] is True and data["reason"] == "answer" and data["fault"] is None
+        assert data["answer"] == "answered after the rollback"
         assert [r for r in data["rolled_back"] if "broken on purpose" in r["reason"]]
-        assert "rolled back" in " ".join(data["errors"])
+        assert "rolled back automatically" in json.dumps(fake.requests[1].body["messages"])
         code, again, err = _run(sample, fake, "--resume", "-p", "are you ok?")
     assert code == 0, err
     assert again["ok"] is True and again["answer"] == "resumed fine"
