@@ -44,6 +44,11 @@ class Checks:
             )
         return self._sandbox
 
+    @property
+    def started(self) -> Sandbox | None:
+        """The sandbox if it has started (stopping its runs must not start one)."""
+        return self._sandbox
+
     def overlay(self) -> list[OverlayModule]:
         """Every unpersisted module as the sandbox carries it."""
         return [

@@ -8,17 +8,20 @@ run ends at its timeout.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from liveforge.kernel import Runtime
 
 __all__ = ["stop_running_checks"]
 
 
-def stop_running_checks(rt: Any) -> list[int]:
+def stop_running_checks(rt: Runtime) -> list[int]:
     """Kill every sandbox run of `rt` in progress, and every live check (a fork of this
     process), with their processes — also a run whose process is yet to start; their pids."""
     from liveforge.kernel.checks._livefork import stop_all
 
-    sandbox = getattr(rt, "_sandbox", None)
+    sandbox = rt.checks.started
     if sandbox is None:
         return stop_all()
     killed: list[int] = sandbox.stop_running()
