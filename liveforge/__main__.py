@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "run",
     "reading",
     "checking",
+    "applying",
     "memory",
     "watch",
     "mcp",

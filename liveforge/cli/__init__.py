@@ -3,7 +3,7 @@
 Exit codes (also in the README):
 
     0    success
-    1    a check failed: verify or test did not pass, `run` ended without success
+    1    a check failed: verify, test or apply's checks did not pass, `run` ended without success
     2    usage or configuration error: bad arguments, bad configuration, no model provider
          configured, a missing optional dependency
     3    the operation failed: unknown target, a patch that does not apply, a tool error,

@@ -16,7 +16,7 @@ from liveforge.errors import CommandError
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
 
-__all__ = ["add_patch_option", "apply_patches", "parse_patch", "patch_rows"]
+__all__ = ["add_patch_option", "apply_patches", "imports_of", "parse_patch", "patch_rows"]
 
 
 def add_patch_option(parser: argparse.ArgumentParser, *, then: str) -> None:
@@ -53,6 +53,11 @@ def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
 def patch_rows(changes: list[Change]) -> list[dict[str, Any]]:
     """The changes as the `patches` of a command's JSON object."""
     return [{"change_id": c.id, "target": c.target, "summary": c.summary()} for c in changes]
+
+
+def imports_of(changes: list[Change]) -> str:
+    """A snippet importing each patched module once: the check when no code is given."""
+    return "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
 
 
 def _read_patch(target: str, path: Path) -> str:

@@ -22,7 +22,7 @@ from liveforge.cli._common import (
     open_runtime,
     positive_seconds,
 )
-from liveforge.cli._patches import add_patch_option, apply_patches, patch_rows
+from liveforge.cli._patches import add_patch_option, apply_patches, imports_of, patch_rows
 from liveforge.cli._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
@@ -200,7 +200,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "nothing to verify: give the code (liveforge verify CODE), pipe it on stdin, or "
                 "give --patch TARGET=FILE (then each patched module is imported)."
             )
-        code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
+        code = imports_of(changes)
     live = False if args.no_live else None
     check = lambda: rt.verify(code, timeout=args.timeout, live=live, network=args.network)  # noqa: E731
     result = _follow(args, rt, check, tests=False)
