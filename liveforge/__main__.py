@@ -16,6 +16,7 @@ import sys
 from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, add_global_options, emit_error
 from liveforge.cli._faults import describe_fault
+from liveforge.cli._parser import CliParser
 from liveforge.kernel._processes import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
@@ -48,7 +49,7 @@ exit codes: 0 ok, 1 check failed, 2 usage or configuration error, 3 operation fa
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="liveforge",
         description="A live, self-modifying Python runtime for LLM agents.",
         epilog=EPILOG,

@@ -36,6 +36,10 @@ def parse_patch(spec: str) -> tuple[str, Path]:
     if not sep or not target.strip() or not file.strip():
         raise CommandError(f"--patch expects TARGET=FILE (e.g. pkg.mod.func=fix.py), got {spec!r}.")
     path = Path(file.strip()).expanduser()
+    if path.is_dir():
+        raise CommandError(
+            f"--patch {target}: {path} is a folder; give the file that holds the new source."
+        )
     if not path.is_file():
         raise CommandError(f"--patch {target}: file {path} does not exist.")
     return target.strip(), path

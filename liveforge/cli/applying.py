@@ -227,16 +227,17 @@ def _persist(rt: Runtime, modules: list[str], outcome: _Outcome) -> None:
 
 def _cli_words(message: str) -> str:
     """The kernel's persist advice (API calls) in the words of this command."""
+    from liveforge.cli._words import in_command_words
+
     for api, cli in (
         ("or persist with force=True to overwrite it", "then run liveforge apply again"),
         ("or persist with force=True to write it anew", "then run liveforge apply again"),
         (", or persist with force=True", ""),
-        ("Check them first (rt.verify(...) / rt.run_tests(...))", "Check them first"),
         (" Make them agree (patch, reload or roll back) and verify again.", ""),
         ("persist refuses them unless forced", "nothing is written"),
     ):
         message = message.replace(api, cli)
-    return message
+    return in_command_words(message)
 
 
 def _payload(args: argparse.Namespace, rt: Runtime, outcome: _Outcome) -> dict[str, Any]:

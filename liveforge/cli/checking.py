@@ -25,7 +25,6 @@ from liveforge.cli._common import (
 from liveforge.cli._patches import add_patch_option, apply_patches, imports_of, patch_rows
 from liveforge.cli._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
-from liveforge.kernel.errors import SandboxError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -235,11 +234,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _runs_in(args: argparse.Namespace, rt: Runtime) -> int:
     if args.run_id:
-        try:
-            result = rt.run(args.run_id)
-        except SandboxError as exc:
-            # the kernel's advice names the API; here the step is a command
-            raise SandboxError(str(exc).replace("rt.runs()", "`liveforge runs`")) from None
+        result = rt.run(args.run_id)  # an unknown id's advice is put in command words
         emit(
             args,
             {
