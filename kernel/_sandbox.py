@@ -34,7 +34,6 @@ from liveforge.kernel._overlayhook import OverlayModule
 from liveforge.kernel._policy import CheckSettings, Readable, Scratch, policy_for
 from liveforge.kernel._preload import preload_names
 from liveforge.kernel._records import (
-    RUNS_FOLDER,
     RunKind,
     RunResult,
     RunStore,
@@ -53,7 +52,7 @@ from liveforge.kernel._runfiles import (
 from liveforge.kernel._runner import RunExit, run_child
 from liveforge.kernel._secrets import Scrubber
 from liveforge.kernel._template import TemplateProcess
-from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
+from liveforge.kernel.defaults import KEEP_RUNS, RUNS_FOLDER, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
 __all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]

@@ -11,6 +11,6 @@ Exit codes (also in the README):
     130  interrupted (Ctrl-C)
 """
 
-from liveforge.cli._common import CommandError, ExitCode
+from liveforge.cli._exits import CommandError, ExitCode
 
 __all__ = ["CommandError", "ExitCode"]

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from liveforge.cli._exits import CommandError, ExitCode
 from liveforge.cli._words import in_command_words
-from liveforge.errors import CommandError, ExitCode
 from liveforge.kernel._secrets import Scrubber
 
 if TYPE_CHECKING:

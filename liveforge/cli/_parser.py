@@ -14,7 +14,7 @@ import re
 import sys
 from typing import Any, ClassVar, NoReturn
 
-from liveforge.errors import ExitCode
+from liveforge.cli._exits import ExitCode
 
 __all__ = ["CliParser", "wants_json"]
 

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liveforge.errors import CommandError
+from liveforge.cli._exits import CommandError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
