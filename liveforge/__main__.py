@@ -1,7 +1,7 @@
 """`liveforge` command line entry point (also `python -m liveforge`).
 
 Every command group lives in its own module of `liveforge.cli` and registers itself on the
-parser here; exit codes are `liveforge.cli.ExitCode` (documented in the README). Global
+parser here; exit codes are `liveforge.cli.ExitCode` (documented in docs/commands.md). Global
 options (`--project`, `--json`, `--debug`, `--this-python`, `--version`) go before or after
 the command, nested ones (`memory list`) included.
 """

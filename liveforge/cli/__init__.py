@@ -1,6 +1,6 @@
 """liveforge's command line: one module per command group, registered on one parser.
 
-Exit codes (also in the README):
+Exit codes (also in docs/commands.md):
 
     0    success
     1    a check failed: verify, test or apply's checks did not pass, `run` ended without success

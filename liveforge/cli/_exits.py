@@ -11,7 +11,7 @@ __all__ = ["CommandError", "ExitCode"]
 
 
 class ExitCode(IntEnum):
-    """Process exit codes of the `liveforge` command (documented in the README)."""
+    """Process exit codes of the `liveforge` command (documented in docs/commands.md)."""
 
     OK = 0
     CHECK_FAILED = 1
