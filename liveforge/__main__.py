@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "reading",
     "checking",
     "applying",
+    "sessions",
     "memory",
     "watch",
     "mcp",
@@ -45,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("checking", "run pytest in the sandbox, with patches applied"),
     "runs": ("checking", "list sandbox run records, or show one"),
     "apply": ("applying", "patch, check, and write the files only if the checks pass"),
+    "history": ("sessions", "the changes of a chat session, from its transcript"),
+    "diff": ("sessions", "what a chat session holds in memory, against the files"),
     "memory": (
         "memory",
         "list, search, show, add, edit and delete the agent's memories of the project",
