@@ -28,6 +28,7 @@ from liveforge.cli._common import (
     positive_seconds,
 )
 from liveforge.cli._patches import add_patch_option, imports_of
+from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -98,7 +99,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--timeout",
         type=positive_seconds,
-        help="seconds each check may take (default: verify's and test's own)",
+        help=f"seconds each check may take (default {VERIFY_TIMEOUT:g} for --verify, "
+        f"{TESTS_TIMEOUT:g} for --test)",
     )
     parser.add_argument(
         "--network",
