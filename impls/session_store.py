@@ -36,6 +36,7 @@ __all__ = [
     "REDACTED",
     "close_transcript",
     "estimate_tokens",
+    "read_session",
     "scrub_text",
     "secret_values",
     "sessions_dir",
@@ -149,19 +150,36 @@ def open_(root: str | Path, session_id: str, *, secrets: list[str] | None = None
     if session_id == "latest":
         session_id = _latest(root)
     session = _blank(root, session_id, secrets)
-    if not session.path.is_file():
-        known = ", ".join(r.id for r in Session.list_sessions(root)[:5]) or "none"
-        raise SessionError(
-            f"no session {session_id!r} in {sessions_dir(root)}; recent: {known}.",
-            session_id=session_id,
-            path=str(session.path),
-        )
+    _require_file(session)
     _refuse_if_running(root, session_id)
     replay(session, _read_records(session.path))
     session.epoch += 1
     write_record(session, "open", epoch=session.epoch)
     _close_interrupted(session)
     return session
+
+
+def read_session(root: str | Path, session_id: str) -> Session:
+    """A session (`"latest"`: the most recently written) as its transcript holds it, for
+    looking only: nothing is written (no new epoch, interrupted turns left as they are), so
+    a chat running in it is not disturbed."""
+    root = Path(root).resolve()
+    if session_id == "latest":
+        session_id = _latest(root)
+    session = _blank(root, session_id, None)
+    _require_file(session)
+    replay(session, _read_records(session.path))
+    return session
+
+
+def _require_file(session: Session) -> None:
+    if not session.path.is_file():
+        known = ", ".join(r.id for r in Session.list_sessions(session.root)[:5]) or "none"
+        raise SessionError(
+            f"no session {session.id!r} in {sessions_dir(session.root)}; recent: {known}.",
+            session_id=session.id,
+            path=str(session.path),
+        )
 
 
 def _refuse_if_running(root: Path, session_id: str) -> None:

@@ -4,7 +4,10 @@ No LLM knowledge lives here; this is pure runtime machinery, usable without any 
 It refuses patches to itself unless a Runtime is created with `allow_kernel_patches=True`.
 """
 
-from liveforge.kernel.boundary._policy import CheckSettings
+import importlib as _importlib
+from typing import TYPE_CHECKING
+from typing import Any as _Any
+
 from liveforge.kernel.errors import (
     ChangeError,
     ConfigError,
@@ -26,13 +29,41 @@ from liveforge.kernel.errors import (
     UnsupportedChange,
     UnverifiedChange,
 )
-from liveforge.kernel.history._changes import Change, ChangeStatus
 from liveforge.kernel.live import _forward
-from liveforge.kernel.live._forward import ImplSignatureError
-from liveforge.kernel.runtime._execute import ExecutionResult
-from liveforge.kernel.runtime._runtime import Runtime
+
+if TYPE_CHECKING:
+    from liveforge.kernel.boundary._policy import CheckSettings
+    from liveforge.kernel.history._changes import Change, ChangeStatus
+    from liveforge.kernel.live._forward import ImplSignatureError
+    from liveforge.kernel.runtime._execute import ExecutionResult
+    from liveforge.kernel.runtime._runtime import Runtime
 
 _forward.install()
+
+# Imported on first use, so a program (or a command) that only needs the errors or one
+# helper module does not pay for the whole runtime (pydantic models, the patch engine).
+_LAZY = {
+    "Change": "liveforge.kernel.history._changes",
+    "ChangeStatus": "liveforge.kernel.history._changes",
+    "ExecutionResult": "liveforge.kernel.runtime._execute",
+    "ImplSignatureError": "liveforge.kernel.live._forward",
+    "CheckSettings": "liveforge.kernel.boundary._policy",
+    "Runtime": "liveforge.kernel.runtime._runtime",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'liveforge.kernel' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 #: The distribution's version (pyproject reads it from here).
 __version__ = "0.1.0"

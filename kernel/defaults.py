@@ -5,7 +5,14 @@ from liveforge.kernel.defaults import VERIFY_TIMEOUT
 
 from __future__ import annotations
 
-__all__ = ["CHECK_PROCESSES", "EXECUTE_TIMEOUT", "KEEP_RUNS", "TESTS_TIMEOUT", "VERIFY_TIMEOUT"]
+__all__ = [
+    "CHECK_PROCESSES",
+    "EXECUTE_TIMEOUT",
+    "KEEP_RUNS",
+    "RUNS_FOLDER",
+    "TESTS_TIMEOUT",
+    "VERIFY_TIMEOUT",
+]
 
 #: seconds an in-process `execute` may run before it is interrupted
 EXECUTE_TIMEOUT = 5.0
@@ -18,3 +25,5 @@ TESTS_TIMEOUT = 300.0
 CHECK_PROCESSES = 512
 #: sandbox run records kept in `sandbox_runs/` (the newest ones)
 KEEP_RUNS = 50
+#: the folder of run records, under the project root, unless a sandbox is given another
+RUNS_FOLDER = "sandbox_runs"

@@ -77,15 +77,28 @@ class UnsupportedChange(PatchError):
 
 
 class TargetNotFound(LiveforgeError, LookupError):
-    """A dotted path names nothing; `suggestions` holds close matches."""
+    """A dotted path names nothing; `suggestions` holds close matches, the project's first."""
 
     def __init__(
-        self, target: str, candidates: list[str] | tuple[str, ...] = (), hint: str = ""
+        self,
+        target: str,
+        candidates: list[str] | tuple[str, ...] = (),
+        hint: str = "",
+        *,
+        project: list[str] | tuple[str, ...] = (),
     ) -> None:
         self.target = target
-        self.suggestions = difflib.get_close_matches(target, list(candidates), n=5, cutoff=0.5)
+        # the user's own names (`project`) come before the others (say, the standard library)
+        own = difflib.get_close_matches(target, list(project), n=5, cutoff=0.5)
+        others = difflib.get_close_matches(target, list(candidates), n=5, cutoff=0.5)
+        self.suggestions = [*own, *(m for m in others if m not in own)][:5]
         message = f"{target!r} was not found"
-        if self.suggestions:
+        if project and not own:
+            listed = ", ".join(project[:10]) + (", ..." if len(project) > 10 else "")
+            message += f"; the project has: {listed}"
+            if self.suggestions:
+                message += "; close matches elsewhere: " + ", ".join(self.suggestions)
+        elif self.suggestions:
             message += "; close matches: " + ", ".join(self.suggestions)
         message += ". " + (hint or "Check the dotted path (inspect the parent to list names).")
         super().__init__(message)

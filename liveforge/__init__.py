@@ -13,11 +13,14 @@ The public API is the kernel's (`liveforge.kernel`): `Runtime`, `Change` and the
 plus the IPython extension hooks (`%load_ext liveforge`, see `liveforge.ipython`).
 """
 
+import typing as _typing
 from typing import Any as _Any
 
 from liveforge import kernel as _kernel
-from liveforge.kernel import *  # noqa: F403  (the kernel's __all__ is the public API)
 from liveforge.kernel import __version__
+
+if _typing.TYPE_CHECKING:
+    from liveforge.kernel import *  # noqa: F403  (the kernel's __all__ is the public API)
 
 __all__ = [
     *_kernel.__all__,
@@ -25,6 +28,19 @@ __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    # the kernel's names, imported when first asked for (`liveforge.Runtime`)
+    if name in _kernel.__all__:
+        value = getattr(_kernel, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'liveforge' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load_ipython_extension(ipython: _Any) -> None:

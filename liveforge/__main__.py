@@ -1,7 +1,7 @@
 """`liveforge` command line entry point (also `python -m liveforge`).
 
 Every command group lives in its own module of `liveforge.cli` and registers itself on the
-parser here; exit codes are `liveforge.cli.ExitCode` (documented in the README). Global
+parser here; exit codes are `liveforge.cli.ExitCode` (documented in docs/commands.md). Global
 options (`--project`, `--json`, `--debug`, `--this-python`, `--version`) go before or after
 the command, nested ones (`memory list`) included.
 """
@@ -13,9 +13,9 @@ import importlib
 import os
 import sys
 
-from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, add_global_options, emit_error
 from liveforge.cli._faults import describe_fault
+from liveforge.cli._parser import CliParser
 from liveforge.kernel.boundary._processes import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
@@ -25,6 +25,8 @@ COMMAND_MODULES = [
     "run",
     "reading",
     "checking",
+    "applying",
+    "sessions",
     "memory",
     "watch",
     "mcp",
@@ -34,6 +36,32 @@ COMMAND_MODULES = [
 ]
 """Modules of liveforge.cli, in help order; each has `register(commands)`."""
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "chat": ("chat", "interactive session: talk to the agent about the live program"),
+    "demo": ("demo", "watch the agent fix a bug in a sample project (replay, offline)"),
+    "run": ("run", "run one agent task non-interactively"),
+    "inspect": ("reading", "tree of packages, modules, classes and functions"),
+    "view": ("reading", "in-memory source of a module, class or function"),
+    "find": ("reading", "find definitions by name"),
+    "verify": ("checking", "run a snippet in the sandbox, with patches applied"),
+    "test": ("checking", "run pytest in the sandbox, with patches applied"),
+    "runs": ("checking", "list sandbox run records, or show one"),
+    "apply": ("applying", "patch, check, and write the files only if the checks pass"),
+    "history": ("sessions", "the changes of a chat session, from its transcript"),
+    "diff": ("sessions", "what a chat session holds in memory, against the files"),
+    "memory": (
+        "memory",
+        "list, search, show, add, edit and delete the agent's memories of the project",
+    ),
+    "watch": ("watch", "run a program and apply each file save to it live"),
+    "mcp": ("mcp", "serve the tool catalogue over MCP (stdio); list the agent's MCP servers"),
+    "acp": ("acp", "serve editors as an ACP agent over stdio (Zed and other ACP clients)"),
+    "serve": ("serve", "serve the project over HTTP and WebSocket (gateway and web UI)"),
+    "completion": ("completion", "print shell code for Tab completion (bash, zsh, fish)"),
+}
+"""Each command's module and its line in `liveforge --help`, so that a command line imports
+only the module of the command it runs (a module not listed here is always imported)."""
+
 EPILOG = """\
 examples:
   liveforge demo                               the whole loop on a sample project, offline
@@ -42,13 +70,17 @@ examples:
   liveforge watch -- app.py                    run app.py; each file save applies to it live
 
 exit codes: 0 ok, 1 check failed, 2 usage or configuration error, 3 operation failed,
-130 interrupted. `liveforge COMMAND --help` shows each command's options and examples.
+4 a tool call was refused (run), 130 interrupted. `liveforge COMMAND --help` shows each
+command's options and examples.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The top-level argument parser with every sub-command registered.
+
+    Given the command line `argv`, only the module of the command it names is imported;
+    the other commands are listed by name and help line (liveforge starts faster)."""
+    parser = CliParser(
         prog="liveforge",
         description="A live, self-modifying Python runtime for LLM agents.",
         epilog=EPILOG,
@@ -56,10 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_global_options(parser, before_command=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = None if argv is None else _chosen_command(argv)
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"liveforge.cli.{name}")
-        module.register(commands)
-    _plugin_commands(commands)
+        listed = [command for command, (module, _) in COMMANDS.items() if module == name]
+        if argv is None or not listed or chosen in listed:
+            importlib.import_module(f"liveforge.cli.{name}").register(commands)
+            continue
+        for listed_name in listed:
+            commands.add_parser(listed_name, help=COMMANDS[listed_name][1], add_help=False)
+    if argv is None or chosen not in COMMANDS:
+        _plugin_commands(commands)
     for command in subcommands(parser):
         add_global_options(command)
     return parser
@@ -75,8 +113,27 @@ def subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
     return found
 
 
+def _chosen_command(argv: list[str]) -> str | None:
+    """The built-in command `argv` names (None: none, or a plugin's)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return None
+        if word == "--project":
+            next(words, None)
+        elif word in COMMANDS:
+            return word
+    return None
+
+
 def _plugin_commands(commands: argparse._SubParsersAction) -> None:
     """Sub-commands of installed plugins; a plugin that fails is named on stderr."""
+    import importlib.metadata
+
+    from liveforge.declarations.plugins import ENTRY_POINT_GROUP
+
+    if not importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        return  # no plugin installed: the plugin machinery need not load
     from liveforge.declarations.plugins import PluginHost
     from liveforge.impls import plugins  # noqa: F401  (registers the PluginHost bodies)
 
@@ -94,9 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     through /proc."""
     if argv is None:
         protect_process()
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(None if "_ARGCOMPLETE" in os.environ else words)
     _complete(parser)
     args = parser.parse_args(argv)
+    if args.command is not None and not hasattr(args, "handler"):  # a command line misread
+        parser = build_parser()
+        args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return ExitCode.OK
@@ -108,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             project[0].rpartition("=")[2] if len(project) == 1 else "." if not project else None
         )
     if project is not None and not args.this_python:
+        from liveforge import project_env
+
         advice = project_env.enter(project or ".", sys.argv[1:] if argv is None else argv)
         if advice is not None:
             emit_error(args, CommandError(advice), ExitCode.USAGE)

@@ -55,9 +55,11 @@ provider NAME (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GEMINI_BASE_URL, OLLAMA_BASE
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -302,6 +304,34 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
 _ENV_KEYS = {"model": "LIVEFORGE_MODEL", "fallback_models": "LIVEFORGE_FALLBACK_MODELS"}
 
 
+def _keys_at(loc: list[str]) -> list[str]:
+    """The keys the configuration table at `loc` takes (a dict's key or a list's index in
+    `loc` steps into its values)."""
+    current: Any = LiveforgeConfig
+    for part in loc:
+        model = _model_in(current)
+        if model is not None:
+            field = model.model_fields.get(part)
+            if field is None:
+                return []
+            current = field.annotation
+        else:
+            args = [a for a in typing.get_args(current) if a is not type(None)]
+            current = args[-1] if args else None
+    model = _model_in(current)
+    if model is None:
+        return []
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The configuration model `annotation` names (alone or in `X | None`)."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
 def _describe(error: ValidationError, files: dict[str, str], from_env: set[str]) -> ConfigError:
     """The first validation problem under its key, and where the user wrote it: the
     environment variable, or the file (`files` maps top-level keys to the file setting them)."""
@@ -321,7 +351,12 @@ def _describe(error: ValidationError, files: dict[str, str], from_env: set[str])
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
-        message = "unknown key; check the spelling against liveforge.config"
+        close = difflib.get_close_matches(loc[-1], _keys_at(loc[:-1]), n=1, cutoff=0.6)
+        message = (
+            f"unknown key; did you mean `{close[0]}`?"
+            if close
+            else "unknown key; check the spelling against liveforge.config"
+        )
     more = (
         f" ({len(error.errors()) - 1} more problem(s) after this one)"
         if len(error.errors()) > 1

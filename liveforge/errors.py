@@ -63,8 +63,7 @@ inside a tool call). How a turn ends is not an exception at all: `impls.agent_tu
 
 from __future__ import annotations
 
-from enum import IntEnum
-
+from liveforge.cli._exits import CommandError, ExitCode
 from liveforge.declarations.compaction import CompactionError
 from liveforge.declarations.contract import ContractFieldError
 from liveforge.declarations.files import EditRefused
@@ -169,24 +168,3 @@ __all__ = [
     "UnsupportedChange",
     "UnverifiedChange",
 ]
-
-
-class ExitCode(IntEnum):
-    """Process exit codes of the `liveforge` command (documented in the README)."""
-
-    OK = 0
-    CHECK_FAILED = 1
-    USAGE = 2
-    FAILED = 3
-    REFUSED = 4
-    """`run`: a tool call was refused (it needed approval nobody gave, or the mode, a deny
-    rule or a plugin forbids it), so something the task asked for may not have been done."""
-    INTERRUPTED = 130
-
-
-class CommandError(LiveforgeError):
-    """A command cannot proceed; `exit_code` says why (usage by default)."""
-
-    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.USAGE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code

@@ -25,8 +25,6 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from liveforge.installed import pip_install
-
 __all__ = ["REEXEC_MARK", "ProjectEnvironment", "enter", "find_environment"]
 
 REEXEC_MARK = "LIVEFORGE_PROJECT_PYTHON"
@@ -60,6 +58,8 @@ class ProjectEnvironment:
 
     def install_advice(self) -> str:
         """What to run so that liveforge works in this environment."""
+        from liveforge.installed import pip_install  # reads liveforge's own install record
+
         python = self.python
         return (
             f"The project's environment {self.prefix} (found by {self.found_by}) does not have "

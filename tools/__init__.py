@@ -17,6 +17,19 @@ run_tests), files (read_file, write_file, edit_file, apply_patch), shell (exec, 
 memory (memory_write, memory_search, memory_forget).
 """
 
-from liveforge.tools._context import NoRuntime, runtime, settings, using_runtime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from liveforge.tools._context import NoRuntime, runtime, settings, using_runtime
 
 __all__ = ["NoRuntime", "runtime", "settings", "using_runtime"]
+
+
+def __getattr__(name: str) -> Any:
+    # imported when first asked for: a command that reads one helper module here (say,
+    # `liveforge find` the definition index) does not load the tool settings' models
+    if name in __all__:
+        from liveforge.tools import _context
+
+        return getattr(_context, name)
+    raise AttributeError(f"module 'liveforge.tools' has no attribute {name!r}")

@@ -14,20 +14,23 @@ where no source exists for the same module, and their definitions are labelled `
 from __future__ import annotations
 
 import ast
+import functools
+import json
 import os
 import re
+import sys
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel.checks._records import RUNS_FOLDER
+from liveforge.kernel.defaults import RUNS_FOLDER
 from liveforge.kernel.source._roots import NOT_PACKAGES, ImportRoots
-from liveforge.tools._modules import layout
 from liveforge.tools._outline import Entry, outline, parsed
+from liveforge.tools._outline import find as find_entry
 
-__all__ = ["Definition", "DefinitionIndex", "definition_index"]
+__all__ = ["Definition", "DefinitionIndex", "definition_index", "stored_index"]
 
 _SKIP_DIRS = (NOT_PACKAGES - {"tests", "test", "bench", "benchmarks", "scripts", "examples"}) | {
     "__pycache__",
@@ -74,6 +77,7 @@ class _FileIndex:
     filename: str | None = None  # of an in-memory module backed by a file
     stars: tuple[str, ...] = ()  # modules of its `from m import *`
     public: tuple[str, ...] | None = None  # a literal `__all__`
+    digest: str = ""  # of a file's bytes: a file touched but not changed is not re-read
 
     def top_names(self) -> list[str]:
         """What `from <this module> import *` binds, as far as the source says."""
@@ -94,11 +98,14 @@ class DefinitionIndex:
         self._by_name: dict[str, list[Definition]] | None = None
         #: sources outlined by the last `refresh` (files and in-memory modules).
         self.parsed_last = 0
+        #: whether the last `refresh` found any file changed, added or gone
+        self.touched = False
 
     def refresh(self, memory: Sequence[tuple[str, str, str | None]] = ()) -> None:
         """Bring the index up to date with the files and with in-memory ``(module, source,
         filename)`` sources, re-outlining only what changed."""
         self.parsed_last = 0
+        self.touched = False
         seen: set[Path] = set()
         for path, module in self._sources():
             seen.add(path)
@@ -109,10 +116,11 @@ class DefinitionIndex:
             stamp = (info.st_mtime_ns, info.st_size)
             known = self._files.get(path)
             if known is None or known.stamp != stamp or known.module != module:
-                self._files[path] = self._index_file(path, module, stamp)
+                self._files[path] = self._index_file(path, module, stamp, known)
         gone = set(self._files) - seen
         for path in gone:
             del self._files[path]
+        self.touched = self.touched or bool(gone)
         current = {name for name, _, _ in memory}
         dropped = set(self._memory) - current
         for name in dropped:
@@ -126,13 +134,25 @@ class DefinitionIndex:
         if self.parsed_last or gone or dropped:
             self._by_name = None
 
-    def _index_file(self, path: Path, module: str, stamp: tuple[int, int]) -> _FileIndex:
+    def _index_file(
+        self, path: Path, module: str, stamp: tuple[int, int], known: _FileIndex | None
+    ) -> _FileIndex:
         try:
-            source = path.read_bytes().decode("utf-8", "replace")
+            data = path.read_bytes()
         except OSError:
-            source = ""
+            data = b""
+        import hashlib  # only when a file changed: OpenSSL's part costs a cold command time
+
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        self.touched = True
+        if known is not None and known.digest == digest and known.module == module:
+            known.stamp = stamp  # saved again, or touched: the same text
+            return known
         package = path.stem == "__init__"
-        return self._index(module, source, stamp, stub=path.suffix == ".pyi", package=package)
+        source = data.decode("utf-8", "replace")
+        found = self._index(module, source, stamp, stub=path.suffix == ".pyi", package=package)
+        found.digest = digest
+        return found
 
     def _index(
         self, module: str, source: str, stamp: Any, *, stub: bool, package: bool
@@ -341,9 +361,108 @@ _INDEXES: weakref.WeakKeyDictionary[Any, DefinitionIndex] = weakref.WeakKeyDicti
 
 def definition_index(rt: Any, memory: list[tuple[str, str, str | None]]) -> DefinitionIndex:
     """The runtime's index, brought up to date (built on first use)."""
+    from liveforge.tools._modules import layout
+
     index = _INDEXES.get(rt)
     if index is None or index.roots is not layout(rt):
         index = DefinitionIndex(layout(rt))
         _INDEXES[rt] = index
     index.refresh(memory)
     return index
+
+
+# -- the index kept between processes -------------------------------------------------------
+
+STORE = Path(".liveforge") / "index" / "definitions.json"
+"""Where `stored_index` keeps a project's index, under the project's root."""
+
+_FORMAT = 1  # raised whenever what is stored, or how files are outlined, changes
+
+
+def stored_index(roots: ImportRoots, project_root: Path) -> DefinitionIndex:
+    """The project's file index as the last process left it under `.liveforge/index/`,
+    brought up to date (only changed files are read, and re-outlined only when their
+    bytes changed) and stored again when anything changed.
+
+    A command that starts cold (`liveforge find`) answers without outlining the project;
+    a store that cannot be read or written only costs the time to rebuild."""
+    index = DefinitionIndex(roots)
+    store = project_root / STORE
+    index._files = _load(store, _key(roots))
+    index.refresh()
+    if index.touched:
+        _save(store, _key(roots), index._files)
+    return index
+
+
+def _key(roots: ImportRoots) -> list[Any]:
+    """What the stored index is valid for: its format, the Python that outlined it, the
+    import roots (a changed layout names modules differently)."""
+    folders = sorted(str(p) for p in [*roots.packages.values(), *roots.paths])
+    return [_FORMAT, list(sys.version_info[:2]), folders]
+
+
+def _load(store: Path, key: list[Any]) -> dict[Path, _FileIndex]:
+    try:
+        data = json.loads(store.read_text(encoding="utf-8"))
+        if data.get("key") != key:
+            return {}
+        return {Path(row["path"]): _from_row(row) for row in data["files"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}  # none yet, or unreadable: rebuilt and stored again
+
+
+def _save(store: Path, key: list[Any], files: dict[Path, _FileIndex]) -> None:
+    rows = [_row(path, index) for path, index in files.items()]
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        temporary = store.with_name(f"{store.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"key": key, "files": rows}), encoding="utf-8")
+        os.replace(temporary, store)  # a reader sees the old store or the new, never half
+    except OSError:
+        pass  # a read-only project: the next command outlines the files again
+
+
+def _row(path: Path, index: _FileIndex) -> dict[str, Any]:
+    return {
+        "path": str(path),
+        "module": index.module,
+        "stamp": list(index.stamp),
+        "digest": index.digest,
+        "stub": any(d.stub for d in index.definitions),
+        "defs": [
+            [d.qualname, d.kind, d.line, d.entry.end if d.entry else d.line]
+            for d in index.definitions
+            if d.qualname
+        ],
+        "reexports": index.reexports,
+        "stars": list(index.stars),
+        "public": list(index.public) if index.public is not None else None,
+    }
+
+
+def _from_row(row: dict[str, Any]) -> _FileIndex:
+    module, stub, path = row["module"], bool(row["stub"]), row["path"]
+    definitions = [Definition(module, "", "module", 1, stub)]
+    for qualname, kind, line, end in row["defs"]:
+        name = qualname.rpartition(".")[2]
+        signature = functools.partial(_signature_in, path, qualname)
+        entry = Entry(kind, name, qualname, line, end, signature_source=signature)
+        definitions.append(Definition(module, qualname, kind, line, stub, entry))
+    public = tuple(row["public"]) if row["public"] is not None else None
+    stamp = (int(row["stamp"][0]), int(row["stamp"][1]))
+    found = _FileIndex(
+        module, stamp, definitions, dict(row["reexports"]), stars=tuple(row["stars"])
+    )
+    found.public, found.digest = public, row["digest"]
+    return found
+
+
+def _signature_in(path: str, qualname: str) -> str:
+    """The signature of `qualname` in the file at `path`, outlined when first shown."""
+    try:
+        source = Path(path).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    entry = find_entry(outline(source), qualname.split("."))
+    return entry.signature if entry is not None else ""

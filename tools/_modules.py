@@ -218,10 +218,9 @@ def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
             break
     if found is not None:
         return _defining(*found, rt)
-    candidates = [*sys.modules, *top_level(rt)]
     raise TargetNotFound(
         path,
-        candidates,
-        "Give a dotted path that starts with a module (inspect_module() "
-        "lists the project's packages).",
+        [name for name in sys.modules if not name.startswith("_")],
+        "Give a dotted path that starts with a module.",
+        project=top_level(rt),
     )

@@ -11,7 +11,7 @@ import ast
 import io
 import sys
 import tokenize
-from typing import Any, Literal
+from typing import Any
 
 import jedi
 
@@ -19,23 +19,14 @@ from liveforge.declarations.permissions import effect
 from liveforge.declarations.tool_schema import ArgumentError
 from liveforge.kernel.errors import TargetNotFound
 from liveforge.tools._context import runtime
+from liveforge.tools._find import MAX_RESULTS, Kind, bounded, hits, query_problem, render, search
 from liveforge.tools._index import Definition, DefinitionIndex, definition_index
 from liveforge.tools._jedi import ModuleNames, memory_sources, project
 from liveforge.tools._modules import resolve
 from liveforge.tools._outline import find as find_entry
 from liveforge.tools._outline import outline, parsed
-from liveforge.tools._output import clip
 
 __all__ = ["complete", "find", "references"]  # the tools; find_hits serves front ends
-
-Kind = Literal["class", "function", "module", "variable"]
-_KINDS = {
-    "class": {"class"},
-    "function": {"def", "async def"},
-    "module": {"module"},
-    "variable": {"var"},
-}
-_MAX_RESULTS = 60
 
 
 @effect("read")
@@ -46,54 +37,26 @@ def find(query: str, kind: Kind | None = None) -> str:
         query: a name or dotted tail, e.g. area or Square.area
         kind: only this kind of definition
     """
-    lines = sorted({_line(d) for d in _definitions(query, kind)[0]})
-    if not lines:
-        return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
-    return _bounded(lines, "narrow the query (dotted tail) or pass kind")
-
-
-def _line(definition: Definition) -> str:
-    """``def pkg.mod.func(sig) :line``, marked when it comes from a stub or is re-exported."""
-    text = f"{definition.kind} {definition.dotted}{definition.signature} :{definition.line}"
-    if definition.stub:
-        text += " (stub: no source)"
-    if definition.exported_as:
-        text += f" (exported as {', '.join(definition.exported_as)})"
-    return text
+    found, _ = _definitions(query, kind)
+    return render(found, query, kind)
 
 
 def _definitions(query: str, kind: Kind | None) -> tuple[list[Definition], DefinitionIndex]:
     """Definitions named `query` (a name or dotted tail), in-memory changes included, and
     the index they came from."""
     rt = runtime()
-    query = query.strip()
-    if not query or not all(part.isidentifier() for part in query.split(".")):
-        raise ArgumentError(
-            f"{query!r} is not a name or dotted tail; give e.g. area or Square.area",
-            tool="find",
-            problems=["query"],
-        )
+    problem = query_problem(query)
+    if problem is not None:
+        raise ArgumentError(problem, tool="find", problems=["query"])
     index = definition_index(rt, memory_sources(rt))
-    return list(index.search(query, _KINDS[kind] if kind else None)), index
+    return search(index, query, kind), index
 
 
 def find_hits(query: str, kind: Kind | None = None) -> list[dict[str, Any]]:
     """The definitions `find` reports, as dicts (path, kind, signature, line, file, stub,
     exported_as) sorted by path, for front ends that print JSON."""
     found, index = _definitions(query, kind)
-    hits = {
-        (d.dotted, d.line): {
-            "path": d.dotted,
-            "kind": d.kind,
-            "signature": d.signature,
-            "line": d.line,
-            "file": index.file_of(d.module),
-            "stub": d.stub,
-            "exported_as": list(d.exported_as),
-        }
-        for d in found
-    }
-    return [hits[key] for key in sorted(hits)]
+    return hits(found, index)
 
 
 def _signature(name: Any) -> str:
@@ -184,7 +147,7 @@ def _render_refs(rt: Any, target: str, found: set[tuple[str, int, int]]) -> str:
         text = sources[module][line - 1].strip() if line <= len(sources[module]) else ""
         lines.append(f"{module}:{line}:{column} {text}")
     header = f"{len(found)} references to {target}"
-    return _bounded([header, *lines], "ask about a narrower target")
+    return bounded([header, *lines], "ask about a narrower target")
 
 
 @effect("read")
@@ -217,7 +180,7 @@ def complete(code: str, line: int | None = None, column: int | None = None) -> s
     completions = jedi.Interpreter(code, namespaces).complete(line, column)
     if not completions:
         return "no completions"
-    rows = [f"{c.name}{_signature(c)} {c.type}" for c in completions[:_MAX_RESULTS]]
+    rows = [f"{c.name}{_signature(c)} {c.type}" for c in completions[:MAX_RESULTS]]
     more = len(completions) - len(rows)
     return "\n".join(rows + ([f"(+{more} more; type more letters)"] if more > 0 else []))
 
@@ -229,10 +192,3 @@ def _live_packages() -> dict[str, Any]:
         for name, module in list(sys.modules.items())
         if "." not in name and module is not None and not name.startswith("_")
     }
-
-
-def _bounded(lines: list[str], how: str) -> str:
-    shown = lines[:_MAX_RESULTS]
-    more = len(lines) - len(shown)
-    text = "\n".join(shown + ([f"(+{more} more; {how})"] if more > 0 else [])) + "\n"
-    return clip(text, None, lambda n: how)

@@ -12,6 +12,7 @@ connection.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import NoReturn
@@ -55,12 +56,26 @@ def _cancelled(route: Route, decoder: StreamDecoder | None) -> Batch:
     ]
 
 
-def _transport_error(exc: httpx.HTTPError, route: Route) -> ProviderError:
+def _transport_error(exc: Exception, route: Route, url: str) -> ProviderError:
     provider = route.name.partition(":")[0]
-    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    detail = f"{type(exc).__name__}: {exc}".rstrip(".") if str(exc) else type(exc).__name__
+    detail += f" (POST {_shown_url(url)})"
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(detail, provider=provider, model=route.model)
     return ProviderConnectionError(detail, provider=provider, model=route.model)
+
+
+def _shown_url(url: str) -> str:
+    """`url` as it may be shown: without a password or a query (either may hold a key)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a base URL malformed beyond parsing: shown as given, key-free part
+        return repr(url.partition("?")[0])
+    if not parts.scheme or not host:
+        return repr(url.partition("?")[0])
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 async def attempt(
@@ -76,16 +91,16 @@ async def attempt(
     """Run one HTTP call; see the module docstring for what comes out."""
     decoder: StreamDecoder | None = None
     timeout = httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout)
-    request = client.build_request(
-        "POST", call.url, headers=call.headers, json=call.body, timeout=timeout
-    )
     try:
+        request = client.build_request(
+            "POST", call.url, headers=call.headers, json=call.body, timeout=timeout
+        )
         response = await scope.wait(client.send(request, stream=True))
     except CallCancelled:
         yield _cancelled(route, None)
         return
-    except httpx.HTTPError as exc:
-        raise _transport_error(exc, route) from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise _transport_error(exc, route, call.url) from None
     try:
         if response.status_code >= 400 or not streaming:
             body = await scope.wait(response.aread())
@@ -100,7 +115,7 @@ async def attempt(
     except CallCancelled:
         yield _cancelled(route, decoder)
     except httpx.HTTPError as exc:
-        _reraise(_transport_error(exc, route), decoder)
+        _reraise(_transport_error(exc, route, call.url), decoder)
     except ProviderError as exc:
         _reraise(exc, decoder)
     finally:

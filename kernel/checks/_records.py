@@ -32,7 +32,6 @@ RunKind = Literal["snippet", "tests"]
 RunStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
 RUN_ID = re.compile(r"^\d{8}-\d{6}-\d{6}-[0-9a-f]{6}$")
 RESULT_FILE = "result.json"
-RUNS_FOLDER = "sandbox_runs"  # under the project root, unless a sandbox is given another
 TRASH = ".removing-"
 UNFINISHED_GRACE = 3600.0  # seconds a record without result.json counts as still running
 

@@ -36,7 +36,6 @@ from liveforge.kernel.checks._outcome import build_result
 from liveforge.kernel.checks._overlayhook import OverlayModule
 from liveforge.kernel.checks._preload import preload_names
 from liveforge.kernel.checks._records import (
-    RUNS_FOLDER,
     RunKind,
     RunResult,
     RunStore,
@@ -54,7 +53,7 @@ from liveforge.kernel.checks._runfiles import (
 )
 from liveforge.kernel.checks._runner import RunExit, run_child
 from liveforge.kernel.checks._template import TemplateProcess
-from liveforge.kernel.defaults import KEEP_RUNS, TESTS_TIMEOUT, VERIFY_TIMEOUT
+from liveforge.kernel.defaults import KEEP_RUNS, RUNS_FOLDER, TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
 __all__ = ["OverlayModule", "RunResult", "RunSummary", "Sandbox"]

@@ -11,7 +11,6 @@ forwardpy upgrade that changes one fails there, by name.
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +57,8 @@ _REQUIRED = (
 def _check() -> None:
     missing = [name for name in _REQUIRED if not hasattr(core, name)]
     if missing:
+        import importlib.metadata  # only on this error path: it costs startup time
+
         version = importlib.metadata.version("forwardpy")
         raise ImportError(
             f"forwardpy {version} lacks {', '.join(missing)}, which liveforge relies on; "

@@ -1,9 +1,9 @@
 """liveforge's command line: one module per command group, registered on one parser.
 
-Exit codes (also in the README):
+Exit codes (also in docs/commands.md):
 
     0    success
-    1    a check failed: verify or test did not pass, `run` ended without success
+    1    a check failed: verify, test or apply's checks did not pass, `run` ended without success
     2    usage or configuration error: bad arguments, bad configuration, no model provider
          configured, a missing optional dependency
     3    the operation failed: unknown target, a patch that does not apply, a tool error,
@@ -13,6 +13,6 @@ Exit codes (also in the README):
     130  interrupted (Ctrl-C)
 """
 
-from liveforge.cli._common import CommandError, ExitCode
+from liveforge.cli._exits import CommandError, ExitCode
 
 __all__ = ["CommandError", "ExitCode"]

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from liveforge.errors import CommandError, ExitCode
+from liveforge.cli._exits import CommandError, ExitCode
+from liveforge.cli._words import in_command_words
 from liveforge.kernel.boundary._secrets import Scrubber
 
 if TYPE_CHECKING:
@@ -206,13 +207,14 @@ def emit_error(args: argparse.Namespace | None, error: BaseException, code: Exit
             payload["project"] = str(Path(project or ".").expanduser().resolve())
         payload["error"] = {
             "type": type(error).__name__,
-            "message": str(error),
+            "message": in_command_words(str(error)),
             "exit_code": int(code),
         }
         text = Scrubber.current().text(json.dumps(payload, indent=2, ensure_ascii=False))
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
-    sys.stderr.write(Scrubber.current().text(f"liveforge: error: {error}") + "\n")
+    message = in_command_words(str(error))
+    sys.stderr.write(Scrubber.current().text(f"liveforge: error: {message}") + "\n")
 
 
 def run_tool(
@@ -236,11 +238,11 @@ def run_tool(
     if result.is_error:
         payload["error"] = {
             "type": "ToolError",
-            "message": result.text,
+            "message": in_command_words(result.text),
             "exit_code": int(ExitCode.FAILED),
         }
     if result.is_error and not getattr(args, "json", False):
-        sys.stderr.write(f"liveforge {args.command}: {result.text}\n")
+        sys.stderr.write(f"liveforge {args.command}: {in_command_words(result.text)}\n")
         return ExitCode.FAILED
     lines = [f"patched {row['summary']}" for row in patched.get("patches", [])]
     emit(args, payload, "\n".join([*lines, result.text]))

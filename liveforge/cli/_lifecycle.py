@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from liveforge.kernel import Change
     from liveforge.kernel.checks._records import RunResult
 
-__all__ = ["as_commands", "check_line", "memory_only", "not_ready", "reasons"]
+__all__ = ["check_line", "memory_only", "not_ready", "reasons"]
 
 _MAX_FAILURES = 3
 
@@ -73,19 +73,3 @@ def memory_only(rt: Any) -> list[str]:
     """Modules whose in-memory source differs from their files (lost at exit unless
     persisted; `--resume` brings them back)."""
     return [record.name for record in rt.changed_modules()]
-
-
-_API_ADVICE = [
-    ("(rt.verify(...) / rt.run_tests(...))", "(/verify CODE or /tests)"),
-    ("persist with force=True", "write anyway with /persist --force"),
-    ("or pass force=True", "or /undo them"),
-    ("list the runs with rt.runs()", "list the runs with /runs"),
-]
-"""The kernel's advice speaks Python; in the chat the same step is a command."""
-
-
-def as_commands(text: str) -> str:
-    """`text` with Python-API advice replaced by the chat command that does it."""
-    for api, command in _API_ADVICE:
-        text = text.replace(api, command)
-    return text

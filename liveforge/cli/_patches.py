@@ -11,12 +11,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liveforge.errors import CommandError
+from liveforge.cli._exits import CommandError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
 
-__all__ = ["add_patch_option", "apply_patches", "parse_patch", "patch_rows"]
+__all__ = ["add_patch_option", "apply_patches", "imports_of", "parse_patch", "patch_rows"]
 
 
 def add_patch_option(parser: argparse.ArgumentParser, *, then: str) -> None:
@@ -36,6 +36,10 @@ def parse_patch(spec: str) -> tuple[str, Path]:
     if not sep or not target.strip() or not file.strip():
         raise CommandError(f"--patch expects TARGET=FILE (e.g. pkg.mod.func=fix.py), got {spec!r}.")
     path = Path(file.strip()).expanduser()
+    if path.is_dir():
+        raise CommandError(
+            f"--patch {target}: {path} is a folder; give the file that holds the new source."
+        )
     if not path.is_file():
         raise CommandError(f"--patch {target}: file {path} does not exist.")
     return target.strip(), path
@@ -53,6 +57,11 @@ def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
 def patch_rows(changes: list[Change]) -> list[dict[str, Any]]:
     """The changes as the `patches` of a command's JSON object."""
     return [{"change_id": c.id, "target": c.target, "summary": c.summary()} for c in changes]
+
+
+def imports_of(changes: list[Change]) -> str:
+    """A snippet importing each patched module once: the check when no code is given."""
+    return "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
 
 
 def _read_patch(target: str, path: Path) -> str:

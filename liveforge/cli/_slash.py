@@ -19,8 +19,9 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from liveforge.cli._lifecycle import as_commands, check_line, not_ready, reasons
+from liveforge.cli._lifecycle import check_line, not_ready, reasons
 from liveforge.cli._render import Renderer
+from liveforge.cli._words import in_chat_words
 from liveforge.declarations.permissions import approved
 
 __all__ = ["COMMANDS", "ChatState", "dispatch"]
@@ -79,7 +80,7 @@ async def _in_thread(state: ChatState, label: str, func: Callable[[], Any]) -> A
 
 async def _tool_command(state: ChatState, label: str, name: str, arguments: dict[str, Any]) -> None:
     text, is_error = await _in_thread(state, label, lambda: state.tool(name, arguments))
-    state.say(as_commands(text), "red" if is_error else "")
+    state.say(in_chat_words(text), "red" if is_error else "")
     state.agent.session.track(state.agent.runtime)
 
 
@@ -346,5 +347,5 @@ async def dispatch(state: ChatState, line: str) -> bool:
     try:
         return await entry[0](state, args)
     except Exception as exc:  # a command failing must never end the chat
-        state.say(as_commands(f"{name} failed: {type(exc).__name__}: {exc}"), "red")
+        state.say(in_chat_words(f"{name} failed: {type(exc).__name__}: {exc}"), "red")
         return True

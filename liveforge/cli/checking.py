@@ -22,10 +22,9 @@ from liveforge.cli._common import (
     open_runtime,
     positive_seconds,
 )
-from liveforge.cli._patches import add_patch_option, apply_patches, patch_rows
+from liveforge.cli._patches import add_patch_option, apply_patches, imports_of, patch_rows
 from liveforge.cli._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
-from liveforge.kernel.errors import SandboxError
 
 if TYPE_CHECKING:
     from liveforge.kernel import Change, Runtime
@@ -200,7 +199,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
                 "nothing to verify: give the code (liveforge verify CODE), pipe it on stdin, or "
                 "give --patch TARGET=FILE (then each patched module is imported)."
             )
-        code = "".join(f"import {name}\n" for name in dict.fromkeys(c.module for c in changes))
+        code = imports_of(changes)
     live = False if args.no_live else None
     check = lambda: rt.verify(code, timeout=args.timeout, live=live, network=args.network)  # noqa: E731
     result = _follow(args, rt, check, tests=False)
@@ -235,11 +234,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _runs_in(args: argparse.Namespace, rt: Runtime) -> int:
     if args.run_id:
-        try:
-            result = rt.run(args.run_id)
-        except SandboxError as exc:
-            # the kernel's advice names the API; here the step is a command
-            raise SandboxError(str(exc).replace("rt.runs()", "`liveforge runs`")) from None
+        result = rt.run(args.run_id)  # an unknown id's advice is put in command words
         emit(
             args,
             {

@@ -11,7 +11,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from liveforge.cli._common import add_common, examples, run_structured, run_tool
+from liveforge.cli._common import (
+    CommandError,
+    ExitCode,
+    add_common,
+    emit,
+    examples,
+    project_dir,
+    run_structured,
+    run_tool,
+)
 from liveforge.cli._patches import add_patch_option
 
 __all__ = ["register"]
@@ -116,16 +125,25 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _find(args: argparse.Namespace) -> int:
-    if args.json:
-        from liveforge.tools.intel import find_hits  # jedi loads only when needed
+    """Answer from the index kept under `.liveforge/index/` (no runtime, no import of the
+    project): only files changed since the last command are read again."""
+    from liveforge.kernel.source._roots import discover
+    from liveforge.tools._find import hits, query_problem, render, search
+    from liveforge.tools._index import stored_index
 
-        return run_structured(
-            args,
-            lambda rt: {
-                "query": args.query,
-                "kind": args.kind,
-                "hits": find_hits(args.query, args.kind),
-            },
-        )
-    arguments = {"query": args.query, **({"kind": args.kind} if args.kind else {})}
-    return run_tool(args, "find", arguments, {"query": args.query, "kind": args.kind})
+    problem = query_problem(args.query)
+    if problem is not None:
+        raise CommandError(problem + ".")
+    root = project_dir(args)
+    index = stored_index(discover(root), root)
+    found = search(index, args.query, args.kind)
+    payload = {
+        "ok": True,
+        "command": "find",
+        "project": str(root),
+        "query": args.query,
+        "kind": args.kind,
+        "hits": hits(found, index),
+    }
+    emit(args, payload, render(found, args.query, args.kind))
+    return ExitCode.OK

@@ -142,7 +142,8 @@ def test_chat_asks_before_persisting_and_honours_no(sample: Path):
 
 
 def test_slash_help_and_unknown_command(sample: Path):
-    """/help lists the commands; an unknown command suggests close ones; Tab completes."""
+    """/help lists the commands; an unknown command suggests close ones; an unknown change
+    id is said in chat words (no `history()`)."""
     with FakeProvider(script=[]) as fake:
         child = _spawn(sample, fake)
         _say(child, "/help")
@@ -152,6 +153,10 @@ def test_slash_help_and_unknown_command(sample: Path):
         _say(child, "/perist")
         _shown(child, "unknown command /perist; did you mean /persist")
         child.expect_exact(PROMPT)
+        _say(child, "/undo c9")
+        _shown(child, "no change 'c9'; recent changes: none yet.")
+        child.expect_exact(PROMPT)
+        assert "history()" not in child.before
         child.send("/quit\r")
         child.expect("transcript saved")
         child.expect(pexpect.EOF)

@@ -6,7 +6,8 @@ import importlib
 import sys
 from pathlib import Path
 
-from liveforge.cli._lifecycle import as_commands, check_line, not_ready, reasons
+from liveforge.cli._lifecycle import check_line, not_ready, reasons
+from liveforge.cli._words import in_chat_words, in_command_words
 from liveforge.kernel import Runtime
 from liveforge.kernel.checks._records import RunResult, TestCounts, TestFailure
 
@@ -43,9 +44,10 @@ def test_a_passing_snippet_shows_its_value():
 def test_kernel_advice_becomes_chat_commands():
     """Python-API advice in an error reads as the command that does the same."""
     text = "Check them first (rt.verify(...) / rt.run_tests(...)), or persist with force=True."
-    assert as_commands(text) == (
+    assert in_chat_words(text) == (
         "Check them first (/verify CODE or /tests), or write anyway with /persist --force."
     )
+    assert in_command_words(text).startswith("Check them first (liveforge verify / liveforge test)")
 
 
 def test_a_verified_change_found_divergent_is_held_back_saying_why(tmp_path: Path):

@@ -1,4 +1,5 @@
-"""The README's user-facing promises hold: set-up lines, the API example, commands, exit codes."""
+"""The README's and the docs' user-facing promises hold: set-up lines, the API example,
+commands, exit codes, configuration examples."""
 
 from __future__ import annotations
 
@@ -14,22 +15,27 @@ from cli_support import cli_env
 from liveforge.__main__ import build_parser
 from liveforge.cli import ExitCode
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+MANUAL = README + "".join(
+    "\n\n" + page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md"))
+)
+"""The README and the documentation pages under docs/: every claim in them is held here."""
 
 
-def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def _blocks(language: str, text: str = MANUAL) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
 
 
 def test_first_two_lines_install_and_run_the_demo_then_the_tests():
     """Line 1 installs and runs `liveforge demo`; line 2 installs dev and runs pytest -n 2."""
-    first, second = _blocks("bash")[0].splitlines()[:2]
+    first, second = _blocks("bash", README)[0].splitlines()[:2]
     assert first.endswith("pip install -e . && liveforge demo")
     assert second.endswith('pip install -e ".[dev]" && python -m pytest -n 2')
 
 
 def test_python_api_example_runs_as_written(tmp_path: Path):
-    """The README's Runtime example runs in an empty folder and persists the patched area."""
+    """The docs' Runtime example runs in an empty folder and persists the patched area."""
     (example,) = _blocks("python")
     result = subprocess.run(
         [sys.executable, "-c", example],
@@ -46,7 +52,7 @@ def test_python_api_example_runs_as_written(tmp_path: Path):
 
 def _command_lines() -> list[list[str]]:
     lines = []
-    for block in _blocks("bash")[1:]:
+    for block in _blocks("bash"):
         for line in block.splitlines():
             words = shlex.split(line, comments=True)
             if words[:1] == ["liveforge"]:
@@ -62,13 +68,13 @@ def test_every_documented_command_line_parses(words: list[str]):
 
 
 def test_exit_code_table_matches_the_code():
-    """The README's exit-code table lists exactly the codes the command line uses."""
-    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", README, flags=re.M)}
+    """The docs' exit-code table lists exactly the codes the command line uses."""
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", MANUAL, flags=re.M)}
     assert documented == {int(code) for code in ExitCode}
 
 
 def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
-    """Each of the README's [tool.liveforge] examples loads without a configuration error."""
+    """Each of the docs' [tool.liveforge] examples loads without a configuration error."""
     from liveforge.config import load_config
 
     blocks = _blocks("toml")
@@ -88,7 +94,7 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
 
 
 def test_the_configuration_example_is_valid(tmp_path: Path):
-    """The README's `[tool.liveforge]` example loads as a pyproject.toml, every key known."""
+    """The docs' `[tool.liveforge]` example loads as a pyproject.toml, every key known."""
     from liveforge.config import load_config
 
     example = next(b for b in _blocks("toml") if "[tool.liveforge.tools]" in b)
@@ -98,8 +104,10 @@ def test_the_configuration_example_is_valid(tmp_path: Path):
 
 
 def _paragraphs() -> list[str]:
-    """The README's prose paragraphs (code blocks left out)."""
-    prose = re.sub(r"```.*?```", "", README, flags=re.S)
+    """The prose paragraphs of the README and the docs (code blocks and mkdocstrings
+    directives left out)."""
+    prose = re.sub(r"```.*?```", "", MANUAL, flags=re.S)
+    prose = re.sub(r"^::: .*(\n    .*)*", "", prose, flags=re.M)  # mkdocstrings directives
     return [p.strip() for p in re.split(r"\n\s*\n", prose) if p.strip()]
 
 
@@ -113,4 +121,4 @@ def test_the_files_liveforge_keeps_are_described_once():
     """One paragraph says which files liveforge keeps in a project, and which instruction
     files the agent reads."""
     assert len([p for p in _paragraphs() if ".liveforge/chat_history" in p]) == 1
-    assert README.count("LIVEFORGE.md` (else") == 1
+    assert MANUAL.count("LIVEFORGE.md` (else") == 1

@@ -1,0 +1,61 @@
+"""`liveforge history` and `liveforge diff`: a session's changes read from its transcript,
+without opening (or writing to) the session."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+from cli_support import FIX, run_cli
+
+from liveforge.testing import FakeProvider, reply
+
+
+def _session_with_a_patch(sample: Path) -> str:
+    """A `run` session that patched pricing.cart.Line.subtotal in memory; its id."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Patched in memory."),
+    ]
+    env = {"ANTHROPIC_API_KEY": "test-key", "LIVEFORGE_MODEL": "anthropic:test-model"}
+    with FakeProvider(script=script) as fake:
+        result = run_cli(
+            "run",
+            "-p",
+            "fix it",
+            "--json",
+            "--mode",
+            "auto-edit",
+            cwd=sample,
+            ANTHROPIC_BASE_URL=fake.base_url,
+            **env,
+        )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["session_id"]
+
+
+def test_history_and_diff_show_what_a_session_holds_in_memory(sample: Path):
+    """history lists the session's change with its status; diff shows the module as the
+    session left it against the file; the transcript is left byte for byte as it was."""
+    session_id = _session_with_a_patch(sample)
+    transcript = sample / ".liveforge" / "sessions" / f"{session_id}.jsonl"
+    before = transcript.read_bytes()
+    history = run_cli("history", "--json", cwd=sample)
+    schema = json.loads((resources.files("liveforge.cli") / "schema.json").read_text())
+    jsonschema.validate(json.loads(history.stdout), schema)
+    changes = json.loads(history.stdout)["changes"]
+    assert [(c["change_id"], c["target"], c["live"]) for c in changes] == [
+        ("c1", "pricing.cart.Line.subtotal", True)
+    ]
+    diff = run_cli("diff", "--resume", session_id, cwd=sample)
+    assert diff.returncode == 0, diff.stderr
+    assert diff.stdout.startswith("--- a/pricing/cart.py\n+++ b/pricing/cart.py\n")
+    assert "+        if self.quantity >= BULK_QUANTITY:" in diff.stdout
+    data = json.loads(run_cli("diff", "--json", cwd=sample).stdout)
+    jsonschema.validate(data, schema)
+    assert data["modules"] == ["pricing.cart"] and data["notes"] == []
+    assert transcript.read_bytes() == before
+    missing = run_cli("diff", "--resume", "nope", cwd=sample)
+    assert missing.returncode == 3 and f"recent: {session_id}" in missing.stderr
