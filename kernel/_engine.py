@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel import _classes, _forward, _plans, _reach, _recompute, _registered
+from liveforge.kernel import _bodies, _classes, _forward, _plans, _reach, _recompute, _registered
 from liveforge.kernel import _follow as _follow_
 from liveforge.kernel._moves import shift_moved
 from liveforge.kernel._reexports import removed_names
@@ -87,8 +87,11 @@ def apply(
     registries = _forward.Snapshot()
     cached = linecache.cache.get(filename)
     register_source(filename, source)
+    # Body-only edits of decorated functions are made in place, without running their
+    # decorators again (see `_bodies`), unless every definition must run again.
+    in_place = not rerun_definitions and plan.index.future_flags == old.future_flags
     try:
-        outcome = _execute(module, plan, saved, ctx)
+        outcome = _execute(module, plan, saved, ctx, in_place)
     except BaseException as exc:
         detail = _describe(exc, filename)
         ctx.log.undo()
@@ -118,10 +121,17 @@ def apply(
 
 
 def _execute(
-    module: types.ModuleType, plan: _plans.Plan, saved: dict[str, Any], ctx: _classes.MergeContext
+    module: types.ModuleType,
+    plan: _plans.Plan,
+    saved: dict[str, Any],
+    ctx: _classes.MergeContext,
+    in_place: bool = False,
 ) -> Outcome:
     namespace = module.__dict__
     outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
+    pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run]) if in_place else {}
+    # forwardpy's `@impl` registrations follow a definition run again (dropped just below).
+    impls = {n for n in {s.name for s in pairs.values()} if n and _registers_impl(saved.get(n))}
     existing = {id(v) for v in saved.values()}
     old_nodes = {s.name: s for s in plan.old_run if s.name}
     rerun = {s.name for s, _ in plan.run if s.name}
@@ -133,6 +143,11 @@ def _execute(
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     for stmt, code in plan.run:
+        paired = pairs.get(id(stmt)) if stmt.name not in impls else None
+        if _body_in_place(namespace, stmt, paired, plan, saved, ctx):
+            if stmt.text != pairs[id(stmt)].text:
+                outcome.updated.append(stmt.name or "")
+            continue
         earlier = old_nodes.get(stmt.name or "")
         old_node = earlier.node if earlier is not None else None
         if stmt.name:
@@ -154,6 +169,8 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    if in_place:
+        _bodies.gone(_bodies.unpaired(plan.old_run, pairs), saved, namespace, ctx)
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
@@ -166,6 +183,31 @@ def _execute(
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
     return outcome
+
+
+def _body_in_place(
+    namespace: dict[str, Any],
+    stmt: Stmt,
+    earlier: Stmt | None,
+    plan: _plans.Plan,
+    saved: dict[str, Any],
+    ctx: _classes.MergeContext,
+) -> bool:
+    """A body-only edit of a decorated function, made in place (see `_bodies`); False when
+    the statement must run as it is."""
+    if earlier is None or not _bodies.body_only(stmt, earlier) or stmt.text in plan.again:
+        return False
+    live = saved.get(stmt.name or "", _MISSING)
+    if live is _MISSING:
+        return False
+    return _bodies.update_body(namespace, stmt, earlier, live, plan.index.future_flags, ctx)
+
+
+def _registers_impl(value: Any) -> bool:
+    return value is not None and bool(
+        _forward.registrations_of(value)
+        or _forward.registrations_of(getattr(value, "__wrapped__", None))
+    )
 
 
 def _follow(

@@ -138,7 +138,7 @@ def update_function(
     old: types.FunctionType, new: types.FunctionType, log: UndoLog, idmap: IdentityMap
 ) -> str | None:
     """Make `old` run `new`'s code in place; returns an identity note, or None."""
-    _clear_fronts(old)
+    clear_fronts(old)
     if is_forwarder(old):
         target = old.__kwdefaults__[_FORWARD_KEY]  # type: ignore[index]
         if mergeable(target, new):
@@ -241,7 +241,8 @@ def _front(new: Any, fronts: set[Any], log: UndoLog) -> None:
     log.add(undo)
 
 
-def _clear_fronts(func: types.FunctionType) -> None:
+def clear_fronts(func: types.FunctionType) -> None:
+    """Empty the caches registered as standing in front of `func` (see `_FRONT_CACHES`)."""
     for cache in list(_FRONT_CACHES.get(func, ())):
         cache.cache_clear()
 
