@@ -393,9 +393,25 @@ def _empty_cache(wrapper: Any, log: UndoLog) -> None:
         clear()
         log.add(clear)
         return
-    # A memoizing closure (toolz's `memoize`) keeps its results in a `cache` attribute.
-    state = wrapper.__dict__ if isinstance(wrapper, types.FunctionType) else {}
-    cache = state.get("cache")
-    if isinstance(cache, dict):
-        cache.clear()
-        log.add(cache.clear)
+    # A memoizing closure keeps its results in a dict of its own: an attribute or a closure
+    # variable named for a cache (toolz's `memoize` keeps `cache` in its closure).
+    if not isinstance(wrapper, types.FunctionType):
+        return
+    cells = zip(wrapper.__code__.co_freevars, wrapper.__closure__ or (), strict=True)
+    held = [v for k, v in wrapper.__dict__.items() if _cache_name(k)]
+    held += [_contents(c) for k, c in cells if _cache_name(k)]
+    for cache in held:
+        if isinstance(cache, dict) and cache:
+            cache.clear()
+            log.add(cache.clear)
+
+
+def _cache_name(name: str) -> bool:
+    return name.strip("_").endswith(("cache", "memo"))
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None

@@ -328,7 +328,8 @@ def _merge_name(
     outcome.updated.append(name)
     if id(new) in existing:
         return
-    if getattr(old, "__module__", None) != module_ns.get("__name__"):
+    module = module_ns.get("__name__")
+    if getattr(old, "__module__", None) != module and not _wraps_own(old, new, stmt, module):
         if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
             outcome.unmerged.append((name, old, new))
         return
@@ -360,6 +361,18 @@ def _merge_name(
             ctx.notes.append(note)
         elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
             outcome.unmerged.append((name, old, new))
+
+
+def _wraps_own(old: Any, new: Any, stmt: Stmt, module: Any) -> bool:
+    """Two objects of one class a decorator made around this module's function (click's
+    `Command` for a `def` whose decorator changed): merged like a class-based decorator's
+    instances, though their class lives elsewhere."""
+    return (
+        isinstance(stmt.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and _reach.home(old) == module
+        and _reach.home(new) == module
+        and mergeable(old, new)
+    )
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:

@@ -106,8 +106,9 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
     made = {
         id(o): o
         for o in created
-        if isinstance(o, (type, types.FunctionType))
-        and o.__module__ == namespace.get("__name__")
+        if not isinstance(o, types.ModuleType)
+        and callable(o)
+        and home(o) == namespace.get("__name__")
         and id(o) not in existed
     }
     if not made:
@@ -123,7 +124,7 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
             continue
         items = holder.values() if isinstance(holder, dict) else holder
         for obj in [made[id(v)] for v in list(items) if id(v) in made]:
-            before = namespace.get(obj.__name__)
+            before = namespace.get(getattr(obj, "__name__", None) or "")
             if before is not None and not isinstance(holder, list):
                 replace_in([holder], obj, before, UndoLog())
             else:
@@ -131,23 +132,48 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
 
 
 def registries(objects: Iterable[Any]) -> dict[int, str]:
-    """Containers bound in the modules of `objects` (and of their bases, for classes),
-    directly or as class attributes."""
+    """Containers bound in the modules of `objects` (and of their bases, for classes; for a
+    wrapper a decorator made, the module of the function it holds), directly, as class
+    attributes or as attributes of the objects bound there (a click group's `commands`, a
+    Flask app's `view_functions`): id -> where, in words."""
+    return {key: label for key, (label, _) in registry_containers(objects).items()}
+
+
+def registry_containers(objects: Iterable[Any]) -> dict[int, tuple[str, Any]]:
+    """`registries`, each with the container itself."""
     modules = set()
     for obj in objects:
         mro = obj.__mro__[:-1] if isinstance(obj, type) else [obj]
-        modules |= {c.__module__ for c in mro}
-    found: dict[int, str] = {}
-    for module_name in modules:
-        module = sys.modules.get(module_name)
+        modules |= {home(c) for c in mro}
+    found: dict[int, tuple[str, Any]] = {}
+    for module_name in modules - {None}:
+        module = sys.modules.get(module_name or "")
         for key, value in list(getattr(module, "__dict__", {}).items()):
             owners = [(f"{module_name}.{key}", value)]
             if isinstance(value, type) and value.__module__ == module_name:
                 owners += [(f"{module_name}.{key}.{k}", v) for k, v in vars(value).items()]
+            elif not isinstance(value, (type, types.ModuleType, types.FunctionType)):
+                state = getattr(value, "__dict__", None)
+                if isinstance(state, dict) and key[:2] != "__":
+                    owners += [(f"{module_name}.{key}.{k}", v) for k, v in list(state.items())]
             for label, item in owners:
                 if isinstance(item, (list, dict, set)):
-                    found.setdefault(id(item), label)
+                    found.setdefault(id(item), (label, item))
     return found
+
+
+def home(obj: Any) -> str | None:
+    """The module `obj` was defined in: a function's or class's own; for an object a
+    decorator made around a function (click's `Command`, `toolz.curry`), the function's."""
+    if isinstance(obj, (type, types.FunctionType)):
+        return obj.__module__
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        for value in list(state.values()):
+            if isinstance(value, types.FunctionType):
+                return value.__module__
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else None
 
 
 def drop(holder: Any, value: Any, log: UndoLog) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import functools
 import gc
-import sys
 import types
 from typing import Any
 
@@ -36,6 +35,7 @@ from liveforge.kernel._reach import (
     is_namespace,
     references,
     registries,
+    registry_containers,
     replace_in,
 )
 from liveforge.kernel._undo import UndoLog
@@ -48,7 +48,7 @@ def before_rerun(node: ast.stmt, old: ast.stmt | None, live: Any, ctx: MergeCont
     decorated), or a class whose building may store it, runs again: the lists, dicts and
     sets that hold the live object, as they are."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if not (_decorators(node) or _decorators(old)) or not isinstance(live, types.FunctionType):
+        if not (_decorators(node) or _decorators(old)) or not _decorated(live):
             return
         if references(live) <= _HELD_BY_MODULE:
             return
@@ -65,6 +65,12 @@ def before_rerun(node: ast.stmt, old: ast.stmt | None, live: Any, ctx: MergeCont
             continue
         found.append(holder)
         ctx.registered.setdefault(id(holder), holder.copy())
+
+
+def _decorated(live: Any) -> bool:
+    """What a decorated definition may have left in registries: a function, or an object a
+    decorator made around one (click's `Command`), not a module or a class."""
+    return callable(live) and not isinstance(live, (type, types.ModuleType))
 
 
 def _held_by_module() -> int:
@@ -264,14 +270,12 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
     as class attributes; a `decorated` function leaves the lists, dicts and sets bound in its
     module (where its decorator stored it; looked through, not searched for). Other
     containers are left alone."""
-    if isinstance(value, types.FunctionType) and decorated:
-        module = vars(sys.modules.get(value.__module__) or types.ModuleType("-"))
-        found = {
-            id(item): f"{value.__module__}.{key}"
-            for key, item in list(module.items())
-            if key[:2] != "__" and isinstance(item, _CONTAINERS) and _holds(item, value)
-        }
-        held = list({id(v): v for v in module.values() if id(v) in found}.values())
+    if decorated and _decorated(value):
+        # Where its decorator stored it: containers bound in its module, or held there by an
+        # object's attribute (a click group's `commands`); looked through, not searched for.
+        containers = registry_containers([value])
+        found = {key: label for key, (label, _) in containers.items()}
+        held = [c for _, c in containers.values() if _holds(c, value)]
     elif isinstance(value, type) and class_hooks(value, ast.Pass()):
         found = registries([value])
         held = [h for h in holders(value, [ctx.created]) if id(h) in found]
