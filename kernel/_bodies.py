@@ -46,7 +46,7 @@ from typing import Any
 from liveforge.kernel._classes import MergeContext
 from liveforge.kernel._stmts import Stmt
 from liveforge.kernel._undo import UndoLog
-from liveforge.kernel._update import clear_fronts, is_forwarder, update_function
+from liveforge.kernel._update import clear_fronts, forward, is_forwarder, update_function
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: objects never looked into: they hold no function a decorator made.
@@ -230,7 +230,8 @@ def _copy(obj: Any, namespace: dict[str, Any]) -> types.FunctionType | None:
     """A new function object running what `obj` runs now (for an object holding a code
     object: that code, when it needs no closure)."""
     if not isinstance(obj, types.FunctionType):
-        codes = [c for c in gc.get_referents(obj) if isinstance(c, types.CodeType)]
+        held = [*gc.get_referents(obj), *_children(obj)]
+        codes = list({id(c): c for c in held if isinstance(c, types.CodeType)}.values())
         if len(codes) != 1 or codes[0].co_freevars:
             return None
         return types.FunctionType(codes[0], namespace, codes[0].co_name)
@@ -276,6 +277,36 @@ def gone(
                 conform(target, None, ctx.log, namespace)
 
 
+def forward_old(name: str, old: Any, new: Any, earlier: Stmt, ctx: MergeContext) -> str | None:
+    """A changed decorator made `new`, which cannot be merged into the live wrapper object
+    `old` (another kind of object): the function `old` holds, which `earlier` defined, now
+    forwards every call to `new`, so references to `old` taken before run the new code.
+    Returns a note, or None when `old` holds no such function."""
+    if isinstance(old, (types.FunctionType, type)) or not callable(new):
+        return None
+    match = _defined_by(earlier, name, ctx.filename)
+    found = [t for t, _ in _find([old], match) if isinstance(t, types.FunctionType)]
+    for func in found:
+        forward(func, new, ctx.log)
+    if not found:
+        return None
+    return (
+        f"{name}: the new definition is a {_kind(new)} where the old one was a {_kind(old)}; "
+        f"{name} now holds the new object, and the function inside the old one forwards "
+        "every call to it, so references taken before run the new code (the old object "
+        "itself, its type and attributes, stays as it was)"
+    )
+
+
+def _kind(value: Any) -> str:
+    kind = type(value)
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+
+
 # -- finding the function behind a wrapper ------------------------------------------------
 
 
@@ -308,7 +339,10 @@ _CONTAINERS = (list, tuple, dict, set, frozenset)
 
 
 def _holds_code(obj: Any, match: Any) -> bool:
-    return any(isinstance(c, types.CodeType) and match(c) for c in gc.get_referents(obj))
+    """`obj` holds a code object `match` takes (in its attributes, or where C code keeps
+    it)."""
+    held = [*gc.get_referents(obj), *_children(obj)]
+    return any(isinstance(c, types.CodeType) and match(c) for c in held)
 
 
 def _children(obj: Any) -> Iterator[Any]:

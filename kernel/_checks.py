@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from liveforge.kernel import _livefork
+from liveforge.kernel import _livefork, _probes
 from liveforge.kernel._alongside import LiveAlongside
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._overlayhook import OverlayModule
@@ -89,7 +89,14 @@ class Checks:
         if live is not False and _livefork.available():
             # the live check runs while the fresh-import one does (both are mostly waiting
             # for other processes)
-            options = {"timeout": timeout, "memory_mb": memory_mb, "network": network}
+            # the old objects changes replaced, which something still holds, are probed too
+            probes = _probes.stale(carried)
+            options = {
+                "timeout": timeout,
+                "memory_mb": memory_mb,
+                "network": network,
+                "probes": probes,
+            }
             alongside = LiveAlongside(self.sandbox, code, options)
         try:
             result = self.sandbox.verify(
@@ -193,7 +200,8 @@ def _difference(fresh: RunResult, live: _livefork.LiveCheck) -> str:
     """What differs between the two runs, in words: the outcome, else the value, else the
     exception."""
     if fresh.status != live.status:
-        return f"fresh import {fresh.status}, live process {live.status}"
+        said = f" ({live.exc_message})" if live.exc_type == "StaleReferences" else ""
+        return f"fresh import {fresh.status}, live process {live.status}{said}"
     if fresh.ok:
         return (
             f"both passed, with different values: fresh import {_short(fresh.value_repr)}, "

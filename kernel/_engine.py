@@ -331,7 +331,7 @@ def _merge_name(
     module = module_ns.get("__name__")
     if getattr(old, "__module__", None) != module and not _wraps_own(old, new, stmt, module):
         if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
-            outcome.unmerged.append((name, old, new))
+            _unmerged(name, old, new, old_stmt, ctx, outcome)
         return
     if mergeable(old, new):
         held = (
@@ -360,7 +360,25 @@ def _merge_name(
         if note:
             ctx.notes.append(note)
         elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
-            outcome.unmerged.append((name, old, new))
+            _unmerged(name, old, new, old_stmt, ctx, outcome)
+
+
+def _unmerged(
+    name: str,
+    old: Any,
+    new: Any,
+    old_stmt: Stmt | None,
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
+    """`new` cannot be merged into `old`: the function inside `old` forwards to `new` where
+    there is one (see `_bodies.forward_old`); else the name takes `new` and a note names
+    what still holds `old`."""
+    note = _bodies.forward_old(name, old, new, old_stmt, ctx) if old_stmt is not None else None
+    if note:
+        ctx.notes.append(note)
+    else:
+        outcome.unmerged.append((name, old, new))
 
 
 def _wraps_own(old: Any, new: Any, stmt: Stmt, module: Any) -> bool:

@@ -190,11 +190,16 @@ def drop(holder: Any, value: Any, log: UndoLog) -> None:
         holder.discard(value)
 
 
-def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
-    """Notes for names whose new object could not be merged into the old one (looked up
-    after from-import copies were re-bound; `skip` are liveforge's own records). One
-    search of the heap for all of them."""
-    held = _holders.describe_each([old for _, old, _ in unmerged], skip)
+def still_held(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[list[str]]:
+    """What holds the old object of each name whose new object could not be merged into it
+    (looked up after from-import copies were re-bound; `skip` are liveforge's own
+    records), in words. One search of the heap for all of them."""
+    return _holders.describe_each([old for _, old, _ in unmerged], skip)
+
+
+def unmerged_notes(unmerged: list[tuple[str, Any, Any]], held: list[list[str]]) -> list[str]:
+    """Notes for names whose new object could not be merged into the old one (`held`: what
+    holds each old one, see `still_held`)."""
     return [
         _holders.unmerged(name, old, new, held=where)
         for (name, old, new), where in zip(unmerged, held)

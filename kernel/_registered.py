@@ -32,6 +32,7 @@ from liveforge.kernel._reach import (
     class_hooks,
     drop,
     holders,
+    home,
     is_namespace,
     references,
     registries,
@@ -212,6 +213,8 @@ def after_rerun(
     if not held:
         return
     own = registries([live])
+    if not isinstance(live, types.FunctionType):
+        own = _of_decorators(own, home(live), old)
     changed = _decorators(old) != _decorators(new)
     gone = []
     for holder in held:
@@ -227,6 +230,22 @@ def after_rerun(
             "decorator stored it; the new one does not, so a fresh import would not have it "
             "there"
         )
+
+
+def _of_decorators(
+    own: dict[int, str], module: str | None, node: ast.stmt | None
+) -> dict[int, str]:
+    """For an object a decorator made (click's `Command`): only the containers of the
+    objects its decorators are reached through (`cli.commands` for `@cli.command()`) are
+    where a decorator stored it; a module list built from the name (`PIPELINE = [add]`) is
+    not."""
+    roots = set()
+    for decorator in getattr(node, "decorator_list", []):
+        while isinstance(decorator, (ast.Call, ast.Attribute)):
+            decorator = decorator.func if isinstance(decorator, ast.Call) else decorator.value
+        if isinstance(decorator, ast.Name):
+            roots.add(f"{module}.{decorator.id}.")
+    return {k: label for k, label in own.items() if label.startswith(tuple(roots))}
 
 
 def _decorators(node: ast.stmt | None) -> list[str]:
