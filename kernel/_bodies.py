@@ -277,17 +277,23 @@ def gone(
                 conform(target, None, ctx.log, namespace)
 
 
-def forward_old(name: str, old: Any, new: Any, earlier: Stmt, ctx: MergeContext) -> str | None:
+def forward_old(
+    name: str, old: Any, new: Any, earlier: Stmt, stmt: Stmt, ctx: MergeContext
+) -> str | None:
     """A changed decorator made `new`, which cannot be merged into the live wrapper object
     `old` (another kind of object): the function `old` holds, which `earlier` defined, now
-    forwards every call to `new`, so references to `old` taken before run the new code.
-    Returns a note, or None when `old` holds no such function."""
+    forwards every call to the function `stmt` defined (inside `new`, or `new` itself), so
+    references to `old` taken before run the new code. Returns a note, or None when `old`
+    holds no such function."""
     if isinstance(old, (types.FunctionType, type)) or not callable(new):
         return None
     match = _defined_by(earlier, name, ctx.filename)
     found = [t for t, _ in _find([old], match) if isinstance(t, types.FunctionType)]
+    inner = [t for t, _ in _find([new], _defined_by(stmt, name, ctx.filename))]
+    # The old wrapper still wraps: it forwards to the new function, not to the new wrapper.
+    target = next((t for t in inner if isinstance(t, types.FunctionType)), new)
     for func in found:
-        forward(func, new, ctx.log)
+        forward(func, target, ctx.log)
     if not found:
         return None
     return (

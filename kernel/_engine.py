@@ -331,7 +331,7 @@ def _merge_name(
     module = module_ns.get("__name__")
     if getattr(old, "__module__", None) != module and not _wraps_own(old, new, stmt, module):
         if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
-            _unmerged(name, old, new, old_stmt, ctx, outcome)
+            _unmerged(name, old, new, (old_stmt, stmt), ctx, outcome)
         return
     if mergeable(old, new):
         held = (
@@ -360,21 +360,24 @@ def _merge_name(
         if note:
             ctx.notes.append(note)
         elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
-            _unmerged(name, old, new, old_stmt, ctx, outcome)
+            _unmerged(name, old, new, (old_stmt, stmt), ctx, outcome)
 
 
 def _unmerged(
     name: str,
     old: Any,
     new: Any,
-    old_stmt: Stmt | None,
+    stmts: tuple[Stmt | None, Stmt],
     ctx: _classes.MergeContext,
     outcome: Outcome,
 ) -> None:
     """`new` cannot be merged into `old`: the function inside `old` forwards to `new` where
     there is one (see `_bodies.forward_old`); else the name takes `new` and a note names
     what still holds `old`."""
-    note = _bodies.forward_old(name, old, new, old_stmt, ctx) if old_stmt is not None else None
+    old_stmt, stmt = stmts
+    note = None
+    if old_stmt is not None:
+        note = _bodies.forward_old(name, old, new, old_stmt, stmt, ctx)
     if note:
         ctx.notes.append(note)
     else:
