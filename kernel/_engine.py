@@ -131,7 +131,8 @@ def _execute(
     outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
     pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run]) if in_place else {}
     # forwardpy's `@impl` registrations follow a definition run again (dropped just below).
-    impls = {n for n in {s.name for s in pairs.values()} if n and _registers_impl(saved.get(n))}
+    decorated = {s.name for s in pairs.values() if s.node.decorator_list}  # type: ignore[attr-defined]
+    impls = {n for n in decorated if n and _registers_impl(saved.get(n))}
     existing = {id(v) for v in saved.values()}
     old_nodes = {s.name: s for s in plan.old_run if s.name}
     rerun = {s.name for s, _ in plan.run if s.name}
