@@ -13,7 +13,8 @@ earlier run the new code, and a file that does not compile keeps the old code. M
                                    newest change in memory (or roll back that one)
 
 `%lf_status` shows the project root and the changes. The runtime is `lf_runtime` in the
-user namespace.
+user namespace. As `%autoreload 3` does, names the user took from a changed module follow it
+(see `ipython_names`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
+from liveforge.ipython_names import UserNames
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
 from liveforge.watch import Watcher
@@ -77,6 +79,7 @@ class LiveforgeMagics(Magics):
             runtime, report=self._say, rerun_hint="run it in a cell (importlib.reload runs all)"
         )
         self.times = FileTimes(runtime.project_root)
+        self.names = UserNames(shell.user_ns, self.times.root)
 
     def _say(self, line: str) -> None:
         print(f"liveforge: {line}")
@@ -85,8 +88,24 @@ class LiveforgeMagics(Magics):
         """The `pre_run_cell` hook: apply every file saved since the last cell."""
         changed = self.times.changed()
         if changed:
+            before = self.names.taken()
             for applied in self.watcher.apply_files(changed):
                 self._say(("applied " if applied.ok else "kept old code: ") + applied.line)
+            self._followed(before)
+
+    def ran_cell(self, result: Any) -> None:
+        """The `post_run_cell` hook: remember the modules the cell star-imported."""
+        self.names.noticed(getattr(getattr(result, "info", None), "raw_cell", "") or "")
+
+    def _followed(self, before: Any) -> None:
+        """Names of the user namespace that took what a change made (see `ipython_names`)."""
+        names = self.names.follow(before)
+        if names:
+            self._say(
+                f"{', '.join(names)} in this namespace now "
+                f"{'name' if len(names) > 1 else 'names'} what the changed modules hold, "
+                "as a fresh import would"
+            )
 
     @line_cell_magic
     def lf_patch(self, line: str, cell: str | None = None) -> None:
@@ -97,8 +116,10 @@ class LiveforgeMagics(Magics):
                 "%%lf_patch TARGET: write the target on the first line and the new source "
                 "below it, e.g.\n%%lf_patch pkg.mod.func\ndef func(x):\n    return x + 1"
             )
+        before = self.names.taken()
         change = self._run(lambda: self.runtime.patch(target, cell))
         print(change.summary())
+        self._followed(before)
         print(change.diff().rstrip("\n"))
 
     @line_cell_magic
@@ -143,9 +164,11 @@ class LiveforgeMagics(Magics):
             self.times.changed()  # our own writes are not edits to apply
             print(done.summary() + "\n(files restored; %lf_undo again undoes the step before)")
             return
+        before = self.names.taken()
         undone = self._run(lambda: self.runtime.rollback(line.strip() or None))
         for change in undone:
             print(f"rolled back {change.summary()}")
+        self._followed(before)
 
     @line_magic
     def lf_status(self, line: str) -> None:
@@ -170,6 +193,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = LiveforgeMagics(ipython, runtime)
     ipython.register_magics(magics)
     ipython.events.register("pre_run_cell", magics.apply_saved)
+    ipython.events.register("post_run_cell", magics.ran_cell)
     ipython.push({"lf_runtime": runtime})
     ipython._liveforge_magics = magics
     print(
@@ -184,5 +208,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     ipython.events.unregister("pre_run_cell", magics.apply_saved)
+    ipython.events.unregister("post_run_cell", magics.ran_cell)
     magics.runtime.close()
     ipython._liveforge_magics = None
