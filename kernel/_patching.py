@@ -47,7 +47,12 @@ class Patching:
         ) -> tuple[str, list[str], ModuleRecord]: ...
 
         def _home(
-            self, module_name: str, path: list[str], record: ModuleRecord
+            self,
+            module_name: str,
+            path: list[str],
+            record: ModuleRecord,
+            *,
+            bound_now: bool = False,
         ) -> tuple[str, list[str], ModuleRecord]: ...
 
         def _check_protected(

@@ -105,7 +105,7 @@ class Runtime(
         if not path:
             return record.source
         module_name, path, record = self._redirect(module_name, path, record)
-        module_name, path, record = self._home(module_name, path, record)
+        module_name, path, record = self._home(module_name, path, record, bound_now=True)
         assert record.index is not None
         location = locate(record.index, module_name, path)
         if not location.exists:
