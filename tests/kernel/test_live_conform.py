@@ -118,3 +118,22 @@ def test_an_object_holding_the_code_is_conformed(project: Project, rt: Runtime) 
     assert mod.double is kept and kept(2) == 6 and mod.CONFORMED == ["double"]
     rt.rollback()
     assert kept(2) == 4 and mod.CONFORMED == ["double", "double"]
+
+
+def test_definitions_added_between_others_register_as_a_fresh_import_orders_them(
+    project: Project, rt: Runtime
+) -> None:
+    """A `do` added between two others and one added at the end: the registry calls them
+    in the order a fresh import of the new source does, each once."""
+    mod = project.module(ACTIVITIES)
+    source = rt.source(mod.__name__)
+    worship = '@activities.register\ndef do(x):\n    return f"worship {x}"\n\n\n'
+    source = source.replace(
+        '@activities.register\ndef do(x):\n    return f"dance',
+        worship + ('@activities.register\ndef do(x):\n    return f"dance'),
+    )
+    source += '\n\n@activities.register\ndef do(x):\n    return f"push {x}"\n'
+    rt.patch_module(mod.__name__, source)
+    fresh = project.module(rt.source(mod.__name__))
+    assert mod.activities(2) == fresh.activities(2)
+    assert mod.activities(2) == ["paint 2", "sing 2", "worship 2", "dance 2", "push 2"]

@@ -367,3 +367,19 @@ def test_a_new_flask_route_after_the_first_request_is_refused_with_flask_s_reaso
     with pytest.raises(PatchExecutionError, match="can no longer be called on the application"):
         rt.patch(f"{mod.__name__}.index", '@app.route("/new")\ndef index():\n    return "new"\n')
     assert client.get("/").text == "index v1" and client.get("/new").status_code == 404
+
+
+def test_a_saved_flask_view_edit_reloads_after_the_app_served_a_request(
+    project: Project, rt: Runtime
+) -> None:
+    """The path a watched save takes: the file saved with a view's body changed, then
+    reloaded, after the app served a request; the next request gets the new body."""
+    mod = project.module(FLASK)
+    client = mod.app.test_client()
+    assert client.get("/").text == "index v1"
+    rt.source(mod.__name__)  # the runtime takes the module's source as it was imported
+    path = project.root / f"{mod.__name__}.py"
+    path.write_text(path.read_text().replace("index v1", "index v2"))
+    change = rt.reload(mod.__name__)
+    assert client.get("/").text == "index v2"
+    assert change.updated == ["index"]
