@@ -124,9 +124,8 @@ def update_body(
         _take(target, new, path, ctx)
     decorators = ", ".join("@" + ast.unparse(d) for d in stmt.node.decorator_list)  # type: ignore[attr-defined]
     ctx.notes.append(
-        f"{name}: only its body changed, so the function was updated in place and its "
-        f"decorators ({decorators}) were not run again; what they registered or wrapped "
-        "stays, and runs the new code"
+        f"{name}: only its body changed: updated in place, its decorators ({decorators}) "
+        "not run again (what they registered or wrapped runs the new code)"
     )
     return True
 

@@ -224,7 +224,7 @@ def test_a_registered_function_replaces_its_registry_entry(project: Project, rt:
     entry = mod.REGISTRY[0]
     change = rt.patch(f"{mod.__name__}.handler", "@register\ndef handler():\n    return 'h2'\n")
     assert mod.REGISTRY == [entry] and entry() == "h2"
-    assert any("decorators (@register) were not run again" in note for note in change.notes)
+    assert any("its decorators (@register) not run again" in note for note in change.notes)
     rt.rollback()
     assert mod.REGISTRY == [entry] and entry() == "h1"
 
