@@ -130,8 +130,11 @@ def _execute(
     namespace = module.__dict__
     outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
     pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run]) if in_place else {}
-    # forwardpy's `@impl` registrations follow a definition run again (dropped just below).
+    # forwardpy's `@impl` registrations follow a definition run again (dropped just below):
+    # in a module that registers impl bodies, decorated definitions run again.
     decorated = {s.name for s in pairs.values() if s.node.decorator_list}  # type: ignore[attr-defined]
+    if decorated and _forward.registers_impls(module.__name__):
+        pairs, in_place = {}, False
     impls = {n for n in decorated if n and _registers_impl(saved.get(n))}
     existing = {id(v) for v in saved.values()}
     old_nodes = {s.name: s for s in plan.old_run if s.name}
