@@ -114,6 +114,9 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
     if not made:
         return
     allowed = None if anywhere else registries(made.values())
+    # A function is also known by name to the framework holding it in an object's dict
+    # (Flask's URL rules name their view): it stays there (see `_registered.forget`).
+    by_name = {k for k, (_, _, held) in registry_containers(made.values()).items() if held}
     skip = {id(created), id(namespace), id(made)}
     for holder in gc.get_referrers(*made.values()):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):
@@ -127,7 +130,7 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
             before = namespace.get(getattr(obj, "__name__", None) or "")
             if before is not None and not isinstance(holder, list):
                 replace_in([holder], obj, before, UndoLog())
-            else:
+            elif not (id(holder) in by_name and isinstance(obj, types.FunctionType)):
                 drop(holder, obj, UndoLog())
 
 
@@ -136,29 +139,32 @@ def registries(objects: Iterable[Any]) -> dict[int, str]:
     wrapper a decorator made, the module of the function it holds), directly, as class
     attributes or as attributes of the objects bound there (a click group's `commands`, a
     Flask app's `view_functions`): id -> where, in words."""
-    return {key: label for key, (label, _) in registry_containers(objects).items()}
+    return {key: label for key, (label, _, _) in registry_containers(objects).items()}
 
 
-def registry_containers(objects: Iterable[Any]) -> dict[int, tuple[str, Any]]:
-    """`registries`, each with the container itself."""
+def registry_containers(objects: Iterable[Any]) -> dict[int, tuple[str, Any, bool]]:
+    """`registries`, each with the container itself and whether an object bound in the
+    module holds it as an attribute (a group's, an app's)."""
     modules = set()
     for obj in objects:
         mro = obj.__mro__[:-1] if isinstance(obj, type) else [obj]
         modules |= {home(c) for c in mro}
-    found: dict[int, tuple[str, Any]] = {}
+    found: dict[int, tuple[str, Any, bool]] = {}
     for module_name in modules - {None}:
         module = sys.modules.get(module_name or "")
         for key, value in list(getattr(module, "__dict__", {}).items()):
-            owners = [(f"{module_name}.{key}", value)]
+            owners = [(f"{module_name}.{key}", value, False)]
             if isinstance(value, type) and value.__module__ == module_name:
-                owners += [(f"{module_name}.{key}.{k}", v) for k, v in vars(value).items()]
+                owners += [(f"{module_name}.{key}.{k}", v, False) for k, v in vars(value).items()]
             elif not isinstance(value, (type, types.ModuleType, types.FunctionType)):
                 state = getattr(value, "__dict__", None)
                 if isinstance(state, dict) and key[:2] != "__":
-                    owners += [(f"{module_name}.{key}.{k}", v) for k, v in list(state.items())]
-            for label, item in owners:
+                    owners += [
+                        (f"{module_name}.{key}.{k}", v, True) for k, v in list(state.items())
+                    ]
+            for label, item, held in owners:
                 if isinstance(item, (list, dict, set)):
-                    found.setdefault(id(item), (label, item))
+                    found.setdefault(id(item), (label, item, held))
     return found
 
 

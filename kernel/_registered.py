@@ -290,11 +290,19 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
     module (where its decorator stored it; looked through, not searched for). Other
     containers are left alone."""
     if decorated and _decorated(value):
-        # Where its decorator stored it: containers bound in its module, or held there by an
-        # object's attribute (a click group's `commands`); looked through, not searched for.
+        # Where its decorator stored it: containers bound in its module, or, for an object
+        # the decorator made (a click `Command`), held there by an object's attribute (a
+        # click group's `commands`); looked through, not searched for.
         containers = registry_containers([value])
-        found = {key: label for key, (label, _) in containers.items()}
-        held = [c for _, c in containers.values() if _holds(c, value)]
+        if isinstance(value, types.FunctionType):
+            # A function the decorator returned as it was is also known to its framework by
+            # name (Flask's URL rules name their view): taking it out of the framework's
+            # dict would break the name; it is said instead (`_still_held`).
+            containers = {k: v for k, v in containers.items() if not v[2]}
+        found = {key: label for key, (label, _, _) in containers.items()}
+        held = [c for _, c, _ in containers.values() if _holds(c, value)]
+        if isinstance(value, types.FunctionType):
+            _still_held(name, value, held, ctx)
     elif isinstance(value, type) and class_hooks(value, ast.Pass()):
         found = registries([value])
         held = [h for h in holders(value, [ctx.created]) if id(h) in found]
@@ -308,6 +316,21 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         f"{name}: removed, and taken out of {', '.join(sorted(found[id(h)] for h in held))}"
         ", where what ran when it was defined stored it, as a fresh import would not have it"
     )
+
+
+def _still_held(name: str, value: Any, dropped: list[Any], ctx: MergeContext) -> None:
+    """A removed decorated function that containers other than its module's registries
+    still hold (a framework's table of views): a note names them (one heap search; removals
+    are rare)."""
+    labels = registries([value])
+    kept = [h for h in holders(value, [ctx.created]) if not any(h is d for d in dropped)]
+    where = [labels.get(id(h)) or f"a {type(h).__name__}" for h in kept]
+    if where:
+        ctx.notes.append(
+            f"{name}: removed from the source, but still held by {', '.join(sorted(where))}, "
+            "where what ran when it was defined stored it; it may still be called there (a "
+            "fresh import would not have it). Restart the program to drop it"
+        )
 
 
 def _holds(container: Any, value: Any) -> bool:

@@ -383,3 +383,30 @@ def test_a_saved_flask_view_edit_reloads_after_the_app_served_a_request(
     change = rt.reload(mod.__name__)
     assert client.get("/").text == "index v2"
     assert change.updated == ["index"]
+
+
+def test_a_flask_route_added_before_the_first_request_serves(project: Project, rt: Runtime) -> None:
+    """Before the app served a request Flask takes new routes: a view added by a module
+    patch serves its URL (and, as Flask's URL rules know it by name, still does after the
+    patch is rolled back, rather than failing)."""
+    mod = project.module(FLASK)
+    about = '\n\n@app.route("/about")\ndef about():\n    return "about"\n'
+    rt.patch_module(mod.__name__, rt.source(mod.__name__) + about)
+    assert "about" in mod.app.view_functions
+    assert mod.app.test_client().get("/about").text == "about"
+    rt.rollback()
+    assert not hasattr(mod, "about") and mod.app.test_client().get("/about").text == "about"
+
+
+def test_a_renamed_flask_view_is_said_to_be_still_held_by_the_app(
+    project: Project, rt: Runtime
+) -> None:
+    """Flask knows a view by its name in its URL rules too, so a renamed view's old function
+    stays in `app.view_functions` (taking it out would break the rule), and the change's
+    note says so, with what to do."""
+    mod = project.module(FLASK)
+    source = rt.source(mod.__name__).replace("def index", "def home")
+    change = rt.patch_module(mod.__name__, source)
+    note = next(n for n in change.notes if n.startswith("index: removed"))
+    assert f"{mod.__name__}.app.view_functions" in note and "Restart" in note
+    assert mod.app.test_client().get("/").status_code == 200
