@@ -215,6 +215,9 @@ def after_rerun(
     own = registries([live])
     if not isinstance(live, types.FunctionType):
         own = _of_decorators(own, home(live), old)
+    else:  # a framework's table may know it by name too (see `forget`)
+        attributes = {k for k, (_, _, held) in registry_containers([live]).items() if held}
+        own = {k: label for k, label in own.items() if k not in attributes}
     changed = _decorators(old) != _decorators(new)
     gone = []
     for holder in held:
