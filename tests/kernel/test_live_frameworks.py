@@ -410,3 +410,19 @@ def test_a_renamed_flask_view_is_said_to_be_still_held_by_the_app(
     note = next(n for n in change.notes if n.startswith("index: removed"))
     assert f"{mod.__name__}.app.view_functions" in note and "Restart" in note
     assert mod.app.test_client().get("/").status_code == 200
+
+
+def test_a_curry_function_moved_by_an_edit_above_it_keeps_exact_lines(
+    project: Project, rt: Runtime
+) -> None:
+    """A definition above a `@curry` function grows: the curried function's code moves
+    with its statement (tracebacks and inspect stay exact), and a later body edit still
+    updates it in place, not running `curry` again."""
+    mod = project.module(TOOLZ)
+    ref = mod.merge
+    rt.patch(f"{mod.__name__}.add", "@curry\ndef add(a, b):\n\n\n    return a + b\n")
+    line = rt.source(mod.__name__).splitlines().index("def merge(a, b):")  # 0-based: @curry
+    assert ref.func.__code__.co_firstlineno == line
+    change = rt.patch(f"{mod.__name__}.merge", "@curry\ndef merge(a, b):\n    return {**b, **a}\n")
+    assert mod.merge is ref and ref({"k": 1}, {"k": 2}) == {"k": 1}
+    assert any("not run again" in note for note in change.notes)
