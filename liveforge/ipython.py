@@ -13,7 +13,8 @@ earlier run the new code, and a file that does not compile keeps the old code. M
                                    newest change in memory (or roll back that one)
 
 `%lf_status` shows the project root and the changes. The runtime is `lf_runtime` in the
-user namespace.
+user namespace. As `%autoreload 3` does, names the user took from a changed module follow it
+(see `ipython_names`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
+from liveforge.ipython_names import UserNames
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
 from liveforge.watch import HELD, Watcher
@@ -83,6 +85,7 @@ class LiveforgeMagics(Magics):
             hold=0.0,
         )
         self.times = FileTimes(runtime.project_root)
+        self.names = UserNames(shell.user_ns, self.times.root)
 
     def _say(self, line: str) -> None:
         print(f"liveforge: {line}")
@@ -92,19 +95,37 @@ class LiveforgeMagics(Magics):
         known = set(self.times.seen)
         changed = self.times.changed()
         if changed:
+            before = self.names.taken()
             for applied in self.watcher.apply_files(changed):
                 # a module imported since the last cell is looked at in case it was saved
                 # since its import; when it was not, there is nothing to say
                 if not (applied.path not in known and applied.outcome == "same"):
                     self._say(applied.text)
+            self._followed(before)
 
     def _apply_refused(self) -> None:
         """Apply again the saves refused so far (after an undo they may apply now); a save
         held as half-written waits for the file's next save."""
         paths = {path for path, why in self.watcher.refused().values() if why != HELD}
         if paths:
+            before = self.names.taken()
             for applied in self.watcher.apply_files(paths, again=True):
                 self._say(applied.text)
+            self._followed(before)
+
+    def ran_cell(self, result: Any) -> None:
+        """The `post_run_cell` hook: remember the modules the cell star-imported."""
+        self.names.noticed(getattr(getattr(result, "info", None), "raw_cell", "") or "")
+
+    def _followed(self, before: Any) -> None:
+        """Names of the user namespace that took what a change made (see `ipython_names`)."""
+        names = self.names.follow(before)
+        if names:
+            self._say(
+                f"{', '.join(names)} in this namespace now "
+                f"{'name' if len(names) > 1 else 'names'} what the changed modules hold, "
+                "as a fresh import would"
+            )
 
     @line_cell_magic
     def lf_patch(self, line: str, cell: str | None = None) -> None:
@@ -115,8 +136,10 @@ class LiveforgeMagics(Magics):
                 "%%lf_patch TARGET: write the target on the first line and the new source "
                 "below it, e.g.\n%%lf_patch pkg.mod.func\ndef func(x):\n    return x + 1"
             )
+        before = self.names.taken()
         change = self._run(lambda: self.runtime.patch(target, cell))
         print(change.summary())
+        self._followed(before)
         print(change.diff().rstrip("\n"))
 
     @line_cell_magic
@@ -172,9 +195,11 @@ class LiveforgeMagics(Magics):
             self.times.changed()  # our own writes are not edits to apply
             print(done.summary() + "\n(files restored; %lf_undo again undoes the step before)")
             return
+        before = self.names.taken()
         undone = self._run(lambda: self.runtime.rollback(line.strip() or None))
         for change in undone:
             print(f"rolled back {change.summary()}")
+        self._followed(before)
         self._apply_refused()
 
     @line_magic
@@ -204,6 +229,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = LiveforgeMagics(ipython, runtime)
     ipython.register_magics(magics)
     ipython.events.register("pre_run_cell", magics.apply_saved)
+    ipython.events.register("post_run_cell", magics.ran_cell)
     ipython.push({"lf_runtime": runtime})
     ipython._liveforge_magics = magics
     print(
@@ -218,5 +244,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     ipython.events.unregister("pre_run_cell", magics.apply_saved)
+    ipython.events.unregister("post_run_cell", magics.ran_cell)
     magics.runtime.close()
     ipython._liveforge_magics = None

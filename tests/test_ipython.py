@@ -180,3 +180,35 @@ def test_a_save_refused_for_a_patch_applies_after_undo(shell, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"c2 reload {name} [replaced by c3]" in out and "c1 function" in out
     assert f"c3 reload {name} [applied]" in out
+
+
+def test_from_imported_names_follow_a_save_as_autoreload_3(shell, tmp_path, capsys):
+    """Names taken with `from m import ...` (an alias too) take what the module binds after
+    a save that replaced the object (a new constant, a function now wrapped in an object);
+    names a star-imported module gains appear; the line names them."""
+    ip, name = shell
+    path = tmp_path / f"{name}.py"
+    path.write_text(SOURCE + "\nLIMIT = 1\n")
+    _cell(ip, f"from {name} import LIMIT, value as v\nfrom {name} import *")
+    assert ip.user_ns["LIMIT"] == 1 and ip.user_ns["value"] is ip.user_ns["v"]
+    tagged = "class Tagged:\n    def __init__(self, f):\n        self.f = f\n\n"
+    tagged += "    def __call__(self):\n        return ('tagged', self.f())\n\n\n"
+    path.write_text(
+        tagged + SOURCE.replace("def value", "@Tagged\ndef value") + "\nLIMIT = 2\nEXTRA = 3\n"
+    )
+    _cell(ip, "got = (LIMIT, v(), value(), EXTRA)")
+    assert ip.user_ns["got"] == (2, ("tagged", 1), ("tagged", 1), 3)
+    out = capsys.readouterr().out
+    assert "EXTRA, LIMIT, Tagged, v, value in this namespace now name" in out
+
+
+def test_names_follow_an_undo(shell, tmp_path, capsys):
+    """%lf_undo of a patch that rebound a from-imported constant brings the user's copy
+    back to the old value, as the module's."""
+    ip, name = shell
+    (tmp_path / f"{name}.py").write_text(SOURCE + "\nLIMIT = 1\n")
+    _cell(ip, f"from {name} import LIMIT")
+    _cell(ip, f"%%lf_patch {name}.LIMIT\nLIMIT = 7\n")
+    assert ip.user_ns["LIMIT"] == 7
+    _cell(ip, "%lf_undo")
+    assert ip.user_ns["LIMIT"] == 1

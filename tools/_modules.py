@@ -13,6 +13,7 @@ import importlib.machinery
 import importlib.util
 import pkgutil
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,13 +183,27 @@ def empty_project_note(rt: Any) -> str:
     )
 
 
+def _through_modules(view: ModuleView, names: list[str], rt: Any) -> tuple[ModuleView, list[str]]:
+    """A name of a loaded module bound to another loaded module (`os.path`, a package's
+    alias of a submodule): the view of that module, and the names inside it."""
+    while names and view.name in sys.modules:
+        value = getattr(sys.modules[view.name], names[0], None)
+        if not isinstance(value, types.ModuleType) or sys.modules.get(value.__name__) is not value:
+            break
+        target = module_view(value.__name__, rt)
+        if target is None:
+            break
+        view, names = target, names[1:]
+    return view, names
+
+
 def _defining(view: ModuleView, names: list[str], rt: Any) -> tuple[ModuleView, list[str]]:
     """For a name the module only re-exports (`from .x import *`, `from .x import y`), the
     view of the module that defines it and the name there."""
     seen = {view.name}
     while names and view.source is not None and view.name in sys.modules:
         try:
-            home = origin(index(view.source), sys.modules[view.name], names[0])
+            home = origin(index(view.source), sys.modules[view.name], names[0], bound_now=True)
         except PatchSyntaxError:
             return view, names
         target = module_view(home[0], rt) if home and home[0] not in seen else None
@@ -217,7 +232,7 @@ def resolve(path: str, rt: Any = None) -> tuple[ModuleView, list[str]]:
         if not view.is_package:
             break
     if found is not None:
-        return _defining(*found, rt)
+        return _defining(*_through_modules(*found, rt), rt)
     raise TargetNotFound(
         path,
         [name for name in sys.modules if not name.startswith("_")],

@@ -30,6 +30,7 @@ The fork is a boundary too:
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import json
@@ -53,6 +54,7 @@ from liveforge.kernel.boundary._wipe import forget_secrets
 from liveforge.kernel.checks._background import later
 from liveforge.kernel.checks._child import run_snippet
 from liveforge.kernel.checks._hosts import Host
+from liveforge.kernel.checks._probes import Probe, compare
 
 LiveStatus = Literal["passed", "failed", "error", "timed_out", "crashed", "killed_memory"]
 _OUTPUT_LIMIT = 100_000
@@ -115,6 +117,7 @@ def run_live(
     cwd: str | None = None,
     host: Host | None = None,
     on_start: Callable[[int], None] | None = None,
+    probes: list[Probe] | None = None,
 ) -> LiveCheck:
     """Run `code` in a fork of this process, REPL style (a final expression's repr is the
     value); killed with everything it started after `timeout` seconds. With `boundary`
@@ -123,7 +126,9 @@ def run_live(
     `_boundary.prepare` (closed here). `cwd` is the folder it runs in (a fresh-import check
     runs in the project root, wherever this process was started). `host` is namespaces
     made ahead for the check to join (see `_hosts`); it is ended here, whatever happens.
-    `on_start` is called with the fork's pid once it runs (`stop` ends it early)."""
+    `on_start` is called with the fork's pid once it runs (`stop` ends it early). With
+    `probes`, the fork runs `code` once more against the old objects changes replaced and
+    reports a difference as a failure (see `_probes`)."""
     started = time.monotonic()
     handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -132,7 +137,7 @@ def run_live(
         if pid == 0:  # the child: never returns
             os.close(read_end)
             fds = (out.fileno(), err.fileno(), write_end)
-            _child(code, fds, memory_mb, (boundary, handshake, prepared, host), cwd)
+            _child(code, fds, memory_mb, (boundary, handshake, prepared, host), cwd, probes)
         os.close(write_end)
         if prepared is not None:
             os.close(prepared)
@@ -184,6 +189,7 @@ def _child(
     memory_mb: int | None,
     walls: tuple[BoundaryPolicy | None, Handshake | None, int | None, Host | None],
     cwd: str | None = None,
+    probes: list[Probe] | None = None,
 ) -> None:
     out_fd, err_fd, result_fd = fds
     boundary, handshake, prepared, host = walls
@@ -213,6 +219,9 @@ def _child(
             if boundary.memory_mb is not None:
                 memory_mb = boundary.memory_mb
         outcome = run_snippet(code, "<live-check>", memory_mb)
+        if probes:
+            again = functools.partial(run_snippet, code, "<live-check>", memory_mb)
+            outcome = compare(probes, outcome, again)
     except BaseException as exc:  # the harness itself failed: still a result
         outcome = {"status": "error", "exc_type": type(exc).__name__, "exc_message": str(exc)}
         exit_code = 70

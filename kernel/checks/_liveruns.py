@@ -22,6 +22,7 @@ from liveforge.kernel.checks import _livefork
 from liveforge.kernel.checks._background import later
 from liveforge.kernel.checks._hosts import LiveHosts
 from liveforge.kernel.checks._livefork import LiveCheck
+from liveforge.kernel.checks._probes import Probe
 from liveforge.kernel.checks._runfiles import Afterwards, remove_scratch
 from liveforge.kernel.defaults import VERIFY_TIMEOUT
 
@@ -55,11 +56,13 @@ class LiveRuns:
         network: bool | None = None,
         cpu_seconds: float | None = None,
         on_start: Callable[[int], None] | None = None,
+        probes: list[Probe] | None = None,
     ) -> LiveCheck:
         """Run `code` in a fork of this live process (see `_livefork`) inside the same
         boundary as `verify`, from the same settings (see the module's text). `on_start`
         gets the fork's pid once it runs (`_livefork.stop` ends it early; so does
-        `stop_running`, also before it forked)."""
+        `stop_running`, also before it forked). `probes` are old objects changes replaced
+        that the fork runs the snippet against once more (see `_probes`)."""
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
         stops = self._stops
 
@@ -85,6 +88,7 @@ class LiveRuns:
                 cwd=str(self.project_root),
                 host=host,
                 on_start=started,
+                probes=probes,
             )
         finally:
             changed = remove_scratch(policy, scratch, self._afterwards, scratch_later=True)

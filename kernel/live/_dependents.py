@@ -56,7 +56,11 @@ def follow_up(registry: ModuleRegistry, name: str, outcome: Outcome, root: str |
         notes += _Importers(registry, revert.log, root).reach(name, revert.bindings)
     if outcome.unmerged:
         records = [*revert.bindings.values(), *outcome.unmerged, outcome.unmerged]
-        notes += _reach.unmerged_notes(outcome.unmerged, records)
+        held = _reach.still_held(outcome.unmerged, records)
+        notes += _reach.unmerged_notes(outcome.unmerged, held)
+        for (name, _, _), where in zip(outcome.unmerged, held, strict=True):
+            if where:
+                revert.held[name] = where
     return notes
 
 

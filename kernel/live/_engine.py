@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from liveforge.kernel.errors import PatchError, PatchExecutionError
-from liveforge.kernel.live import _classes, _forward, _plans, _reach, _recompute, _registered
+from liveforge.kernel.live import (
+    _bodies,
+    _classes,
+    _forward,
+    _plans,
+    _reach,
+    _registered,
+)
 from liveforge.kernel.live import _follow as _follow_
 from liveforge.kernel.live._moves import shift_moved
 from liveforge.kernel.live._reexports import removed_names
@@ -87,8 +94,11 @@ def apply(
     registries = _forward.Snapshot()
     cached = linecache.cache.get(filename)
     register_source(filename, source)
+    # Body-only edits of decorated functions are made in place, without running their
+    # decorators again (see `_bodies`), unless every definition must run again.
+    in_place = not rerun_definitions and plan.index.future_flags == old.future_flags
     try:
-        outcome = _execute(module, plan, saved, ctx)
+        outcome = _execute(module, plan, saved, ctx, in_place)
     except BaseException as exc:
         detail = _describe(exc, filename)
         ctx.log.undo()
@@ -118,10 +128,21 @@ def apply(
 
 
 def _execute(
-    module: types.ModuleType, plan: _plans.Plan, saved: dict[str, Any], ctx: _classes.MergeContext
+    module: types.ModuleType,
+    plan: _plans.Plan,
+    saved: dict[str, Any],
+    ctx: _classes.MergeContext,
+    in_place: bool = False,
 ) -> Outcome:
     namespace = module.__dict__
     outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
+    pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run]) if in_place else {}
+    # forwardpy's `@impl` registrations follow a definition run again (dropped just below):
+    # in a module that registers impl bodies, decorated definitions run again.
+    decorated = {s.name for s in pairs.values() if s.node.decorator_list}  # type: ignore[attr-defined]
+    if decorated and _forward.registers_impls(module.__name__):
+        pairs, in_place = {}, False
+    impls = {n for n in decorated if n and _registers_impl(saved.get(n))}
     existing = {id(v) for v in saved.values()}
     old_nodes = {s.name: s for s in plan.old_run if s.name}
     rerun = {s.name for s, _ in plan.run if s.name}
@@ -133,6 +154,11 @@ def _execute(
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     for stmt, code in plan.run:
+        paired = pairs.get(id(stmt)) if stmt.name not in impls else None
+        if _body_in_place(namespace, stmt, paired, plan, saved, ctx):
+            if stmt.text != pairs[id(stmt)].text:
+                outcome.updated.append(stmt.name or "")
+            continue
         earlier = old_nodes.get(stmt.name or "")
         old_node = earlier.node if earlier is not None else None
         if stmt.name:
@@ -154,6 +180,8 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    if in_place:
+        _bodies.gone(_bodies.unpaired(plan.old_run, pairs), saved, namespace, ctx)
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
@@ -166,6 +194,31 @@ def _execute(
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
     return outcome
+
+
+def _body_in_place(
+    namespace: dict[str, Any],
+    stmt: Stmt,
+    earlier: Stmt | None,
+    plan: _plans.Plan,
+    saved: dict[str, Any],
+    ctx: _classes.MergeContext,
+) -> bool:
+    """A body-only edit of a decorated function, made in place (see `_bodies`); False when
+    the statement must run as it is."""
+    if earlier is None or not _bodies.body_only(stmt, earlier) or stmt.text in plan.again:
+        return False
+    live = saved.get(stmt.name or "", _MISSING)
+    if live is _MISSING:
+        return False
+    return _bodies.update_body(namespace, stmt, earlier, live, plan.index.future_flags, ctx)
+
+
+def _registers_impl(value: Any) -> bool:
+    return value is not None and bool(
+        _forward.registrations_of(value)
+        or _forward.registrations_of(getattr(value, "__wrapped__", None))
+    )
 
 
 def _follow(
@@ -216,7 +269,7 @@ def follow_readers(
     whose defaults or decorators read them are defined again in place, every other statement
     reading them is named in a note (`where` prefixes notes, `advice` says what to do).
     Returns those other statements."""
-    recomputed, changed, notes = _recompute.run(
+    recomputed, changed, notes = _follow_.recompute(
         index.stmts, ran, rebound, namespace, ctx.filename, index.future_flags
     )
     ctx.notes.extend(where + note for note in notes)
@@ -286,9 +339,10 @@ def _merge_name(
     outcome.updated.append(name)
     if id(new) in existing:
         return
-    if getattr(old, "__module__", None) != module_ns.get("__name__"):
+    module = module_ns.get("__name__")
+    if getattr(old, "__module__", None) != module and not _wraps_own(old, new, stmt, module):
         if _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
-            outcome.unmerged.append((name, old, new))
+            _unmerged(name, old, new, (old_stmt, stmt), ctx, outcome)
         return
     if mergeable(old, new):
         held = (
@@ -317,7 +371,40 @@ def _merge_name(
         if note:
             ctx.notes.append(note)
         elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
-            outcome.unmerged.append((name, old, new))
+            _unmerged(name, old, new, (old_stmt, stmt), ctx, outcome)
+
+
+def _unmerged(
+    name: str,
+    old: Any,
+    new: Any,
+    stmts: tuple[Stmt | None, Stmt],
+    ctx: _classes.MergeContext,
+    outcome: Outcome,
+) -> None:
+    """`new` cannot be merged into `old`: the function inside `old` forwards to `new` where
+    there is one (see `_bodies.forward_old`); else the name takes `new` and a note names
+    what still holds `old`."""
+    old_stmt, stmt = stmts
+    note = None
+    if old_stmt is not None:
+        note = _bodies.forward_old(name, old, new, old_stmt, stmt, ctx)
+    if note:
+        ctx.notes.append(note)
+    else:
+        outcome.unmerged.append((name, old, new))
+
+
+def _wraps_own(old: Any, new: Any, stmt: Stmt, module: Any) -> bool:
+    """Two objects of one class a decorator made around this module's function (click's
+    `Command` for a `def` whose decorator changed): merged like a class-based decorator's
+    instances, though their class lives elsewhere."""
+    return (
+        isinstance(stmt.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and _reach.home(old) == module
+        and _reach.home(new) == module
+        and mergeable(old, new)
+    )
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:

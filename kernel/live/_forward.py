@@ -174,6 +174,11 @@ def is_declaration(cls: Any) -> bool:
     return isinstance(cls, fp.ObjectMeta)
 
 
+def registers_impls(module: str) -> bool:
+    """True when module `module` registered `@impl` bodies."""
+    return module in fp.impl_sources.values()
+
+
 def registrations_of(func: Any) -> list[tuple[type, str]]:
     """The (class, impl key) registrations whose active body is `func`."""
     return [(cls, key) for (cls, key) in fp.impl_sources if fp.registered(cls, key) is func]

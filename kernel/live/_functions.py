@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -72,8 +73,15 @@ def _functions_in(value: Any) -> list[Any]:
     wrapped = getattr(value, "__wrapped__", None)
     if wrapped is not None:
         return [wrapped]
-    # A class-based decorator's instance (`curry`) that keeps its function as an attribute.
+    if isinstance(value, functools.partial):
+        return [value.func]
+    # A class-based decorator's instance (`curry`) that keeps its function as an attribute,
+    # in its `__dict__` or in a slot, or through a `functools.partial` there (toolz's curry).
     state = getattr(value, "__dict__", None)
-    if isinstance(state, dict):
-        return [v for v in state.values() if isinstance(v, types.FunctionType)]
-    return []
+    held = list(state.values()) if isinstance(state, dict) else []
+    for cls in type(value).__mro__[:-1]:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            held.append(getattr(value, slot, None) if isinstance(slot, str) else None)
+    held = [v.func if isinstance(v, functools.partial) else v for v in held]
+    return [v for v in held if isinstance(v, types.FunctionType)]

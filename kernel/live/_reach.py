@@ -106,13 +106,17 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
     made = {
         id(o): o
         for o in created
-        if isinstance(o, (type, types.FunctionType))
-        and o.__module__ == namespace.get("__name__")
+        if not isinstance(o, types.ModuleType)
+        and callable(o)
+        and home(o) == namespace.get("__name__")
         and id(o) not in existed
     }
     if not made:
         return
     allowed = None if anywhere else registries(made.values())
+    # A function is also known by name to the framework holding it in an object's dict
+    # (Flask's URL rules name their view): it stays there (see `_registered.forget`).
+    by_name = {k for k, (_, _, held) in registry_containers(made.values()).items() if held}
     skip = {id(created), id(namespace), id(made)}
     for holder in gc.get_referrers(*made.values()):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):
@@ -123,31 +127,59 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
             continue
         items = holder.values() if isinstance(holder, dict) else holder
         for obj in [made[id(v)] for v in list(items) if id(v) in made]:
-            before = namespace.get(obj.__name__)
+            before = namespace.get(getattr(obj, "__name__", None) or "")
             if before is not None and not isinstance(holder, list):
                 replace_in([holder], obj, before, UndoLog())
-            else:
+            elif not (id(holder) in by_name and isinstance(obj, types.FunctionType)):
                 drop(holder, obj, UndoLog())
 
 
 def registries(objects: Iterable[Any]) -> dict[int, str]:
-    """Containers bound in the modules of `objects` (and of their bases, for classes),
-    directly or as class attributes."""
+    """Containers bound in the modules of `objects` (and of their bases, for classes; for a
+    wrapper a decorator made, the module of the function it holds), directly, as class
+    attributes or as attributes of the objects bound there (a click group's `commands`, a
+    Flask app's `view_functions`): id -> where, in words."""
+    return {key: label for key, (label, _, _) in registry_containers(objects).items()}
+
+
+def registry_containers(objects: Iterable[Any]) -> dict[int, tuple[str, Any, bool]]:
+    """`registries`, each with the container itself and whether an object bound in the
+    module holds it as an attribute (a group's, an app's)."""
     modules = set()
     for obj in objects:
         mro = obj.__mro__[:-1] if isinstance(obj, type) else [obj]
-        modules |= {c.__module__ for c in mro}
-    found: dict[int, str] = {}
-    for module_name in modules:
-        module = sys.modules.get(module_name)
+        modules |= {home(c) for c in mro}
+    found: dict[int, tuple[str, Any, bool]] = {}
+    for module_name in modules - {None}:
+        module = sys.modules.get(module_name or "")
         for key, value in list(getattr(module, "__dict__", {}).items()):
-            owners = [(f"{module_name}.{key}", value)]
+            owners = [(f"{module_name}.{key}", value, False)]
             if isinstance(value, type) and value.__module__ == module_name:
-                owners += [(f"{module_name}.{key}.{k}", v) for k, v in vars(value).items()]
-            for label, item in owners:
+                owners += [(f"{module_name}.{key}.{k}", v, False) for k, v in vars(value).items()]
+            elif not isinstance(value, (type, types.ModuleType, types.FunctionType)):
+                state = getattr(value, "__dict__", None)
+                if isinstance(state, dict) and key[:2] != "__":
+                    owners += [
+                        (f"{module_name}.{key}.{k}", v, True) for k, v in list(state.items())
+                    ]
+            for label, item, held in owners:
                 if isinstance(item, (list, dict, set)):
-                    found.setdefault(id(item), label)
+                    found.setdefault(id(item), (label, item, held))
     return found
+
+
+def home(obj: Any) -> str | None:
+    """The module `obj` was defined in: a function's or class's own; for an object a
+    decorator made around a function (click's `Command`, `toolz.curry`), the function's."""
+    if isinstance(obj, (type, types.FunctionType)):
+        return obj.__module__
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        for value in list(state.values()):
+            if isinstance(value, types.FunctionType):
+                return value.__module__
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else None
 
 
 def drop(holder: Any, value: Any, log: UndoLog) -> None:
@@ -164,11 +196,16 @@ def drop(holder: Any, value: Any, log: UndoLog) -> None:
         holder.discard(value)
 
 
-def unmerged_notes(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[str]:
-    """Notes for names whose new object could not be merged into the old one (looked up
-    after from-import copies were re-bound; `skip` are liveforge's own records). One
-    search of the heap for all of them."""
-    held = _holders.describe_each([old for _, old, _ in unmerged], skip)
+def still_held(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[list[str]]:
+    """What holds the old object of each name whose new object could not be merged into it
+    (looked up after from-import copies were re-bound; `skip` are liveforge's own
+    records), in words. One search of the heap for all of them."""
+    return _holders.describe_each([old for _, old, _ in unmerged], skip)
+
+
+def unmerged_notes(unmerged: list[tuple[str, Any, Any]], held: list[list[str]]) -> list[str]:
+    """Notes for names whose new object could not be merged into the old one (`held`: what
+    holds each old one, see `still_held`)."""
     return [
         _holders.unmerged(name, old, new, held=where)
         for (name, old, new), where in zip(unmerged, held)

@@ -20,11 +20,16 @@ from liveforge.kernel.source._stmts import Index, Stmt
 _MISSING = object()
 
 
-def origin(index: Index, module: types.ModuleType, name: str) -> tuple[str, str] | None:
+def origin(
+    index: Index, module: types.ModuleType, name: str, *, bound_now: bool = False
+) -> tuple[str, str] | None:
     """(module, name) where the value `module` binds to `name` through an import is
-    defined, or None when `module` defines it itself (or it is not bound)."""
+    defined, or None when `module` defines it itself (or it is not bound). With
+    `bound_now`, a definition of the module that a later import re-binds (`class X` then
+    `try: from ._fast import X`) does not count: the name is where the value bound now is
+    defined (what to show; a patch still goes to the module's own definition)."""
     value = module.__dict__.get(name, _MISSING)
-    if value is _MISSING or _defines(index, name):
+    if value is _MISSING or (_defines(index, name) and not bound_now):
         return None
     home = getattr(value, "__module__", None)
     own = getattr(value, "__qualname__", None)
@@ -35,6 +40,8 @@ def origin(index: Index, module: types.ModuleType, name: str) -> tuple[str, str]
         and getattr(sys.modules.get(home), own or "", None) is value
     ):
         return home, own or name
+    if bound_now and _defines(index, name):
+        return None
     return _imported_from(index, module, name, value)
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import functools
 import gc
-import sys
 import types
 from typing import Any
 
@@ -33,9 +32,11 @@ from liveforge.kernel.live._reach import (
     class_hooks,
     drop,
     holders,
+    home,
     is_namespace,
     references,
     registries,
+    registry_containers,
     replace_in,
 )
 from liveforge.kernel.live._undo import UndoLog
@@ -48,7 +49,7 @@ def before_rerun(node: ast.stmt, old: ast.stmt | None, live: Any, ctx: MergeCont
     decorated), or a class whose building may store it, runs again: the lists, dicts and
     sets that hold the live object, as they are."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if not (_decorators(node) or _decorators(old)) or not isinstance(live, types.FunctionType):
+        if not (_decorators(node) or _decorators(old)) or not _decorated(live):
             return
         if references(live) <= _HELD_BY_MODULE:
             return
@@ -65,6 +66,12 @@ def before_rerun(node: ast.stmt, old: ast.stmt | None, live: Any, ctx: MergeCont
             continue
         found.append(holder)
         ctx.registered.setdefault(id(holder), holder.copy())
+
+
+def _decorated(live: Any) -> bool:
+    """What a decorated definition may have left in registries: a function, or an object a
+    decorator made around one (click's `Command`), not a module or a class."""
+    return callable(live) and not isinstance(live, (type, types.ModuleType))
 
 
 def _held_by_module() -> int:
@@ -206,6 +213,11 @@ def after_rerun(
     if not held:
         return
     own = registries([live])
+    if not isinstance(live, types.FunctionType):
+        own = _of_decorators(own, home(live), old)
+    else:  # a framework's table may know it by name too (see `forget`)
+        attributes = {k for k, (_, _, held) in registry_containers([live]).items() if held}
+        own = {k: label for k, label in own.items() if k not in attributes}
     changed = _decorators(old) != _decorators(new)
     gone = []
     for holder in held:
@@ -221,6 +233,22 @@ def after_rerun(
             "decorator stored it; the new one does not, so a fresh import would not have it "
             "there"
         )
+
+
+def _of_decorators(
+    own: dict[int, str], module: str | None, node: ast.stmt | None
+) -> dict[int, str]:
+    """For an object a decorator made (click's `Command`): only the containers of the
+    objects its decorators are reached through (`cli.commands` for `@cli.command()`) are
+    where a decorator stored it; a module list built from the name (`PIPELINE = [add]`) is
+    not."""
+    roots = set()
+    for decorator in getattr(node, "decorator_list", []):
+        while isinstance(decorator, (ast.Call, ast.Attribute)):
+            decorator = decorator.func if isinstance(decorator, ast.Call) else decorator.value
+        if isinstance(decorator, ast.Name):
+            roots.add(f"{module}.{decorator.id}.")
+    return {k: label for k, label in own.items() if label.startswith(tuple(roots))}
 
 
 def _decorators(node: ast.stmt | None) -> list[str]:
@@ -264,14 +292,20 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
     as class attributes; a `decorated` function leaves the lists, dicts and sets bound in its
     module (where its decorator stored it; looked through, not searched for). Other
     containers are left alone."""
-    if isinstance(value, types.FunctionType) and decorated:
-        module = vars(sys.modules.get(value.__module__) or types.ModuleType("-"))
-        found = {
-            id(item): f"{value.__module__}.{key}"
-            for key, item in list(module.items())
-            if key[:2] != "__" and isinstance(item, _CONTAINERS) and _holds(item, value)
-        }
-        held = list({id(v): v for v in module.values() if id(v) in found}.values())
+    if decorated and _decorated(value):
+        # Where its decorator stored it: containers bound in its module, or, for an object
+        # the decorator made (a click `Command`), held there by an object's attribute (a
+        # click group's `commands`); looked through, not searched for.
+        containers = registry_containers([value])
+        if isinstance(value, types.FunctionType):
+            # A function the decorator returned as it was is also known to its framework by
+            # name (Flask's URL rules name their view): taking it out of the framework's
+            # dict would break the name; it is said instead (`_still_held`).
+            containers = {k: v for k, v in containers.items() if not v[2]}
+        found = {key: label for key, (label, _, _) in containers.items()}
+        held = [c for _, c, _ in containers.values() if _holds(c, value)]
+        if isinstance(value, types.FunctionType):
+            _still_held(name, value, held, ctx)
     elif isinstance(value, type) and class_hooks(value, ast.Pass()):
         found = registries([value])
         held = [h for h in holders(value, [ctx.created]) if id(h) in found]
@@ -285,6 +319,21 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         f"{name}: removed, and taken out of {', '.join(sorted(found[id(h)] for h in held))}"
         ", where what ran when it was defined stored it, as a fresh import would not have it"
     )
+
+
+def _still_held(name: str, value: Any, dropped: list[Any], ctx: MergeContext) -> None:
+    """A removed decorated function that containers other than its module's registries
+    still hold (a framework's table of views): a note names them (one heap search; removals
+    are rare)."""
+    labels = registries([value])
+    kept = [h for h in holders(value, [ctx.created]) if not any(h is d for d in dropped)]
+    where = [labels.get(id(h)) or f"a {type(h).__name__}" for h in kept]
+    if where:
+        ctx.notes.append(
+            f"{name}: removed from the source, but still held by {', '.join(sorted(where))}, "
+            "where what ran when it was defined stored it; it may still be called there (a "
+            "fresh import would not have it). Restart the program to drop it"
+        )
 
 
 def _holds(container: Any, value: Any) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from liveforge.kernel.live._reach import discard_created
@@ -23,6 +23,9 @@ class Revert:
     namespace: dict[str, Any]
     bindings: dict[str, tuple[Any, Any]]
     registries: Any
+    #: names bound to a new object while something else still held the old one: what held
+    #: it, in words (the live check probes those, see `checks._probes`).
+    held: dict[str, list[str]] = field(default_factory=dict)
 
     def rebound(self) -> dict[str, Any]:
         """Names the application bound to another object: name -> the object before."""

@@ -15,6 +15,10 @@ class UndoLog:
         """Remember how to undo one mutation."""
         self._steps.append(step)
 
+    def steps(self) -> list[Callable[[], None]]:
+        """The recorded steps, oldest first (what they hold is liveforge's own record)."""
+        return list(self._steps)
+
     def undo(self) -> None:
         """Undo every recorded mutation, newest first."""
         while self._steps:

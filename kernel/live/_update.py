@@ -96,8 +96,11 @@ def _make_forwarder_code(nfree: int, template: types.CodeType) -> types.CodeType
 
 def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any]) -> None:
     """Turn `old` into a function that calls `new` (any callable) with its arguments."""
-    # Named and numbered after the definition itself (through any decorator's wrapper).
+    # Named and numbered after the definition itself (through any decorator's wrapper; a
+    # callable object with no code of its own keeps the old function's names).
     template = inspect.unwrap(new)
+    if not isinstance(getattr(template, "__code__", None), types.CodeType):
+        template = old
     code = _make_forwarder_code(len(old.__code__.co_freevars), template.__code__)
     _assign(
         old,
@@ -105,16 +108,23 @@ def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any
             code,
             None,
             {_FORWARD_KEY: new},
-            new.__doc__,
+            getattr(new, "__doc__", None),
             getattr(new, "__annotations__", {}),
-            new.__name__,
-            new.__qualname__,
-            new.__module__,
+            getattr(new, "__name__", old.__name__),
+            getattr(new, "__qualname__", old.__qualname__),
+            getattr(new, "__module__", old.__module__),
         ],
     )
     old.__dict__.clear()
     old.__dict__.update(new_dict)
     old.__wrapped__ = new  # type: ignore[attr-defined]
+
+
+def forward(old: types.FunctionType, new: Any, log: UndoLog) -> None:
+    """Make the live function `old` forward every call to the callable `new` (undone by
+    `log`): references to `old`, or to an object holding it, run the new code."""
+    _save(old, log)
+    _become_forwarder(old, new, dict(old.__dict__))
 
 
 def _save(old: types.FunctionType, log: UndoLog) -> None:
@@ -138,7 +148,7 @@ def update_function(
     old: types.FunctionType, new: types.FunctionType, log: UndoLog, idmap: IdentityMap
 ) -> str | None:
     """Make `old` run `new`'s code in place; returns an identity note, or None."""
-    _clear_fronts(old)
+    clear_fronts(old)
     if is_forwarder(old):
         target = old.__kwdefaults__[_FORWARD_KEY]  # type: ignore[index]
         if mergeable(target, new):
@@ -241,7 +251,8 @@ def _front(new: Any, fronts: set[Any], log: UndoLog) -> None:
     log.add(undo)
 
 
-def _clear_fronts(func: types.FunctionType) -> None:
+def clear_fronts(func: types.FunctionType) -> None:
+    """Empty the caches registered as standing in front of `func` (see `_FRONT_CACHES`)."""
     for cache in list(_FRONT_CACHES.get(func, ())):
         cache.cache_clear()
 

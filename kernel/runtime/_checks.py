@@ -6,19 +6,25 @@ changes it carried as verified, which is what `persist` asks for.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.boundary._secrets import Scrubber
 from liveforge.kernel.checks import _livefork
 from liveforge.kernel.checks._alongside import LiveAlongside
 from liveforge.kernel.checks._overlayhook import OverlayModule
+from liveforge.kernel.checks._probes import Probe
 from liveforge.kernel.checks._records import RunResult, RunSummary
 from liveforge.kernel.checks._sandbox import Sandbox
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 from liveforge.kernel.history._changes import Change, ChangeStatus, History
+from liveforge.kernel.live._holders import describe_each
+from liveforge.kernel.live._revert import MISSING, Revert
 from liveforge.kernel.runtime._modules import Modules
 
 
@@ -90,7 +96,14 @@ class Checks:
         if live is not False and _livefork.available():
             # the live check runs while the fresh-import one does (both are mostly waiting
             # for other processes)
-            options = {"timeout": timeout, "memory_mb": memory_mb, "network": network}
+            # the old objects changes replaced, which something still holds, are probed too
+            probes = stale_probes(carried)
+            options = {
+                "timeout": timeout,
+                "memory_mb": memory_mb,
+                "network": network,
+                "probes": probes,
+            }
             alongside = LiveAlongside(self.sandbox, code, options)
         try:
             result = self.sandbox.verify(
@@ -194,7 +207,8 @@ def _difference(fresh: RunResult, live: _livefork.LiveCheck) -> str:
     """What differs between the two runs, in words: the outcome, else the value, else the
     exception."""
     if fresh.status != live.status:
-        return f"fresh import {fresh.status}, live process {live.status}"
+        said = f" ({live.exc_message})" if live.exc_type == "StaleReferences" else ""
+        return f"fresh import {fresh.status}, live process {live.status}{said}"
     if fresh.ok:
         return (
             f"both passed, with different values: fresh import {_short(fresh.value_repr)}, "
@@ -228,3 +242,43 @@ def _scrubbed(checked: _livefork.LiveCheck) -> _livefork.LiveCheck:
         if isinstance(text := getattr(checked, name), str)
     }
     return checked.model_copy(update=update)
+
+
+def stale_probes(changes: Iterable[Any]) -> list[Probe]:
+    """The probes of `changes` (live `Change`s) whose names still hold what the change
+    bound, and whose old objects something besides liveforge's records still holds (one
+    search of the heap, only when a change left such a name)."""
+    found: list[tuple[str, str, Any]] = []
+    records: list[Any] = []
+    for change in changes:
+        revert = getattr(change, "_revert", None)
+        module = sys.modules.get(change.module)
+        if revert is None or module is None:
+            continue
+        records += [*revert.bindings.values(), *_held_by_steps(revert.log.steps())]
+        for name in revert.held:
+            before, after = revert.bindings.get(name, (MISSING, MISSING))
+            if before is not MISSING and vars(module).get(name, MISSING) is after:
+                found.append((change.module, name, before))
+    if not found:
+        return []
+    held = describe_each([old for _, _, old in found], [*records, *found, found])
+    return [
+        Probe(module, name, old, where)
+        for (module, name, old), where in zip(found, held, strict=True)
+        if where
+    ]
+
+
+def _held_by_steps(steps: list[Any]) -> list[Any]:
+    """What the undo steps of a change hold objects through: their argument tuples and
+    dicts, closure cells (liveforge's records, not references of the program)."""
+    held: list[Any] = []
+    for step in steps:
+        held.append(step)
+        if isinstance(step, functools.partial):
+            held += [step.args, step.keywords]
+        if isinstance(step, Revert):  # the importers' bindings a change re-bound
+            held += [*step.bindings.values(), *_held_by_steps(step.log.steps())]
+        held += getattr(step, "__closure__", None) or ()
+    return held

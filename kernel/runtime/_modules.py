@@ -41,6 +41,17 @@ from liveforge.kernel.source._stmts import index
 __all__ = ["Modules"]
 
 
+def _through_modules(name: str, path: list[str]) -> tuple[str, list[str]]:
+    """A name of a loaded module bound to another module (`os.path`, a package's alias of a
+    submodule): the path inside the module it names."""
+    while path and isinstance(module := sys.modules.get(name), types.ModuleType):
+        value = module.__dict__.get(path[0])
+        if not isinstance(value, types.ModuleType) or sys.modules.get(value.__name__) is not value:
+            break
+        name, path = value.__name__, path[1:]
+    return name, path
+
+
 class Modules:
     """The modules of one runtime: what it manages, and where a dotted path leads.
 
@@ -63,7 +74,7 @@ class Modules:
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
             if name in sys.modules or self.registry.get(name) or importable(name):
-                return name, parts[depth:]
+                return _through_modules(name, parts[depth:])
         candidates = [m for m in sys.modules if m.split(".")[0] == parts[0]] or list(sys.modules)
         raise TargetNotFound(target, candidates)
 
@@ -122,15 +133,19 @@ class Modules:
         return impl_module.__name__, [binding], self.record(impl_module.__name__)
 
     def home(
-        self, module_name: str, path: list[str], record: ModuleRecord
+        self, module_name: str, path: list[str], record: ModuleRecord, *, bound_now: bool = False
     ) -> tuple[str, list[str], ModuleRecord]:
         """For a name the module only re-exports (`from .x import *`, `from .x import y`),
-        the module that defines it, and the name there."""
+        the module that defines it, and the name there (`bound_now`: see `origin`)."""
         seen = {module_name}
         while True:
             module = sys.modules.get(module_name)
             assert record.index is not None
-            found = origin(record.index, module, path[0]) if module is not None else None
+            found = (
+                origin(record.index, module, path[0], bound_now=bound_now)
+                if module is not None
+                else None
+            )
             if found is None or found[0] in seen:
                 return module_name, path, record
             module_name, path = found[0], [found[1], *path[1:]]

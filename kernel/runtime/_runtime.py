@@ -138,7 +138,7 @@ class Runtime:
         if not path:
             return record.source
         module_name, path, record = self.modules.redirect(module_name, path, record)
-        module_name, path, record = self.modules.home(module_name, path, record)
+        module_name, path, record = self.modules.home(module_name, path, record, bound_now=True)
         assert record.index is not None
         location = locate(record.index, module_name, path)
         if not location.exists:

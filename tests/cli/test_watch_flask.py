@@ -110,12 +110,6 @@ def test_a_renamed_view_flask_refuses_is_said_and_the_old_one_keeps_serving(tmp_
     _stop(child)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the patch engine to update a decorated function's body in place without "
-    "running its decorators again (the engine's part of the same work); remove this mark "
-    "when that lands",
-)
 def test_a_view_body_edit_applies_after_the_first_request(tmp_path: Path):
     """Editing only a view's body after the app served a request applies: the URL serves
     the new body, and the registering decorator is not called again."""

@@ -42,8 +42,24 @@ class _Curry:
         return ("curry", self.fn(*args, **kwargs))
 
 
+class _Slot:
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return ("slot", self.fn(*args, **kwargs))
+
+
 _PLUGINS = {}
 _HANDLERS = {}
+_COLLECTED = []
+
+
+def _collect(fn):
+    _COLLECTED.append(fn)
+    return fn
 
 
 def handles(key):
@@ -292,7 +308,7 @@ def identities(items: list[Item]) -> dict[str, str]:
             values = list(item.members.values())
             for i, (member, value) in enumerate(item.members.items()):
                 found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
-        elif isinstance(item, Def) and item.deco in ("_Twice", "_Curry"):
+        elif isinstance(item, Def) and item.deco in ("_Twice", "_Curry", "_Slot"):
             found[item.name] = item.deco  # a decorator instance, not a function
         elif not isinstance(item, Filler):
             found[item.name] = type(item).__name__

@@ -73,7 +73,8 @@ def function_def(rng: random.Random, name: str) -> Def:
             "(x: int, y: Root | None = None) -> int",
         ]
     )
-    decos = ["", "", "deco", "tag", "_Twice", "_Curry", "functools.lru_cache(maxsize=None)"]
+    decos = ["", "", "deco", "tag", "_Twice", "_Curry", "_Slot", "_collect"]
+    decos.append("functools.lru_cache(maxsize=None)")
     # a registry keyed by the decorator's argument (keys of one function only: no clashes)
     decos.append(f"handles('{name}:{rng.randint(1, 3)}')")
     deco = rng.choice(decos)

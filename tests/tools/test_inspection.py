@@ -180,3 +180,11 @@ def test_a_star_re_exported_name_is_viewed_where_it_is_defined(project, rt):
     text = view_source(f"{project.pkg}.take")
     assert f"# {project.pkg}.recipes:1-2" in text and "def take(n, items):" in text
     assert "take(n, items)" in inspect_module(f"{project.pkg}.take")
+
+
+def test_a_module_reached_through_another_modules_attribute_is_viewed_where_it_lives(rt):
+    """`os.path` is `posixpath` bound in `os`: inspecting it and viewing `os.path.join`
+    show posixpath and its `join`, as Python resolves them."""
+    assert "posixpath" in inspect_module("os.path").splitlines()[0]
+    text = view_source("os.path.join")
+    assert "posixpath" in text.splitlines()[0] and "def join(" in text

@@ -218,12 +218,13 @@ def test_a_method_whose_decorator_changed_runs_the_new_decorator(
 
 def test_a_registered_function_replaces_its_registry_entry(project: Project, rt: Runtime) -> None:
     """A decorator that collects functions holds one entry per function after a patch,
-    the live (updated) object; rollback restores the list as it was."""
+    the live (updated) object, which a body-only edit updates without running the
+    decorator again (and says so); rollback restores the list as it was."""
     mod = project.module(DECORATED)
     entry = mod.REGISTRY[0]
     change = rt.patch(f"{mod.__name__}.handler", "@register\ndef handler():\n    return 'h2'\n")
     assert mod.REGISTRY == [entry] and entry() == "h2"
-    assert any("stored by its decorator" in note for note in change.notes)
+    assert any("its decorators (@register) not run again" in note for note in change.notes)
     rt.rollback()
     assert mod.REGISTRY == [entry] and entry() == "h1"
 

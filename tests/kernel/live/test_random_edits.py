@@ -113,6 +113,11 @@ def behaviour(
     seen["handlers"] = {
         k: (v.__name__, v is getattr(module, v.__name__, None)) for k, v in module._HANDLERS.items()
     }
+    # a list registry: one entry per collected function, the one the name holds
+    seen["collected"] = sorted(
+        (getattr(v, "__name__", repr(v)), v is getattr(module, getattr(v, "__name__", ""), None))
+        for v in module._COLLECTED
+    )
     for name in seen["names"]:
         value = getattr(module, name)
         if isinstance(value, types.ModuleType) or name in ("STATE", *noted):

@@ -1,0 +1,456 @@
+"""Body-only edits of decorated functions: the function behind the decorator's result is
+updated in place, and the decorators are not run again.
+
+A decorator runs once, when its definition runs: it registers the function (a Flask route,
+a click command, a plugin hook), wraps it in an object (`toolz.curry`, click's `Command`,
+`functools.singledispatch`) or both. When an edit changes only the body of a decorated
+function — its decorators, name and signature stay as they were — a fresh import would
+build the same wrapper and registrations around a function running the new code. So instead
+of running the decorators again (which registers twice, builds a second wrapper that earlier
+references never see, or is refused: Flask's `app.route` once the app served a request),
+the new function alone is made (`def` with its decorators left out, at the same lines), and
+the function the old statement defined is found through the live object and updated in
+place (see `_update.update_function`). Every reference — the name, a wrapper taken before,
+a registry's entry — then runs the new code.
+
+The function is found generically, by walking what the live object holds: `__wrapped__` and
+other attributes (instance dicts and slots), bound methods, `functools.partial`, closure
+cells, and lists, tuples, dicts and sets inside those. It is the function whose code comes
+from the old statement's lines with the statement's name. When it is not found there (a
+second `def` of the same name, whose function only a registry holds), the module's own
+objects are walked the same way. When it is not found at all, the definition runs again as
+before. State a wrapper copied from the function's docstring (`functools.wraps`'s `__doc__`,
+click's `help`) follows a changed docstring, and a cache in front of the function is emptied,
+as in a fresh import.
+
+Objects can say how they take an update (the protocol jurigged defines): a function with a
+`__conform__` attribute of its own, or an object whose class defines `__conform__` and that
+holds the old function's code object directly, is not updated by liveforge; its
+`__conform__` is called with the new function instead — or with `None` when the definition
+is gone from the source. Undoing the change calls it again with a copy of the old function,
+and puts back the lists, dicts and sets that held it.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import gc
+import inspect
+import types
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from liveforge.kernel.live._classes import MergeContext
+from liveforge.kernel.live._undo import UndoLog
+from liveforge.kernel.live._update import clear_fronts, forward, is_forwarder, update_function
+from liveforge.kernel.source._stmts import Stmt
+
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: objects never looked into: they hold no function a decorator made.
+_OPAQUE = (type, types.ModuleType, str, bytes, int, float, complex, bool, type(None))
+#: how many objects one search looks at, at most (a wrapper holding an application object
+#: must not turn a patch into a walk of the whole program).
+_BUDGET = 4000
+_DEPTH = 6
+
+
+def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
+    """For each statement of `new_run` defining a function, the statement of `old_run` it
+    stands for (by `id` of the new statement): the first not yet taken with the same name,
+    so that several `def`s of one name (a registry's `register` returning itself, a
+    `singledispatch` implementation `_`) pair in order."""
+    pending: dict[str, deque[Stmt]] = {}
+    for stmt in old_run:
+        if isinstance(stmt.node, _FUNCTION_DEFS):
+            pending.setdefault(stmt.node.name, deque()).append(stmt)
+    pairs: dict[int, Stmt] = {}
+    for stmt in new_run:
+        if isinstance(stmt.node, _FUNCTION_DEFS) and pending.get(stmt.node.name):
+            pairs[id(stmt)] = pending[stmt.node.name].popleft()
+    return pairs
+
+
+def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt]) -> list[Stmt]:
+    """The function definitions of `old_run` no new statement stands for (gone)."""
+    taken = {id(s) for s in pairs.values()}
+    return [s for s in old_run if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken]
+
+
+def body_only(stmt: Stmt, earlier: Stmt | None) -> bool:
+    """True when `stmt` is a decorated function definition that differs from `earlier` only
+    in its body (docstring included): same decorators, name and signature."""
+    new, old = stmt.node, earlier.node if earlier is not None else None
+    if not isinstance(new, _FUNCTION_DEFS) or type(old) is not type(new) or not new.decorator_list:
+        return False
+    assert isinstance(old, _FUNCTION_DEFS)
+    return (
+        old.name == new.name
+        and _dumps(old.decorator_list) == _dumps(new.decorator_list)
+        and ast.dump(old.args) == ast.dump(new.args)
+        and _dump(old.returns) == _dump(new.returns)
+        and _dumps(getattr(old, "type_params", [])) == _dumps(getattr(new, "type_params", []))
+    )
+
+
+def _dump(node: ast.AST | None) -> str:
+    return ast.dump(node) if node is not None else ""
+
+
+def _dumps(nodes: list[Any]) -> list[str]:
+    return [ast.dump(n) for n in nodes]
+
+
+def update_body(
+    namespace: dict[str, Any], stmt: Stmt, earlier: Stmt, live: Any, flags: int, ctx: MergeContext
+) -> bool:
+    """Make what the live object `live` (the decorated result of `earlier`) holds run the
+    body of `stmt`, without running its decorators. Returns False, changing nothing, when
+    the function `earlier` defined is found neither in `live` nor in the module's objects."""
+    name = stmt.node.name  # type: ignore[attr-defined]
+    match = _defined_by(earlier, name, ctx.filename)
+    found = _find([live], match)
+    if not found:
+        # Only a registry holds it (another `def` of the name took the name): what is on
+        # the way there is no wrapper of it.
+        found = [(target, []) for target, _ in _find(_module_objects(namespace), match)]
+    if not found:
+        return False
+    new = _bare_function(namespace, stmt, live, flags, ctx.filename)
+    ctx.created.append(new)
+    for target, path in found:
+        _take(target, new, path, ctx)
+    decorators = ", ".join("@" + ast.unparse(d) for d in stmt.node.decorator_list)  # type: ignore[attr-defined]
+    ctx.notes.append(
+        f"{name}: only its body changed: updated in place, its decorators ({decorators}) "
+        "not run again (what they registered or wrapped runs the new code)"
+    )
+    return True
+
+
+def _defined_by(stmt: Stmt, name: str, filename: str) -> Any:
+    def match(code: types.CodeType) -> bool:
+        return (
+            code.co_name == name
+            and code.co_filename == filename
+            and stmt.start <= code.co_firstlineno <= stmt.end
+        )
+
+    return match
+
+
+def _module_objects(namespace: dict[str, Any]) -> list[Any]:
+    """The module's objects a registry may sit in (not modules, classes or plain values)."""
+    return [v for k, v in list(namespace.items()) if k[:2] != "__" and not isinstance(v, _OPAQUE)]
+
+
+def _bare_function(
+    namespace: dict[str, Any], stmt: Stmt, live: Any, flags: int, filename: str
+) -> types.FunctionType:
+    """The function `stmt` defines, its decorators left out: compiled at the statement's
+    own lines (an identity decorator stands at the first decorator's place, so the code's
+    first line is the one a decorated definition has), run in the module's namespace, the
+    name bound to `live` again."""
+    node = copy.deepcopy(stmt.fresh_node())
+    assert isinstance(node, _FUNCTION_DEFS)
+    first = node.decorator_list[0]
+    arg = ast.arguments(
+        posonlyargs=[], args=[ast.arg("f")], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    identity = ast.Lambda(args=arg, body=ast.Name("f", ast.Load()))
+    node.decorator_list = [identity]
+    ast.copy_location(identity, first)
+    ast.fix_missing_locations(node)
+    tree = ast.Module(body=[node], type_ignores=[])
+    exec(compile(tree, filename, "exec", flags=flags, dont_inherit=True), namespace)
+    new = namespace[node.name]
+    namespace[node.name] = live
+    assert isinstance(new, types.FunctionType)
+    return new
+
+
+def _take(target: Any, new: types.FunctionType, path: list[Any], ctx: MergeContext) -> None:
+    """`target` (the old function, or an object holding its code) takes `new`: through its
+    `__conform__` when it declares one, else updated in place keeping the attributes its
+    decorators gave it; then the wrappers on `path` follow."""
+    old_doc = getattr(target, "__doc__", None)
+    if conforms(target):
+        conform(target, new, ctx.log, new.__globals__)
+    else:
+        kept = dict(target.__dict__)
+        note = update_function(target, new, ctx.log, ctx.idmap)
+        for key, value in kept.items():
+            target.__dict__.setdefault(key, value)
+        if note:
+            ctx.notes.append(note)
+        ctx.idmap.link(new, target)
+    for wrapper in path:
+        _follow_doc(wrapper, old_doc, new.__doc__, ctx.log)
+        _empty_cache(wrapper, ctx.log)
+
+
+def conforms(obj: Any) -> bool:
+    """True when `obj` declares how it takes an update: a function with a `__conform__` of
+    its own, or an object whose class defines one (see the module docstring)."""
+    if isinstance(obj, types.FunctionType):
+        return callable(obj.__dict__.get("__conform__"))
+    return callable(inspect.getattr_static(obj, "__conform__", None))
+
+
+def conform(
+    obj: Any, new: types.FunctionType | None, log: UndoLog, namespace: dict[str, Any]
+) -> None:
+    """Give `obj` the new function (`None`: the definition is gone) through its
+    `__conform__`; undone, it gets a copy of its old function the same way, its own state
+    comes back and the lists, dicts and sets that held it are as they were."""
+    held = _containers(obj)
+    saved = [(h, h.copy()) for h in held]
+    before = _copy(obj, namespace)
+    state = dict(obj.__dict__) if isinstance(obj, types.FunctionType) else None
+    code = obj.__code__ if isinstance(obj, types.FunctionType) else None
+
+    def undo() -> None:
+        if before is not None:
+            obj.__conform__(before)
+        if code is not None and state is not None:
+            obj.__code__ = code
+            obj.__dict__.clear()
+            obj.__dict__.update(state)
+        for holder, content in saved:
+            _put_back(holder, content)
+
+    log.add(undo)
+    obj.__conform__(new)
+
+
+def _copy(obj: Any, namespace: dict[str, Any]) -> types.FunctionType | None:
+    """A new function object running what `obj` runs now (for an object holding a code
+    object: that code, when it needs no closure)."""
+    if not isinstance(obj, types.FunctionType):
+        held = [*gc.get_referents(obj), *_children(obj)]
+        codes = list({id(c): c for c in held if isinstance(c, types.CodeType)}.values())
+        if len(codes) != 1 or codes[0].co_freevars:
+            return None
+        return types.FunctionType(codes[0], namespace, codes[0].co_name)
+    func = obj
+    twin = types.FunctionType(
+        func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__
+    )
+    twin.__kwdefaults__ = func.__kwdefaults__
+    twin.__doc__ = func.__doc__
+    return twin
+
+
+def _containers(obj: Any) -> list[Any]:
+    """The lists, dicts and sets holding `obj` (a heap search: only for `__conform__`)."""
+    return [
+        h
+        for h in gc.get_referrers(obj)
+        if isinstance(h, (list, set)) or (isinstance(h, dict) and "__builtins__" not in h)
+    ]
+
+
+def _put_back(holder: Any, content: Any) -> None:
+    if isinstance(holder, list):
+        holder[:] = content
+    else:
+        holder.clear()
+        holder.update(content)
+
+
+def gone(
+    stmts: list[Stmt], saved: dict[str, Any], namespace: dict[str, Any], ctx: MergeContext
+) -> None:
+    """Function definitions the new source no longer has: those of their functions that
+    declare `__conform__` are told (`None`), as they ask to be."""
+    for stmt in stmts:
+        name = stmt.node.name  # type: ignore[attr-defined]
+        roots = [saved[name]] if name in saved else []
+        found = _find(roots, _defined_by(stmt, name, ctx.filename)) if roots else []
+        if not found:
+            found = _find(_module_objects(namespace), _defined_by(stmt, name, ctx.filename))
+        for target, _ in found:
+            if conforms(target):
+                conform(target, None, ctx.log, namespace)
+
+
+def forward_old(
+    name: str, old: Any, new: Any, earlier: Stmt, stmt: Stmt, ctx: MergeContext
+) -> str | None:
+    """A changed decorator made `new`, which cannot be merged into the live wrapper object
+    `old` (another kind of object): the function `old` holds, which `earlier` defined, now
+    forwards every call to the function `stmt` defined (inside `new`, or `new` itself), so
+    references to `old` taken before run the new code. Returns a note, or None when `old`
+    holds no such function."""
+    if isinstance(old, (types.FunctionType, type)) or not callable(new):
+        return None
+    match = _defined_by(earlier, name, ctx.filename)
+    found = [t for t, _ in _find([old], match) if isinstance(t, types.FunctionType)]
+    inner = [t for t, _ in _find([new], _defined_by(stmt, name, ctx.filename))]
+    # The old wrapper still wraps: it forwards to the new function, not to the new wrapper.
+    target = next((t for t in inner if isinstance(t, types.FunctionType)), new)
+    for func in found:
+        forward(func, target, ctx.log)
+    if not found:
+        return None
+    return (
+        f"{name}: the new definition is a {_kind(new)} where the old one was a {_kind(old)}; "
+        f"{name} now holds the new object, and the function inside the old one forwards "
+        "every call to it, so references taken before run the new code (the old object "
+        "itself, its type and attributes, stays as it was)"
+    )
+
+
+def _kind(value: Any) -> str:
+    kind = type(value)
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+
+
+# -- finding the function behind a wrapper ------------------------------------------------
+
+
+def _find(roots: list[Any], match: Any) -> list[tuple[Any, list[Any]]]:
+    """The functions matching `match` reachable from `roots` (or objects declaring
+    `__conform__` that hold such a function's code), each with the wrapper objects on the
+    way to it, outermost first. Breadth first, within a budget."""
+    queue: deque[tuple[Any, list[Any], int]] = deque((r, [], 0) for r in roots)
+    seen: set[int] = set()
+    found: list[tuple[Any, list[Any]]] = []
+    while queue and len(seen) < _BUDGET:
+        obj, path, depth = queue.popleft()
+        if id(obj) in seen or isinstance(obj, _OPAQUE):
+            continue
+        seen.add(id(obj))
+        # A forwarder (see `_update`) is named after what it forwards to: looked through.
+        if isinstance(obj, types.FunctionType) and not is_forwarder(obj) and match(obj.__code__):
+            found.append((obj, path))
+            continue
+        if not isinstance(obj, types.FunctionType) and conforms(obj) and _holds_code(obj, match):
+            found.append((obj, path))
+            continue
+        if depth < _DEPTH:
+            inner = [*path, obj] if not isinstance(obj, _CONTAINERS) else path
+            queue.extend((child, inner, depth + 1) for child in _children(obj))
+    return found
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _holds_code(obj: Any, match: Any) -> bool:
+    """`obj` holds a code object `match` takes (in its attributes, or where C code keeps
+    it)."""
+    held = [*gc.get_referents(obj), *_children(obj)]
+    return any(isinstance(c, types.CodeType) and match(c) for c in held)
+
+
+def _children(obj: Any) -> Iterator[Any]:
+    """What a wrapper holds that may lead to the function it wraps."""
+    if isinstance(obj, dict):
+        yield from list(obj.values())
+        return
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        yield from list(obj)
+        return
+    if isinstance(obj, types.FunctionType):
+        for cell in obj.__closure__ or ():
+            try:
+                yield cell.cell_contents
+            except ValueError:
+                continue
+        yield from list(obj.__dict__.values())
+        return
+    if isinstance(obj, types.MethodType):
+        yield obj.__func__
+        return
+    if isinstance(obj, functools.partial):
+        yield obj.func
+        yield from obj.args
+        yield from obj.keywords.values()
+        return
+    if isinstance(obj, (classmethod, staticmethod)):
+        yield obj.__func__
+        return
+    if isinstance(obj, property):
+        yield from (obj.fget, obj.fset, obj.fdel)
+        return
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        yield from list(state.values())
+    for cls in type(obj).__mro__:
+        for slot in _slots(cls):
+            try:
+                yield object.__getattribute__(obj, slot)
+            except AttributeError:
+                continue
+
+
+def _slots(cls: type) -> tuple[str, ...]:
+    slots = cls.__dict__.get("__slots__", ())
+    if isinstance(slots, str):
+        return (slots,)
+    return tuple(s for s in slots if isinstance(s, str) and s not in ("__dict__", "__weakref__"))
+
+
+# -- what a wrapper copied from the function ------------------------------------------------
+
+
+def _follow_doc(wrapper: Any, old: Any, new: Any, log: UndoLog) -> None:
+    """A wrapper's `__doc__` (and attributes such as click's `help`) copied from the old
+    docstring take the new one, as a fresh decoration would copy it."""
+    if old == new or not isinstance(old, str):
+        return
+    if getattr(wrapper, "__doc__", None) == old:
+        try:
+            wrapper.__doc__ = new
+        except (AttributeError, TypeError):
+            pass
+        else:
+            log.add(functools.partial(setattr, wrapper, "__doc__", old))
+    state = getattr(wrapper, "__dict__", None)
+    if not isinstance(state, dict) or isinstance(wrapper, types.FunctionType):
+        return
+    for key, value in list(state.items()):
+        if key != "__doc__" and isinstance(value, str) and value == old:
+            state[key] = new
+            log.add(functools.partial(state.__setitem__, key, value))
+
+
+def _empty_cache(wrapper: Any, log: UndoLog) -> None:
+    """A cache in front of the updated function holds results of the old code: emptied (and
+    emptied again when the change is undone), as a fresh import starts empty."""
+    if isinstance(wrapper, types.FunctionType):
+        clear_fronts(wrapper)  # an `lru_cache` captured before its decorator was removed
+    clear = getattr(wrapper, "cache_clear", None)
+    if callable(clear):
+        clear()
+        log.add(clear)
+        return
+    # A memoizing closure keeps its results in a dict of its own: an attribute or a closure
+    # variable named for a cache (toolz's `memoize` keeps `cache` in its closure).
+    if not isinstance(wrapper, types.FunctionType):
+        return
+    cells = zip(wrapper.__code__.co_freevars, wrapper.__closure__ or (), strict=True)
+    held = [v for k, v in wrapper.__dict__.items() if _cache_name(k)]
+    held += [_contents(c) for k, c in cells if _cache_name(k)]
+    for cache in held:
+        if isinstance(cache, dict) and cache:
+            cache.clear()
+            log.add(cache.clear)
+
+
+def _cache_name(name: str) -> bool:
+    return name.strip("_").endswith(("cache", "memo"))
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
