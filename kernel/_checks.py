@@ -6,14 +6,16 @@ changes it carried as verified, which is what `persist` asks for.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from liveforge.kernel import _livefork
 from liveforge.kernel._alongside import LiveAlongside
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._overlayhook import OverlayModule
+from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
@@ -27,6 +29,7 @@ class Checks:
     """Mixin of `Runtime`: `verify`, `run_tests`, `runs`, `run`, `overlay`."""
 
     project_root: Path
+    code: ProjectCode
     registry: ModuleRegistry
     _history: History
     _sandbox: Sandbox | None
@@ -92,14 +95,15 @@ class Checks:
             options = {"timeout": timeout, "memory_mb": memory_mb, "network": network}
             alongside = LiveAlongside(self.sandbox, code, options)
         try:
-            result = self.sandbox.verify(
-                code,
-                overlay,
-                [c.id for c in carried],
-                timeout=timeout,
-                memory_mb=memory_mb,
-                network=network,
-            )
+            with self._machinery_guard():
+                result = self.sandbox.verify(
+                    code,
+                    overlay,
+                    [c.id for c in carried],
+                    timeout=timeout,
+                    memory_mb=memory_mb,
+                    network=network,
+                )
         except BaseException:
             if alongside is not None:
                 alongside.cancel()
@@ -141,16 +145,45 @@ class Checks:
         """Run the project's own pytest suite (or `args`) in a sandbox with the overlay,
         inside the same boundary as `verify`."""
         carried = self._carried()
-        result = self.sandbox.run_tests(
-            args,
-            self.overlay(),
-            [c.id for c in carried],
-            timeout=timeout,
-            memory_mb=memory_mb,
-            network=network,
-        )
+        with self._machinery_guard():
+            result = self.sandbox.run_tests(
+                args,
+                self.overlay(),
+                [c.id for c in carried],
+                timeout=timeout,
+                memory_mb=memory_mb,
+                network=network,
+            )
         self._mark(result, carried)
         return result
+
+    @contextlib.contextmanager
+    def _machinery_guard(self) -> Iterator[None]:
+        """A check that fails to run while modules outside the project's code are patched
+        in memory (liveforge's own process and its checks use the standard library too)
+        says so, naming them, instead of failing with a bare fault of its machinery."""
+        try:
+            yield
+        except Exception as exc:
+            outside = [
+                r
+                for r in self.registry.dirty()
+                if not r.virtual and self.code.reason(r.filename) is not None
+            ]
+            if not outside:
+                raise
+            changes = [c for c in self._history.live() if c.module in {r.name for r in outside}]
+            named = ", ".join(f"{c.id} ({c.target})" for c in changes) or ", ".join(
+                r.name for r in outside
+            )
+            modules = ", ".join(r.name for r in outside)
+            raise SandboxError(
+                f"the check could not run: {type(exc).__name__}: {str(exc).rstrip('.')}. "
+                "The patched module "
+                f"{modules} is not the project's own code, and liveforge's own machinery (this "
+                f"process, the sandbox template, the check's child) uses it: the patch broke "
+                f"the check itself ({named}). Roll it back to check other changes."
+            ) from exc
 
     def runs(self) -> list[RunSummary]:
         """Recorded sandbox runs, newest first."""

@@ -30,6 +30,7 @@ from liveforge.kernel._changes import ChangeStatus, History
 from liveforge.kernel._filebatch import PersistRecord, WriteBackup, restore
 from liveforge.kernel._files import atomic_write, safe_destination
 from liveforge.kernel._filewrites import backup_of, make_folders, read_text_bytes
+from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._persist import _Undo
 from liveforge.kernel.errors import PersistError
 
@@ -60,6 +61,7 @@ class FileSteps:
     """Mixin of `Runtime`: `apply_files`."""
 
     project_root: Path
+    code: ProjectCode
     registry: ModuleRegistry
     _history: History
     _persist_stack: list[_Undo]
@@ -85,11 +87,14 @@ class FileSteps:
         """Copy each file of `written` (project-relative path -> a file elsewhere, its mode
         kept) into the project and remove each path of `deleted` (a folder with what it
         holds), as one undoable step described by `label`. `UnsafePath` for a path outside
-        the project and `PersistError` for a module with unpersisted changes, both before
+        the project (`NotProjectCode` in an environment under it, unless `allow_paths`
+        lists it) and `PersistError` for a module with unpersisted changes, both before
         anything changes; a failed write puts back what the step had written."""
         root = self.project_root
         targets = {rel: safe_destination(root, rel) for rel in written}
         doomed = [p for rel in deleted for p in _files_under(safe_destination(root, rel))]
+        for dest in [*targets.values(), *doomed]:  # an environment is not the project's
+            self.code.check_write(dest, build=False)
         with self._lock:
             modules = self._modules_among(targets, written)
             with self.transaction():

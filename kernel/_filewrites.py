@@ -34,6 +34,7 @@ from liveforge.kernel._filebatch import (
     restore,
 )
 from liveforge.kernel._files import atomic_write, safe_destination
+from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._sourcefile import Fingerprint, detect_newline, read_source
 from liveforge.kernel._sources import ModuleRegistry
 from liveforge.kernel.errors import PersistConflict, PersistError, UnsafePath
@@ -65,6 +66,10 @@ def confined(project_root: Path, path: str | Path, roots: Sequence[str | Path] =
         raise
 
 
+def _under(path: Path, roots: Sequence[str | Path]) -> bool:
+    return any(path.is_relative_to(os.path.realpath(Path(r).expanduser())) for r in roots)
+
+
 def read_text(path: Path) -> str:
     """A text file's content with its newlines as they are; `UnicodeDecodeError` for
     files that are not UTF-8 text."""
@@ -82,6 +87,7 @@ class FileWrites:
     """Mixin of `Runtime`: `write_file`, and undoing and diffing recorded file writes."""
 
     project_root: Path
+    code: ProjectCode
     registry: ModuleRegistry
     _history: History
     _file_records: dict[str, PersistRecord]
@@ -98,9 +104,13 @@ class FileWrites:
         code at once) and written, as one change; that module must have no changes in
         memory that its file lacks, and the persist guards must agree. Any other file is
         written as text, in its own newline style (the text's ``\\n`` become the file's line
-        ending). `roots` are folders outside the project that may be written too.
+        ending). `roots` are folders outside the project that may be written too. An
+        environment or installed packages under the project is refused (`NotProjectCode`)
+        unless the runtime's `allow_paths` lists it.
         """
         dest = confined(self.project_root, path, roots)
+        if not _under(dest, roots):  # an environment under the project is not its code
+            self.code.check_write(dest, build=False)
         label = self._file_label(dest)
         with self._lock:
             module = self.module_for_file(dest)

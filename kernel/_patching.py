@@ -54,23 +54,30 @@ class Patching:
             self, target: str, module_name: str, *, by_file: bool = True
         ) -> None: ...
 
+        def _check_own(
+            self, target: str, record: ModuleRecord, *, outside_project: bool
+        ) -> None: ...
+
         def _create_virtual(self, name: str, source: str, is_package: bool) -> Change: ...
 
         def _record_change(self, record: ModuleRecord, change: Change) -> Change: ...
 
         def _label(self, record: ModuleRecord) -> str: ...
 
-    def patch(self, target: str, source: str) -> Change:
+    def patch(self, target: str, source: str, *, outside_project: bool = False) -> Change:
         """Replace one definition (or a whole module) named by a dotted path, in place.
 
         A method of a forwardpy declaration that has an `@impl` body patches that body.
         A name that does not exist yet is added at the end of its module or class. A
         property is its getter, setter and deleter together: source with all of them
         replaces them all; a lone getter (or setter) replaces only that part.
+        A module that is not the project's own code (standard library, site-packages, an
+        environment under the project) is refused unless `outside_project` (or the
+        runtime's `outside_project`) says to patch it.
         """
         module_name, path = self._split(target)
         if not path:
-            return self.patch_module(module_name, source)
+            return self.patch_module(module_name, source, outside_project=outside_project)
         self._check_protected(target, module_name, by_file=False)  # the file: after redirect
         with self._lock:
             record = self._record(module_name)
@@ -80,6 +87,7 @@ class Patching:
             moved = f"{home}.{'.'.join(path)}" if home != module_name else None
             module_name = home
             self._check_protected(target, module_name)
+            self._check_own(target, record, outside_project=outside_project)
             assert record.index is not None
             location = locate(record.index, module_name, path)
             text, node = parse_definition(source, path[-1], target)
@@ -106,14 +114,18 @@ class Patching:
                 )
             return change
 
-    def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
-        """Replace a whole module's source; creates a virtual module when none exists."""
+    def patch_module(
+        self, name: str, source: str, *, is_package: bool = False, outside_project: bool = False
+    ) -> Change:
+        """Replace a whole module's source; creates a virtual module when none exists.
+        `outside_project` as for `patch`."""
         check_module_name(name)
         self._check_protected(name, name)
         with self._lock:
             if name not in sys.modules and self.registry.get(name) is None and not importable(name):
                 return self._create_virtual(name, source, is_package)
             record = self._record(name)
+            self._check_own(name, record, outside_project=outside_project)
             return self._apply(record, source, target=name, kind="module")
 
     def _apply(

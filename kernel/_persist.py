@@ -25,6 +25,7 @@ from liveforge.kernel._filebatch import PersistRecord, PlannedWrite, persist_fil
 from liveforge.kernel._files import module_path_for
 from liveforge.kernel._functions import defined_functions
 from liveforge.kernel._journal import ForeignWrite, Journal
+from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._sourcefile import SourceFile, read_source
 from liveforge.kernel._sources import (
     ModuleRecord,
@@ -78,6 +79,7 @@ class Persistence:
     """Mixin of `Runtime`: `persist`, `unpersist` and persist guards."""
 
     project_root: Path
+    code: ProjectCode
     registry: ModuleRegistry
     _history: History
     _persist_stack: list[_Undo]
@@ -106,8 +108,10 @@ class Persistence:
     def persist(self, modules: Sequence[str] | None = None, *, force: bool = False) -> Persisted:
         """Write changed modules' in-memory source to their files.
 
-        Refuses, writing nothing: paths outside the project root; files changed on disk
-        since they were loaded (the error carries the diff); changes without a passing
+        Refuses, writing nothing: files that are not the project's own code (outside the
+        root, in an environment or installed packages under it, in build output) unless
+        `allow_paths` lists their folder (`NotProjectCode`); files changed on disk since
+        they were loaded (the error carries the diff); changes without a passing
         `verify`/`run_tests` since their last edit. `force=True` overrides the last two.
         """
         records = self._to_persist(modules)
@@ -121,6 +125,8 @@ class Persistence:
             PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
             for r in records
         ]
+        for write in writes:  # force does not reach past the project's own code
+            self.code.check_write(write.path, module=write.module)
         # Under the lock the files are checked against what was loaded, then written: a
         # second runtime's stale persist is a conflict, never a lost update.
         with self._journal.locked():

@@ -1,6 +1,7 @@
 """Protection: the modules `Runtime` refuses to patch — the kernel (unless the runtime was
 made with `allow_kernel_patches`) and the files and folders `protect` names — by import name
-and by file, so that another import name does not get around it.
+and by file, so that another import name does not get around it; and, without the
+`outside_project` opt-in, modules that are not the project's own code (`_owncode`).
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from liveforge.kernel._owncode import ProjectCode, liveforge_file
 from liveforge.kernel._safety import KERNEL_DIR, protected_file
-from liveforge.kernel._sources import module_file
-from liveforge.kernel.errors import ProtectedTarget
+from liveforge.kernel._sources import ModuleRecord, module_file
+from liveforge.kernel.errors import NotProjectModule, ProtectedTarget
 
 __all__ = ["Protection"]
 
@@ -21,6 +23,10 @@ class Protection:
     """Mixin of `Runtime`: `protect`, `_check_protected`."""
 
     allow_kernel_patches: bool
+    outside_project: bool
+    """Patch modules that are not the project's own code (standard library, site-packages,
+    an environment under the project) without being asked per patch."""
+    code: ProjectCode
     protected: list[Path]
     """Files and folders whose modules refuse patches, whatever name they were imported
     under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
@@ -45,3 +51,16 @@ class Protection:
                 place=f"a protected file ({filename or sys.modules[module_name].__file__})",
                 hint="It keeps the running program safe; change what it calls instead.",
             )
+
+    def _check_own(self, target: str, record: ModuleRecord, *, outside_project: bool) -> None:
+        """Refuse (`NotProjectModule`) a patch of a module whose file is not the project's
+        own code, unless this patch or the runtime opted in. liveforge's own replaceable
+        code (impls, tools, declarations) is the agent's to patch wherever it is installed."""
+        if outside_project or self.outside_project or record.virtual:
+            return
+        kernel = Path(record.filename).resolve().is_relative_to(KERNEL_DIR)
+        if liveforge_file(record.filename) or (kernel and self.allow_kernel_patches):
+            return  # liveforge's own code: its own opt-in (allow_kernel_patches) decides
+        why = self.code.reason(record.filename)
+        if why is not None:
+            raise NotProjectModule(target, module=record.name, filename=record.filename, reason=why)

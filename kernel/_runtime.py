@@ -14,7 +14,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from liveforge.kernel._checks import Checks
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._filestep import FileSteps
 from liveforge.kernel._filewrites import FileWrites
+from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._patching import Patching
 from liveforge.kernel._persist import Persistence
 from liveforge.kernel._policy import CheckSettings
@@ -74,8 +75,17 @@ class Runtime(
         allow_kernel_patches: bool = False,
         keep_runs: int = KEEP_RUNS,
         check_settings: CheckSettings | None = None,
+        allow_paths: Sequence[str | Path] = (),
+        outside_project: bool = False,
     ) -> None:
+        """`allow_paths`: folders (relative to the project root, or not) that persist and
+        file writes may write although they are not the project's own code (an environment
+        or installed package under the project, a folder outside it). `outside_project`:
+        patch modules that are not the project's own code (standard library, site-packages)
+        without being asked per patch."""
         self.project_root = Path(project_root).resolve()
+        self.code = ProjectCode.of(self.project_root, allow_paths)
+        self.outside_project = outside_project
         self._root_prefix = os.path.join(str(self.project_root), "")
         self.allow_kernel_patches = allow_kernel_patches
         self.protected = [KERNEL_DIR]

@@ -3,6 +3,7 @@ not yet verified (or divergent) before a persist, and what only memory holds at 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ _API_ADVICE = [
     ("persist with force=True", "write anyway with /persist --force"),
     ("or pass force=True", "or /undo them"),
     ("list the runs with rt.runs()", "list the runs with /runs"),
+    (
+        "Pass outside_project=True (to patch(), or to Runtime()) to patch it anyway.",
+        "Set outside_project = true under [tool.liveforge] in pyproject.toml to patch it anyway.",
+    ),
 ]
 """The kernel's advice speaks Python; in the chat the same step is a command."""
 
@@ -88,4 +93,7 @@ def as_commands(text: str) -> str:
     """`text` with Python-API advice replaced by the chat command that does it."""
     for api, command in _API_ADVICE:
         text = text.replace(api, command)
-    return text
+    return _ALLOW_PATHS.sub(r"add \1 to allow_paths under [tool.liveforge] in pyproject.toml", text)
+
+
+_ALLOW_PATHS = re.compile(r"allow the folder: Runtime\(allow_paths=\[('[^']*')\]\)")
