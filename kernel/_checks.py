@@ -14,13 +14,14 @@ from pathlib import Path
 from liveforge.kernel import _livefork
 from liveforge.kernel._alongside import LiveAlongside
 from liveforge.kernel._changes import Change, ChangeStatus, History
+from liveforge.kernel._ondisk import differs_from_disk, resync
 from liveforge.kernel._overlayhook import OverlayModule
 from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._policy import CheckSettings
 from liveforge.kernel._records import RunResult, RunSummary
 from liveforge.kernel._sandbox import Sandbox
 from liveforge.kernel._secrets import Scrubber
-from liveforge.kernel._sources import ModuleRegistry
+from liveforge.kernel._sources import ModuleRecord, ModuleRegistry
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 from liveforge.kernel.errors import SandboxError
 
@@ -46,14 +47,21 @@ class Checks:
         return self._sandbox
 
     def overlay(self) -> list[OverlayModule]:
-        """Every unpersisted module as the sandbox carries it."""
+        """Every module whose running source is not what its file holds now (re-read when
+        it changed on disk), as the sandbox carries it."""
         return [
             OverlayModule(r.name, r.source, r.filename, is_package=r.is_package, virtual=r.virtual)
-            for r in self.registry.dirty()
+            for r in self._unlike_disk()
         ]
 
+    def _unlike_disk(self) -> list[ModuleRecord]:
+        records = self.registry.records()
+        for record in records:
+            resync(record)
+        return [r for r in records if differs_from_disk(r)]
+
     def _carried(self) -> list[Change]:
-        dirty = {r.name for r in self.registry.dirty()}
+        dirty = {r.name for r in self._unlike_disk()}
         return [
             c
             for c in self._history.live()

@@ -25,6 +25,7 @@ from liveforge.kernel._filebatch import PersistRecord, PlannedWrite, persist_fil
 from liveforge.kernel._files import module_path_for
 from liveforge.kernel._functions import defined_functions
 from liveforge.kernel._journal import ForeignWrite, Journal
+from liveforge.kernel._ondisk import resync
 from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._sourcefile import SourceFile, read_source
 from liveforge.kernel._sources import (
@@ -204,6 +205,8 @@ class Persistence:
             return str(path)
 
     def _to_persist(self, modules: Sequence[str] | None) -> list[ModuleRecord]:
+        for known in self.registry.records():
+            resync(known)  # a file that already holds what memory runs needs no write
         if modules is None:
             return self.registry.dirty()
         chosen: dict[str, ModuleRecord] = {}

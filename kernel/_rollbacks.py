@@ -17,6 +17,7 @@ from liveforge.kernel import _engine
 from liveforge.kernel._changes import Change, ChangeStatus, History
 from liveforge.kernel._dependents import follow_up
 from liveforge.kernel._filewrites import FILE_KIND
+from liveforge.kernel._ondisk import disk_text, resync
 from liveforge.kernel._sourcefile import read_source
 from liveforge.kernel._sources import ModuleRecord, ModuleRegistry, register_source
 from liveforge.kernel.errors import ChangeError
@@ -121,6 +122,15 @@ class Rollbacks:
         return change
 
     def _undo(self, change: Change) -> None:
+        persisted = change.status is ChangeStatus.PERSISTED and change.kind != FILE_KIND
+        self._undo_in_memory(change)
+        record = self.registry.get(change.module)
+        if record is not None and not record.virtual:
+            resync(record)
+            if persisted:
+                change.notes.append(_file_after_rollback(record))
+
+    def _undo_in_memory(self, change: Change) -> None:
         if change.kind == FILE_KIND:
             self._restore_file(change)
         record = self.registry.get(change.module)
@@ -169,3 +179,17 @@ class Rollbacks:
                     "instead. Nothing was rolled back.",
                     change_id=change.id,
                 )
+
+
+def _file_after_rollback(record: ModuleRecord) -> str:
+    """What a rollback of a persisted change did to its file: nothing — it says whether the
+    file holds the rolled-back code (restored, say by `git checkout`) or still the change."""
+    if disk_text(record) == record.source:
+        return (
+            f"its file {record.filename} already holds the code as rolled back (it changed "
+            "on disk since the persist)"
+        )
+    return (
+        f"its file {record.filename} was left as persisted (it still holds this change); "
+        "persist writes the rolled-back code to it, or unpersist() puts the file back"
+    )

@@ -23,6 +23,7 @@ from liveforge.kernel._checks import Checks
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._filestep import FileSteps
 from liveforge.kernel._filewrites import FileWrites
+from liveforge.kernel._ondisk import differs_from_disk, disk_text
 from liveforge.kernel._owncode import ProjectCode
 from liveforge.kernel._patching import Patching
 from liveforge.kernel._persist import Persistence
@@ -130,11 +131,13 @@ class Runtime(
         return self.registry.dirty()
 
     def diff(self, module: str | None = None) -> str:
-        """Unified diff of in-memory source against disk, for one module or all changed."""
+        """Unified diff of in-memory source against the file as it is on disk now (re-read
+        when it changed since liveforge read or wrote it), for one module or all that
+        differ."""
         records = (
             [self._record(check_module_name(module))]
             if module is not None
-            else self.registry.dirty()
+            else [r for r in self.registry.records() if differs_from_disk(r)]
         )
         chunks = []
         for record in records:
@@ -142,7 +145,7 @@ class Runtime(
             chunks.append(
                 "".join(
                     difflib.unified_diff(
-                        (record.disk_source or "").splitlines(keepends=True),
+                        (disk_text(record) or "").splitlines(keepends=True),
                         record.source.splitlines(keepends=True),
                         "/dev/null" if record.virtual else f"a/{label}",
                         f"b/{label}",
