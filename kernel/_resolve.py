@@ -55,6 +55,8 @@ class Resolution:
                 raise import_failure(name, exc, self.project_root) from exc
             try:
                 record = self.registry.track(module)
+            except UndecodableSource:
+                raise  # the file's encoding is the cause, not a missing source
             except ValueError as exc:
                 raise PatchError(
                     f"{name!r} has no Python source file (built-in or extension "

@@ -114,6 +114,7 @@ class UndecodableSource(LiveforgeError, UnicodeError):
     def __init__(self, path: str, encoding: str, detail: str) -> None:
         self.path = path
         self.encoding = encoding
+        self.detail = detail
         super().__init__(
             f"{path} cannot be read as {encoding} text ({detail}), so liveforge cannot load "
             "it as Python source. Save it as UTF-8, or declare its encoding on the first or "
