@@ -180,3 +180,24 @@ def test_the_patch_tool_says_its_own_argument(project: tuple[Path, Path], instal
         assert installed.read_text() == EXT
     finally:
         rt.close()
+
+
+def test_approval_previews_show_the_real_destination(
+    project: tuple[Path, Path], installed: Path
+) -> None:
+    """The question before a patch names the module's real file and that it is not the
+    project's own code; before a persist, each module with the file it goes to."""
+    from liveforge.agent_setup import open_toolbox
+    from liveforge.impls.approvals import preview
+
+    root, _ = project
+    rt = Runtime(project_root=root)
+    try:
+        box = open_toolbox(rt)
+        asked = preview(box, "patch", {"path": "extpkg_lf.f", "source": FIX})
+        assert f"module extpkg_lf, file {installed.resolve()} (NOT the project's own code" in asked
+        rt.patch("extpkg_lf.f", FIX, outside_project=True)
+        assert f"extpkg_lf -> {installed.resolve()}" in preview(box, "persist", {})
+        rt.rollback()
+    finally:
+        rt.close()
