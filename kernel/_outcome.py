@@ -116,7 +116,8 @@ def _killed_by(name: str, ended: RunExit, policy: BoundaryPolicy, hit: list[str]
     if _own_signal(ended):
         return f"killed by its own {name}: the check's code signalled its own process (group)"
     if "cpu" in hit:
-        return f"killed by {name} at its {policy.cpu_seconds:g} s CPU-time limit"
+        limit = f"{policy.cpu_seconds:g} s " if policy.cpu_seconds is not None else ""
+        return f"killed by {name} at its {limit}CPU-time limit"
     return (
         f"killed by {name} before reporting a result; not by liveforge (no timeout, no "
         "limit reached): something the check started, another process, or the system (for "
