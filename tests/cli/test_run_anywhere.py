@@ -33,19 +33,25 @@ def _install_editable(python: Path) -> None:
             shutil.copy2(found, target / found.name)
 
 
-def _liveforge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _liveforge(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """The `liveforge` command as a user types it (the console script, whose own folder is
     the first entry of its sys.path, not the current folder)."""
     script = Path(sys.executable).parent / "liveforge"
     return subprocess.run(
-        [str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=cli_env()
+        [str(script), *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
     )
 
 
 def test_commands_run_from_the_folder_holding_a_liveforge_clone(tmp_path: Path) -> None:
     """From ~/src holding both `liveforge/` (a clone: a folder without __init__.py) and
-    `myproj/` (its .venv has liveforge installed), inspect and view work; before, the re-run
-    imported the clone as a namespace package and died with ImportError."""
+    `myproj/` (its .venv has liveforge installed), inspect, view and mcp work; before, the
+    re-run imported the clone as a namespace package and died with ImportError."""
     src = tmp_path / "src"
     clone = src / "liveforge" / "liveforge"
     clone.mkdir(parents=True)
@@ -62,3 +68,5 @@ def test_commands_run_from_the_folder_holding_a_liveforge_clone(tmp_path: Path) 
     shown = _liveforge("--project", "myproj", "view", "app_lf.quad", cwd=src)
     assert shown.returncode == 0, shown.stderr
     assert "return 4 * x" in shown.stdout
+    served = _liveforge("--project", "myproj", "mcp", cwd=src, stdin="")  # a client that left
+    assert "ImportError" not in served.stderr and served.returncode == 0, served.stderr
