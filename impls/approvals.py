@@ -192,12 +192,16 @@ def _specific(box: Toolbox, name: str, values: dict[str, Any]) -> str | None:
     if name == "persist":
         diff = rt.diff(None) if not values.get("modules") else _diffs(rt, values["modules"])
         force = " (force: over unverified changes or edits on disk)" if values.get("force") else ""
-        return f"write to files{force}:\n{diff or '(nothing to write)'}"
+        where = _destinations(rt, values.get("modules"))
+        return f"write to files{force}:\n{where}{diff or '(nothing to write)'}"
     if name == "patch" and not values.get("module"):
-        return _patch_diff(rt.source(values["path"]), values["source"], values["path"])
+        old = rt.source(values["path"])  # tracks the module, so its file is known
+        where = _where(rt, values["path"], values.get("outside_project"))
+        return where + _patch_diff(old, values["source"], values["path"])
     if name == "patch":
         old = rt.source(values["path"]) if values["path"] in _managed(rt) else ""
-        return _patch_diff(old, values["source"], values["path"])
+        where = _where(rt, values["path"], values.get("outside_project")) if old else ""
+        return where + _patch_diff(old, values["source"], values["path"])
     if name == "reload":
         return f"re-read {values['module']} from its file" + (
             " (dropping its unpersisted changes)" if values.get("force") else ""
@@ -266,6 +270,28 @@ def _shell_preview(box: Toolbox, name: str, values: dict[str, Any]) -> str:
     )
     command = values.get("command", "")
     return f"{verb}:\n{command}\nin: {cwd} ({root / cwd}){limit}\n{where}\n{files}"
+
+
+def _destinations(rt: Any, modules: list[str] | None) -> str:
+    """The real file each module would be written to, one line each (a module in an
+    environment shows where it really goes)."""
+    records = [r for r in rt.registry.dirty() if modules is None or r.name in modules]
+    return "".join(f"{r.name} -> {Path(r.filename).resolve()}\n" for r in records if not r.virtual)
+
+
+def _where(rt: Any, target: str, outside: object) -> str:
+    """The module file a patch of `target` changes, and whether it is the project's own."""
+    records = {r.name: r for r in rt.registry.records()}
+    parts = target.split(".")
+    for depth in range(len(parts), 0, -1):
+        record = records.get(".".join(parts[:depth]))
+        if record is None or record.virtual:
+            continue
+        why = rt.code.reason(record.filename)
+        note = f" (NOT the project's own code: {why})" if why else ""
+        flag = "; outside_project=true" if why and outside else ""
+        return f"module {record.name}, file {Path(record.filename).resolve()}{note}{flag}\n"
+    return ""
 
 
 def _diffs(rt: Any, modules: list[str]) -> str:

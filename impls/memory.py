@@ -20,6 +20,7 @@ import forwardpy
 
 from liveforge.declarations.memory import Memory, MemoryItem, MemoryNotFound
 from liveforge.impls.memory_vectors import embed, fuse, nearest, pack
+from liveforge.kernel.files._statefolder import make_parent
 
 __all__ = ["fts_query"]
 
@@ -64,7 +65,7 @@ def fts_query(text: str) -> str:
 @contextlib.contextmanager
 def _connect(memory: Memory) -> Iterator[sqlite3.Connection]:
     path = Path(memory.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(path)
     connection = sqlite3.connect(path, timeout=10)
     try:
         key = (str(path.resolve()), path.stat().st_ino if path.exists() else 0)

@@ -23,6 +23,7 @@ from typing import IO
 import forwardpy
 
 from liveforge.declarations.session import Session, SessionBusy, SessionError, sessions_dir
+from liveforge.kernel.files._statefolder import make_parent
 
 __all__ = ["holder", "lock_path", "running"]
 
@@ -97,7 +98,7 @@ def _take(session: Session, path: Path) -> _Held:
     if held is not None:
         return held
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent(path)
         handle = path.open("a+", encoding="utf-8")
     except OSError as exc:
         raise SessionError(

@@ -31,6 +31,7 @@ from liveforge.declarations.session import (
 )
 from liveforge.impls.providers.pairing import CANCELLED_RESULT
 from liveforge.kernel.boundary._secrets import MIN_SECRET, REDACTED, Scrubber
+from liveforge.kernel.files._statefolder import make_parent
 
 __all__ = [
     "REDACTED",
@@ -115,7 +116,7 @@ def create(
     root = Path(root).resolve()
     session = _blank(root, session_id or _new_id(), secrets)
     try:
-        session.path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent(session.path)
         if session.path.exists():
             raise SessionError(
                 f"session {session.id} already exists at {session.path}; "

@@ -10,6 +10,7 @@
      ├── UndecodableSource            a source file that is not text in its encoding
      │                                                                    (+ UnicodeError)
      ├── ProtectedTarget              kernel (or protected) files, no opt-in (+ PermissionError)
+     │    └── NotProjectModule        a module outside the project's own code, no opt-in
      ├── SecondModuleName             one file under a second module name   (+ ImportError)
      ├── ProjectImportError           a project module raised while imported (+ ImportError)
      ├── UnpersistedChanges           reload would drop in-memory changes
@@ -18,6 +19,7 @@
      ├── PersistError                 files could not be written
      │    ├── PersistConflict         file changed on disk since it was loaded
      │    ├── UnsafePath              path outside the project root       (+ PermissionError)
+     │    │    └── NotProjectCode     not the project's own code (an environment, build output)
      │    └── UnverifiedChange        no passing verification since the last edit
      ├── SandboxError                 a sandbox run could not be started
      └── ConfigError                  bad configuration value               (+ ValueError)
@@ -125,6 +127,7 @@ class UndecodableSource(LiveforgeError, UnicodeError):
     def __init__(self, path: str, encoding: str, detail: str) -> None:
         self.path = path
         self.encoding = encoding
+        self.detail = detail
         super().__init__(
             f"{path} cannot be read as {encoding} text ({detail}), so liveforge cannot load "
             "it as Python source. Save it as UTF-8, or declare its encoding on the first or "
@@ -146,6 +149,43 @@ class ProtectedTarget(LiveforgeError, PermissionError):
             f"{target!r} is part of {place}, which refuses patches. "
             + (hint or "Create the runtime with Runtime(allow_kernel_patches=True) to allow them.")
         )
+
+
+class NotProjectModule(ProtectedTarget):
+    """A patch of a module whose file is not the project's own code (the standard library,
+    site-packages, an environment under the project) without the opt-in; `filename` and
+    `reason` say where it lives. `what` is the message without the way out."""
+
+    def __init__(
+        self, target: str, *, module: str, filename: str, reason: str, advice: str = ""
+    ) -> None:
+        self.module = module
+        self.filename = filename
+        self.reason = reason
+        self.what = (
+            f"{target!r} is in {module}, which is not the project's own code: its file "
+            f"{filename} is {reason}. Patching it changes liveforge's own process too, and "
+            "persist will not write it."
+        )
+        advice = advice or (
+            "Pass outside_project=True (to patch(), or to Runtime()) to patch it anyway."
+        )
+        LiveforgeError.__init__(self, f"{self.what} {advice}")
+        self.target = target
+        self.place = module
+
+    def with_advice(self, advice: str) -> NotProjectModule:
+        """The same refusal with the way out in a front end's words."""
+        return NotProjectModule(
+            self.target,
+            module=self.module,
+            filename=self.filename,
+            reason=self.reason,
+            advice=advice,
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class SecondModuleName(LiveforgeError, ImportError):
@@ -230,6 +270,35 @@ class PersistConflict(PersistError):
 
 class UnsafePath(PersistError, PermissionError):
     """The destination lies outside the project root."""
+
+
+class NotProjectCode(UnsafePath):
+    """The file is not the project's own code (outside the root, in an environment or
+    installed packages, in build output) and no ``allow_paths`` folder holds it; `reason`
+    says which, `folder` what to allow. `what` is the message without the advice, for
+    front ends that say the way out in their own words."""
+
+    def __init__(
+        self, path: str, reason: str, folder: str, *, module: str = "", advice: str = ""
+    ) -> None:
+        self.reason = reason
+        self.folder = folder
+        owner = f"module {module}: its file " if module else ""
+        self.what = (
+            f"{owner}{path} is not the project's own code ({reason}); liveforge writes only "
+            "the project's source files, so nothing was written."
+            + (" Leave it out (persist the others) or roll it back." if module else "")
+        )
+        advice = advice or f"To write there, allow the folder: Runtime(allow_paths=[{folder!r}])."
+        super().__init__(f"{self.what} {advice}", path=path, module=module)
+
+    def with_advice(self, advice: str) -> NotProjectCode:
+        """The same refusal with the way out in a front end's words (`{folder}` is
+        replaced by the folder to allow)."""
+        advice = advice.replace("{folder}", repr(self.folder))
+        return NotProjectCode(
+            self.path, self.reason, self.folder, module=self.module, advice=advice
+        )
 
 
 class UnverifiedChange(PersistError):

@@ -171,7 +171,12 @@ def build_agent(
         context = context or config.context
     settings = settings or AgentSettings()
     context = context or ContextSettings()
-    runtime = runtime or Runtime(project_root=root, check_settings=config.sandbox.settings(root))
+    runtime = runtime or Runtime(
+        project_root=root,
+        check_settings=config.sandbox.settings(root),
+        allow_paths=config.allow_paths,
+        outside_project=config.outside_project,
+    )
     secrets = known_secrets(provider, env)  # registered: tool results and sandbox runs too
     session = (
         Session.open(root, resume, secrets=secrets)

@@ -175,6 +175,15 @@ class LiveforgeConfig(BaseModel):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     """Tool profile, allow/deny lists and groups, and the file, shell and memory tools'
     settings (`[tool.liveforge.tools]`)."""
+    allow_paths: list[str] = Field(default_factory=list)
+    """Folders liveforge may write (persist, file writes, undo) although they are not the
+    project's own code: an environment or installed package in the project (e.g.
+    ``.venv/lib/python3.12/site-packages/pkg``), build output, a folder outside the project.
+    Relative to the project root."""
+    outside_project: bool = False
+    """Patch modules that are not the project's own code (standard library, site-packages,
+    an environment in the project) without asking per patch (`--outside-project`, the
+    patch tool's `outside_project`)."""
 
     @field_validator("model")
     @classmethod

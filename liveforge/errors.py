@@ -16,6 +16,7 @@ tree below is complete and true.
   * InvalidName [ValueError] — '', '.', '../x' given as a module name or dotted path
   * UndecodableSource [UnicodeError] — a source file that is not text in its encoding
   * ProtectedTarget [PermissionError] — the kernel (or another protected file) refuses patches
+    * NotProjectModule — a module that is not the project's own code, no opt-in
   * SecondModuleName [ImportError] — one file asked for under a second module name
   * ProjectImportError [ImportError] — a project module raised while liveforge imported it
   * UnpersistedChanges — a reload would drop in-memory changes
@@ -24,6 +25,7 @@ tree below is complete and true.
   * PersistError — files were not written
     * PersistConflict — the file changed on disk since it was loaded
     * UnsafePath [PermissionError] — the file lies outside the project
+      * NotProjectCode — in an environment, installed packages or build output
     * UnverifiedChange — no passing check since the change's last edit
   * SandboxError — a check could not be started or run
   * ConfigError [ValueError] — a bad setting, naming its key and file
@@ -96,6 +98,8 @@ from liveforge.kernel.errors import (
     ExecutionTimeout,
     InvalidName,
     LiveforgeError,
+    NotProjectCode,
+    NotProjectModule,
     PatchError,
     PatchExecutionError,
     PatchSyntaxError,
@@ -139,6 +143,8 @@ __all__ = [
     "MemoryNotFound",
     "ModelNotFound",
     "NoRuntime",
+    "NotProjectCode",
+    "NotProjectModule",
     "OverloadedError",
     "PatchError",
     "PatchExecutionError",

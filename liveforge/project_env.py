@@ -9,7 +9,8 @@ on a project, the command line looks for that environment, in this order:
     $VIRTUAL_ENV                  an activated environment, when the project has none
 
 When liveforge already runs there, nothing happens. When the environment has liveforge
-installed, the command runs again with that interpreter (re-exec). Otherwise it stops with
+installed, the command runs again with that interpreter (re-exec, with `-P`: the current
+folder is not put on `sys.path`, whatever it holds). Otherwise it stops with
 the exact commands that install liveforge there; ``--this-python`` keeps the current one.
 Sandbox checks are forked from the live program's interpreter, so they use the same
 interpreter and site-packages.
@@ -32,6 +33,11 @@ REEXEC_MARK = "LIVEFORGE_PROJECT_PYTHON"
 
 _IN_PROJECT = (".venv", "venv", "env")
 
+SAFE_PATH = ("-P",)
+"""Interpreter options of the re-run: the current folder is never put first on `sys.path`
+(`-P`), so a folder there named like a package (a `liveforge/` clone beside the project)
+cannot stand in for the installed one; the project's own roots are added by the runtime."""
+
 
 @dataclass(frozen=True)
 class ProjectEnvironment:
@@ -52,7 +58,8 @@ class ProjectEnvironment:
             "import importlib.util, sys; sys.exit(importlib.util.find_spec('liveforge') is None)"
         )
         try:
-            return subprocess.run([str(self.python), "-c", probe], timeout=30).returncode == 0
+            run = subprocess.run([str(self.python), *SAFE_PATH, "-c", probe], timeout=30)
+            return run.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             return False
 
@@ -130,5 +137,5 @@ def enter(project_root: str | Path, argv: list[str]) -> str | None:
     os.environ[REEXEC_MARK] = str(env.python)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(env.python, [str(env.python), "-m", "liveforge", *argv])
+    os.execv(env.python, [str(env.python), *SAFE_PATH, "-m", "liveforge", *argv])
     return None  # not reached

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel.errors import PatchSyntaxError, SecondModuleName, TargetNotFound
+from liveforge.kernel.errors import (
+    PatchSyntaxError,
+    SecondModuleName,
+    TargetNotFound,
+    UndecodableSource,
+)
+from liveforge.kernel.files._sourcefile import decode_python
 from liveforge.kernel.live._reexports import origin
 from liveforge.kernel.source._importfail import failed_parent, import_failure
 from liveforge.kernel.source._roots import ImportRoots, discover
@@ -27,6 +33,7 @@ from liveforge.kernel.source._stmts import index
 
 __all__ = [
     "ModuleView",
+    "check_decodable",
     "empty_project_note",
     "layout",
     "module_view",
@@ -48,6 +55,9 @@ class ModuleView:
     imported: bool
     virtual: bool
     search_path: tuple[str, ...] = ()
+    #: why the module's file cannot be read as Python text (its encoding, the byte and
+    #: line): such a module is listed and marked, never a crash
+    undecodable: str = ""
 
     @property
     def dirty(self) -> bool:
@@ -66,10 +76,30 @@ def _record(rt: Any, name: str) -> Any:
 
 
 def _read(path: str) -> str | None:
+    """The text of a source file; `UndecodableSource` (naming the encoding, the byte and
+    its line) when it is not text in its encoding."""
     try:
-        return importlib.util.decode_source(Path(path).read_bytes())
+        return decode_python(Path(path).read_bytes(), path)[0]
     except OSError:
         return None
+
+
+def _read_marked(path: str) -> tuple[str | None, str]:
+    """`_read`, with an undecodable file as (None, why) instead of an error."""
+    try:
+        return _read(path), ""
+    except UndecodableSource as exc:
+        return None, _why(exc)
+
+
+def _why(exc: UndecodableSource) -> str:
+    return f"not {exc.encoding} text: {exc.detail}"
+
+
+def check_decodable(view: ModuleView) -> None:
+    """Raise `UndecodableSource` for a module whose file is not text in its encoding."""
+    if view.undecodable:
+        _read(view.filename)
 
 
 def _loaded_source(filename: str) -> str | None:
@@ -98,11 +128,10 @@ def module_view(name: str, rt: Any = None) -> ModuleView | None:
         )
     if module is not None:
         filename = getattr(module, "__file__", None) or ""
-        disk = _read(filename) if filename.endswith(".py") else None
+        disk, why = _read_marked(filename) if filename.endswith(".py") else (None, "")
         source = _loaded_source(filename) if filename.endswith(".py") else None
-        return ModuleView(
-            name, source, disk, filename, hasattr(module, "__path__"), True, False, search
-        )
+        package = hasattr(module, "__path__")
+        return ModuleView(name, source, disk, filename, package, True, False, search, why)
     return _unimported_view(name, rt)
 
 
@@ -122,9 +151,9 @@ def _unimported_view(name: str, rt: Any = None) -> ModuleView | None:
     if spec is None:
         return None
     origin = spec.origin if spec.has_location and spec.origin else ""
-    source = _read(origin) if origin.endswith(".py") else None
+    source, why = _read_marked(origin) if origin.endswith(".py") else (None, "")
     search = tuple(spec.submodule_search_locations or ())
-    return ModuleView(name, source, source, origin, bool(search), False, False, search)
+    return ModuleView(name, source, source, origin, bool(search), False, False, search, why)
 
 
 def submodules(view: ModuleView, rt: Any = None) -> list[str]:

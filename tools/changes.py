@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from liveforge.declarations.permissions import effect
 from liveforge.kernel import Change
+from liveforge.kernel.errors import NotProjectCode, NotProjectModule
 from liveforge.tools._context import runtime, service
 from liveforge.tools._output import clip
 
@@ -16,19 +17,32 @@ __all__ = ["diff", "history", "patch", "persist", "reload", "rollback"]
 
 
 @effect("memory")
-def patch(path: str, source: str, module: bool = False) -> str:
+def patch(path: str, source: str, module: bool = False, outside_project: bool = False) -> str:
     """Replace one definition, or a whole module, in the running program (memory only).
 
     A declared forwardpy method patches its active @impl body; a missing name is added at
-    the end of its module or class.
+    the end of its module or class. Modules that are not the project's own code (standard
+    library, site-packages) are refused unless outside_project.
 
     Args:
         path: dotted target: pkg.mod.func, pkg.mod.Class.method, or pkg.mod
         source: the complete new definition (or module source), unindented
         module: path is a module: replace its whole source, or create it in memory
+        outside_project: the user wants a module outside the project's code patched
+            (standard library, site-packages); it changes liveforge's own process too
     """
     rt = runtime()
-    change = rt.patch_module(path, source) if module else rt.patch(path, source)
+    try:
+        if module:
+            change = rt.patch_module(path, source, outside_project=outside_project)
+        else:
+            change = rt.patch(path, source, outside_project=outside_project)
+    except NotProjectModule as exc:
+        raise exc.with_advice(
+            "Patch it only if the user asked for it: call patch again with "
+            "outside_project=true (or the user sets outside_project = true under "
+            "[tool.liveforge] in pyproject.toml)."
+        ) from None
     return _applied(change)
 
 
@@ -104,7 +118,13 @@ def persist(modules: list[str] | None = None, force: bool = False) -> str:
         modules: dotted module names; omit for every changed module
         force: write unverified or divergent changes, or over files changed on disk
     """
-    return runtime().persist(modules, force=force).summary()
+    try:
+        return runtime().persist(modules, force=force).summary()
+    except NotProjectCode as exc:
+        raise exc.with_advice(
+            "Only the user can allow it: adding {folder} to allow_paths under "
+            "[tool.liveforge] in pyproject.toml."
+        ) from None
 
 
 def _line(change: Change) -> str:

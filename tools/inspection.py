@@ -22,6 +22,7 @@ from liveforge.tools._declared import (
 )
 from liveforge.tools._modules import (
     ModuleView,
+    check_decodable,
     empty_project_note,
     module_view,
     resolve,
@@ -101,10 +102,14 @@ def _module_lines(name: str, depth: int, indent: int, rt: Any, style: str = "ful
     if depth <= 0:
         head += _module_doc(view)
         members = [e.name for e in entries if e.public]
-        return [head + ("" if style == "brief" else _names(children, members))]
+        undecodable = " (undecodable)" if view.undecodable else ""
+        return [head + undecodable + ("" if style == "brief" else _names(children, members))]
     head += _module_doc(view)
     lines = [head]
-    if view.source is None and not view.is_package:
+    if view.undecodable:
+        where = f"{view.filename}: {view.undecodable}"
+        lines.append(f"{'  ' * (indent + 1)}(undecodable, so not read: {where})")
+    elif view.source is None and not view.is_package:
         lines.append(f"{'  ' * (indent + 1)}(no Python source)")
     if style == "bare" and depth == 1 and children:  # collapsed submodules on one line
         lines[0] += " [" + ", ".join(_bare(child, rt) for child in children) + "]"
@@ -244,6 +249,7 @@ def view_source(path: str, start: int | None = None, end: int | None = None) -> 
         end: last line to show (inclusive)
     """
     view, names = resolve(path, runtime())
+    check_decodable(view)  # the error names the file, its encoding and the byte
     if view.source is None:
         return f"{view.name} has no Python source (compiled or built-in module)."
     lines = view.source.splitlines()

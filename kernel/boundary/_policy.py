@@ -163,13 +163,19 @@ def limits_hit(
     timed_out: bool,
     output_truncated: bool,
     policy: BoundaryPolicy,
+    own_signal: bool = False,
 ) -> list[str]:
-    """The limits a finished run ran into: memory, cpu, processes, output, wall_time."""
+    """The limits a finished run ran into: memory, cpu, processes, output, wall_time
+    (`own_signal`: the check itself sent the signal it died of, which is no limit)."""
     hit = []
     exc_type = outcome.get("exc_type")
     if policy.memory_mb is not None and exc_type == "MemoryError":
         hit.append("memory")
-    cpu_kill = policy.cpu_seconds is not None and signal_name == "SIGKILL" and not timed_out
+    cpu_kill = (
+        policy.cpu_seconds is not None
+        and signal_name == "SIGKILL"
+        and not (timed_out or own_signal)
+    )
     if signal_name == "SIGXCPU" or cpu_kill:
         hit.append("cpu")
     refused = exc_type == "BlockingIOError" or outcome.get("refused_starts")

@@ -110,6 +110,33 @@ def _prepare_process(out_fd: int, err_fd: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+SELF_SIGNAL = "liveforge: the check sent "
+"""How a check's stderr says that its code signalled its own process or process group
+(`_outcome` tells a kill the check did to itself from one by a limit or the timeout)."""
+
+_SIGNALS = ("os.kill", "os.killpg", "signal.pthread_kill", "signal.raise_signal")
+
+
+def _own_signals(event: str, args: tuple[Any, ...]) -> None:
+    """Audit hook: note on stderr a signal the check sends to itself or its process group,
+    before it arrives (the process may not live to report it)."""
+    if event not in _SIGNALS:
+        return
+    try:
+        if event == "signal.raise_signal":
+            target, number = 0, args[0]
+        else:
+            target, number = args[0], args[1]
+        own = event == "signal.pthread_kill" or target in (0, os.getpid(), -os.getpgid(0))
+        if event == "os.killpg":
+            own = target in (0, os.getpgid(0))
+        if own and number:
+            name = signal.Signals(number).name
+            os.write(2, f"\n{SELF_SIGNAL}{name} to itself ({event}{tuple(args)!r})\n".encode())
+    except Exception:  # never let the note change what the check does
+        pass
+
+
 def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
@@ -144,8 +171,14 @@ def child_main(request: dict[str, Any], out_fd: int, err_fd: int, result_fd: int
         os.environ.clear()
         os.environ.update(request["environ"])
         os.environ.update(request.get("env", {}))
+        # Imports in a check write no bytecode caches: into the project they would be
+        # writes of the check's own making, listed as the suite's (and the view that would
+        # keep them is discarded). Code that compiles on purpose (compileall) still writes.
+        sys.dont_write_bytecode = True
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         report = _enter_boundary(request)
         install_overlay(OverlayModule(**entry) for entry in request["overlay"])
+        sys.addaudithook(_own_signals)
         if request["kind"] == "snippet":
             sys.argv = [request["filename"]]
             outcome = run_snippet(request["code"], request["filename"], request["memory_mb"])

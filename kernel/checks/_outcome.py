@@ -15,6 +15,7 @@ from liveforge.kernel.boundary._isolation import Boundary
 from liveforge.kernel.boundary._overlay import Changes
 from liveforge.kernel.boundary._policy import expected_report, limits_hit
 from liveforge.kernel.boundary._secrets import Scrubber
+from liveforge.kernel.checks._child import SELF_SIGNAL
 from liveforge.kernel.checks._records import (
     RunResult,
     RunStatus,
@@ -60,8 +61,9 @@ def build_result(
         timed_out=ended.timed_out,
         output_truncated=ended.truncated,
         policy=policy,
+        own_signal=_own_signal(ended),
     )
-    status, message = _classify(child, ended, policy.memory_mb, timeout)
+    status, message = _classify(child, ended, policy, timeout, boundary.hit)
     if status in ("failed", "error") and child.get("exc_type") == "PermissionError":
         message += f" (the check's boundary denied it: {boundary.line()})"
     result = RunResult(
@@ -72,9 +74,11 @@ def build_result(
 
 
 def _classify(
-    child: dict[str, Any], ended: RunExit, memory_mb: int | None, timeout: float
+    child: dict[str, Any], ended: RunExit, policy: BoundaryPolicy, timeout: float, hit: list[str]
 ) -> tuple[RunStatus, str]:
-    """The run's status and a one-line message saying what happened."""
+    """The run's status and a one-line message saying what happened (`hit`: the limits
+    it ran into)."""
+    memory_mb = policy.memory_mb
     if ended.timed_out:
         return "timed_out", f"killed after the {timeout:g} s timeout (with its process group)"
     if ended.template_lost:
@@ -86,10 +90,7 @@ def _classify(
     if "status" not in child:
         code = ended.exit_code
         if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            if memory_mb is not None and name == "SIGKILL":
-                return "killed_memory", f"killed by {name} with a {memory_mb} MiB memory limit"
-            return "crashed", f"the child was killed by {name} before reporting a result"
+            return "crashed", _killed_by(signal.Signals(-code).name, ended, policy, hit)
         return "crashed", f"the child exited with code {code} before reporting a result"
     status: RunStatus = child["status"]
     if status == "killed_memory":
@@ -99,6 +100,29 @@ def _classify(
     if status == "passed":
         return status, "the snippet ran to completion"
     return status, f"{child.get('exc_type')}: {_first_line(child.get('exc_message') or '')}"
+
+
+def _own_signal(ended: RunExit) -> bool:
+    """True when the check noted that it sent the signal it died of to itself."""
+    code = ended.exit_code
+    if code is None or code >= 0:
+        return False
+    return f"{SELF_SIGNAL}{signal.Signals(-code).name} to itself" in ended.stderr
+
+
+def _killed_by(name: str, ended: RunExit, policy: BoundaryPolicy, hit: list[str]) -> str:
+    """What sent the signal that ended a check before it reported: the check itself (its
+    own note), the CPU-time limit, or something outside liveforge's limits."""
+    if _own_signal(ended):
+        return f"killed by its own {name}: the check's code signalled its own process (group)"
+    if "cpu" in hit:
+        limit = f"{policy.cpu_seconds:g} s " if policy.cpu_seconds is not None else ""
+        return f"killed by {name} at its {limit}CPU-time limit"
+    return (
+        f"killed by {name} before reporting a result; not by liveforge (no timeout, no "
+        "limit reached): something the check started, another process, or the system (for "
+        "example the out-of-memory killer) sent it"
+    )
 
 
 def _tests_message(child: dict[str, Any], ended: RunExit) -> str:

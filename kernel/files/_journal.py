@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from liveforge.kernel.errors import PersistError
+from liveforge.kernel.files._statefolder import state_folder
 
 __all__ = ["ForeignWrite", "Journal"]
 
@@ -62,7 +63,7 @@ class Journal:
     def locked(self) -> Iterator[None]:
         """Hold the project's persist lock (waiting up to 30 s for another runtime)."""
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            state_folder(self.root)
             handle = (self.folder / "persist.lock").open("a+")
         except OSError as exc:
             raise PersistError(

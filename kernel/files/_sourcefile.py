@@ -88,7 +88,7 @@ def decode_python(data: bytes, path: str) -> tuple[str, str]:
         return data.decode(encoding), encoding
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        detail = f"byte {data[exc.start]:#04x} on line {line}: {exc.reason}"
+        detail = f"byte {data[exc.start]:#04x} on line {line}, at byte {exc.start}: {exc.reason}"
         raise UndecodableSource(path, encoding, detail) from None
 
 

@@ -7,8 +7,9 @@ across runs so unchanged files are not read again) and compares afterwards. The 
 changed come back as a `PersistRecord` — the same record a persist leaves — so the one
 `unpersist` puts them back.
 
-Folders no program's source lives in are skipped: version control, virtualenvs, caches,
-liveforge's own `.liveforge/` and `sandbox_runs/`; past 20,000 files the rest of the tree
+Folders no program's source lives in are skipped: version control, virtualenvs (by name, and
+any folder holding `pyvenv.cfg`), installed packages, caches, liveforge's own `.liveforge/`
+and `sandbox_runs/`; past 20,000 files the rest of the tree
 is not watched.
 """
 
@@ -125,10 +126,18 @@ class FileWatch:
         return "".join(line if line.endswith("\n") else line + "\n" for line in shown)
 
 
+def _skipped(folder: str, name: str) -> bool:
+    """Folders no program's source lives in, by name, and environments of any name (a
+    folder holding pyvenv.cfg): code that installs into one is not undone file by file."""
+    if name in _SKIPPED or name.endswith(".egg-info") or name in ("site-packages", "dist-packages"):
+        return True
+    return os.path.isfile(os.path.join(folder, name, "pyvenv.cfg"))
+
+
 def _scan(root: Path) -> dict[Path, _Key]:
     found: dict[Path, _Key] = {}
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in _SKIPPED and not d.endswith(".egg-info")]
+        dirs[:] = [d for d in dirs if not _skipped(folder, d)]
         for name in files:
             path = Path(folder, name)
             try:

@@ -6,10 +6,11 @@ changes it carried as verified, which is what `persist` asks for.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from liveforge.kernel.boundary._policy import CheckSettings
@@ -26,6 +27,8 @@ from liveforge.kernel.history._changes import Change, ChangeStatus, History
 from liveforge.kernel.live._holders import describe_each
 from liveforge.kernel.live._revert import MISSING, Revert
 from liveforge.kernel.runtime._modules import Modules
+from liveforge.kernel.source._ondisk import differs_from_disk, resync
+from liveforge.kernel.source._sources import ModuleRecord
 
 
 class Checks:
@@ -36,6 +39,7 @@ class Checks:
     ) -> None:
         self.project_root = modules.project_root
         self.registry = modules.registry
+        self.code = modules.code
         self.log = log
         self.keep_runs = keep_runs
         self.settings = settings
@@ -56,14 +60,21 @@ class Checks:
         return self._sandbox
 
     def overlay(self) -> list[OverlayModule]:
-        """Every unpersisted module as the sandbox carries it."""
+        """Every module whose running source is not what its file holds now (re-read when
+        it changed on disk), as the sandbox carries it."""
         return [
             OverlayModule(r.name, r.source, r.filename, is_package=r.is_package, virtual=r.virtual)
-            for r in self.registry.dirty()
+            for r in self._unlike_disk()
         ]
 
+    def _unlike_disk(self) -> list[ModuleRecord]:
+        records = self.registry.records()
+        for record in records:
+            resync(record)
+        return [r for r in records if differs_from_disk(r)]
+
     def _carried(self) -> list[Change]:
-        dirty = {r.name for r in self.registry.dirty()}
+        dirty = {r.name for r in self._unlike_disk()}
         return [
             c
             for c in self.log.live()
@@ -106,14 +117,15 @@ class Checks:
             }
             alongside = LiveAlongside(self.sandbox, code, options)
         try:
-            result = self.sandbox.verify(
-                code,
-                overlay,
-                [c.id for c in carried],
-                timeout=timeout,
-                memory_mb=memory_mb,
-                network=network,
-            )
+            with self._machinery_guard():
+                result = self.sandbox.verify(
+                    code,
+                    overlay,
+                    [c.id for c in carried],
+                    timeout=timeout,
+                    memory_mb=memory_mb,
+                    network=network,
+                )
         except BaseException:
             if alongside is not None:
                 alongside.cancel()
@@ -155,16 +167,45 @@ class Checks:
         """Run the project's own pytest suite (or `args`) in a sandbox with the overlay, inside
         the same boundary as `verify`."""
         carried = self._carried()
-        result = self.sandbox.run_tests(
-            args,
-            self.overlay(),
-            [c.id for c in carried],
-            timeout=timeout,
-            memory_mb=memory_mb,
-            network=network,
-        )
+        with self._machinery_guard():
+            result = self.sandbox.run_tests(
+                args,
+                self.overlay(),
+                [c.id for c in carried],
+                timeout=timeout,
+                memory_mb=memory_mb,
+                network=network,
+            )
         self._mark(result, carried)
         return result
+
+    @contextlib.contextmanager
+    def _machinery_guard(self) -> Iterator[None]:
+        """A check that fails to run while modules outside the project's code are patched
+        in memory (liveforge's own process and its checks use the standard library too)
+        says so, naming them, instead of failing with a bare fault of its machinery."""
+        try:
+            yield
+        except Exception as exc:
+            outside = [
+                r
+                for r in self.registry.dirty()
+                if not r.virtual and self.code.reason(r.filename) is not None
+            ]
+            if not outside:
+                raise
+            changes = [c for c in self.log.live() if c.module in {r.name for r in outside}]
+            named = ", ".join(f"{c.id} ({c.target})" for c in changes) or ", ".join(
+                r.name for r in outside
+            )
+            modules = ", ".join(r.name for r in outside)
+            raise SandboxError(
+                f"the check could not run: {type(exc).__name__}: {str(exc).rstrip('.')}. "
+                "The patched module "
+                f"{modules} is not the project's own code, and liveforge's own machinery (this "
+                f"process, the sandbox template, the check's child) uses it: the patch broke "
+                f"the check itself ({named}). Roll it back to check other changes."
+            ) from exc
 
     def runs(self) -> list[RunSummary]:
         """Recorded sandbox runs, newest first."""

@@ -79,11 +79,14 @@ class FileSteps:
         """Copy each file of `written` (project-relative path -> a file elsewhere, its mode
         kept) into the project and remove each path of `deleted` (a folder with what it holds),
         as one undoable step described by `label`. `UnsafePath` for a path outside the project
-        and `PersistError` for a module with unpersisted changes, both before anything changes;
+        (`NotProjectCode` in an environment under it, unless `allow_paths` lists it) and
+        `PersistError` for a module with unpersisted changes, both before anything changes;
         a failed write puts back what the step had written."""
         root = self.project_root
         targets = {rel: safe_destination(root, rel) for rel in written}
         doomed = [p for rel in deleted for p in _files_under(safe_destination(root, rel))]
+        for dest in [*targets.values(), *doomed]:  # an environment is not the project's
+            self.modules.code.check_write(dest, build=False)
         with self.changes.lock:
             modules = self._modules_among(targets, written)
             with self.changes.transaction():

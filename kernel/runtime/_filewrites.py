@@ -61,6 +61,10 @@ def confined(project_root: Path, path: str | Path, roots: Sequence[str | Path] =
         raise
 
 
+def _under(path: Path, roots: Sequence[str | Path]) -> bool:
+    return any(path.is_relative_to(os.path.realpath(Path(r).expanduser())) for r in roots)
+
+
 def read_text(path: Path) -> str:
     """A text file's content with its newlines as they are; `UnicodeDecodeError` for
     files that are not UTF-8 text."""
@@ -93,6 +97,8 @@ class FileWrites:
     ) -> Change:
         """Write `text` to `path` (relative to the project root) as a recorded change."""
         dest = confined(self.project_root, path, roots)
+        if not _under(dest, roots):  # an environment under the project is not its code
+            self.modules.code.check_write(dest, build=False)
         label = self.label(dest)
         with self.changes.lock:
             module = self.module_for_file(dest)

@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 import types
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from liveforge.kernel.errors import (
     TargetNotFound,
     UndecodableSource,
 )
+from liveforge.kernel.files._owncode import ProjectCode
 from liveforge.kernel.live import _forward
 from liveforge.kernel.live._reexports import origin
 from liveforge.kernel.source._importfail import import_failure
@@ -59,8 +61,10 @@ class Modules:
     of every project module imported from then on (so a later patch sees the text that
     ran, even if the file changed since), for as long as it lives."""
 
-    def __init__(self, project_root: Path) -> None:
+    def __init__(self, project_root: Path, *, allow_paths: Sequence[str | Path] = ()) -> None:
         self.project_root = project_root
+        self.code = ProjectCode.of(project_root, allow_paths)
+        """What is the project's own code: where liveforge writes, and patches by default."""
         self.root_prefix = os.path.join(str(project_root), "")
         self.registry = ModuleRegistry()
         self.roots = discover(project_root)
@@ -89,6 +93,8 @@ class Modules:
                 raise import_failure(name, exc, self.project_root) from exc
             try:
                 record = self.registry.track(module)
+            except UndecodableSource:
+                raise  # the file's encoding is the cause, not a missing source
             except ValueError as exc:
                 raise PatchError(
                     f"{name!r} has no Python source file (built-in or extension "

@@ -37,11 +37,11 @@ class Patching:
         self.protection = protection
         self.changes = changes
 
-    def patch(self, target: str, source: str) -> Change:
+    def patch(self, target: str, source: str, *, outside_project: bool = False) -> Change:
         """Replace one definition (or a whole module) named by a dotted path, in place."""
         module_name, path = self.modules.split(target)
         if not path:
-            return self.patch_module(module_name, source)
+            return self.patch_module(module_name, source, outside_project=outside_project)
         self.protection.check(target, module_name, by_file=False)  # the file: after redirect
         with self.changes.lock:
             record = self.modules.record(module_name)
@@ -51,6 +51,7 @@ class Patching:
             moved = f"{home}.{'.'.join(path)}" if home != module_name else None
             module_name = home
             self.protection.check(target, module_name)
+            self.protection.check_own(target, record, outside_project=outside_project)
             assert record.index is not None
             location = locate(record.index, module_name, path)
             text, node = parse_definition(source, path[-1], target)
@@ -77,8 +78,11 @@ class Patching:
                 )
             return change
 
-    def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
-        """Replace a whole module's source; creates a virtual module when none exists."""
+    def patch_module(
+        self, name: str, source: str, *, is_package: bool = False, outside_project: bool = False
+    ) -> Change:
+        """Replace a whole module's source; creates a virtual module when none exists.
+        `outside_project` as for `patch`."""
         check_module_name(name)
         self.protection.check(name, name)
         with self.changes.lock:
@@ -89,6 +93,7 @@ class Patching:
             ):
                 return self.create_virtual(name, source, is_package)
             record = self.modules.record(name)
+            self.protection.check_own(name, record, outside_project=outside_project)
             return self.apply(record, source, target=name, kind="module")
 
     def apply(

@@ -29,6 +29,7 @@ from liveforge.kernel.history._changes import ChangeStatus, History
 from liveforge.kernel.live._functions import defined_functions
 from liveforge.kernel.live._update import refile_code
 from liveforge.kernel.runtime._modules import Modules
+from liveforge.kernel.source._ondisk import resync
 from liveforge.kernel.source._sources import (
     ModuleRecord,
     ModuleRegistry,
@@ -82,6 +83,7 @@ class Persistence:
     def __init__(self, modules: Modules, log: History) -> None:
         self.project_root = modules.project_root
         self.registry = modules.registry
+        self.code = modules.code
         self.log = log
         self.stack: list[_Undo] = []
         self.guards: list[PersistGuard] = []
@@ -114,6 +116,8 @@ class Persistence:
             PlannedWrite(self._destination(r), r.source, loaded=r.loaded, module=r.name)
             for r in records
         ]
+        for write in writes:  # force does not reach past the project's own code
+            self.code.check_write(write.path, module=write.module)
         # Under the lock the files are checked against what was loaded, then written: a
         # second runtime's stale persist is a conflict, never a lost update.
         with self.journal.locked():
@@ -190,6 +194,8 @@ class Persistence:
             return str(path)
 
     def _to_persist(self, modules: Sequence[str] | None) -> list[ModuleRecord]:
+        for known in self.registry.records():
+            resync(known)  # a file that already holds what memory runs needs no write
         if modules is None:
             return self.registry.dirty()
         chosen: dict[str, ModuleRecord] = {}

@@ -1,6 +1,7 @@
 """Protection: the modules `Runtime` refuses to patch — the kernel (unless the runtime was
 made with `allow_kernel_patches`) and the files and folders `protect` names — by import name
-and by file, so that another import name does not get around it.
+and by file, so that another import name does not get around it; and, without the
+`outside_project` opt-in, modules that are not the project's own code (`files._owncode`).
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from liveforge.kernel.errors import ProtectedTarget
+from liveforge.kernel.errors import NotProjectModule, ProtectedTarget
+from liveforge.kernel.files._owncode import ProjectCode, liveforge_file
 from liveforge.kernel.history._safety import KERNEL_DIR, protected_file
-from liveforge.kernel.source._sources import module_file
+from liveforge.kernel.source._sources import ModuleRecord, module_file
 
 __all__ = ["Protection"]
 
@@ -20,8 +22,18 @@ _KERNEL = "liveforge.kernel"
 class Protection:
     """Which modules refuse patches: the kernel's, and those `protect` names."""
 
-    def __init__(self, *, allow_kernel_patches: bool = False) -> None:
+    def __init__(
+        self,
+        code: ProjectCode,
+        *,
+        allow_kernel_patches: bool = False,
+        outside_project: bool = False,
+    ) -> None:
+        self.code = code
         self.allow_kernel_patches = allow_kernel_patches
+        self.outside_project = outside_project
+        """Patch modules that are not the project's own code (standard library, site-packages,
+        an environment under the project) without being asked per patch."""
         self.protected: list[Path] = [KERNEL_DIR]
         """Files and folders whose modules refuse patches, whatever name they were imported
         under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
@@ -48,3 +60,16 @@ class Protection:
                 place=f"a protected file ({filename or sys.modules[module_name].__file__})",
                 hint="It keeps the running program safe; change what it calls instead.",
             )
+
+    def check_own(self, target: str, record: ModuleRecord, *, outside_project: bool) -> None:
+        """Refuse (`NotProjectModule`) a patch of a module whose file is not the project's
+        own code, unless this patch or the runtime opted in. liveforge's own replaceable
+        code (impls, tools, declarations) is the agent's to patch wherever it is installed."""
+        if outside_project or self.outside_project or record.virtual:
+            return
+        kernel = Path(record.filename).resolve().is_relative_to(KERNEL_DIR)
+        if liveforge_file(record.filename) or (kernel and self.allow_kernel_patches):
+            return  # liveforge's own code: its own opt-in (allow_kernel_patches) decides
+        why = self.code.reason(record.filename)
+        if why is not None:
+            raise NotProjectModule(target, module=record.name, filename=record.filename, reason=why)

@@ -19,6 +19,7 @@ from liveforge.kernel.history._changes import FILE_KIND, Change, ChangeStatus, H
 from liveforge.kernel.live import _engine
 from liveforge.kernel.live._dependents import follow_up
 from liveforge.kernel.runtime._modules import Modules
+from liveforge.kernel.source._ondisk import disk_text, resync
 from liveforge.kernel.source._sources import ModuleRecord, register_source
 
 __all__ = ["Changes", "FileUndo"]
@@ -122,7 +123,18 @@ class Changes:
 
     def undo(self, change: Change) -> None:
         """Undo one change: its recorded undo when the module still holds what it made,
-        else its old source applied again; a file change puts its file back first."""
+        else its old source applied again; a file change puts its file back first. The
+        module's file is read again after, and a rolled-back persisted change says what its
+        file holds."""
+        persisted = change.status is ChangeStatus.PERSISTED and change.kind != FILE_KIND
+        self._undo_in_memory(change)
+        record = self.modules.registry.get(change.module)
+        if record is not None and not record.virtual:
+            resync(record)
+            if persisted:
+                change.notes.append(_file_after_rollback(record))
+
+    def _undo_in_memory(self, change: Change) -> None:
         if change.kind == FILE_KIND:
             self._files().restore_file(change)
         record = self.modules.registry.get(change.module)
@@ -177,3 +189,17 @@ class Changes:
                     "instead. Nothing was rolled back.",
                     change_id=change.id,
                 )
+
+
+def _file_after_rollback(record: ModuleRecord) -> str:
+    """What a rollback of a persisted change did to its file: nothing — it says whether the
+    file holds the rolled-back code (restored, say by `git checkout`) or still the change."""
+    if disk_text(record) == record.source:
+        return (
+            f"its file {record.filename} already holds the code as rolled back (it changed "
+            "on disk since the persist)"
+        )
+    return (
+        f"its file {record.filename} was left as persisted (it still holds this change); "
+        "persist writes the rolled-back code to it, or unpersist() puts the file back"
+    )

@@ -29,6 +29,7 @@ from liveforge.kernel.defaults import (
 from liveforge.kernel.errors import PatchError, TargetNotFound, UnpersistedChanges
 from liveforge.kernel.files._filebatch import PersistRecord
 from liveforge.kernel.files._journal import ForeignWrite
+from liveforge.kernel.files._owncode import ProjectCode
 from liveforge.kernel.files._sourcefile import read_source
 from liveforge.kernel.files._watch import FileWatch
 from liveforge.kernel.history._changes import Change, ChangeStatus
@@ -41,6 +42,7 @@ from liveforge.kernel.runtime._patching import Patching
 from liveforge.kernel.runtime._persist import Persisted, Persistence, PersistGuard
 from liveforge.kernel.runtime._protection import Protection
 from liveforge.kernel.runtime._rollbacks import Changes
+from liveforge.kernel.source._ondisk import differs_from_disk, disk_text
 from liveforge.kernel.source._roots import ImportRoots
 from liveforge.kernel.source._sources import ModuleRecord, ModuleRegistry, check_module_name
 from liveforge.kernel.source._targets import locate
@@ -68,9 +70,20 @@ class Runtime:
         allow_kernel_patches: bool = False,
         keep_runs: int = KEEP_RUNS,
         check_settings: CheckSettings | None = None,
+        allow_paths: Sequence[str | Path] = (),
+        outside_project: bool = False,
     ) -> None:
-        self.modules = Modules(Path(project_root).resolve())
-        self.protection = Protection(allow_kernel_patches=allow_kernel_patches)
+        """`allow_paths`: folders (relative to the project root, or not) that persist and
+        file writes may write although they are not the project's own code (an environment
+        or installed package under the project, a folder outside it). `outside_project`:
+        patch modules that are not the project's own code (standard library, site-packages)
+        without being asked per patch."""
+        self.modules = Modules(Path(project_root).resolve(), allow_paths=allow_paths)
+        self.protection = Protection(
+            self.modules.code,
+            allow_kernel_patches=allow_kernel_patches,
+            outside_project=outside_project,
+        )
         self.changes = Changes(self.modules)
         self.patching = Patching(self.modules, self.protection, self.changes)
         self.checks = Checks(
@@ -115,6 +128,20 @@ class Runtime:
         self.protection.allow_kernel_patches = allowed
 
     @property
+    def code(self) -> ProjectCode:
+        """What is the project's own code: where persist writes, and what is patched unasked."""
+        return self.modules.code
+
+    @property
+    def outside_project(self) -> bool:
+        """Whether modules that are not the project's own code are patched unasked."""
+        return self.protection.outside_project
+
+    @outside_project.setter
+    def outside_project(self, allowed: bool) -> None:
+        self.protection.outside_project = allowed
+
+    @property
     def protected(self) -> list[Path]:
         """Files and folders whose modules refuse patches (see `protect`)."""
         return self.protection.protected
@@ -153,11 +180,13 @@ class Runtime:
         return self.modules.registry.dirty()
 
     def diff(self, module: str | None = None) -> str:
-        """Unified diff of in-memory source against disk, for one module or all changed."""
+        """Unified diff of in-memory source against the file as it is on disk now (re-read
+        when it changed since liveforge read or wrote it), for one module or all that
+        differ."""
         records = (
             [self.modules.record(check_module_name(module))]
             if module is not None
-            else self.modules.registry.dirty()
+            else [r for r in self.modules.registry.records() if differs_from_disk(r)]
         )
         chunks = []
         for record in records:
@@ -165,7 +194,7 @@ class Runtime:
             chunks.append(
                 "".join(
                     difflib.unified_diff(
-                        (record.disk_source or "").splitlines(keepends=True),
+                        (disk_text(record) or "").splitlines(keepends=True),
                         record.source.splitlines(keepends=True),
                         "/dev/null" if record.virtual else f"a/{label}",
                         f"b/{label}",
@@ -247,19 +276,27 @@ class Runtime:
 
     # -- the parts' methods ------------------------------------------------------------------
 
-    def patch(self, target: str, source: str) -> Change:
+    def patch(self, target: str, source: str, *, outside_project: bool = False) -> Change:
         """Replace one definition (or a whole module) named by a dotted path, in place.
 
         A method of a forwardpy declaration that has an `@impl` body patches that body.
         A name that does not exist yet is added at the end of its module or class. A
         property is its getter, setter and deleter together: source with all of them
         replaces them all; a lone getter (or setter) replaces only that part.
+        A module that is not the project's own code (standard library, site-packages, an
+        environment under the project) is refused unless `outside_project` (or the
+        runtime's `outside_project`) says to patch it.
         """
-        return self.patching.patch(target, source)
+        return self.patching.patch(target, source, outside_project=outside_project)
 
-    def patch_module(self, name: str, source: str, *, is_package: bool = False) -> Change:
-        """Replace a whole module's source; creates a virtual module when none exists."""
-        return self.patching.patch_module(name, source, is_package=is_package)
+    def patch_module(
+        self, name: str, source: str, *, is_package: bool = False, outside_project: bool = False
+    ) -> Change:
+        """Replace a whole module's source; creates a virtual module when none exists.
+        `outside_project` as for `patch`."""
+        return self.patching.patch_module(
+            name, source, is_package=is_package, outside_project=outside_project
+        )
 
     def protect(self, path: str | Path) -> None:
         """Refuse patches to the modules loaded from `path` (a file, or a folder and all

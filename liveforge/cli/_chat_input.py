@@ -22,6 +22,8 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from liveforge.kernel.files._statefolder import state_folder
+
 __all__ = ["ChatCompleter", "dotted_candidates", "make_prompt_session"]
 
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*$")
@@ -121,8 +123,7 @@ def make_prompt_session(
     project_root: Path, commands: Mapping[str, str] | Iterable[str]
 ) -> PromptSession[str]:
     """A prompt with history in `<project>/.liveforge/chat_history` and completion."""
-    folder = project_root / ".liveforge"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = state_folder(project_root)
     return PromptSession(
         history=FileHistory(str(folder / "chat_history")),
         completer=ChatCompleter(commands, project_root),

@@ -178,7 +178,13 @@ def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
     from liveforge.kernel import Runtime
 
     root = project_dir(args)
-    rt = Runtime(project_root=root, check_settings=load_config(root).sandbox.settings(root))
+    config = load_config(root)
+    rt = Runtime(
+        project_root=root,
+        check_settings=config.sandbox.settings(root),
+        allow_paths=config.allow_paths,
+        outside_project=config.outside_project,
+    )
     try:
         yield rt
     finally:
@@ -275,4 +281,5 @@ def _patched(args: argparse.Namespace, rt: Runtime) -> dict[str, Any]:
 
     if not hasattr(args, "patch"):
         return {}
-    return {"patches": patch_rows(apply_patches(rt, args.patch))}
+    outside = bool(getattr(args, "outside_project", False))
+    return {"patches": patch_rows(apply_patches(rt, args.patch, outside_project=outside))}

@@ -28,6 +28,13 @@ def add_patch_option(parser: argparse.ArgumentParser, *, then: str) -> None:
         metavar="TARGET=FILE",
         help=f"apply FILE's source to the dotted TARGET in memory, then {then} (repeatable)",
     )
+    parser.add_argument(
+        "--outside-project",
+        action="store_true",
+        help="let --patch change modules that are not the project's own code (standard "
+        "library, site-packages, an environment in the project); `outside_project = true` "
+        "under [tool.liveforge] allows it always",
+    )
 
 
 def parse_patch(spec: str) -> tuple[str, Path]:
@@ -45,12 +52,25 @@ def parse_patch(spec: str) -> tuple[str, Path]:
     return target.strip(), path
 
 
-def apply_patches(rt: Runtime, specs: list[str]) -> list[Change]:
-    """Apply every `--patch` in one transaction: all of them or none."""
+OUTSIDE_ADVICE = (
+    "Pass --outside-project to patch it anyway (or set outside_project = true under "
+    "[tool.liveforge] in pyproject.toml)."
+)
+"""How a command line user allows a patch of a module that is not the project's code."""
+
+
+def apply_patches(rt: Runtime, specs: list[str], *, outside_project: bool = False) -> list[Change]:
+    """Apply every `--patch` in one transaction: all of them or none. `outside_project`
+    (the `--outside-project` flag) lets them change modules outside the project's code."""
+    from liveforge.errors import NotProjectModule
+
     sources = [(target, _read_patch(target, path)) for target, path in map(parse_patch, specs)]
-    with rt.transaction() as changes:
-        for target, source in sources:
-            rt.patch(target, source)
+    try:
+        with rt.transaction() as changes:
+            for target, source in sources:
+                rt.patch(target, source, outside_project=outside_project)
+    except NotProjectModule as exc:
+        raise exc.with_advice(OUTSIDE_ADVICE) from None
     return changes
 
 

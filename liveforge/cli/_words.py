@@ -35,7 +35,14 @@ _CHAT = [
     ("persist with force=True", "write anyway with /persist --force"),
     ("or pass force=True", "or /undo them"),
     ("list the runs with rt.runs()", "list the runs with /runs"),
+    (
+        "Pass outside_project=True (to patch(), or to Runtime()) to patch it anyway.",
+        "Set outside_project = true under [tool.liveforge] in pyproject.toml to patch it anyway.",
+    ),
 ]
+
+_ALLOW_PATHS = re.compile(r"allow the folder: Runtime\(allow_paths=\[('[^']*')\]\)")
+"""The kernel's advice to open a folder for writes, as a configuration step."""
 
 _TOOL_FAILED = re.compile(r"^\w+ failed: \w+: ")
 
@@ -46,11 +53,11 @@ def in_command_words(text: str) -> str:
     text = _TOOL_FAILED.sub("", text, count=1)
     for api, words in _COMMANDS:
         text = text.replace(api, words)
-    return text
+    return _ALLOW_PATHS.sub(r"add \1 to allow_paths under [tool.liveforge] in pyproject.toml", text)
 
 
 def in_chat_words(text: str) -> str:
     """`text` for the chat: Python-API advice replaced by the slash command that does it."""
     for api, words in _CHAT:
         text = text.replace(api, words)
-    return text
+    return _ALLOW_PATHS.sub(r"add \1 to allow_paths under [tool.liveforge] in pyproject.toml", text)

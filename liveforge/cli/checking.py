@@ -185,7 +185,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
             "verify got the code twice (CODE and -c CODE); give it once, e.g. "
             'liveforge verify "assert 1 + 1 == 2".'
         )
-    changes = apply_patches(rt, args.patch)
+    changes = apply_patches(rt, args.patch, outside_project=args.outside_project)
     code = args.code if args.code is not None else args.snippet
     if code is None and not sys.stdin.isatty() and not changes:
         code = sys.stdin.read()
@@ -209,7 +209,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
 def _test(args: argparse.Namespace) -> int:
     pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
     with open_runtime(args) as rt:
-        changes = apply_patches(rt, args.patch)
+        changes = apply_patches(rt, args.patch, outside_project=args.outside_project)
         result = _follow(
             args,
             rt,

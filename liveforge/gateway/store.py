@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from liveforge.kernel.files._statefolder import make_parent
+
 __all__ = ["GatewayStore", "RunRow", "SessionRow"]
 
 _SCHEMA = """
@@ -102,7 +104,7 @@ class GatewayStore:
     """SQLite-backed sessions and runs of one project's gateway."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent(path)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None)
         self._db.row_factory = sqlite3.Row

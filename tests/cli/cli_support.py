@@ -67,3 +67,25 @@ def pip_install(python: Path, *args: str) -> None:
     """`pip install --no-deps ARGS` (this environment's pip) into the environment of `python`."""
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
     subprocess.run([*command, *args], check=True, capture_output=True, timeout=300)
+
+
+def wheel(folder: Path, dist: str, files: dict[str, str]) -> Path:
+    """A real wheel of distribution `dist` (version 1.0) holding `files` (built by hand: no
+    build backend needed)."""
+    import zipfile
+
+    name = dist.replace("-", "_")
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
+    meta = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
+        f"{info}/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    every = {**files, **meta}
+    record = "".join(f"{n},,\n" for n in every) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in {**every, f"{info}/RECORD": record}.items():
+            archive.writestr(member, text)
+    return path

@@ -180,3 +180,32 @@ def test_secrets_a_check_prints_reach_no_mcp_result(sample: Path):
     text = _text(verified)
     assert not verified.isError and "live process: passed" in text, text
     assert "[redacted]" in text and not leaked(text)
+
+
+def test_a_stdlib_patch_needs_the_tool_argument_and_names_itself_when_it_breaks_a_check(
+    sample: Path,
+):
+    """Over MCP, patching json.dumps is refused with the tool's own argument named; with
+    outside_project=true it applies, the server keeps answering, and a check it breaks says
+    that json is the cause."""
+    source = "def dumps(obj, **kw):\n    return 'PATCHED'\n"
+
+    async def calls(s: ClientSession) -> list[Any]:
+        return [
+            await s.call_tool("patch", {"path": "json.dumps", "source": source}),
+            await s.call_tool(
+                "patch", {"path": "json.dumps", "source": source, "outside_project": True}
+            ),
+            await s.call_tool("verify", {"code": "1 + 1"}),
+            await s.call_tool("rollback", {}),
+            await s.call_tool("verify", {"code": "1 + 1"}),
+        ]
+
+    refused, patched, broken, undone, verified = _session(sample, calls)
+    assert refused.isError and "outside_project=true" in _text(refused)
+    assert "outside_project=True" not in _text(refused)
+    assert not patched.isError, _text(patched)
+    assert broken.isError and "The patched module json is not the project's own code" in (
+        _text(broken)
+    )
+    assert not undone.isError and not verified.isError and "passed" in _text(verified)

@@ -35,8 +35,9 @@ def test_first_two_lines_install_and_run_the_demo_then_the_tests():
 
 
 def test_python_api_example_runs_as_written(tmp_path: Path):
-    """The docs' Runtime example runs in an empty folder and persists the patched area."""
-    (example,) = _blocks("python")
+    """The Python API page's Runtime example runs in an empty folder and persists the
+    patched area."""
+    (example,) = _blocks("python", (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8"))
     result = subprocess.run(
         [sys.executable, "-c", example],
         cwd=tmp_path,
@@ -77,9 +78,12 @@ def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
     """Each of the docs' [tool.liveforge] examples loads without a configuration error."""
     from liveforge.config import load_config
 
-    blocks = _blocks("toml")
-    (main,) = [block for block in blocks if "[tool.liveforge]" in block]
-    (gateway,) = [block for block in blocks if "[tool.liveforge.gateway]" in block]
+    reference = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    (main,) = [block for block in _blocks("toml", reference) if "[tool.liveforge]" in block]
+    (gateway,) = [block for block in _blocks("toml") if "[tool.liveforge.gateway]" in block]
+    for example in _blocks("toml"):  # every other example loads too
+        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + example)
+        load_config(tmp_path, env={})
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + main)
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40

@@ -316,6 +316,7 @@ def test_a_busy_loop_hits_the_cpu_limit(places: Places) -> None:
         result = box.verify("while True:\n    pass", timeout=20)
     assert not result.ok and result.signal in ("SIGXCPU", "SIGKILL")
     assert result.boundary is not None and result.boundary.hit == ["cpu"]
+    assert "at its 1 s CPU-time limit" in result.message  # what killed it, by name
 
 
 def test_the_process_limit_binds_root_too(places: Places) -> None:

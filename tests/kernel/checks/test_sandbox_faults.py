@@ -148,3 +148,16 @@ def test_interrupting_the_parent_while_it_waits_kills_the_run(
         signal.signal(signal.SIGALRM, previous)
     assert who_gone(pid_file.read_text(), wait=2)
     sandbox.verify("0")  # a fresh template replaces the interrupted one
+
+
+@pytest.mark.parametrize(
+    "kill",
+    ["os.killpg(0, signal.SIGKILL)", "os.kill(os.getpid(), signal.SIGKILL)"],
+)
+def test_a_check_that_kills_its_own_process_group_says_so(sandbox: Sandbox, kill: str) -> None:
+    """A snippet that SIGKILLs itself (with a memory and a CPU limit set) is reported as
+    killed by its own signal, not as a memory or CPU limit."""
+    result = sandbox.verify(f"import os, signal\n{kill}", memory_mb=512, cpu_seconds=30)
+    assert result.status == "crashed" and result.signal == "SIGKILL", result.summary()
+    assert "killed by its own SIGKILL" in result.message
+    assert result.boundary is not None and result.boundary.hit == []

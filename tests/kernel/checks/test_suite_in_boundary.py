@@ -87,6 +87,26 @@ def test_a_suite_writing_into_its_project_passes_and_changes_nothing(tmp_path: P
     assert boundary.project_deletes == ["data"]
 
 
+def test_importing_modules_without_bytecode_writes_nothing_into_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh project (no `__pycache__` anywhere, as a fresh clone is): the modules and
+    test files a check imports leave no bytecode among the project's writes (the cause of a
+    slice of liveforge's own suite once failing on a fresh clone), so the record lists only
+    what the suite itself wrote."""
+    shop = tmp_path / "shop"
+    for relative in ("shop/__init__.py", "shop/prices.py", "tests/test_prices.py"):
+        (shop / relative).parent.mkdir(parents=True, exist_ok=True)
+        (shop / relative).write_text(textwrap.dedent(SHOP[relative]).lstrip("\n"))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as on most machines
+    with Sandbox(shop) as box:
+        result = box.run_tests(["-q", "-p", "no:cacheprovider", "tests"])
+    assert result.ok, result.summary()
+    assert result.boundary is not None
+    assert result.boundary.project_writes == [] and result.boundary.project_deletes == []
+    assert not list(shop.rglob("__pycache__"))
+
+
 @pytest.mark.skipif(_overlay.probe() is not None, reason="needs namespaces of the check's own")
 def test_a_slice_of_liveforges_own_suite_passes_inside_the_boundary() -> None:
     """The demo (a nested `liveforge demo` with its loopback model server and its own

@@ -68,17 +68,21 @@ def test_large_output_is_capped(rt):
 
 def test_files_the_code_writes_are_reported_and_unpersist_puts_them_back(rt, project):
     """Created, changed and deleted project files are listed with a diff, and one
-    unpersist() restores all three; files in skipped folders (.git) are not watched."""
+    unpersist() restores all three; files in skipped folders (.git, an environment of any
+    name) are not watched, so undo never writes into them."""
     changed = project.write(project.name("c"), "x = 1\n")
     doomed = project.write(project.name("d"), "y = 2\n")
     doomed.chmod(0o640)
     (project.root / ".git").mkdir()
+    (project.root / "myenv" / "lib").mkdir(parents=True)  # an environment by another name
+    (project.root / "myenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     code = (
         f"import pathlib\n"
         f"pathlib.Path({str(changed)!r}).write_text('x = 99\\n')\n"
         f"pathlib.Path({str(doomed)!r}).unlink()\n"
         f"pathlib.Path({str(project.root / 'new.txt')!r}).write_text('hello\\n')\n"
         f"pathlib.Path({str(project.root / '.git' / 'HEAD')!r}).write_text('ref\\n')\n"
+        f"pathlib.Path({str(project.root / 'myenv' / 'lib' / 'x.py')!r}).write_text('x\\n')\n"
     )
     result = rt.execute(code)
     assert result.ok

@@ -122,7 +122,7 @@ def test_module_outside_project_root_is_refused(rt, tmp_path_factory):
     sys.path.insert(0, str(elsewhere))
     try:
         module = importlib.import_module("outside_mod_lf")
-        rt.patch("outside_mod_lf.f", "def f():\n    return 2\n")
+        rt.patch("outside_mod_lf.f", "def f():\n    return 2\n", outside_project=True)
         with pytest.raises(UnsafePath, match="outside the project root") as info:
             rt.persist(force=True)
         assert info.value.module == "outside_mod_lf" and "roll it back" in str(info.value)

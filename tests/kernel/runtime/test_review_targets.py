@@ -175,6 +175,7 @@ def test_patch_of_code_the_runtime_uses_is_still_recorded(rt: Runtime) -> None:
         change = rt.patch(
             "posixpath.realpath",
             "def realpath(filename, *, strict=False):\n    raise OSError('x')\n",
+            outside_project=True,
         )
         assert rt.history()[-1] is change
         rt.rollback(change.id)

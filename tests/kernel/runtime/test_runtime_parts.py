@@ -11,6 +11,7 @@ from kernel_support import Project, src
 from liveforge import Runtime
 from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.errors import ProtectedTarget, UnverifiedChange
+from liveforge.kernel.files._owncode import ProjectCode
 from liveforge.kernel.history._changes import ChangeStatus
 from liveforge.kernel.runtime._checks import Checks
 from liveforge.kernel.runtime._modules import Modules
@@ -36,7 +37,7 @@ def test_patching_and_changes_without_checks_or_files(project: Project):
     mod = project.module("def f():\n    return 1\n")
     modules = Modules(project.root)
     changes = Changes(modules)
-    patching = Patching(modules, Protection(), changes)
+    patching = Patching(modules, Protection(modules.code), changes)
     f = mod.f
     change = patching.patch(f"{mod.__name__}.f", "def f():\n    return 2\n")
     assert f() == 2 and changes.history() == [change]
@@ -47,14 +48,15 @@ def test_patching_and_changes_without_checks_or_files(project: Project):
 def test_protection_alone_refuses_the_kernel_and_protected_folders(project: Project):
     """`Protection` refuses liveforge's kernel and the folders it was told to protect."""
     mod = project.module("X = 1\n")
-    protection = Protection()
+    protection = Protection(ProjectCode.of(project.root))
     with pytest.raises(ProtectedTarget):
         protection.check("liveforge.kernel.live._engine.apply", "liveforge.kernel.live._engine")
     protection.check(mod.__name__, mod.__name__)  # not protected yet
     protection.protect(project.root)
     with pytest.raises(ProtectedTarget):
         protection.check(mod.__name__, mod.__name__)
-    Protection(allow_kernel_patches=True).check("liveforge.kernel", "liveforge.kernel")
+    opted_in = Protection(ProjectCode.of(project.root), allow_kernel_patches=True)
+    opted_in.check("liveforge.kernel", "liveforge.kernel")
 
 
 def test_persistence_alone_refuses_unverified_then_writes_when_forced(project: Project):
@@ -62,7 +64,9 @@ def test_persistence_alone_refuses_unverified_then_writes_when_forced(project: P
     mod = project.module("def f():\n    return 1\n")
     modules = Modules(project.root)
     changes = Changes(modules)
-    Patching(modules, Protection(), changes).patch(f"{mod.__name__}.f", "def f():\n    return 5\n")
+    Patching(modules, Protection(modules.code), changes).patch(
+        f"{mod.__name__}.f", "def f():\n    return 5\n"
+    )
     persistence = Persistence(modules, changes.log)
     with pytest.raises(UnverifiedChange):
         persistence.persist()
@@ -82,7 +86,9 @@ def test_checks_alone_verify_the_overlay_of_a_modules_part(project: Project):
     )
     modules = Modules(project.root)
     changes = Changes(modules)
-    Patching(modules, Protection(), changes).patch(f"{mod.__name__}.f", "def f():\n    return 7\n")
+    Patching(modules, Protection(modules.code), changes).patch(
+        f"{mod.__name__}.f", "def f():\n    return 7\n"
+    )
     checks = Checks(modules, changes.log, keep_runs=5, settings=CheckSettings())
     try:
         result = checks.verify(f"from {mod.__name__} import f\nf()", live=False)
