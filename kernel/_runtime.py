@@ -23,6 +23,7 @@ from liveforge.kernel._checks import Checks
 from liveforge.kernel._execute import ExecutionResult, execute
 from liveforge.kernel._filestep import FileSteps
 from liveforge.kernel._filewrites import FileWrites
+from liveforge.kernel._interpreter import announce
 from liveforge.kernel._patching import Patching
 from liveforge.kernel._persist import Persistence
 from liveforge.kernel._policy import CheckSettings
@@ -75,6 +76,7 @@ class Runtime(
         keep_runs: int = KEEP_RUNS,
         check_settings: CheckSettings | None = None,
     ) -> None:
+        announce()  # what this Python has that liveforge does not support yet
         self.project_root = Path(project_root).resolve()
         self._root_prefix = os.path.join(str(self.project_root), "")
         self.allow_kernel_patches = allow_kernel_patches

@@ -16,6 +16,7 @@ import sys
 from liveforge import project_env
 from liveforge.cli._common import CommandError, ExitCode, add_global_options, emit_error
 from liveforge.cli._faults import describe_fault
+from liveforge.kernel._interpreter import announce
 from liveforge.kernel._processes import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
 
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         if advice is not None:
             emit_error(args, CommandError(advice), ExitCode.USAGE)
             return ExitCode.USAGE
+    # in the Python that runs the command (`project_env.enter` may have handed over to the
+    # project's own)
+    announce(lambda sentence: sys.stderr.write(f"liveforge: warning: {sentence}\n"))
     try:
         return int(args.handler(args))
     except BrokenPipeError:
