@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import sys
 
 import pytest
 from kernel_support import src
@@ -311,3 +312,14 @@ def test_classes_below_a_patch_that_adds_lines_show_their_own_source(rt, project
     assert inspect.getsourcelines(mod.Outer)[1] == 9
     rt.rollback()
     assert _class_sources(mod) == before and inspect.getsourcelines(mod.Outer)[1] == 7
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="__static_attributes__ is new in 3.13")
+def test_a_changed_class_takes_its_new_static_attributes(rt, mod):
+    """The `self.x` names a class's methods assign (3.13's `__static_attributes__`) follow a
+    method patch and its rollback, as a fresh import's would."""
+    assert mod.C.__static_attributes__ == ("state",)
+    rt.patch(f"{mod.__name__}.C.hello", "def hello(self):\n    self.said = 'c'\n    return 'c'\n")
+    assert mod.C.__static_attributes__ == ("said", "state")
+    rt.rollback()
+    assert mod.C.__static_attributes__ == ("state",)
