@@ -18,6 +18,7 @@ from liveforge.cli._faults import describe_fault
 from liveforge.cli._parser import CliParser
 from liveforge.kernel.boundary._processes import protect_process
 from liveforge.kernel.errors import ConfigError, LiveforgeError
+from liveforge.kernel.live._interpreter import announce
 
 COMMAND_MODULES = [
     "chat",
@@ -175,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         if advice is not None:
             emit_error(args, CommandError(advice), ExitCode.USAGE)
             return ExitCode.USAGE
+    # in the Python that runs the command (`project_env.enter` may have handed over to the
+    # project's own)
+    announce(lambda sentence: sys.stderr.write(f"liveforge: warning: {sentence}\n"))
     try:
         return int(args.handler(args))
     except BrokenPipeError:

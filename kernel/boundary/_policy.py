@@ -17,6 +17,7 @@ from typing import Any
 
 from liveforge.kernel.boundary import _overlay
 from liveforge.kernel.boundary._boundary import BoundaryPolicy, probe, readable_paths
+from liveforge.kernel.boundary._toolpaths import tool_paths, tools_key
 from liveforge.kernel.defaults import CHECK_PROCESSES
 
 __all__ = ["CheckSettings", "Readable", "Scratch", "expected_report", "limits_hit", "policy_for"]
@@ -84,8 +85,9 @@ class Scratch:
 
 
 class Readable:
-    """`readable_paths` of a project, recomputed only when `sys.path` or the set of
-    imported modules changed (resolving every path takes milliseconds)."""
+    """`readable_paths` of a project with the interpreters and tools on `PATH`
+    (`tool_paths`), recomputed only when `sys.path`, the set of imported modules or what
+    `tools_key` watches changed (resolving every path takes milliseconds)."""
 
     def __init__(self, project_root: Path, extra: tuple[str, ...]) -> None:
         self.project_root, self.extra = project_root, extra
@@ -93,9 +95,10 @@ class Readable:
         self.paths: tuple[str, ...] = ()
 
     def __call__(self) -> tuple[str, ...]:
-        key = (tuple(sys.path), len(sys.modules))
+        key = (tuple(sys.path), len(sys.modules), tools_key())
         if key != self.key:
-            self.key, self.paths = key, readable_paths(self.project_root, self.extra)
+            extra = (*self.extra, *tool_paths(cwd=self.project_root))
+            self.key, self.paths = key, readable_paths(self.project_root, extra)
         return self.paths
 
 

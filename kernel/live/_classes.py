@@ -27,9 +27,9 @@ from typing import Any
 from liveforge.kernel.errors import UnsupportedChange
 from liveforge.kernel.live import _forward, _holders
 from liveforge.kernel.live._functions import collect_functions
-from liveforge.kernel.live._idmap import IdentityMap
 from liveforge.kernel.live._undo import UndoLog
 from liveforge.kernel.live._update import (
+    IdentityMap,
     fix_cells,
     mergeable,
     retarget,
@@ -49,7 +49,7 @@ class MergeContext:
     log: UndoLog
     filename: str
     #: the live object each new object was merged into; it holds the new ones until the
-    #: patch is done, nested ones included (see `_idmap`).
+    #: patch is done, nested ones included (see `IdentityMap`).
     idmap: IdentityMap = field(default_factory=IdentityMap)
     notes: list[str] = field(default_factory=list)
     #: class members the new source added (+), changed (~) or removed (-), qualified.

@@ -1,8 +1,10 @@
-"""Statements that moved without changing: their functions' line numbers follow them.
+"""Statements that moved without changing: their functions' and classes' line numbers follow.
 
 Lines inserted or removed above a definition move it; the definition is not run again, so the
 code of the functions it made (and of the closures those made, such as a decorator's
-wrappers) gets its line numbers shifted, so tracebacks and `inspect` stay exact.
+wrappers) gets its line numbers shifted, so tracebacks and `inspect` stay exact. From Python
+3.13 a class records its first line too (`__firstlineno__`, where `inspect` finds its
+source); the classes a moved statement made have it shifted the same way.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def shift_moved(
             ]
             stmt.spawns = any(makes_functions(f.__code__) for f in stmt.functions)
         funcs = stmt.functions
+        _shift_classes(namespace, stmt, (first, last, delta), seen, ctx)
         if stmt.spawns:
             # Closures made at run time by the statement's functions (a decorator's wrappers)
             # are bound elsewhere in the module; they are found by their line range.
@@ -55,3 +58,44 @@ def shift_moved(
             func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
             if stmt.spawns:
                 shifted.update(_spawned.moved(before, func.__code__))
+
+
+def _shift_classes(
+    namespace: dict[str, Any],
+    stmt: Stmt,
+    move: tuple[int, int, int],
+    seen: set[int],
+    ctx: _classes.MergeContext,
+) -> None:
+    """Move `__firstlineno__` (Python 3.13+) of the classes the statement made at lines
+    `first`..`last` by `delta`: the classes it binds, their nested classes, and classes its
+    functions made when called (a class factory's products, bound elsewhere)."""
+    first, last, delta = move
+    module = namespace.get("__name__")
+    roots = [namespace.get(name) for name in stmt.binds]
+    if stmt.spawns:
+        roots += list(namespace.values())
+    for cls in _classes_in(roots, module):
+        line = cls.__dict__.get("__firstlineno__")
+        if id(cls) in seen or not isinstance(line, int) or not first <= line <= last:
+            continue
+        seen.add(id(cls))
+        ctx.log.add(functools.partial(type.__setattr__, cls, "__firstlineno__", line))
+        type.__setattr__(cls, "__firstlineno__", line + delta)
+
+
+def _classes_in(roots: list[Any], module: Any) -> list[type]:
+    """The classes of `module` among `roots`, with the classes nested in them."""
+    found: dict[int, type] = {}
+    todo = [r for r in roots if isinstance(r, type) and r.__module__ == module]
+    while todo:
+        cls = todo.pop()
+        if id(cls) in found:
+            continue
+        found[id(cls)] = cls
+        todo += [
+            m
+            for m in list(cls.__dict__.values())
+            if isinstance(m, type) and m.__qualname__.startswith(cls.__qualname__ + ".")
+        ]
+    return list(found.values())

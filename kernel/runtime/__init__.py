@@ -4,9 +4,6 @@ Each part is one concern of the facade — patching, resolving dotted paths, pro
 rollback, checks, persistence, virtual modules, file writes, running code in this process —
 built on the subsystems below it.
 
-Imports: every kernel sub-package.
+Imports: every kernel sub-package. (`Runtime` itself is public as `liveforge.Runtime`;
+this package's `__init__` imports nothing, so a module here loads without the rest.)
 """
-
-from liveforge.kernel.runtime._runtime import Runtime
-
-__all__ = ["Runtime"]

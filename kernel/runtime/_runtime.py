@@ -33,6 +33,7 @@ from liveforge.kernel.files._owncode import ProjectCode
 from liveforge.kernel.files._sourcefile import read_source
 from liveforge.kernel.files._watch import FileWatch
 from liveforge.kernel.history._changes import Change, ChangeStatus
+from liveforge.kernel.live._interpreter import announce
 from liveforge.kernel.runtime._checks import Checks
 from liveforge.kernel.runtime._execute import ExecutionResult, execute
 from liveforge.kernel.runtime._filestep import AppliedFiles, FileSteps
@@ -78,6 +79,7 @@ class Runtime:
         or installed package under the project, a folder outside it). `outside_project`:
         patch modules that are not the project's own code (standard library, site-packages)
         without being asked per patch."""
+        announce()  # what this Python has that liveforge does not support yet
         self.modules = Modules(Path(project_root).resolve(), allow_paths=allow_paths)
         self.protection = Protection(
             self.modules.code,

@@ -10,11 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from gateway_support import Client, GatewayProcess, ended, gateway_env
 
 from liveforge.gateway.core import Gateway
 from liveforge.gateway.protocol import parse_client
 from liveforge.testing import reply
+
+# many sessions and processes at once: CI runs this on one Python version
+pytestmark = pytest.mark.one_python
 
 SUBTOTAL = """def subtotal(self) -> int:
     cents = self.unit_cents * self.quantity

@@ -14,9 +14,12 @@ from liveforge.testing import FakeProvider, reply
 
 CHECK = "from pricing import Line\nassert Line('pen', 100, 10).subtotal() == 900"
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"
+    ),
+    pytest.mark.one_python,  # a whole browser: CI runs it on one Python version
+]
 
 
 APPLY = """def apply(self, total_cents: int) -> int:

@@ -284,3 +284,55 @@ def test_what_a_background_process_wrote_reaches_the_project_when_the_program_en
     )
     assert done.returncode == 0, done.stderr
     assert (project.root / "left.txt").read_text() == "bye\n"
+
+
+SHIM = """#!/usr/bin/env bash
+set -e
+export FAKEENV_ROOT="{root}"
+exec "{root}/libexec/fakeenv" exec "${{0##*/}}" "$@"
+"""
+SHIM_TARGET = """#!/usr/bin/env bash
+set -e
+version="$(cat "$FAKEENV_ROOT/version")"
+program="$2"
+shift 2
+exec "$FAKEENV_ROOT/versions/$version/bin/$program" "$@"
+"""
+
+
+def pyenv_style_home(home: Path) -> Path:
+    """A home folder with a pyenv-style version manager (shims that exec its dispatcher,
+    which reads the selected version and runs that version's interpreter) and a secret."""
+    root = home / ".fakeenv"
+    version = root / "versions" / "3.x" / "bin"
+    for folder in (root / "shims", root / "libexec", version):
+        folder.mkdir(parents=True)
+    (root / "version").write_text("3.x\n")
+    (version / "python3").symlink_to(Path(sys.executable).resolve())
+    for path, text in (
+        (root / "shims" / "python3", SHIM),
+        (root / "libexec" / "fakeenv", SHIM_TARGET),
+    ):
+        path.write_text(text.format(root=root))
+        path.chmod(0o755)
+    (home / "secret.txt").write_text("hidden\n")
+    return root
+
+
+def test_a_pyenv_style_shim_first_on_path_runs_its_python_inside_the_boundary(
+    rt, tmp_path_factory, monkeypatch
+):
+    """`python3` resolving to a version manager's shim in the home folder runs: the shim,
+    its dispatcher, the version file and the interpreter are readable and executable; the
+    rest of the home folder is not."""
+    home = tmp_path_factory.mktemp("home")
+    root = pyenv_style_home(home)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{root / 'shims'}{os.pathsep}{os.environ['PATH']}")
+    command = (
+        "command -v python3; python3 -c 'import sys; print(\"inside\", sys.version_info[0])'; "
+        "cat ~/secret.txt; ls ~ >/dev/null"
+    )
+    text = make_box(rt).call("exec", {"command": command}).text
+    assert f"{root}/shims/python3" in text and "inside 3" in text, text
+    assert "hidden" not in text and text.count("Permission denied") == 2, text

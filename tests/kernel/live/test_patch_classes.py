@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import inspect
+import sys
 
 import pytest
 from kernel_support import src
@@ -268,3 +270,56 @@ def test_change_names_the_members_a_class_patch_touched(rt, mod):
     )
     assert changed.updated == ["C.m"] and added.added == ["C.extra"]
     assert removed.removed == ["C.util"] and removed.updated == []
+
+
+MOVING = src("""
+    def top():
+        return 1
+
+    def keep(cls):
+        return cls
+
+    @keep
+    class Outer:
+        def m(self):
+            self.seen = 1
+
+        class Inner:
+            pass
+
+    def make():
+        class Made:
+            pass
+        return Made
+
+    MADE = make()
+""")
+
+
+def _class_sources(mod):
+    return [inspect.getsource(c) for c in (mod.Outer, mod.Outer.Inner, mod.MADE)]
+
+
+def test_classes_below_a_patch_that_adds_lines_show_their_own_source(rt, project):
+    """Lines added above a class move it without running it again: `inspect.getsource` of
+    the class, a nested class and a class a moved factory made still shows exactly that
+    class (Python 3.13 finds it through `__firstlineno__`), and again after a rollback."""
+    mod = project.module(MOVING)
+    before = _class_sources(mod)
+    assert before[0].startswith("@keep\nclass Outer:") and "class Made:" in before[2]
+    rt.patch(f"{mod.__name__}.top", "def top():\n    x = 1\n    y = 2\n    return x + y\n")
+    assert _class_sources(mod) == before
+    assert inspect.getsourcelines(mod.Outer)[1] == 9
+    rt.rollback()
+    assert _class_sources(mod) == before and inspect.getsourcelines(mod.Outer)[1] == 7
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="__static_attributes__ is new in 3.13")
+def test_a_changed_class_takes_its_new_static_attributes(rt, mod):
+    """The `self.x` names a class's methods assign (3.13's `__static_attributes__`) follow a
+    method patch and its rollback, as a fresh import's would."""
+    assert mod.C.__static_attributes__ == ("state",)
+    rt.patch(f"{mod.__name__}.C.hello", "def hello(self):\n    self.said = 'c'\n    return 'c'\n")
+    assert mod.C.__static_attributes__ == ("said", "state")
+    rt.rollback()
+    assert mod.C.__static_attributes__ == ("state",)
