@@ -31,6 +31,16 @@ EXAMPLES_MCP = """\
   liveforge mcp list                              the MCP servers the agent uses, their tools
 """
 
+EXAMPLES_SERVE = """\
+  liveforge mcp serve --project ~/src/shop        serve the live runtime over stdio
+  liveforge mcp serve --mode read-only            looking and checking only
+"""
+
+EXAMPLES_LIST = """\
+  liveforge mcp list                              each server of .mcp.json: state and tools
+  liveforge mcp list --json                       the same as one JSON object
+"""
+
 
 def register(commands: Any) -> None:
     """Add `mcp` (with `serve` and `list`) to the `liveforge` sub-command set."""
@@ -51,6 +61,8 @@ def register(commands: Any) -> None:
         "serve",
         help="serve the tool catalogue as an MCP server over stdio (the default)",
         description="An MCP server over stdio on one live runtime over --project.",
+        epilog=examples(EXAMPLES_SERVE),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _serve_options(serve)
     serve.set_defaults(handler=_serve)
@@ -60,6 +72,8 @@ def register(commands: Any) -> None:
         description="Start each MCP server of the project's .mcp.json and the user's "
         "mcp.json once, show whether it works and its tools (read-only: runs unasked; may "
         "write: asked about in ask mode), then stop it. Exit code 1 when a server failed.",
+        epilog=examples(EXAMPLES_LIST),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(listing)
     listing.set_defaults(handler=_list)
