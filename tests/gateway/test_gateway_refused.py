@@ -173,3 +173,32 @@ def test_the_web_ui_says_at_a_runs_end_which_calls_were_not_run(
     finally:
         browser.close()
         gateway.stop()
+
+
+def test_a_telegram_chat_is_told_which_calls_were_not_run(sample: Path, fake: FakeProvider):
+    """The answer in a Telegram chat ends with one line per refused call."""
+    from fake_telegram import TOKEN, FakeTelegram
+
+    telegram = FakeTelegram()
+    user = 4242
+    pyproject = sample / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text()
+        + '\n[tool.liveforge.permissions]\ndeny = ["patch"]\n'
+        + f"\n[tool.liveforge.gateway.telegram]\nallowed_users = [{user}]\n"
+        + f'api_base = "{telegram.base}"\npoll_timeout = 1\n'
+    )
+    fake.add(
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("The patch was refused."),
+    )
+    gateway = GatewayProcess(sample, gateway_env(fake, TELEGRAM_BOT_TOKEN=TOKEN), mode="ask")
+    try:
+        telegram.say("fix it", user=user)
+        telegram.wait_for(lambda calls: "not run:" in "\n".join(telegram.chat_texts(user)))
+        assert telegram.chat_texts(user)[-1] == (
+            "The patch was refused.\n\nnot run: patch — refused by policy"
+        )
+    finally:
+        gateway.stop()
+        telegram.close()
