@@ -339,12 +339,33 @@ class Gateway:
                 reason=message["reason"],
                 answer=message["answer"],
                 error=message["error"],
+                refused=message.get("refused") or [],
+                tool_errors=message.get("tool_errors") or [],
             )
 
     async def _ended(
-        self, run: RunRow, status: str, *, reason: str = "", answer: str = "", error: str = ""
+        self,
+        run: RunRow,
+        status: str,
+        *,
+        reason: str = "",
+        answer: str = "",
+        error: str = "",
+        refused: list[dict[str, Any]] | None = None,
+        tool_errors: list[dict[str, Any]] | None = None,
     ) -> None:
-        self.store.finish(run.id, status, reason=reason, answer=answer, error=error)
+        """Store how `run` ended (with the tool calls that were refused or failed) and say
+        so to its owner and its session's watchers."""
+        refused, tool_errors = refused or [], tool_errors or []
+        self.store.finish(
+            run.id,
+            status,
+            reason=reason,
+            answer=answer,
+            error=error,
+            refused=refused,
+            tool_errors=tool_errors,
+        )
         self.aborted.discard(run.id)
         self.seq.pop(run.id, None)
         for key, question in list(self.questions.items()):
@@ -353,7 +374,10 @@ class Gateway:
                 del self.questions[key]
         if self.running.get(run.session) is run:
             del self.running[run.session]
-        await self._status(run, status, reason=reason)
+        await self._fan_out(
+            run,
+            self._status_message(run, status, reason, refused=refused, tool_errors=tool_errors),
+        )
         self.owners.pop(run.id, None)
         self._wake.set()
 
@@ -390,7 +414,14 @@ class Gateway:
         await self._fan_out(run, self._status_message(run, status, reason, position))
 
     def _status_message(
-        self, run: RunRow, status: str, reason: str = "", position: int = 0
+        self,
+        run: RunRow,
+        status: str,
+        reason: str = "",
+        position: int = 0,
+        *,
+        refused: list[dict[str, Any]] | None = None,
+        tool_errors: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         message = {
             "type": "run_status",
@@ -400,6 +431,8 @@ class Gateway:
             "status": status,
             "reason": reason,
             "position": position,
+            "refused": refused or [],
+            "tool_errors": tool_errors or [],
         }
         return server_message(message)
 

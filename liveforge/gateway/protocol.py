@@ -34,6 +34,7 @@ __all__ = [
     "ClientMessage",
     "ErrorInfo",
     "ServerMessage",
+    "ToolCallOutcome",
     "parse_client",
     "schema",
     "server_message",
@@ -41,12 +42,14 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
-PROTOCOL_REVISION = 4
+PROTOCOL_REVISION = 5
 """Backward-compatible additions to version 1: 2 added projects (the `project` field,
 `projects.list`), `changes.undo` and a session's own `changes.diff`; 3 added `busy` to `run`
 and made the schema of server messages name every field as required (they always carry
 them); 4 added `changes.list` (a session's changes by module, with their state, last
-check and diffs) and each project's `model` in `connect` and `projects.list`."""
+check and diffs) and each project's `model` in `connect` and `projects.list`; 5 added
+`refused` and `tool_errors` to `run_status` (and to the runs of `runs.list`): the tool
+calls of an ended run that were not run, and those that ran and failed."""
 _ID = Field(min_length=1, max_length=200, description="the client's id for this request")
 _SESSION = Field(
     min_length=1,
@@ -208,8 +211,24 @@ class Event(_Sent):
     event: AgentEvent
 
 
+class ToolCallOutcome(_Sent):
+    """A tool call of a run that did not do its work: refused, or run and failed."""
+
+    tool: str
+    call_id: str
+    by: Literal["approval", "policy", "plugin"] | None = Field(
+        default=None,
+        description="what refused the call: approval nobody gave (a `deny`, or a question "
+        "nobody answered in time), the permission mode or a deny rule, a plugin; null for a "
+        "call that ran and failed",
+    )
+    reason: str = Field(description="the first lines of what the model was told")
+
+
 class RunStatus(_Sent):
-    """A run changed state. `reason` is the turn's end reason when it is done."""
+    """A run changed state. `reason` is the turn's end reason when it is done; an ended
+    run's message lists the tool calls that were refused (`refused`: the task may not be
+    done) and those that ran and failed (`tool_errors`); both are empty before the end."""
 
     type: Literal["run_status"] = "run_status"
     project: str = ""
@@ -218,6 +237,12 @@ class RunStatus(_Sent):
     status: Literal["queued", "running", "done", "aborted", "interrupted", "failed"]
     reason: str = ""
     position: int = Field(default=0, ge=0, description="place in the queue when queued")
+    refused: list[ToolCallOutcome] = Field(
+        default_factory=list, description="tool calls of the ended run that were not run"
+    )
+    tool_errors: list[ToolCallOutcome] = Field(
+        default_factory=list, description="tool calls of the ended run that ran and failed"
+    )
 
 
 class Approval(_Sent):

@@ -4,16 +4,20 @@ One file per project, `.liveforge/gateway.db`, written in WAL mode so a crash lo
 the transaction in flight. A run is `queued`, `running`, or ended (`done`, `aborted`,
 `interrupted`, `failed`). At start-up `recover()` marks runs that were running when the last
 gateway died as `interrupted` (their session can go on: the next run resumes the transcript)
-and hands back the queued ones, in order, so nothing queued is lost by a restart.
+and hands back the queued ones, in order, so nothing queued is lost by a restart. An ended
+run keeps the tool calls that were refused and those that ran and failed (JSON lists); a
+database from before those columns gains them when it is opened.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from liveforge.kernel.files._statefolder import make_parent
 
@@ -38,7 +42,9 @@ CREATE TABLE IF NOT EXISTS runs (
     ended REAL,
     reason TEXT NOT NULL DEFAULT '',
     answer TEXT NOT NULL DEFAULT '',
-    error TEXT NOT NULL DEFAULT ''
+    error TEXT NOT NULL DEFAULT '',
+    refused TEXT NOT NULL DEFAULT '[]',
+    tool_errors TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS schedules (
     name TEXT PRIMARY KEY,
@@ -55,6 +61,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS runs_idem ON runs(idem) WHERE idem <> '';
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session, created);
 """
 ENDED = ("done", "aborted", "interrupted", "failed")
+_ADDED_RUN_COLUMNS = {
+    "refused": "TEXT NOT NULL DEFAULT '[]'",
+    "tool_errors": "TEXT NOT NULL DEFAULT '[]'",
+}
+"""Columns of `runs` newer than the first gateway databases: added when missing."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,10 @@ class RunRow:
     reason: str
     answer: str
     error: str
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls that were not run: {tool, call_id, by, reason}."""
+    tool_errors: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls that ran and failed: {tool, call_id, by (None), reason}."""
 
     def public(self) -> dict[str, object]:
         """What clients see of a run."""
@@ -97,7 +112,16 @@ class RunRow:
             "reason": self.reason,
             "answer": self.answer,
             "error": self.error,
+            "refused": self.refused,
+            "tool_errors": self.tool_errors,
         }
+
+
+def _run_row(row: sqlite3.Row) -> RunRow:
+    fields = dict(row)
+    for name in _ADDED_RUN_COLUMNS:
+        fields[name] = json.loads(fields[name])
+    return RunRow(**fields)
 
 
 class GatewayStore:
@@ -111,6 +135,19 @@ class GatewayStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns of `runs` that a database written by an older gateway lacks."""
+        for name, kind in _ADDED_RUN_COLUMNS.items():
+            have = {row["name"] for row in self._db.execute("PRAGMA table_info(runs)")}
+            if name in have:
+                continue
+            try:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:  # another gateway added it meanwhile
+                if "duplicate column" not in str(exc):
+                    raise
 
     def close(self) -> None:
         """Close the database."""
@@ -168,12 +205,12 @@ class GatewayStore:
         if not idem:
             return None
         row = self._db.execute("SELECT * FROM runs WHERE idem = ?", (idem,)).fetchone()
-        return RunRow(**row) if row else None
+        return _run_row(row) if row else None
 
     def run(self, run_id: str) -> RunRow | None:
         """The run `run_id`, or None."""
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return RunRow(**row) if row else None
+        return _run_row(row) if row else None
 
     def runs(self, session: str | None = None, limit: int = 100) -> list[RunRow]:
         """Recent runs, newest first, of one session or all."""
@@ -186,7 +223,7 @@ class GatewayStore:
             rows = self._db.execute(
                 "SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,)
             ).fetchall()
-        return [RunRow(**row) for row in rows]
+        return [_run_row(row) for row in rows]
 
     def start(self, run_id: str) -> None:
         """Mark a run running."""
@@ -195,14 +232,33 @@ class GatewayStore:
         )
 
     def finish(
-        self, run_id: str, status: str, *, reason: str = "", answer: str = "", error: str = ""
+        self,
+        run_id: str,
+        status: str,
+        *,
+        reason: str = "",
+        answer: str = "",
+        error: str = "",
+        refused: list[dict[str, Any]] | None = None,
+        tool_errors: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Mark a run ended with `status` (one of ENDED)."""
+        """Mark a run ended with `status` (one of ENDED), with the tool calls that were
+        refused and those that ran and failed."""
         if status not in ENDED:
             raise ValueError(f"not an end status: {status!r}")
         self._db.execute(
-            "UPDATE runs SET status = ?, ended = ?, reason = ?, answer = ?, error = ? WHERE id = ?",
-            (status, time.time(), reason, answer, error, run_id),
+            "UPDATE runs SET status = ?, ended = ?, reason = ?, answer = ?, error = ?, "
+            "refused = ?, tool_errors = ? WHERE id = ?",
+            (
+                status,
+                time.time(),
+                reason,
+                answer,
+                error,
+                json.dumps(refused or [], ensure_ascii=False),
+                json.dumps(tool_errors or [], ensure_ascii=False),
+                run_id,
+            ),
         )
 
     def queued(self) -> list[RunRow]:
@@ -210,12 +266,12 @@ class GatewayStore:
         rows = self._db.execute(
             "SELECT * FROM runs WHERE status = 'queued' ORDER BY priority DESC, created, rowid"
         ).fetchall()
-        return [RunRow(**row) for row in rows]
+        return [_run_row(row) for row in rows]
 
     def recover(self) -> tuple[list[RunRow], list[RunRow]]:
         """After a restart: (runs that were running, now interrupted; runs still queued)."""
         rows = self._db.execute("SELECT * FROM runs WHERE status = 'running'").fetchall()
-        interrupted = [RunRow(**row) for row in rows]
+        interrupted = [_run_row(row) for row in rows]
         for run in interrupted:
             self.finish(
                 run.id,

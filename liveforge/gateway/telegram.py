@@ -7,7 +7,8 @@ is run with its update id as the idempotency key, so an update delivered twice (
 a restart) never starts two runs. The answer streams into one message, edited as text
 arrives (at most once a second, Telegram's pace), and is split at line breaks when it
 outgrows Telegram's 4096 characters. Questions of the permission policy are asked in the
-chat and answered with /approve or /deny.
+chat and answered with /approve or /deny. The last message of a run lists, one line each,
+the tool calls that were refused ("not run: patch — refused by policy").
 
 Telegram slows bots down with `429 Too Many Requests` and `parameters.retry_after`: the
 channel then sends nothing before that many seconds have passed. An edit made while text is
@@ -183,6 +184,12 @@ class TelegramChannel:
         elif kind == "run_status" and message["status"] in ("done", "aborted", "failed"):
             del self.replies[key]
             text = reply.text or f"(no answer: the run ended {message['status']})"
+            refused = [
+                f"not run: {call['tool']} — refused by {call['by']}"
+                for call in message.get("refused") or []
+            ]
+            if refused:  # what the run did not do, one line each, under its answer
+                text += "\n\n" + "\n".join(refused)
             first, *rest = split_message(text)
             await deliver(partial(self._render, reply, first))
             for piece in rest:

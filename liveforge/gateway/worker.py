@@ -9,8 +9,9 @@ crash of one project's program never takes the gateway down.
 Commands: ``run`` {run, agent_session, input} (runs of different agent sessions go at
 once; the gateway sends one run per session at a time), ``abort`` {run}, ``answer``
 {request, allow}, ``query`` {req, what, session, change}. Replies: ``ready``, ``started``
-{run, agent_session}, ``event`` {run, event}, ``ended`` {run, reason, answer, error}, ``ask``
-{run, request, question} and ``reply`` {req, ok, result | error}.
+{run, agent_session}, ``event`` {run, event}, ``ended`` {run, reason, answer, error, refused,
+tool_errors} (the tool calls that were not run, and those that ran and failed: each {tool,
+call_id, by, reason}), ``ask`` {run, request, question} and ``reply`` {req, ok, result | error}.
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ class Worker:
         run = command["run"]
         self.runs.setdefault(run, None)
         reason, answer, error = "error", "", ""
+        refused: list[dict[str, Any]] = []
+        tool_errors: list[dict[str, Any]] = []
         agent = None
         try:
             agent = await self._agent(command.get("agent_session", ""))
@@ -166,6 +169,9 @@ class Worker:
                     answer = data["text"]
                 elif data["type"] == "turn_ended":
                     reason = data["reason"]
+                elif data["type"] == "tool_finished" and data["is_error"]:
+                    failed = _failed_call(data)
+                    (refused if failed["by"] else tool_errors).append(failed)
         except Exception as exc:  # the run fails; the worker and the other sessions go on
             error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -174,7 +180,15 @@ class Worker:
             self.cancelled.discard(run)
             if agent is not None:
                 self.lanes.pop(agent.session.id, None)
-        self.channel.send("ended", run=run, reason=reason, answer=answer, error=error)
+        self.channel.send(
+            "ended",
+            run=run,
+            reason=reason,
+            answer=answer,
+            error=error,
+            refused=refused,
+            tool_errors=tool_errors,
+        )
 
     def abort(self, run: str) -> None:
         """Cancel `run`'s turn (at its next event when the turn has not begun yet)."""
@@ -230,6 +244,17 @@ class Worker:
             {"change": c.id, "target": c.target, "by": owner_of(self.runtime, c.id) or ""}
             for c in undone
         ]
+
+
+def _failed_call(event: dict[str, Any]) -> dict[str, Any]:
+    """A tool call that did not do its work, from its `tool_finished` event, as `run --json`
+    reports it: `by` says what refused it (None: it ran and failed)."""
+    return {
+        "tool": event["name"],
+        "call_id": event["call_id"],
+        "by": event.get("refused"),
+        "reason": event["summary"].strip(),
+    }
 
 
 def _history(project: Path, agent_session: str, agent: Any = None) -> list[dict[str, Any]]:

@@ -170,6 +170,11 @@ function onStatus(message) {
   const where = message.status === "queued" && message.position ? ` (#${message.position} in line)` : "";
   $("status").textContent = message.status + where + (message.reason ? `: ${message.reason}` : "");
   if (!active) {
+    // what the run did not do, one line per refused call (its reason on hover)
+    for (const call of message.refused || []) {
+      add("tool error refused", `not run: ${escapeHtml(call.tool)} — refused by ${escapeHtml(call.by)}`)
+        .title = call.reason;
+    }
     $("approval").hidden = true; state.question = null;
     refreshSessions();
     refreshProgram();
