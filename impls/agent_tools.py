@@ -55,15 +55,17 @@ T = TypeVar("T")
 
 
 def summary_of(text: str) -> str:
-    """The first lines of a result, for people watching the turn; of a traceback, its last
-    lines (the innermost calls and the error), which say what went wrong."""
+    """The first lines of a result, for people watching the turn; of a traceback, the
+    innermost call and the error, which say what went wrong."""
     lines = text.splitlines()
     if len(lines) <= _SUMMARY_LINES:
         return "\n".join(lines)
-    hidden = f"… ({len(lines) - _SUMMARY_LINES} more lines)"
+    shown = lines[:_SUMMARY_LINES]
     if lines[0].startswith("Traceback (most recent call last)"):
-        return "\n".join([lines[0], hidden, *lines[-(_SUMMARY_LINES - 1) :]])
-    return "\n".join([*lines[:_SUMMARY_LINES], hidden])
+        error = next((i for i, line in enumerate(lines[1:], 1) if not line.startswith(" ")), 1)
+        innermost = [line for line in lines[1:error] if line.startswith("  File ")][-1:]
+        shown = [lines[0], *innermost, *lines[error:]][:_SUMMARY_LINES]
+    return "\n".join(shown) + f"\n… ({len(lines) - len(shown)} more lines)"
 
 
 class ToolInterrupted(BaseException):

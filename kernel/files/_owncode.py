@@ -35,7 +35,7 @@ _INSTALLED = frozenset({"site-packages", "dist-packages"})
 _ENVIRONMENTS = frozenset({".tox", ".nox", "__pypackages__"})
 _BUILD = frozenset({"build", "dist"})
 
-_LIVEFORGE = Path(__file__).resolve().parent.parent  # the liveforge package (kernel's parent)
+_LIVEFORGE = Path(__file__).resolve().parents[2]  # the liveforge package (kernel's parent)
 _REPLACEABLE = tuple(
     Path(os.path.realpath(_LIVEFORGE / name)) for name in ("impls", "tools", "declarations")
 )

@@ -3,6 +3,7 @@ the exit warning, and Ctrl-C stopping a running check (its processes gone)."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def test_verify_persist_refusal_force_and_exit_warning(sample: Path):
         child.expect_exact(PROMPT)
 
         _say(child, "/model")
-        _shown(child, f"anthropic    anthropic {fake.base_url}")
+        child.expect(rf"anthropic +anthropic +{re.escape(fake.base_url)}")  # columns aligned
         _shown(child, "(key set)")
         _shown(child, "(set OPENAI_API_KEY)")
         child.expect_exact(PROMPT)

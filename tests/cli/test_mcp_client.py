@@ -108,7 +108,7 @@ def test_run_uses_mcp_tools_under_the_permission_policy(sample: Path, http_serve
         result = run_cli("run", "-p", "price of apples?", cwd=sample, **_env(fake))
         tools = {t["name"]: t for t in fake.requests[0].body["tools"]}
         results = _results(fake)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 4, result.stderr  # the refused write: not everything was done
     assert "Apples cost 30 cents." in result.stdout
     assert tools["mcp__shop__lookup"]["input_schema"]["properties"]["item"]["type"] == "string"
     assert tools["mcp__shop__lookup"]["input_schema"]["required"] == ["item"]
