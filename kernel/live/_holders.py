@@ -62,7 +62,10 @@ def describe_each(objs: Sequence[Any], skip: list[Any] | None = None) -> list[li
         wanted.setdefault(id(objs[index]), []).append(index)
     found: list[set[str]] = [set() for _ in range(len(objs))]
     containers: list[tuple[Any, set[int]]] = []
-    for holder in gc.get_referrers(*objs):
+    # the call's own argument tuple holds them too (a tracked object on 3.12 and later)
+    args = tuple(objs)
+    skipped.add(id(args))
+    for holder in gc.get_referrers(*args):
         if (
             id(holder) in skipped
             or isinstance(holder, types.FrameType)
