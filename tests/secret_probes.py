@@ -59,7 +59,13 @@ MODULES = _SHOW + textwrap.dedent(f"""
         elif isinstance(obj, (list, tuple, set, frozenset, weakref.WeakSet)):
             for item in list(obj):
                 walk(item, depth + 1)
-        elif isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__"):
+        else:
+            try:  # a proxy (Flask's current_app) raises on any look outside its context
+                has_dict = isinstance(obj, (type, types.ModuleType)) or hasattr(obj, "__dict__")
+            except Exception:
+                return
+            if not has_dict:
+                return
             if callable(getattr(type(obj), "get_secret_value", None)):
                 walk(obj.get_secret_value(), depth + 1)
             try:

@@ -24,7 +24,11 @@ def cli_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.endswith(("_API_KEY", "_API_KEYS", "_BASE_URL")) and not k.startswith("LIVEFORGE_")
+        if not k.endswith(("_API_KEY", "_API_KEYS", "_BASE_URL"))
+        and not k.startswith("LIVEFORGE_")
+        # an activated environment other than the test's own would make the child run
+        # again inside it (the project's environment, as liveforge looks for one)
+        and k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
     }
     env.update(extra)
     return env
@@ -37,7 +41,7 @@ def run_cli(
     return subprocess.run(
         [sys.executable, "-m", "liveforge", *args],
         cwd=cwd,
-        input=input,
+        input=input if input is not None else "",  # never the test worker's own stdin
         capture_output=True,
         text=True,
         timeout=timeout,

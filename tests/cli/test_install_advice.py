@@ -33,6 +33,7 @@ def _without_mcp(python: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(python), "-c", WITHOUT_MCP],
         cwd=cwd,
+        stdin=subprocess.DEVNULL,  # `mcp` serves stdio: never the test worker's own stdin
         capture_output=True,
         text=True,
         timeout=120,

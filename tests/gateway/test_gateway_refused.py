@@ -139,6 +139,7 @@ def test_an_old_database_opens_and_gains_the_new_columns(tmp_path: Path):
     GatewayStore(path).close()  # opening a migrated database again changes nothing
 
 
+@pytest.mark.one_python  # a whole browser: CI runs it on one Python version
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_the_web_ui_says_at_a_runs_end_which_calls_were_not_run(
     sample: Path, fake: FakeProvider, tmp_path: Path
@@ -169,6 +170,7 @@ def test_the_web_ui_says_at_a_runs_end_which_calls_were_not_run(
         assert [text for text, _ in lines] == ["not run: patch — refused by policy"]
         assert "deny" in lines[0][1]
         folder = Path(os.environ.get("LIVEFORGE_SCREENSHOTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
         browser.screenshot(folder / "web-refused.png")
     finally:
         browser.close()

@@ -12,9 +12,12 @@ from gateway_support import FIX, GatewayProcess, gateway_env
 
 from liveforge.testing import FakeProvider, reply
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"
+    ),
+    pytest.mark.one_python,  # a whole browser: CI runs it on one Python version
+]
 
 APPLY = """def apply(self, total_cents: int) -> int:
     return max(total_cents - total_cents * self.percent // 100 - self.cents, 0)
