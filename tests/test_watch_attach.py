@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+from saves import save_like_an_editor
 
 PROGRAM = """\
 import sys
@@ -29,13 +30,6 @@ print("stopped", flush=True)
 
 CALC = "def price(n):\n    return n * 1\n"
 LATE = "def bonus():\n    return 'none'\n"
-
-
-def _save(path: Path, text: str) -> None:
-    """Write like an editor: a new file renamed over the old one."""
-    tmp = path.with_suffix(".tmp~")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _values(child: pexpect.spawn) -> str:
@@ -60,13 +54,13 @@ def test_a_program_that_starts_the_watcher_follows_its_saves(tmp_path: Path):
     child.expect_exact("ready")
     assert _values(child) == "10 none"
 
-    _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 2"))
+    save_like_an_editor(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 2"))
     child.expect(r"\[liveforge\] applied shop\.calc: ~price \(c\d+\)")
-    _save(root / "shop" / "late.py", LATE.replace("'none'", "'ten'"))
+    save_like_an_editor(root / "shop" / "late.py", LATE.replace("'none'", "'ten'"))
     child.expect(r"\[liveforge\] applied shop\.late: ~bonus \(c\d+\)")
     assert _values(child) == "20 ten"
 
-    _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n *"))
+    save_like_an_editor(root / "shop" / "calc.py", CALC.replace("n * 1", "n *"))
     child.expect_exact("[liveforge] kept old code: shop/calc.py:2: SyntaxError:")
     assert _values(child) == "20 ten"
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
 from cli_support import cli_env
+from saves import save_like_an_editor
 
 APP = """\
 import sys, time
@@ -44,13 +44,6 @@ def _project(tmp_path: Path) -> Path:
     (root / "shop" / "calc.py").write_text(CALC)
     (root / "app.py").write_text(APP)
     return root
-
-
-def _save(path: Path, text: str) -> None:
-    """Write like an editor: a new file renamed over the old one."""
-    tmp = path.with_suffix(".tmp~")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _spawn(root: Path, *args: str) -> pexpect.spawn:
@@ -90,19 +83,19 @@ def test_saves_apply_live_keep_identity_and_survive_bad_saves(tmp_path: Path):
     child = _spawn(root, "--", "app.py")
     assert _values(child) == "10 100"
 
-    _save(calc, CALC.replace("n * 1", "n * 2").replace("return 100", "return 200"))
+    save_like_an_editor(calc, CALC.replace("n * 1", "n * 2").replace("return 100", "return 200"))
     child.expect(r"applied shop\.calc: ~price,Basket\.total \(c\d+\)")
     assert _values(child) == "20 200"
 
-    _save(calc, CALC.replace("def price(n):", "def price(n:"))
+    save_like_an_editor(calc, CALC.replace("def price(n):", "def price(n:"))
     child.expect_exact("shop/calc.py:1: SyntaxError:")
     child.expect_exact("the old code keeps running")
-    _save(calc, CALC + "\nraise RuntimeError('half-written')\n")
+    save_like_an_editor(calc, CALC + "\nraise RuntimeError('half-written')\n")
     child.expect_exact("kept old code: shop.calc: not applied")
     child.expect_exact("half-written")
     assert _values(child) == "20 200"
 
-    _save(calc, CALC.replace("n * 1", "n * 3"))
+    save_like_an_editor(calc, CALC.replace("n * 1", "n * 3"))
     child.expect(r"applied shop\.calc: ~price,Basket\.total")
     assert _values(child) == "30 100"
     assert _quit(child) == 7
@@ -127,7 +120,7 @@ def test_module_program_with_verify_and_test_on_save(tmp_path: Path):
         "-m",
         "shop",
     )
-    _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 5"))
+    save_like_an_editor(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 5"))
     child.expect_exact("applied shop.calc: ~price")
     # pexpect matches with re.DOTALL: [^\n] keeps each pattern on its own line
     child.expect(r"verify c\d+: failed in [^\n]*AssertionError: 10")
@@ -157,7 +150,7 @@ def test_without_a_program_a_prompt_follows_saves(tmp_path: Path):
     child = _prompt(root)
     child.sendline("from shop.calc import price; price(10)")
     child.expect_exact("10\r\n")
-    _save(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 4"))
+    save_like_an_editor(root / "shop" / "calc.py", CALC.replace("n * 1", "n * 4"))
     child.expect_exact("applied shop.calc: ~price")
     child.sendline("price(10)")
     child.expect_exact("40\r\n")
@@ -207,12 +200,12 @@ def test_a_changed_serving_loop_is_not_rerun_and_watching_goes_on(tmp_path: Path
     child = _spawn(root, "--", "serve.py")
     assert _values(child) == "10 x"
 
-    _save(app, SERVE.replace("n * 1", "n * 2").replace('"x"', '"y"'))
+    save_like_an_editor(app, SERVE.replace("n * 1", "n * 2").replace('"x"', '"y"'))
     child.expect(r"applied __main__: ~answer \(c\d+\)  \d+ ms; not re-run \(a loop or a call at ")
     child.expect_exact("top level): line 9 `for line in sys.stdin:` — restart the program")
     assert _values(child) == "20 x"  # the running loop is the old one; it calls the new code
 
-    _save(app, SERVE.replace("n * 1", "n * 3").replace('"x"', '"y"'))
+    save_like_an_editor(app, SERVE.replace("n * 1", "n * 3").replace('"x"', '"y"'))
     child.expect(r"applied __main__: ~answer \(c\d+\)")
     assert _values(child) == "30 x"
     assert _quit(child) == 0
@@ -225,7 +218,9 @@ def test_rerun_runs_changed_top_level_calls_again(tmp_path: Path):
     app = root / "serve.py"
     app.write_text(SERVE)
     child = _spawn(root, "--rerun", "--", "serve.py")
-    _save(app, SERVE.replace('print("ready", flush=True)', 'print("ready again", flush=True)'))
+    save_like_an_editor(
+        app, SERVE.replace('print("ready", flush=True)', 'print("ready again", flush=True)')
+    )
     child.expect_exact("ready again")
     child.expect(r"applied __main__: statements re-run \(c\d+\)")
     assert _quit(child) == 0
@@ -256,7 +251,9 @@ def test_a_save_the_running_program_does_not_follow_is_reported_divergent(tmp_pa
     (root / "shop" / "calc.py").write_text(TAGGED)
     child = _spawn(root, "--verify", "import shop.calc; shop.calc.TAGS", "--", "app.py")
     assert _values(child) == "10 100"
-    _save(root / "shop" / "calc.py", TAGGED.replace('"a"', '"b"').replace("n * 1", "n * 2"))
+    save_like_an_editor(
+        root / "shop" / "calc.py", TAGGED.replace('"a"', '"b"').replace("n * 1", "n * 2")
+    )
     child.expect(r"applied shop\.calc: ~price \((c\d+)\)  \d+ ms; not re-run")
     change = child.match.group(1)
     child.expect(r"verify c\d+: divergent in [^\n]*the live process and a fresh import disagree")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import urllib.request
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from cli_support import cli_env
+from saves import save_like_an_editor
 
 pytest.importorskip("flask")
 
@@ -74,12 +74,6 @@ def _get(base: str, path: str) -> str:
         return response.read().decode()
 
 
-def _save(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp~")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _stop(child: pexpect.spawn) -> None:
     child.kill(9)
     child.close()
@@ -93,7 +87,7 @@ def test_a_renamed_view_flask_refuses_is_said_and_the_old_one_keeps_serving(tmp_
     child, views, base = _serve(tmp_path)
     renamed = VIEWS.replace('@app.route("/hello")', '@app.route("/greet")')
     renamed = renamed.replace("def hello():", "def greet():").replace('",".join', '"+".join')
-    _save(views, renamed)
+    save_like_an_editor(views, renamed)
     child.expect(r"kept old code: shop\.views: not applied \(PatchExecutionError: [^\r\n]*")
     line = child.match.group(0)
     assert "can no longer be called on the application" in line
@@ -102,10 +96,10 @@ def test_a_renamed_view_flask_refuses_is_said_and_the_old_one_keeps_serving(tmp_
     assert _get(base, "/hello") == "hello 1"
     assert _get(base, "/calls") == "hello"
 
-    _save(views, renamed.replace("def greet():", "def greeting():"))
+    save_like_an_editor(views, renamed.replace("def greet():", "def greeting():"))
     child.expect(r"kept old code: shop\.views: not applied \(PatchExecutionError: [^\r\n]*")
     assert "+greeting -hello" in child.match.group(0)
-    _save(views, VIEWS)
+    save_like_an_editor(views, VIEWS)
     child.expect_exact("in sync: shop.views: memory and file agree again")
     _stop(child)
 
@@ -114,7 +108,7 @@ def test_a_view_body_edit_applies_after_the_first_request(tmp_path: Path):
     """Editing only a view's body after the app served a request applies: the URL serves
     the new body, and the registering decorator is not called again."""
     child, views, base = _serve(tmp_path)
-    _save(views, VIEWS.replace('"hello 1"', '"hello 2"'))
+    save_like_an_editor(views, VIEWS.replace('"hello 1"', '"hello 2"'))
     child.expect(r"\[liveforge\] (applied|kept old code)[^\r\n]*")
     assert child.match.group(1) == "applied", child.match.group(0)
     assert _get(base, "/hello") == "hello 2"

@@ -3,13 +3,13 @@ its checks: a real child program, real files written the ways editors write them
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 import pexpect
 from cli_support import cli_env
+from saves import save_like_an_editor
 
 APP = """\
 import sys
@@ -41,13 +41,6 @@ def _project(tmp_path: Path, calc: str = CALC) -> Path:
     (root / "shop" / "calc.py").write_text(calc)
     (root / "app.py").write_text(APP)
     return root
-
-
-def _save(path: Path, text: str) -> None:
-    """Write like an editor that saves to a new file renamed over the old one."""
-    tmp = path.with_suffix(".tmp~")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _spawn(root: Path, *args: str) -> pexpect.spawn:
@@ -93,26 +86,26 @@ def test_every_save_gets_one_line_refusals_included(tmp_path: Path):
     child = _spawn(root)
     raising = CALC + "\nraise RuntimeError('not yet')\n"
 
-    _save(calc, raising.replace("n * RATE", "n * 2"))
+    save_like_an_editor(calc, raising.replace("n * RATE", "n * 2"))
     first = _line(child)
     assert first.startswith("kept old code: shop.calc: not applied (PatchExecutionError"), first
     assert "RuntimeError: not yet" in first and "(~price) applied" in first
-    _save(calc, raising.replace("n * RATE", "n * 2").replace("return 1", "return 2"))
+    save_like_an_editor(calc, raising.replace("n * RATE", "n * 2").replace("return 1", "return 2"))
     second = _line(child)
     assert second.startswith("kept old code: shop.calc: not applied"), second
     assert "none of the save's edits (~helper,price) applied" in second
     assert "the old code keeps running" in second
     assert _value(child) == "10"
 
-    _save(calc, CALC.replace("def price(n):", "def price(n:"))
+    save_like_an_editor(calc, CALC.replace("def price(n):", "def price(n:"))
     assert _line(child).startswith("kept old code: shop/calc.py:9: SyntaxError:")
-    _save(calc, CALC)
+    save_like_an_editor(calc, CALC)
     back = _line(child)
     assert back.startswith("in sync: shop.calc: memory and file agree again"), back
-    _save(calc, CALC)
+    save_like_an_editor(calc, CALC)
     assert _line(child) == "unchanged: shop.calc: the file matches the running code"
 
-    _save(calc, CALC.replace("n * RATE", "n * 3"))
+    save_like_an_editor(calc, CALC.replace("n * RATE", "n * 3"))
     assert _line(child).startswith("applied shop.calc: ~price (c")
     assert _value(child) == "30"
 
@@ -122,7 +115,7 @@ def test_every_save_gets_one_line_refusals_included(tmp_path: Path):
         "running as it was"
     )
     assert _value(child) == "30"
-    _save(calc, CALC.replace("n * RATE", "n * 3"))
+    save_like_an_editor(calc, CALC.replace("n * RATE", "n * 3"))
     assert _line(child).startswith("in sync: shop.calc: memory and file agree again")
     _quit(child)
 
@@ -142,12 +135,12 @@ def test_truncate_then_write_never_applies_the_empty_module(tmp_path: Path):
         assert _line(child).startswith("applied shop.calc: ~price (c")
         assert _value(child) == f"{n}0"  # the app's own `price` follows: identity kept
 
-    _save(calc, "")
+    save_like_an_editor(calc, "")
     held = _line(child)
     assert held.startswith("held: shop/calc.py: it looks half-written (the file is empty"), held
     assert "RATE, TABLE, helper, price" in held and "Save it again to apply it" in held
     assert _value(child) == "30"
-    _save(calc, "# emptied on purpose\n")  # the next save applies, whatever it holds
+    save_like_an_editor(calc, "# emptied on purpose\n")  # the next save applies, whatever it holds
     assert _line(child).startswith("applied shop.calc: -RATE,TABLE,helper,price (c")
     _quit(child)
 
@@ -167,7 +160,7 @@ def test_checks_run_behind_saves_and_a_newer_save_stops_them(tmp_path: Path):
     )
     calc = root / "shop" / "calc.py"
     child = _spawn(root, "--verify", "from shop.calc import price; price(1)", "--test", "-q tests")
-    _save(calc, CALC.replace("n * RATE", "n * 3"))
+    save_like_an_editor(calc, CALC.replace("n * RATE", "n * 3"))
     child.expect(r"applied shop\.calc: ~price \((c\d+)\)")
     first = child.match.group(1)
     child.expect_exact(f"verify {first}: passed in ")
@@ -176,7 +169,7 @@ def test_checks_run_behind_saves_and_a_newer_save_stops_them(tmp_path: Path):
     while len([p for p in runs.iterdir() if p.is_dir()]) < 2:  # the test run has begun
         time.sleep(0.05)
 
-    _save(calc, CALC.replace("n * RATE", "n * 5"))
+    save_like_an_editor(calc, CALC.replace("n * RATE", "n * 5"))
     child.expect(r"\[liveforge\] ([^\r\n]+)\r\n")
     assert child.match.group(1).startswith("applied shop.calc: ~price (c"), child.match.group(1)
     child.expect_exact(f"checks of {first} stopped: superseded by the save c")
@@ -231,7 +224,7 @@ def test_an_applied_line_names_fields_signatures_and_old_code_still_running(tmp_
         .replace("time.sleep(0.01)", "time.sleep(0.02)")
         .replace("def price(n):\n    return n * 1", "def price(n, rate=2):\n    return n * rate")
     )
-    _save(root / "shop" / "calc.py", saved)
+    save_like_an_editor(root / "shop" / "calc.py", saved)
     line = _line(child)
     assert line.startswith("applied shop.calc: ~Item.label,background,price (c"), line
     assert "Item fields (name, qty) -> (name): Item.__init__ changed, calls made for the " in line

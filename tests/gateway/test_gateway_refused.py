@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -142,7 +141,7 @@ def test_an_old_database_opens_and_gains_the_new_columns(tmp_path: Path):
 @pytest.mark.one_python  # a whole browser: CI runs it on one Python version
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
 def test_the_web_ui_says_at_a_runs_end_which_calls_were_not_run(
-    sample: Path, fake: FakeProvider, tmp_path: Path
+    sample: Path, fake: FakeProvider, tmp_path: Path, shots: Path
 ):
     """A patch a deny rule refuses: when the run ends, the conversation shows one line for
     it, "not run: patch — refused by policy" (the reason on hover)."""
@@ -169,9 +168,7 @@ def test_the_web_ui_says_at_a_runs_end_which_calls_were_not_run(
         )
         assert [text for text, _ in lines] == ["not run: patch — refused by policy"]
         assert "deny" in lines[0][1]
-        folder = Path(os.environ.get("LIVEFORGE_SCREENSHOTS") or tmp_path)
-        folder.mkdir(parents=True, exist_ok=True)
-        browser.screenshot(folder / "web-refused.png")
+        browser.screenshot(shots / "web-refused.png")
     finally:
         browser.close()
         gateway.stop()

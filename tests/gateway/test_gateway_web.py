@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -25,15 +24,6 @@ pytestmark = [
 APPLY = """def apply(self, total_cents: int) -> int:
     return max(total_cents - total_cents * self.percent // 100 - self.cents, 0)
 """
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    """Where screenshots go: LIVEFORGE_SCREENSHOTS when set (kept as the run's artefacts),
-    else the test's temporary folder."""
-    folder = Path(os.environ.get("LIVEFORGE_SCREENSHOTS") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _snap(browser: Browser, path: Path) -> None:

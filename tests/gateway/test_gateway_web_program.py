@@ -3,7 +3,6 @@ screenshots (kept as artefacts when LIVEFORGE_SCREENSHOTS is set)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -24,13 +23,6 @@ APPLY = """def apply(self, total_cents: int) -> int:
 """
 VALUE = "from pricing import Line\nLine('pen', 100, 10).subtotal()"
 LONG_QUERY = "subtotal of a line with a bulk discount applied to every unit"
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("LIVEFORGE_SCREENSHOTS") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _snap(browser: Browser, path: Path) -> None:
