@@ -35,6 +35,8 @@ _CHAT = [
     ("persist with force=True", "write anyway with /persist --force"),
     ("or pass force=True", "or /undo them"),
     ("list the runs with rt.runs()", "list the runs with /runs"),
+    ("or unpersist() puts the file back", "or /undo puts the file back"),
+    ("Undo the persist first (unpersist())", "Undo the persist first (/undo)"),
     (
         "Pass outside_project=True (to patch(), or to Runtime()) to patch it anyway.",
         "Set outside_project = true under [tool.liveforge] in pyproject.toml to patch it anyway.",

@@ -50,6 +50,15 @@ def test_kernel_advice_becomes_chat_commands():
     assert in_command_words(text).startswith("Check them first (liveforge verify / liveforge test)")
 
 
+def test_a_rolled_back_persist_reads_as_chat_commands():
+    """The note a rollback of a persisted change gives, and the refusal to orphan a file,
+    name /undo in the chat, not `unpersist()`."""
+    note = "persist writes the rolled-back code to it, or unpersist() puts the file back"
+    assert in_chat_words(note).endswith("or /undo puts the file back")
+    refusal = "Undo the persist first (unpersist()), or patch the module instead."
+    assert "(/undo)" in in_chat_words(refusal) and "unpersist" not in in_chat_words(refusal)
+
+
 def test_a_verified_change_found_divergent_is_held_back_saying_why(tmp_path: Path):
     """A change verified once, then found divergent (the running module's state moved away
     from its source), is not ready to persist, and the reason names the divergent run."""
