@@ -22,6 +22,7 @@ environments are refused.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from liveforge.kernel.errors import NotProjectCode
 
-__all__ = ["ProjectCode", "liveforge_file"]
+__all__ = ["ProjectCode", "liveforge_file", "real_path"]
 
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 _ENVIRONMENTS = frozenset({".tox", ".nox", "__pypackages__"})
@@ -41,10 +42,17 @@ _REPLACEABLE = tuple(
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def real_path(path: str | Path) -> Path:
+    """`path` with symbolic links resolved, remembered: every patch asks it of its module's
+    file, and links under a project do not change while it runs."""
+    return Path(os.path.realpath(path))
+
+
 def liveforge_file(path: str | Path) -> bool:
     """True for a file of liveforge's own replaceable code (its impls, tools and
     declarations), which the agent may patch wherever liveforge is installed."""
-    real = Path(os.path.realpath(path))
+    real = real_path(path)
     return any(real.is_relative_to(folder) for folder in _REPLACEABLE)
 
 

@@ -77,6 +77,7 @@ def apply(
     rerun_definitions: bool = False,
     skip: Callable[[ast.stmt], bool] | None = None,
     again: frozenset[str] = frozenset(),
+    known: _plans.Known | None = None,
 ) -> tuple[Index, Outcome]:
     """Make `module` (whose current source is indexed by `old`) run `source`.
 
@@ -85,15 +86,15 @@ def apply(
     `skip` picks changed statements other than definitions not to execute (a loop, a call
     that serves): the source still takes them, and the outcome's notes name each one.
     `again` are texts of unchanged statements to execute anyway (stale ones, see
-    `ModuleRecord.stale`).
+    `ModuleRecord.stale`). `known` is what the caller knows of the new text (see `_plans`).
     """
-    plan = _plans.plan(old, source, filename, target, rerun_definitions, skip, again)
+    plan = _plans.plan(old, source, filename, target, rerun_definitions, skip, again, known)
     ctx = _classes.MergeContext(UndoLog(), filename, rehome=_registered.rehome)
     namespace = module.__dict__
     saved = dict(namespace)
     registries = _forward.Snapshot()
     cached = linecache.cache.get(filename)
-    register_source(filename, source)
+    register_source(filename, source, plan.index.lines)
     # Body-only edits of decorated functions are made in place, without running their
     # decorators again (see `_bodies`), unless every definition must run again.
     in_place = not rerun_definitions and plan.index.future_flags == old.future_flags

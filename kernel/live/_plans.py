@@ -36,6 +36,16 @@ class Plan:
     again: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a patch knows of its module's new text: its lines, the old lines it replaced
+    (0-based, half-open) and the one statement standing there, already parsed."""
+
+    lines: list[str]
+    changed: tuple[int, int]
+    given: Stmt | None = None
+
+
 def plan(
     old: Index,
     source: str,
@@ -44,8 +54,16 @@ def plan(
     rerun: bool,
     skip: Callable[[ast.stmt], bool] | None = None,
     again: frozenset[str] = frozenset(),
+    known: Known | None = None,
 ) -> Plan:
-    result = reindex(old, source, filename)
+    """The plan of making the module indexed by `old` run `source`; `known` is what the
+    caller already knows of the new text (see `_stmts.reindex`)."""
+    if known is None:
+        result = reindex(old, source, filename)
+    else:
+        result = reindex(
+            old, source, filename, lines=known.lines, changed=known.changed, given=known.given
+        )
     force_defs = rerun or result.index.future_flags != old.future_flags
     if force_defs or again:
         # Every definition compiles differently under the new future flags (or may differ
@@ -115,7 +133,14 @@ def _reordered(old_run: list[Stmt], new_run: list[Stmt]) -> set[str]:
 
 
 def compile_stmt(stmt: Stmt, filename: str, flags: int, target: str) -> types.CodeType:
-    tree = ast.Module(body=[stmt.fresh_node()], type_ignores=[])
+    """The code of one statement, with its real line numbers."""
+    tree: ast.Module | str
+    if stmt.alone and stmt.lag:
+        # Blank lines in front give the code its real line numbers; compiling the text
+        # costs less than re-parsing it and compiling the tree.
+        tree = "\n" * (stmt.start - 1) + stmt.text
+    else:
+        tree = ast.Module(body=[stmt.fresh_node()], type_ignores=[])
     try:
         code: types.CodeType = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
         return code

@@ -11,12 +11,13 @@ from collections.abc import Callable
 
 from liveforge.kernel.errors import PatchError
 from liveforge.kernel.history._changes import Change
-from liveforge.kernel.live import _engine, _stale
+from liveforge.kernel.live import _engine, _plans, _stale
 from liveforge.kernel.live._dependents import follow_up
 from liveforge.kernel.runtime._modules import Modules
 from liveforge.kernel.runtime._protection import Protection
 from liveforge.kernel.runtime._rollbacks import Changes
 from liveforge.kernel.source._sources import ModuleRecord, check_module_name, importable
+from liveforge.kernel.source._stmts import Stmt, bindings, first_line
 from liveforge.kernel.source._targets import (
     keep_decorators,
     kind_of,
@@ -63,7 +64,10 @@ class Patching:
                 if location.exists
                 else None
             )
-            new_source = splice(record.index.lines, location, text)
+            new_source, lines = splice(record.index.lines, location, text)
+            given = None
+            if location.exists and not location.indent and not kind_override:
+                given = _alone(node, text, location.start)
             change = self.apply(
                 record,
                 new_source,
@@ -71,6 +75,7 @@ class Patching:
                 kind=kind_override or kind_of(node, len(path) > 1),
                 target_before=before,
                 target_after=text,
+                known=_plans.Known(lines, (location.start - 1, location.end), given),
             )
             if moved:
                 change.notes.insert(
@@ -106,8 +111,10 @@ class Patching:
         target_before: str | None = None,
         target_after: str | None = None,
         skip: Callable[[ast.stmt], bool] | None = None,
+        known: _plans.Known | None = None,
     ) -> Change:
-        """Run `source` as `record`'s module's new text through the engine; the `Change`."""
+        """Run `source` as `record`'s module's new text through the engine; the `Change`.
+        `known` is what a patch knows of the new text (see `_plans.Known`)."""
         module = sys.modules.get(record.name)
         if module is None:
             raise PatchError(
@@ -143,6 +150,7 @@ class Patching:
             rerun_definitions=rerun,
             skip=skip,
             again=again,
+            known=known,
         )
         record.source, record.index = source, new_index
         record.baseline_known = True
@@ -193,3 +201,14 @@ class Patching:
             created_packages=created,
         )
         return self.changes.record(record, change)
+
+
+def _alone(node: ast.stmt, text: str, start: int) -> Stmt | None:
+    """The statement a top-level definition's `text` (parsed as `node`) is once it stands at
+    line `start`: the index takes it as it is instead of parsing it again. None when the text
+    holds more than the one statement (a comment before it, a property's parts)."""
+    count = text.count("\n")
+    if first_line(node) != 1 or node.end_lineno != count or len(text.splitlines()) != count:
+        return None
+    binds = frozenset(bindings([node]))
+    return Stmt(start, start + count - 1, text, node, binds, lag=start - 1, alone=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from liveforge.kernel.errors import NotProjectModule, ProtectedTarget
 from liveforge.kernel.files._owncode import ProjectCode, liveforge_file
-from liveforge.kernel.history._safety import KERNEL_DIR, protected_file
+from liveforge.kernel.history._safety import KERNEL_DIR
 from liveforge.kernel.source._sources import ModuleRecord, module_file
 
 __all__ = ["Protection"]
@@ -37,6 +37,10 @@ class Protection:
         self.protected: list[Path] = [KERNEL_DIR]
         """Files and folders whose modules refuse patches, whatever name they were imported
         under (the kernel; `protect` adds more). `allow_kernel_patches` lifts it."""
+        # Where a module's file lies does not change while it stays loaded, and every patch
+        # asks: the answers per file are kept (resolving paths costs more than a patch).
+        self._places: dict[str, tuple[bool, bool, bool]] = {}
+        self._reasons: dict[str, str | None] = {}
 
     def protect(self, path: str | Path) -> None:
         """Refuse patches to the modules loaded from `path` (a file, or a folder and all under
@@ -44,6 +48,7 @@ class Protection:
         resolved = Path(path).resolve()
         if resolved not in self.protected:
             self.protected.append(resolved)
+            self._places.clear()
 
     def check(self, target: str, module_name: str, *, by_file: bool = True) -> None:
         """Raise `ProtectedTarget` when `target` (in `module_name`) may not be patched;
@@ -53,8 +58,8 @@ class Protection:
         if module_name == _KERNEL or module_name.startswith(_KERNEL + "."):
             raise ProtectedTarget(target)
         filename = module_file(module_name)
-        in_kernel = filename is not None and Path(filename).resolve().is_relative_to(KERNEL_DIR)
-        if in_kernel or (by_file and protected_file(module_name, self.protected)):
+        in_kernel, protected, _ = self._place(filename) if filename else (False, False, False)
+        if in_kernel or (by_file and protected):
             raise ProtectedTarget(
                 target,
                 place=f"a protected file ({filename or sys.modules[module_name].__file__})",
@@ -67,9 +72,25 @@ class Protection:
         code (impls, tools, declarations) is the agent's to patch wherever it is installed."""
         if outside_project or self.outside_project or record.virtual:
             return
-        kernel = Path(record.filename).resolve().is_relative_to(KERNEL_DIR)
-        if liveforge_file(record.filename) or (kernel and self.allow_kernel_patches):
+        kernel, _, own = self._place(record.filename)
+        if own or (kernel and self.allow_kernel_patches):
             return  # liveforge's own code: its own opt-in (allow_kernel_patches) decides
-        why = self.code.reason(record.filename)
+        if record.filename not in self._reasons:
+            self._reasons[record.filename] = self.code.reason(record.filename)
+        why = self._reasons[record.filename]
         if why is not None:
             raise NotProjectModule(target, module=record.name, filename=record.filename, reason=why)
+
+    def _place(self, filename: str) -> tuple[bool, bool, bool]:
+        """Whether `filename` is in the kernel, in a protected file or folder, and in
+        liveforge's own replaceable code."""
+        place = self._places.get(filename)
+        if place is None:
+            try:
+                resolved = Path(filename).resolve()
+            except OSError:
+                return (False, False, liveforge_file(filename))
+            protected = any(resolved == p or resolved.is_relative_to(p) for p in self.protected)
+            place = (resolved.is_relative_to(KERNEL_DIR), protected, liveforge_file(filename))
+            self._places[filename] = place
+        return place

@@ -38,11 +38,13 @@ def virtual_filename(name: str, is_package: bool = False) -> str:
     return VIRTUAL_PREFIX + name.replace(".", "/") + ("/__init__.py" if is_package else ".py")
 
 
-def register_source(filename: str, source: str) -> None:
-    """Make `source` what linecache (and so inspect and tracebacks) returns for `filename`."""
-    lines = source.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+def register_source(filename: str, source: str, lines: list[str] | None = None) -> None:
+    """Make `source` what linecache (and so inspect and tracebacks) returns for `filename`;
+    `lines` is the source already split (by `_stmts.split_lines`), which nobody changes."""
+    if lines is None:
+        lines = source.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
     linecache.cache[filename] = (len(source), None, lines, filename)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from liveforge.kernel.errors import PatchSyntaxError
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-@dataclass
+@dataclass(slots=True)
 class Stmt:
     """One top-level statement: 1-based inclusive line range, exact text, bound names."""
 
@@ -37,6 +38,9 @@ class Stmt:
     #: whether those functions make functions when called (closures such as a decorator's
     #: wrappers), which then live elsewhere in the module.
     spawns: bool = False
+    #: the text is this statement alone (no other statement shares its lines), so it compiles
+    #: from the text, with no AST built (see `_plans.compile_stmt`).
+    alone: bool = False
 
     @property
     def name(self) -> str | None:
@@ -50,6 +54,22 @@ class Stmt:
             ast.increment_lineno(tree, self.start - 1)
             self.node, self.lag = tree.body[0], 0
         return self.node
+
+    def moved(self, delta: int) -> Stmt:
+        """The same statement `delta` lines further down (its node is re-parsed if needed)."""
+        if not delta:
+            return self
+        return Stmt(
+            self.start + delta,
+            self.end + delta,
+            self.text,
+            self.node,
+            self.binds,
+            self.lag + delta,
+            self.functions,
+            self.spawns,
+            self.alone,
+        )
 
 
 @dataclass
@@ -154,13 +174,17 @@ def _stmts_from(tree: ast.Module, lines: list[str]) -> list[Stmt]:
 def _future_flags(stmts: list[Stmt]) -> int:
     flags = 0
     for stmt in stmts:
-        node = stmt.node
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            for alias in node.names:
+        if _is_future(stmt):
+            for alias in stmt.node.names:  # type: ignore[attr-defined]
                 feature = getattr(__future__, alias.name, None)
                 if feature is not None:
                     flags |= feature.compiler_flag
     return flags
+
+
+def _is_future(stmt: Stmt) -> bool:
+    node = stmt.node
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
 
 
 def _finish(lines: list[str], stmts: list[Stmt]) -> Index:
@@ -168,6 +192,33 @@ def _finish(lines: list[str], stmts: list[Stmt]) -> Index:
     for stmt in stmts:
         bound |= stmt.binds
     return Index(lines, stmts, _future_flags(stmts), bound)
+
+
+def _follow(
+    old: Index,
+    lines: list[str],
+    head: list[Stmt],
+    run: tuple[list[Stmt], list[Stmt]],
+    tail: list[Stmt],
+) -> Index:
+    """The index after `old`'s statements `run[0]` became `run[1]`: the future flags and the
+    bound names worked out from the run alone (a patch touches a few statements of many)."""
+    old_run, new_run = run
+    stmts = head + new_run + tail
+    if any(_is_future(s) for s in old_run) or any(_is_future(s) for s in new_run):
+        flags = _future_flags(stmts)
+    else:
+        flags = old.future_flags
+    before: frozenset[str] = frozenset().union(*(s.binds for s in old_run))
+    after: frozenset[str] = frozenset().union(*(s.binds for s in new_run))
+    if before == after:
+        bound = old.bound
+    else:
+        maybe = before - after
+        bound = (old.bound - before) | after
+        bound |= {n for s in head for n in s.binds & maybe}
+        bound |= {n for s in tail for n in s.binds & maybe}
+    return Index(lines, stmts, flags, bound)
 
 
 def split_lines(source: str) -> list[str]:
@@ -196,43 +247,46 @@ class Reindexed:
     delta: int
 
 
-def reindex(old: Index, source: str, filename: str) -> Reindexed:
-    """Index `source`, reusing `old` where the text is unchanged."""
-    lines = split_lines(source)
-    changed = _changed_run(old.lines, lines)
+def reindex(
+    old: Index,
+    source: str,
+    filename: str,
+    *,
+    lines: list[str] | None = None,
+    changed: tuple[int, int] | None = None,
+    given: Stmt | None = None,
+) -> Reindexed:
+    """Index `source`, reusing `old` where the text is unchanged.
+
+    A caller that knows more passes it: `lines` (the source split by `split_lines`),
+    `changed` (the 0-based half-open range of old lines that were replaced), and `given`, the
+    one statement the new text has in that range, already parsed (its node may lag, see
+    `Stmt.lag`), taken when the range is exactly whole statements."""
+    lines = split_lines(source) if lines is None else lines
     if changed is None:
-        return Reindexed(_finish(lines, list(old.stmts)), [], [], [], 0)
-    lo, hi = _widen(old, *changed)
+        changed = _changed_run(old.lines, lines)
+        if changed is None:
+            same = Index(lines, list(old.stmts), old.future_flags, old.bound)
+            return Reindexed(same, [], [], [], 0)
+    first, last, lo, hi = _widen(old, *changed)
     delta = len(lines) - len(old.lines)
-    try:
-        # Blank lines in front give the run's nodes their real line numbers, at a fraction of
-        # the cost of ast.increment_lineno.
-        tree = ast.parse("\n" * lo + "".join(lines[lo : hi + delta]), filename)
-    except SyntaxError:
-        # Either a real syntax error (the full parse reports it with true line numbers) or a
-        # change that moved statement boundaries: then the whole module is the changed run.
-        full = index(source, filename)
-        return Reindexed(full, list(old.stmts), list(full.stmts), [], 0)
-    head = [s for s in old.stmts if s.end <= lo]
-    old_run = [s for s in old.stmts if s.start > lo and s.end <= hi]
-    tail = [_shifted(s, delta) for s in old.stmts if s.start > hi]
-    new_run = _stmts_from(tree, lines)
-    return Reindexed(_finish(lines, head + new_run + tail), old_run, new_run, tail, delta)
-
-
-def _shifted(stmt: Stmt, delta: int) -> Stmt:
-    if not delta:
-        return stmt
-    return Stmt(
-        stmt.start + delta,
-        stmt.end + delta,
-        stmt.text,
-        stmt.node,
-        stmt.binds,
-        stmt.lag + delta,
-        stmt.functions,
-        stmt.spawns,
-    )
+    head, old_run = old.stmts[:first], old.stmts[first:last]
+    if given is not None and (lo, hi) == changed and given.start == lo + 1:
+        new_run = [given]
+    else:
+        try:
+            # Blank lines in front give the run's nodes their real line numbers, at a fraction
+            # of the cost of ast.increment_lineno.
+            tree = ast.parse("\n" * lo + "".join(lines[lo : hi + delta]), filename)
+        except SyntaxError:
+            # Either a real syntax error (the full parse reports it with true line numbers) or
+            # a change that moved statement boundaries: then the whole module is the run.
+            full = index(source, filename)
+            return Reindexed(full, list(old.stmts), list(full.stmts), [], 0)
+        new_run = _stmts_from(tree, lines)
+    tail = [s.moved(delta) for s in old.stmts[last:]]
+    new = _follow(old, lines, head, (old_run, new_run), tail)
+    return Reindexed(new, old_run, new_run, tail, delta)
 
 
 def _changed_run(old: list[str], new: list[str]) -> tuple[int, int] | None:
@@ -271,9 +325,16 @@ def _common(
     return count
 
 
-def _widen(index_: Index, lo: int, hi: int) -> tuple[int, int]:
-    """Widen the 0-based line range [lo, hi) to whole top-level statements of `index_`."""
-    for stmt in index_.stmts:
-        if stmt.end > lo and stmt.start - 1 < max(hi, lo + 1):
-            lo, hi = min(lo, stmt.start - 1), max(hi, stmt.end)
-    return lo, hi
+def _widen(index_: Index, lo: int, hi: int) -> tuple[int, int, int, int]:
+    """Widen the 0-based line range [lo, hi) to whole top-level statements of `index_`: the
+    positions of the first statement in it and of the first after it, and the widened range."""
+    stmts = index_.stmts
+    first = bisect.bisect_right([s.end for s in stmts], lo)  # the first ending after `lo`
+    last = first
+    while last < len(stmts) and stmts[last].start - 1 < max(hi, lo + 1):
+        lo, hi = min(lo, stmts[last].start - 1), max(hi, stmts[last].end)
+        last += 1
+    while first > 0 and stmts[first - 1].end > lo:  # `a = 1; b = (...` share a line
+        first -= 1
+        lo = min(lo, stmts[first].start - 1)
+    return first, last, lo, hi

@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from liveforge.kernel.errors import PatchError, PatchSyntaxError, TargetNotFound
-from liveforge.kernel.source._stmts import Index, first_line
+from liveforge.kernel.source._stmts import Index, first_line, split_lines
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -209,19 +209,25 @@ def parse_definition(source: str, name: str, target: str) -> tuple[str, ast.stmt
     return text, tree.body[0]
 
 
-def splice(lines: list[str], location: Location, text: str) -> str:
-    """The module source with `text` standing at `location` (re-indented)."""
-    body = "".join(
+def splice(lines: list[str], location: Location, text: str) -> tuple[str, list[str]]:
+    """The module source with `text` standing at `location` (re-indented), and its lines
+    (as `_stmts.split_lines` gives them); they replace `lines[location.start - 1 :
+    location.end]`."""
+    body = [
         (location.indent + line) if line.strip() else line
         for line in text.splitlines(keepends=True)
-    )
+    ]
     before, after = lines[: location.start - 1], lines[location.end :]
     if not location.exists:
         if location.indent:
-            body = "\n" + body
-        else:
-            body = ("\n\n" if before and before[-1].strip() else "") + body
-    return "".join(before) + body + "".join(after)
+            body.insert(0, "\n")
+        elif before and before[-1].strip():
+            body[:0] = ["\n", "\n"]
+    new_lines = before + body + after
+    source = "".join(new_lines)
+    if before and before[-1].endswith("\r") and body and body[0].startswith("\n"):
+        new_lines = split_lines(source)  # a lone CR before the body joins its line break
+    return source, new_lines
 
 
 def keep_decorators(old: ast.stmt, lines: list[str], text: str, new: ast.stmt) -> str:
