@@ -24,7 +24,7 @@ import functools
 import linecache
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,7 +144,7 @@ def _execute(
     if decorated and _forward.registers_impls(module.__name__):
         pairs, in_place = {}, False
     impls = {n for n in decorated if n and _registers_impl(saved.get(n))}
-    existing = {id(v) for v in saved.values()}
+    existing = _Ids(saved)
     old_nodes = {s.name: s for s in plan.old_run if s.name}
     rerun = {s.name for s, _ in plan.run if s.name}
     for stmt in plan.old_run:
@@ -227,7 +227,7 @@ def _follow(
     plan: _plans.Plan,
     rebound: set[str],
     saved: dict[str, Any],
-    existing: set[int],
+    existing: Container[int],
     ctx: _classes.MergeContext,
     outcome: Outcome,
 ) -> None:
@@ -259,7 +259,7 @@ def follow_readers(
     rebound: set[str],
     namespace: dict[str, Any],
     saved: dict[str, Any],
-    existing: set[int],
+    existing: Container[int],
     ctx: _classes.MergeContext,
     *,
     where: str = "",
@@ -324,7 +324,7 @@ def _merge_name(
     stmt: Stmt,
     old_stmt: Stmt | None,
     saved: dict[str, Any],
-    existing: set[int],
+    existing: Container[int],
     ctx: _classes.MergeContext,
     outcome: Outcome,
 ) -> None:
@@ -456,3 +456,17 @@ def _describe(exc: BaseException, filename: str) -> str:
         f"executing the new source raised {type(exc).__name__}: {exc}{where}{shown}. "
         "Nothing was changed; fix the source and patch again."
     )
+
+
+class _Ids:
+    """The identities of a namespace's values before the application, worked out the first
+    time one is asked for (most applications never ask)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+        self._ids: set[int] | None = None
+
+    def __contains__(self, key: object) -> bool:
+        if self._ids is None:
+            self._ids = {id(v) for v in self._values.values()}
+        return key in self._ids

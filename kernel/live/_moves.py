@@ -10,6 +10,7 @@ source); the classes a moved statement made have it shifted the same way.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from typing import Any
 
@@ -18,14 +19,18 @@ from liveforge.kernel.live._functions import defined_functions, makes_functions,
 from liveforge.kernel.live._update import shift_code
 from liveforge.kernel.source._stmts import Stmt
 
+#: classes record their first line from Python 3.13 (`__firstlineno__`).
+_CLASS_LINES = sys.version_info >= (3, 13)
+
 
 def shift_moved(
     namespace: dict[str, Any], moved: list[tuple[Stmt, int]], ctx: _classes.MergeContext
 ) -> None:
     """Move the line numbers of the functions each moved statement made (and of the closures
-    those made) by its delta, recording each change in `ctx.log`."""
+    those made) by its delta, recording the change in `ctx.log` (one entry for all)."""
     seen: set[int] = set()
     in_module: list[types.FunctionType] | None = None
+    codes: list[tuple[types.FunctionType, types.CodeType]] = []
     for stmt, delta in moved:
         first, last = stmt.start - delta, stmt.end - delta
         if stmt.functions is None:
@@ -38,7 +43,8 @@ def shift_moved(
             ]
             stmt.spawns = any(makes_functions(f.__code__) for f in stmt.functions)
         funcs = stmt.functions
-        _shift_classes(namespace, stmt, (first, last, delta), seen, ctx)
+        if _CLASS_LINES:
+            _shift_classes(namespace, stmt, (first, last, delta), seen, ctx)
         if stmt.spawns:
             # Closures made at run time by the statement's functions (a decorator's wrappers)
             # are bound elsewhere in the module; they are found by their line range.
@@ -54,10 +60,17 @@ def shift_moved(
                 continue
             seen.add(id(func))
             before = func.__code__
-            ctx.log.add(functools.partial(setattr, func, "__code__", before))
+            codes.append((func, before))
             func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
             if stmt.spawns:
                 shifted.update(_spawned.moved(before, func.__code__))
+    if codes:
+        ctx.log.add(functools.partial(_put_back, codes))
+
+
+def _put_back(codes: list[tuple[types.FunctionType, types.CodeType]]) -> None:
+    for func, code in reversed(codes):
+        func.__code__ = code
 
 
 def _shift_classes(
@@ -72,10 +85,15 @@ def _shift_classes(
     functions made when called (a class factory's products, bound elsewhere)."""
     first, last, delta = move
     module = namespace.get("__name__")
-    roots = [namespace.get(name) for name in stmt.binds]
     if stmt.spawns:
-        roots += list(namespace.values())
-    for cls in _classes_in(roots, module):
+        found = _classes_in(
+            [namespace.get(n) for n in stmt.binds] + list(namespace.values()), module
+        )
+    else:
+        if stmt.classes is None:  # kept, as the functions are (see `shift_moved`)
+            stmt.classes = _classes_in([namespace.get(n) for n in stmt.binds], module)
+        found = stmt.classes
+    for cls in found:
         line = cls.__dict__.get("__firstlineno__")
         if id(cls) in seen or not isinstance(line, int) or not first <= line <= last:
             continue

@@ -13,8 +13,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from liveforge.kernel.live._reexports import is_star
-from liveforge.kernel.source._stmts import Index, Reindexed, Stmt, index, reindex
+from liveforge.kernel.source._stmts import Index, Reindexed, Stmt, index, is_star, reindex
 
 
 @dataclass

@@ -15,7 +15,7 @@ import types
 from typing import Any
 
 from liveforge.kernel.live._revert import MISSING
-from liveforge.kernel.source._stmts import Index, Stmt
+from liveforge.kernel.source._stmts import Index, Stmt, is_star
 
 _MISSING = object()
 
@@ -83,10 +83,6 @@ def _resolve(node: ast.ImportFrom, module: types.ModuleType) -> types.ModuleType
     return sys.modules.get(name)
 
 
-def is_star(node: ast.stmt) -> bool:
-    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
-
-
 def removed_names(
     module: types.ModuleType, index: Index, removed: set[str], dropped_stars: list[Stmt]
 ) -> tuple[set[str], dict[str, Any]]:
@@ -94,9 +90,9 @@ def removed_names(
     star import binds (they take the imported value). A star import's names are known only
     at run time: those of its `from m import *` statements in the new source stay; those only
     a dropped one bound (and that are still the very objects of its module) go."""
-    stars = [s for s in index.stmts if is_star(s.node)]
-    if not stars and not dropped_stars:
+    if not index.stars and not dropped_stars:
         return removed, {}
+    stars = [s for s in index.stmts if is_star(s.node)]
     kept = {n: v for s in stars for n, v in _exported(module, s.node).items()}
     namespace = module.__dict__
     dropped = {

@@ -55,7 +55,9 @@ class Patching:
             self.protection.check_own(target, record, outside_project=outside_project)
             assert record.index is not None
             location = locate(record.index, module_name, path)
-            text, node = parse_definition(source, path[-1], target)
+            # A top-level definition is parsed where it will stand: the index takes its node.
+            first = location.start if location.exists and not location.indent else 1
+            text, node = parse_definition(source, path[-1], target, first)
             location = narrow(location, text)
             if kind_override and location.node is not None:
                 text = keep_decorators(location.node, record.index.lines, text, node)
@@ -67,7 +69,7 @@ class Patching:
             new_source, lines = splice(record.index.lines, location, text)
             given = None
             if location.exists and not location.indent and not kind_override:
-                given = _alone(node, text, location.start)
+                given = _alone(node, text, first)
             change = self.apply(
                 record,
                 new_source,
@@ -155,7 +157,8 @@ class Patching:
         record.source, record.index = source, new_index
         record.baseline_known = True
         _stale.track(record, outcome, new_index)
-        change = Change(
+        # Built from values of the right types: no validation (it costs a tenth of a patch).
+        change = Change.model_construct(
             id=self.changes.log.next_id(),
             target=target,
             module=record.name,
@@ -204,11 +207,11 @@ class Patching:
 
 
 def _alone(node: ast.stmt, text: str, start: int) -> Stmt | None:
-    """The statement a top-level definition's `text` (parsed as `node`) is once it stands at
-    line `start`: the index takes it as it is instead of parsing it again. None when the text
-    holds more than the one statement (a comment before it, a property's parts)."""
+    """The statement a top-level definition's `text` is at line `start`, where `node` was
+    parsed: the index takes it as it is instead of parsing it again. None when the text holds
+    more than the one statement (a comment before it, a property's parts)."""
     count = text.count("\n")
-    if first_line(node) != 1 or node.end_lineno != count or len(text.splitlines()) != count:
+    last = start + count - 1
+    if first_line(node) != start or node.end_lineno != last or len(text.splitlines()) != count:
         return None
-    binds = frozenset(bindings([node]))
-    return Stmt(start, start + count - 1, text, node, binds, lag=start - 1, alone=True)
+    return Stmt(start, last, text, node, frozenset(bindings([node])), alone=True)

@@ -38,6 +38,8 @@ class Stmt:
     #: whether those functions make functions when called (closures such as a decorator's
     #: wrappers), which then live elsewhere in the module.
     spawns: bool = False
+    #: the classes it made (with their nested classes), kept as `functions` are.
+    classes: list[Any] | None = None
     #: the text is this statement alone (no other statement shares its lines), so it compiles
     #: from the text, with no AST built (see `_plans.compile_stmt`).
     alone: bool = False
@@ -51,8 +53,12 @@ class Stmt:
         """The statement's AST with correct line numbers (re-parsed when it was shifted)."""
         if self.lag:
             tree = ast.parse(self.text)
-            ast.increment_lineno(tree, self.start - 1)
-            self.node, self.lag = tree.body[0], 0
+            # The text may hold other statements on its lines (`a = 1; b = 2`): this one is
+            # where the lagging node is, relative to the text.
+            place = (self.node.lineno + self.lag - self.start + 1, self.node.col_offset)
+            node = next(n for n in tree.body if (n.lineno, n.col_offset) == place)
+            ast.increment_lineno(node, self.start - 1)
+            self.node, self.lag = node, 0
         return self.node
 
     def moved(self, delta: int) -> Stmt:
@@ -68,6 +74,7 @@ class Stmt:
             self.lag + delta,
             self.functions,
             self.spawns,
+            self.classes,
             self.alone,
         )
 
@@ -80,6 +87,8 @@ class Index:
     stmts: list[Stmt]
     future_flags: int = 0
     bound: set[str] = field(default_factory=set)
+    #: how many `from m import *` statements it has.
+    stars: int = 0
 
     @property
     def source(self) -> str:
@@ -187,11 +196,17 @@ def _is_future(stmt: Stmt) -> bool:
     return isinstance(node, ast.ImportFrom) and node.module == "__future__"
 
 
+def is_star(node: ast.stmt) -> bool:
+    """True for a `from m import *` statement."""
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+
+
 def _finish(lines: list[str], stmts: list[Stmt]) -> Index:
     bound: set[str] = set()
     for stmt in stmts:
         bound |= stmt.binds
-    return Index(lines, stmts, _future_flags(stmts), bound)
+    stars = sum(1 for s in stmts if is_star(s.node))
+    return Index(lines, stmts, _future_flags(stmts), bound, stars)
 
 
 def _follow(
@@ -218,7 +233,9 @@ def _follow(
         bound = (old.bound - before) | after
         bound |= {n for s in head for n in s.binds & maybe}
         bound |= {n for s in tail for n in s.binds & maybe}
-    return Index(lines, stmts, flags, bound)
+    stars = old.stars - sum(1 for s in old_run if is_star(s.node))
+    stars += sum(1 for s in new_run if is_star(s.node))
+    return Index(lines, stmts, flags, bound, stars)
 
 
 def split_lines(source: str) -> list[str]:
@@ -266,7 +283,7 @@ def reindex(
     if changed is None:
         changed = _changed_run(old.lines, lines)
         if changed is None:
-            same = Index(lines, list(old.stmts), old.future_flags, old.bound)
+            same = Index(lines, list(old.stmts), old.future_flags, old.bound, old.stars)
             return Reindexed(same, [], [], [], 0)
     first, last, lo, hi = _widen(old, *changed)
     delta = len(lines) - len(old.lines)

@@ -94,7 +94,10 @@ def _names(body: list[ast.stmt]) -> list[str]:
 
 def locate(index: Index, module: str, path: list[str]) -> Location:
     """The location of `path` inside the module indexed by `index`."""
-    stmt = next((s for s in reversed(index.stmts) if _binds_only(s.node, path[0])), None)
+    name = path[0]
+    stmt = next(
+        (s for s in reversed(index.stmts) if name in s.binds and _binds_only(s.node, name)), None
+    )
     if stmt is None:
         if len(path) == 1:
             end = len(index.lines)
@@ -179,17 +182,19 @@ def _indent(lines: list[str], node: ast.stmt) -> str:
     return prefix if not prefix.strip() else " " * node.col_offset
 
 
-def parse_definition(source: str, name: str, target: str) -> tuple[str, ast.stmt]:
-    """Dedent and check a definition's source: one statement that defines `name`."""
+def parse_definition(source: str, name: str, target: str, first: int = 1) -> tuple[str, ast.stmt]:
+    """Dedent and check a definition's source: one statement that defines `name`. Its node
+    has the line numbers it has once its first line is line `first` of the module."""
     text = textwrap.dedent(source).strip("\n") + "\n"
     try:
-        tree = ast.parse(text)
+        tree = ast.parse("\n" * (first - 1) + text)
     except SyntaxError as exc:
+        line = exc.lineno - first + 1 if exc.lineno is not None else None
         raise PatchSyntaxError(
-            f"the new source for {target} does not compile: {exc.msg} (line {exc.lineno} of "
+            f"the new source for {target} does not compile: {exc.msg} (line {line} of "
             "the given source). Fix it and patch again; nothing was changed.",
             target=target,
-            line=exc.lineno,
+            line=line,
             text=exc.text,
             offset=exc.offset,
         ) from None
