@@ -26,7 +26,11 @@ last column tells whether `fn`, taken from the module before the patches (like a
 from-import or a registered callback), runs the final code.
 jurigged and IPython come from the `bench` extra: pip install -e ".[bench]".
 
-Run: python bench/patch_latency.py [--patches 20] [--repeat 3]
+`--before REF` adds the liveforge rows of another revision (`git archive REF` unpacked in a
+temporary folder), measured in the same run, the two revisions' child processes taking
+turns, so a change's effect is read off one table.
+
+Run: python bench/patch_latency.py [--patches 20] [--repeat 3] [--before REF]
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _trees import unpack
+
 MODULE = "lf_bench_target"
 TARGET = "fn30"
 BIG_HEAP = 1_000_000
@@ -57,7 +63,9 @@ ENGINES = {
     "jurigged-refresh": "jurigged CodeFile.refresh",
     "ipython-deduper": "ipython deduper",
 }
-TARGET_PATCH_MS = 1.0
+TARGET_PATCH_MS = 0.25
+#: liveforge's patch against jurigged's recoder, measured side by side.
+TARGET_JURIGGED = 0.1
 TARGET_RATIO = 1.5
 TARGET_RELOAD_MS = 5.0
 
@@ -200,24 +208,38 @@ def child(engine: str, heap: int, patches: int) -> None:
 # -- the table --------------------------------------------------------------------------------
 
 
-def measure(engine: str, heap: int, patches: int, repeat: int) -> tuple[float | str, bool]:
-    """Median seconds of one engine at one heap size: the lowest median of `repeat` fresh
-    child processes (other load on the machine only ever adds time). Engines slower than
-    0.1 s per patch are run once; noise does not matter at that scale."""
-    best: float | str = "failed"
-    captured = False
+def measure(
+    engine: str, heap: int, patches: int, repeat: int, trees: list[Path | None]
+) -> list[tuple[float | str, bool]]:
+    """Median seconds of one engine at one heap size, for each tree (None: this checkout):
+    the lowest median of `repeat` fresh child processes (other load on the machine only ever
+    adds time), the trees taking turns. Engines slower than 0.1 s per patch are run once;
+    noise does not matter at that scale."""
+    best: list[float | str] = ["failed"] * len(trees)
+    captured = [False] * len(trees)
     for _ in range(repeat):
-        median, captured = _measure_once(engine, heap, patches)
-        if not isinstance(median, float):
-            return median, False
-        best = median if not isinstance(best, float) else min(best, median)
-        if median > 0.1:
+        slow = False
+        for at, tree in enumerate(trees):
+            if best[at] != "failed" and not isinstance(best[at], float):
+                continue
+            median, captured[at] = _measure_once(engine, heap, patches, tree)
+            if not isinstance(median, float):
+                best[at], captured[at] = median, False
+                continue
+            now = best[at]
+            best[at] = median if not isinstance(now, float) else min(now, median)
+            slow = slow or median > 0.1
+        if slow:
             break
-    return best, captured
+    return list(zip(best, captured, strict=True))
 
 
-def _measure_once(engine: str, heap: int, patches: int) -> tuple[float | str, bool]:
+def _measure_once(
+    engine: str, heap: int, patches: int, tree: Path | None
+) -> tuple[float | str, bool]:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     proc = subprocess.run(
         [
             sys.executable,
@@ -251,17 +273,25 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, help="child processes per cell; the lowest median is shown"
     )
+    parser.add_argument("--before", metavar="REF", help="also measure this git revision")
     parser.add_argument("--child")
     parser.add_argument("--heap", type=int, default=0)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.heap, args.patches)
         return
+    with tempfile.TemporaryDirectory() as folder:
+        before = unpack(args.before, Path(folder)) if args.before else None
+        table(args.patches, args.repeat, before, args.before)
+
+
+def table(patches: int, repeat: int, before: Path | None, ref: str | None) -> None:
+    """Measure every engine (and liveforge's rows of `before`, revision `ref`) and print."""
     lines = module_source().count("\n") + 1
     print(
         f"patching {TARGET} of a {lines}-line module (60 functions, 12 classes x 5 methods), "
-        f"{args.patches} successive patches, median per patch; each cell the best of "
-        f"{args.repeat} fresh processes\n"
+        f"{patches} successive patches, median per patch; each cell the best of "
+        f"{repeat} fresh processes\n"
     )
     print(
         f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | {'big/small':>9} "
@@ -270,16 +300,26 @@ def main() -> None:
     print("-" * 28 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 11 + "|" + "-" * 28)
     results: dict[str, tuple[float | str, float | str]] = {}
     for engine, label in ENGINES.items():
-        small, captured = measure(engine, 0, args.patches, args.repeat)
-        big, _ = measure(engine, BIG_HEAP, args.patches, args.repeat)
-        results[engine] = (small, big)
-        ratio = (
-            f"{big / small:.2f}x" if isinstance(small, float) and isinstance(big, float) else "-"
-        )
-        print(
-            f"{label:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
-            f"{'yes' if captured else 'no'}"
-        )
+        trees: list[Path | None] = [None]
+        labels = [label]
+        if before is not None and engine.startswith("lf-"):
+            trees.insert(0, before)
+            labels.insert(0, f"{label} ({ref})")
+        smalls = measure(engine, 0, patches, repeat, trees)
+        bigs = measure(engine, BIG_HEAP, patches, repeat, trees)
+        for name, (small, captured), (big, _) in zip(labels, smalls, bigs, strict=True):
+            ratio = (
+                f"{big / small:.2f}x"
+                if isinstance(small, float) and isinstance(big, float)
+                else "-"
+            )
+            print(
+                f"{name:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
+                f"{'yes' if captured else 'no'}"
+            )
+        results[engine] = (smalls[-1][0], bigs[-1][0])
+        if before is not None and engine == "lf-patch":
+            results["lf-patch-before"] = (smalls[0][0], bigs[0][0])
     print()
     _targets(results)
 
@@ -311,6 +351,18 @@ def _targets(results: dict[str, tuple[float | str, float | str]]) -> None:
             worst_reload * 1e3 <= TARGET_RELOAD_MS,
         ),
     ]
+    jurigged = results["jurigged-recoder"][0]
+    if isinstance(jurigged, float):
+        checks.append(
+            (
+                f"liveforge patch / jurigged <= {TARGET_JURIGGED}x",
+                f"{small / jurigged:.3f}x",
+                small / jurigged <= TARGET_JURIGGED,
+            )
+        )
+    earlier = results.get("lf-patch-before", ("-", "-"))[0]
+    if isinstance(earlier, float):
+        print(f"liveforge patch, this checkout / before: {small / earlier:.2f}x")
     for label, value, ok in checks:
         print(f"target: {label:<40} {value:>10}  {'met' if ok else 'MISSED'}")
     print(

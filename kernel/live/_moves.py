@@ -54,6 +54,13 @@ def shift_moved(
         # A closure found here takes the very nested code object its shifted maker holds;
         # those held elsewhere (a registry, a partial) keep theirs, which the maker's new code
         # remembers, so its next patch still finds them (see `_spawned.moved`).
+        if not stmt.spawns:
+            for func in funcs:
+                if id(func) not in seen:
+                    seen.add(id(func))
+                    codes.append((func, func.__code__))
+                    func.__code__ = shift_code(func.__code__, delta)
+            continue
         shifted: dict[int, types.CodeType] = {}
         for func in funcs:
             if id(func) in seen:
@@ -62,8 +69,7 @@ def shift_moved(
             before = func.__code__
             codes.append((func, before))
             func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
-            if stmt.spawns:
-                shifted.update(_spawned.moved(before, func.__code__))
+            shifted.update(_spawned.moved(before, func.__code__))
     if codes:
         ctx.log.add(functools.partial(_put_back, codes))
 

@@ -410,10 +410,12 @@ def update_callable(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str
 
 def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
     """The same code object with every line number (nested code included) moved by `delta`."""
-    consts = code.co_consts
-    if any(type(c) is types.CodeType for c in consts):
-        consts = tuple(shift_code(c, delta) if type(c) is types.CodeType else c for c in consts)
-        return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
+    for const in code.co_consts:
+        if type(const) is types.CodeType:
+            consts = tuple(
+                shift_code(c, delta) if type(c) is types.CodeType else c for c in code.co_consts
+            )
+            return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
     # No nested code (the common case): the line table is relative to co_firstlineno.
     return code.replace(co_firstlineno=code.co_firstlineno + delta)
 

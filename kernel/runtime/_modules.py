@@ -77,7 +77,12 @@ class Modules:
         parts = check_module_name(target, what="dotted path").split(".")
         for depth in range(len(parts), 0, -1):
             name = ".".join(parts[:depth])
-            if name in sys.modules or self.registry.get(name) or importable(name):
+            if name in sys.modules or self.registry.get(name):
+                return _through_modules(name, parts[depth:])
+            parent = sys.modules.get(".".join(parts[: depth - 1]))
+            if parent is not None and not hasattr(parent, "__path__"):
+                continue  # a loaded module that is not a package has no submodules
+            if importable(name):
                 return _through_modules(name, parts[depth:])
         candidates = [m for m in sys.modules if m.split(".")[0] == parts[0]] or list(sys.modules)
         raise TargetNotFound(target, candidates)

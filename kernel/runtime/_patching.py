@@ -157,8 +157,7 @@ class Patching:
         record.source, record.index = source, new_index
         record.baseline_known = True
         _stale.track(record, outcome, new_index)
-        # Built from values of the right types: no validation (it costs a tenth of a patch).
-        change = Change.model_construct(
+        change = Change(
             id=self.changes.log.next_id(),
             target=target,
             module=record.name,

@@ -10,6 +10,7 @@ parent exists but whose last name does not is added at the end of its parent.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -182,10 +183,20 @@ def _indent(lines: list[str], node: ast.stmt) -> str:
     return prefix if not prefix.strip() else " " * node.col_offset
 
 
+_BLANK_WITH_SPACE = re.compile(r"^[ \t]+$", re.MULTILINE)
+
+
+def _dedent(source: str) -> str:
+    """`textwrap.dedent(source)`, without its work when the first line is not indented."""
+    if source[:1] not in ("", " ", "\t", "\n", "\r") and not _BLANK_WITH_SPACE.search(source):
+        return source
+    return textwrap.dedent(source)
+
+
 def parse_definition(source: str, name: str, target: str, first: int = 1) -> tuple[str, ast.stmt]:
     """Dedent and check a definition's source: one statement that defines `name`. Its node
     has the line numbers it has once its first line is line `first` of the module."""
-    text = textwrap.dedent(source).strip("\n") + "\n"
+    text = _dedent(source).strip("\n") + "\n"
     try:
         tree = ast.parse("\n" * (first - 1) + text)
     except SyntaxError as exc:
