@@ -294,10 +294,10 @@ def table(patches: int, repeat: int, before: Path | None, ref: str | None) -> No
         f"{repeat} fresh processes\n"
     )
     print(
-        f"{'engine':<28}| {'small heap':>12} | {'+1M objects':>12} | {'big/small':>9} "
+        f"{'engine':<36}| {'small heap':>12} | {'+1M objects':>12} | {'big/small':>9} "
         f"| old reference runs new code"
     )
-    print("-" * 28 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 11 + "|" + "-" * 28)
+    print("-" * 36 + "|" + "-" * 14 + "|" + "-" * 14 + "|" + "-" * 11 + "|" + "-" * 28)
     results: dict[str, tuple[float | str, float | str]] = {}
     for engine, label in ENGINES.items():
         trees: list[Path | None] = [None]
@@ -314,7 +314,7 @@ def table(patches: int, repeat: int, before: Path | None, ref: str | None) -> No
                 else "-"
             )
             print(
-                f"{name:<28}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
+                f"{name:<36}| {_ms(small):>12} | {_ms(big):>12} | {ratio:>9} | "
                 f"{'yes' if captured else 'no'}"
             )
         results[engine] = (smalls[-1][0], bigs[-1][0])
