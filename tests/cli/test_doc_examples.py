@@ -30,12 +30,13 @@ from __future__ import annotations
 import doctest
 import json
 import re
+import select
 import shlex
 import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 """The pages, the manual before the landing page (see `repeats`)."""
 CHILD = Path(__file__).with_name("doc_child.py")
+TIMEOUT = 300
+"""Seconds a block or a command line may take."""
 
 NOT_RUN = {
     "liveforge chat": "talks with a model: needs a model key",
@@ -131,17 +134,37 @@ def examples(page: Path) -> list[list[Block]]:
     return grouped
 
 
-def command_key(line: str) -> tuple[list[str], dict[str, str], str]:
-    """A shell line's words (assignments before them taken out), those assignments, and the
-    key NOT_RUN knows it by."""
-    words = shlex.split(line, comments=True)
-    env = {}
-    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
-        name, _, value = words.pop(0).partition("=")
-        env[name] = value
-    if words[:1] != ["liveforge"]:
-        return words, env, words[0] if words else ""
-    command, rest = [], iter(words[1:])
+@dataclass(frozen=True)
+class Command:
+    """A line of a shell block: its words (assignments before them taken out), those
+    assignments, and the key NOT_RUN knows it by (`liveforge` and its sub-command, else the
+    first word)."""
+
+    where: str
+    """page:line+offset, the offset from 1 within the block."""
+    words: list[str]
+    env: dict[str, str]
+    key: str
+
+
+def commands(block: Block) -> list[Command]:
+    """The command lines of a shell block."""
+    found = []
+    for offset, line in enumerate(block.text.splitlines(), start=1):
+        words = shlex.split(line, comments=True)
+        env = {}
+        while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+            name, _, value = words.pop(0).partition("=")
+            env[name] = value
+        if words:
+            found.append(Command(f"{block.where}+{offset}", words, env, _key(words)))
+    return found
+
+
+def _key(words: list[str]) -> str:
+    if words[0] != "liveforge":
+        return words[0]
+    command, rest = ["liveforge"], iter(words[1:])
     for word in rest:
         if word == "--project":
             next(rest)
@@ -149,7 +172,7 @@ def command_key(line: str) -> tuple[list[str], dict[str, str], str]:
             command.append(word)
             if word not in ("mcp", "memory"):  # these two have commands of their own
                 break
-    return words, env, " ".join(["liveforge", *command[:2]])
+    return " ".join(command[:3])
 
 
 def not_run(block: Block) -> str | None:
@@ -161,14 +184,13 @@ def not_run(block: Block) -> str | None:
     return NOT_RUN_LANGUAGES.get(block.language)
 
 
-def _all_examples() -> list[list[Block]]:
-    return [example for page in PAGES for example in examples(page)]
+def command_not_run(command: Command) -> str | None:
+    """Why a command line is not run, or None."""
+    return NOT_RUN.get(command.key) or REPEATS.get(command.where)
 
 
-def line_not_run(block: Block, offset: int, line: str) -> str | None:
-    """Why line `offset` (from 1) of a shell block is not run, or None."""
-    key = command_key(line)[2]
-    return NOT_RUN.get(key) or REPEATS.get(f"{block.where}+{offset}")
+def _shell(block: Block) -> bool:
+    return block.language == "bash" and not not_run(block) and "file" not in block.marks
 
 
 def repeats(pages: list[Path]) -> dict[str, str]:
@@ -181,53 +203,42 @@ def repeats(pages: list[Path]) -> dict[str, str]:
         if any("output" in block.marks for block in example):
             continue
         setup = example[0].marks.get("setup", "empty")
-        for block in example:
-            if block.language != "bash" or block.marks.keys() - {"setup", "continue"}:
-                continue
-            for offset, line in enumerate(block.text.splitlines(), start=1):
-                words, env, key = command_key(line)
-                if not words or key in NOT_RUN:
-                    continue
-                shown = (setup, *words, *sorted(env.items()))
-                where = f"{block.where}+{offset}"
-                runs = first.setdefault(shown, (number, where))
+        for command in (c for block in example if _shell(block) for c in commands(block)):
+            if command.key not in NOT_RUN:
+                shown = (setup, *command.words, *sorted(command.env.items()))
+                runs = first.setdefault(shown, (number, command.where))
                 if runs[0] != number:
-                    found[where] = f"the same line runs at {runs[1]}"
+                    found[command.where] = f"the same line runs at {runs[1]}"
     return found
 
 
 def _runs_something(block: Block) -> bool:
-    if not_run(block):
-        return False
-    if block.language != "bash" or "file" in block.marks:
-        return True
-    lines = enumerate(block.text.splitlines(), start=1)
-    return any(line.strip() and not line_not_run(block, n, line) for n, line in lines)
+    if not _shell(block):
+        return not not_run(block)
+    return any(not command_not_run(command) for command in commands(block))
 
 
-def _not_run_items() -> list[Any]:
-    return list(_not_run())
+def not_run_items(pages: list[Path]) -> list[Any]:
+    """Each block and command line of `pages` that is not run, as a test that says why."""
+    items = []
+    for block in (b for page in pages for b in blocks(page)):
+        if reason := not_run(block):
+            what = f"{block.where} {block.language or 'text'}"
+            items.append(pytest.param(f"{what}: {reason}", id=what))
+        elif _shell(block):
+            for command in commands(block):
+                if why := command_not_run(command):
+                    what = " ".join(command.words[:3])
+                    reason = f"{command.where} `{what}`: {why}"
+                    items.append(pytest.param(reason, id=f"{command.where} {what}"))
+    return items
 
 
-def _not_run() -> Iterator[Any]:
-    for example in _all_examples():
-        for block in example:
-            if reason := not_run(block):
-                what = block.language or "text"
-                yield pytest.param(f"{block.where} {what}: {reason}", id=f"{block.where} {what}")
-            elif block.language == "bash" and "file" not in block.marks:
-                for offset, line in enumerate(block.text.splitlines(), start=1):
-                    if why := line_not_run(block, offset, line):
-                        what = " ".join(command_key(line)[0][:3])
-                        where = f"{block.where}+{offset}"
-                        yield pytest.param(f"{where} `{what}`: {why}", id=f"{where} {what}")
-
-
-def _runnable() -> list[Any]:
-    """The examples that run something, each a test."""
+def runnable(pages: list[Path]) -> list[Any]:
+    """The examples of `pages` that run something, each as a test."""
     return [
         pytest.param(example, id=example[0].where)
-        for example in _all_examples()
+        for example in (e for page in pages for e in examples(page))
         if any(map(_runs_something, example))
     ]
 
@@ -281,6 +292,7 @@ class ExampleRun:
     block), and what it printed since the last `output` block."""
 
     def __init__(self, tmp: Path, setup: str) -> None:
+        assert setup in SETUPS, f"no setup {setup!r}; the setups are {', '.join(SETUPS)}"
         name, prepare = SETUPS[setup]
         self.folder = tmp / name
         self.prelude = prepare(self.folder)
@@ -333,6 +345,9 @@ class ExampleRun:
         assert self.child and self.child.stdin and self.child.stdout
         self.child.stdin.write(json.dumps(request) + "\n")
         self.child.stdin.flush()
+        if not select.select([self.child.stdout], [], [], TIMEOUT)[0]:
+            self.child.kill()
+            raise AssertionError(f"{request['page']}:{request['line']}: no end in {TIMEOUT} s")
         answer = self.child.stdout.readline()
         assert answer, f"the Python child of {request['page']} died (exit {self.child.wait()})"
         reply: dict[str, Any] = json.loads(answer)
@@ -340,27 +355,26 @@ class ExampleRun:
         return reply
 
     def shell(self, block: Block) -> None:
-        for offset, line in enumerate(block.text.splitlines(), start=1):
-            words, env, _ = command_key(line)
-            if not words or line_not_run(block, offset, line):
+        for command in commands(block):
+            if command_not_run(command):
                 continue
-            assert words[0] == "liveforge", (
-                f"{block.where}+{offset}: no rule for `{line}`: add its command to NOT_RUN "
-                "with the reason it cannot run here, or make it a `liveforge` line"
+            line = shlex.join(command.words)
+            assert command.key.startswith("liveforge"), (
+                f"{command.where}: no rule for `{line}`: add its command to NOT_RUN with the "
+                "reason it cannot run here, or make it a `liveforge` line"
             )
             result = subprocess.run(
-                [sys.executable, "-m", "liveforge", *words[1:]],
+                [sys.executable, "-m", "liveforge", *command.words[1:]],
                 cwd=self.folder,
-                env={**self.env, **env},
+                env={**self.env, **command.env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
-                timeout=300,
+                timeout=TIMEOUT,
             )
             assert result.returncode == 0, (
-                f"{block.where}+{offset}: `{line.strip()}` exited {result.returncode}:\n"
-                f"{result.stdout}"
+                f"{command.where}: `{line}` exited {result.returncode}:\n{result.stdout}"
             )
             self.printed += result.stdout
 
@@ -380,10 +394,16 @@ class ExampleRun:
         self.printed = ""
 
     def close(self) -> None:
+        """End the Python child: its stdin closed, then killed if it does not leave."""
         if self.child:
             assert self.child.stdin
             self.child.stdin.close()
-            self.child.wait(timeout=60)
+            try:
+                self.child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.child.kill()
+                self.child.wait()
+                raise
 
 
 def _toml(run: ExampleRun, block: Block) -> None:
@@ -436,13 +456,13 @@ def run_example(example: list[Block], tmp: Path) -> None:
         run.close()
 
 
-@pytest.mark.parametrize("example", _runnable())
+@pytest.mark.parametrize("example", runnable(PAGES))
 def test_example(example: list[Block], tmp_path: Path):
     """The example's blocks run as the docs show them, and print what they show."""
     run_example(example, tmp_path)
 
 
-@pytest.mark.parametrize("reason", _not_run_items())
+@pytest.mark.parametrize("reason", not_run_items(PAGES))
 def test_not_run(reason: str):
     """A block or command line the docs show but this machine cannot run, and why."""
     pytest.skip(reason)
@@ -477,3 +497,18 @@ def test_a_stale_example_fails(markdown: str, error: str, tmp_path: Path):
     with pytest.raises(Exception) as failure:  # the message says which
         run_example(example, tmp_path / "run")
     assert " ".join(error.split()) in " ".join(str(failure.value).split())
+
+
+def test_what_is_not_run_is_reported_with_why(tmp_path: Path):
+    """A block marked `not run`, and a line of a command that needs a model key, are not run
+    but reported, each with its reason; the rest of their block still runs."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- example: not run: needs a GPU -->\n```python\nraise SystemExit(1)\n```\n\n"
+        "```bash\nliveforge chat --model openai:gpt-4o\nliveforge find nothing\n```\n"
+    )
+    assert [item.values[0] for item in not_run_items([page])] == [
+        "page.md:2 python: needs a GPU",
+        "page.md:6+1 `liveforge chat --model`: talks with a model: needs a model key",
+    ]
+    assert [item.id for item in runnable([page])] == ["page.md:6"]
