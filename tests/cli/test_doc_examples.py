@@ -5,10 +5,12 @@ A block's language says what is done with it, and so does an HTML comment right 
 ``<!-- example: WORD; WORD ... -->`` (invisible on the built site):
 
 - ``python``: run in a fresh interpreter, in the folder of its example (blocks of ``>>>``
-  lines as a doctest: each shown result is compared, ``...`` matching anything);
+  lines as a doctest: each shown result is compared);
 - ``bash``: each line run in that folder as a child process that must exit 0 (``liveforge
   ...`` as ``python -m liveforge ...``), except the lines NOT_RUN names: those need a model
-  key, the network or a person, and each is reported as a skipped test saying why;
+  key, the network or a person, and each is reported as a skipped test saying why. A line
+  shown again (same words, same setup, no output compared) runs once, where it is first
+  shown (the docs pages before README.md); the repeat is reported as skipped, naming where;
 - ``toml``: loaded as a project's configuration; ``json``: parsed (an ``mcpServers`` object
   read as ``.mcp.json`` is); ``markdown``: read as a skill;
 - ``ipython`` and text blocks (no language) are not run: each is reported as skipped, with why.
@@ -20,9 +22,12 @@ Each block starts an example of its own, in a fresh empty folder, unless a word 
 - ``file PATH``: the block is that file of the example: written there, not run by itself (a
   Python file is compiled), for the blocks after it to use;
 - ``output``: the block is what the example printed since the previous ``output`` block
-  (a ``bash`` line's stdout and stderr, a Python block's stdout), ``...`` matching anything;
-  it continues the example;
+  (a ``bash`` line's stdout and stderr, a Python block's stdout); it continues the example;
 - ``not run: REASON``: the block is not run, and is reported as skipped with REASON.
+
+Shown output (``output`` blocks, doctests) is compared as doctest does with ``ELLIPSIS`` and
+``NORMALIZE_WHITESPACE``: ``...`` matches anything, and a run of whitespace, line breaks
+included, matches any other, so a long line may be wrapped on the page.
 """
 
 from __future__ import annotations
