@@ -490,8 +490,15 @@ def test_not_run(reason: str):
         ("```bash\nmake docs\n```\n", "no rule for `make docs`"),
         ("```toml\n[tool.liveforge]\nmax_tokns = 5\n```\n", "max_tokns"),
         ("```rust\nfn main() {}\n```\n", "no rule for a 'rust' block"),
+        ("<!-- example: file x.py -->\n```python\ndef f(:\n```\n", "invalid syntax"),
+        ('```json\n{"mcpServers": {"t": {"type": "http"}}}\n```\n', "MCP server 't'"),
+        ("```markdown\n# Release\n```\n", "no front matter"),
+        ("<!-- example: setup nope -->\n```bash\nliveforge runs\n```\n", "no setup 'nope'"),
     ],
-    ids=["raises", "continued", "doctest", "output", "exit-status", "no-rule", "toml", "lang"],
+    ids=[
+        *("raises", "continued", "doctest", "output", "exit-status", "no-rule", "toml", "lang"),
+        *("file", "mcp-json", "skill", "setup"),
+    ],
 )
 def test_a_stale_example_fails(markdown: str, error: str, tmp_path: Path):
     """A block that fails, prints or returns other than shown, or that no rule covers, fails
