@@ -107,17 +107,20 @@ class Block:
 
 
 def blocks(page: Path) -> list[Block]:
-    """The page's fenced code blocks, in order."""
+    """The page's fenced code blocks, in order. An `example:` comment must come right before
+    one, and code is fenced (an indented block, which no rule would see, is refused)."""
     found, marks = [], {}
     for token in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8")):
+        line = f"{page.name}:{token.map[0] + 1 if token.map else '?'}"
+        assert token.type != "code_block", f"{line}: indented code; fence it with ```"
         mark = re.match(r"<!-- example: (.*) -->", token.content)
-        if token.type == "html_block" and mark:
-            marks = dict(_word(word.strip()) for word in mark[1].split(";"))
-        elif token.type == "fence" and token.map:
+        if token.type == "fence" and token.map:
             found.append(Block(page, token.map[0] + 1, token.info.strip(), token.content, marks))
             marks = {}
         else:
-            marks = {}
+            assert not marks, f"{line}: an `example:` comment must come right before a block"
+            if token.type == "html_block" and mark:
+                marks = dict(_word(word.strip()) for word in mark[1].split(";"))
     return found
 
 
@@ -494,10 +497,12 @@ def test_not_run(reason: str):
         ('```json\n{"mcpServers": {"t": {"type": "http"}}}\n```\n', "MCP server 't'"),
         ("```markdown\n# Release\n```\n", "no front matter"),
         ("<!-- example: setup nope -->\n```bash\nliveforge runs\n```\n", "no setup 'nope'"),
+        ("<!-- example: setup demo -->\n\nText.\n\n```bash\nliveforge runs\n```\n", "right before"),
+        ("Text:\n\n    import nothing_here\n", "indented code"),
     ],
     ids=[
         *("raises", "continued", "doctest", "output", "exit-status", "no-rule", "toml", "lang"),
-        *("file", "mcp-json", "skill", "setup"),
+        *("file", "mcp-json", "skill", "setup", "mark-astray", "indented"),
     ],
 )
 def test_a_stale_example_fails(markdown: str, error: str, tmp_path: Path):
@@ -505,8 +510,8 @@ def test_a_stale_example_fails(markdown: str, error: str, tmp_path: Path):
     its example, and the failure says why."""
     page = tmp_path / "page.md"
     page.write_text(markdown)
-    (example,) = examples(page)
     with pytest.raises(Exception) as failure:  # the message says which
+        (example,) = examples(page)
         run_example(example, tmp_path / "run")
     assert " ".join(error.split()) in " ".join(str(failure.value).split())
 
