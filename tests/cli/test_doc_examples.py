@@ -37,7 +37,6 @@ import json
 import re
 import select
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -50,7 +49,7 @@ import pytest
 from cli_support import FIX, cli_env
 from markdown_it import MarkdownIt
 
-from liveforge.demo import SAMPLE_DIR
+from liveforge.demo import copy_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
@@ -263,7 +262,7 @@ def _empty(folder: Path) -> str:
 def _demo(folder: Path) -> str:
     """A copy of the demo's sample project (the `pricing` package with its bug, its tests),
     and `fix.py` holding the corrected `pricing.cart.Line.subtotal`."""
-    shutil.copytree(SAMPLE_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_sample(folder)  # as `liveforge demo` copies it
     (folder / "fix.py").write_text(FIX)
     return ""
 
