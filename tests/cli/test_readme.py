@@ -1,16 +1,13 @@
-"""The README's and the docs' user-facing promises hold: set-up lines, the API example,
-commands, exit codes, configuration examples."""
+"""The README's and the docs' user-facing promises hold: set-up lines, commands, exit codes,
+what the configuration examples set (test_doc_examples.py runs every example)."""
 
 from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_support import cli_env
 
 from liveforge.__main__ import build_parser
 from liveforge.cli import ExitCode
@@ -32,23 +29,6 @@ def test_first_two_lines_install_and_run_the_demo_then_the_tests():
     first, second = _blocks("bash", README)[0].splitlines()[:2]
     assert first.endswith("pip install -e . && liveforge demo")
     assert second.endswith('pip install -e ".[dev]" && python -m pytest -n 2')
-
-
-def test_python_api_example_runs_as_written(tmp_path: Path):
-    """The Python API page's Runtime example runs in an empty folder and persists the
-    patched area."""
-    (example,) = _blocks("python", (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8"))
-    result = subprocess.run(
-        [sys.executable, "-c", example],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=cli_env(),
-    )
-    assert result.returncode == 0, result.stderr
-    assert "3.141592653589793" in result.stdout and "True snippet passed" in result.stdout
-    assert "math.pi" in (tmp_path / "geometry.py").read_text()
 
 
 def _command_lines() -> list[list[str]]:
@@ -75,15 +55,12 @@ def test_exit_code_table_matches_the_code():
 
 
 def test_configuration_reference_is_a_valid_configuration(tmp_path: Path):
-    """Each of the docs' [tool.liveforge] examples loads without a configuration error."""
+    """The docs' reference and gateway [tool.liveforge] examples set what they say."""
     from liveforge.config import load_config
 
     reference = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     (main,) = [block for block in _blocks("toml", reference) if "[tool.liveforge]" in block]
     (gateway,) = [block for block in _blocks("toml") if "[tool.liveforge.gateway]" in block]
-    for example in _blocks("toml"):  # every other example loads too
-        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + example)
-        load_config(tmp_path, env={})
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + main)
     config = load_config(tmp_path, env={})
     assert config.agent is not None and config.agent.max_steps == 40
