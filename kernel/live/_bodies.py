@@ -38,17 +38,27 @@ import copy
 import functools
 import gc
 import inspect
+import sys
 import types
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 from liveforge.kernel.live._classes import MergeContext
+from liveforge.kernel.live._functions import defined_functions
+from liveforge.kernel.live._moves import classes_in
 from liveforge.kernel.live._undo import UndoLog
-from liveforge.kernel.live._update import clear_fronts, forward, is_forwarder, update_function
-from liveforge.kernel.source._stmts import Stmt
+from liveforge.kernel.live._update import (
+    clear_fronts,
+    forward,
+    is_forwarder,
+    shift_code,
+    update_function,
+)
+from liveforge.kernel.source._stmts import Stmt, first_line
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: objects never looked into: they hold no function a decorator made.
 _OPAQUE = (type, types.ModuleType, str, bytes, int, float, complex, bool, type(None))
 #: how many objects one search looks at, at most (a wrapper holding an application object
@@ -58,18 +68,22 @@ _DEPTH = 6
 
 
 def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
-    """For each statement of `new_run` defining a function, the statement of `old_run` it
-    stands for (by `id` of the new statement): the first not yet taken with the same name,
-    so that several `def`s of one name (a registry's `register` returning itself, a
-    `singledispatch` implementation `_`) pair in order."""
-    pending: dict[str, deque[Stmt]] = {}
+    """For each statement of `new_run` defining a function (or a class), the statement of
+    `old_run` it stands for (by `id` of the new statement): the first not yet taken with the
+    same name, so that several `def`s of one name (a registry's `register` returning itself,
+    a `singledispatch` implementation `_`) pair in order."""
+    pending: dict[tuple[bool, str], deque[Stmt]] = {}
     for stmt in old_run:
-        if isinstance(stmt.node, _FUNCTION_DEFS):
-            pending.setdefault(stmt.node.name, deque()).append(stmt)
+        if isinstance(stmt.node, _DEFS):
+            key = (isinstance(stmt.node, ast.ClassDef), stmt.node.name)
+            pending.setdefault(key, deque()).append(stmt)
     pairs: dict[int, Stmt] = {}
     for stmt in new_run:
-        if isinstance(stmt.node, _FUNCTION_DEFS) and pending.get(stmt.node.name):
-            pairs[id(stmt)] = pending[stmt.node.name].popleft()
+        if not isinstance(stmt.node, _DEFS):
+            continue
+        key = (isinstance(stmt.node, ast.ClassDef), stmt.node.name)
+        if pending.get(key):
+            pairs[id(stmt)] = pending[key].popleft()
     return pairs
 
 
@@ -84,6 +98,14 @@ def body_only(stmt: Stmt, earlier: Stmt | None) -> bool:
     in its body (docstring included): same decorators, name and signature."""
     new, old = stmt.node, earlier.node if earlier is not None else None
     if not isinstance(new, _FUNCTION_DEFS) or type(old) is not type(new) or not new.decorator_list:
+        return False
+    return _same_outside(old, new)
+
+
+def _same_outside(old: ast.stmt, new: ast.stmt) -> bool:
+    """Two function definitions alike but for their bodies: kind, name, decorators,
+    signature."""
+    if not isinstance(new, _FUNCTION_DEFS) or type(old) is not type(new):
         return False
     assert isinstance(old, _FUNCTION_DEFS)
     return (
@@ -310,6 +332,267 @@ def _kind(value: Any) -> str:
         if kind.__module__ == "builtins"
         else f"{kind.__module__}.{kind.__qualname__}"
     )
+
+
+# -- methods of a class whose other statements did not change ------------------------------
+
+#: a changed method: its class path from the module (`Outer.Inner`), old and new definition.
+Member = tuple[tuple[str, ...], ast.stmt, ast.stmt]
+
+
+def members_only(stmt: Stmt, earlier: Stmt) -> list[Member] | None:
+    """For a class definition that differs from `earlier` only in bodies of its methods
+    (their decorators, names and signatures as they were; every other statement of the
+    class, nested classes included, the same), the changed methods; None otherwise, or when
+    a statement of the class body (not a definition) reads a changed method's name, as it
+    would compute something new when the class runs again."""
+    new, old = stmt.fresh_node(), earlier.fresh_node()
+    if not isinstance(new, ast.ClassDef) or not isinstance(old, ast.ClassDef):
+        return None
+    changed = _members(old, new, ())
+    if not changed or _reads(new, {n.name for _, _, n in changed}):  # type: ignore[attr-defined]
+        return None
+    return changed
+
+
+def _members(old: ast.ClassDef, new: ast.ClassDef, path: tuple[str, ...]) -> list[Member] | None:
+    outside = ("name", "bases", "keywords", "decorator_list", "type_params")
+    if any(_dump_field(old, f) != _dump_field(new, f) for f in outside) or len(old.body) != len(
+        new.body
+    ):
+        return None
+    path = (*path, new.name)
+    changed: list[Member] = []
+    for before, after in zip(old.body, new.body, strict=True):
+        if ast.dump(before) == ast.dump(after):
+            continue
+        if _same_outside(before, after):
+            changed.append((path, before, after))
+        elif isinstance(before, ast.ClassDef) and isinstance(after, ast.ClassDef):
+            inner = _members(before, after, path)
+            if inner is None:
+                return None
+            changed += inner
+        else:
+            return None
+    return changed
+
+
+def _dump_field(node: ast.AST, name: str) -> list[str]:
+    value = getattr(node, name, [])
+    return [value] if isinstance(value, str) else _dumps(value)
+
+
+def _reads(cls: ast.ClassDef, names: set[str]) -> bool:
+    """True when a statement of the class body (nested classes too) other than a definition
+    reads one of `names`."""
+    for node in cls.body:
+        if isinstance(node, ast.ClassDef):
+            if _reads(node, names):
+                return True
+        elif not isinstance(node, _FUNCTION_DEFS) and any(
+            isinstance(n, ast.Name) and n.id in names for n in ast.walk(node)
+        ):
+            return True
+    return False
+
+
+def update_members(
+    namespace: dict[str, Any],
+    stmt: Stmt,
+    earlier: Stmt,
+    live: Any,
+    flags: int,
+    ctx: MergeContext,
+) -> list[str] | None:
+    """Make the live class `live` (what `earlier` made) run the new bodies of the methods
+    `stmt` changed, without running the class body again: its decorators, the decorators of
+    its methods and its hooks stay as they ran (a fresh import would register the same
+    things). Methods below a changed one have their lines moved. Returns the changed
+    methods' names (`Outer.Inner.method`), or None, changing nothing, when the statement
+    must run as it is."""
+    if not isinstance(live, type) or live.__module__ != namespace.get("__name__"):
+        return None
+    changed = members_only(stmt, earlier)
+    if changed is None:
+        return None
+    targets = []
+    for path, before, after in changed:
+        holder = _attribute(live, path[1:])
+        if holder is None:
+            return None
+        match = _lines_of(before, ctx.filename)
+        found = _find([holder.__dict__.get(after.name)], match)  # type: ignore[attr-defined]
+        if not found:
+            return None
+        targets.append((path, after, holder, found))
+    moves = [
+        (before.end_lineno or before.lineno, (after.end_lineno or 0) - (before.end_lineno or 0))
+        for _, before, after in changed
+    ]
+    functions = defined_functions(live, ctx.filename, earlier.start, earlier.end)
+    for path, after, holder, found in targets:
+        new = _bare_method(namespace, path, after, holder, flags, ctx)
+        ctx.created.append(new)
+        for target, way in found:
+            _take(target, new, way, ctx)
+        assert isinstance(after, _FUNCTION_DEFS)
+        decorators = ", ".join("@" + ast.unparse(d) for d in after.decorator_list)
+        if decorators:
+            ctx.notes.append(
+                f"{'.'.join((*path, after.name))}: only its body changed: updated in place, "
+                f"its decorators ({decorators}) not run again (what they registered or "
+                "wrapped runs the new code)"
+            )
+    updated = {id(t) for _, _, _, found in targets for t, _ in found}
+    _shift_below(live, functions, updated, moves, ctx)
+    return list(dict.fromkeys(".".join((*path, a.name)) for path, _, a in changed))  # type: ignore[attr-defined]
+
+
+def _attribute(cls: type, path: tuple[str, ...]) -> type | None:
+    """The nested class `path` names inside `cls` (`cls` itself for an empty path)."""
+    for name in path:
+        inner = cls.__dict__.get(name)
+        if not isinstance(inner, type):
+            return None
+        cls = inner
+    return cls
+
+
+def _lines_of(node: ast.stmt, filename: str) -> Any:
+    first, last = first_line(node), node.end_lineno or node.lineno
+    name = node.name  # type: ignore[attr-defined]
+
+    def match(code: types.CodeType) -> bool:
+        return (
+            code.co_name == name
+            and code.co_filename == filename
+            and first <= code.co_firstlineno <= last
+        )
+
+    return match
+
+
+def _bare_method(
+    namespace: dict[str, Any],
+    path: tuple[str, ...],
+    node: ast.stmt,
+    holder: type,
+    flags: int,
+    ctx: MergeContext,
+) -> types.FunctionType:
+    """The method `node` defines, its decorators left out, compiled inside classes of the
+    names in `path` at its own lines (so private names are mangled, `super()` works and its
+    qualified name is right) and run with the module's globals, apart from the module's
+    names. The stand-in class is the live one to the update (`ctx.idmap`)."""
+    method = copy.deepcopy(node)
+    assert isinstance(method, _FUNCTION_DEFS)
+    if method.decorator_list:
+        first = method.decorator_list[0]
+        arg = ast.arguments(
+            posonlyargs=[], args=[ast.arg("f")], kwonlyargs=[], kw_defaults=[], defaults=[]
+        )
+        identity = ast.Lambda(args=arg, body=ast.Name("f", ast.Load()))
+        ast.copy_location(identity, first)
+        method.decorator_list = [identity]
+    body: ast.stmt = method
+    scratch: dict[str, Any] = {}
+    owner: type | None = holder
+    for depth, name in reversed(list(enumerate(path))):
+        # The class body's names (a default naming a class constant) are the live class's.
+        meta = f"__liveforge_shell_{depth}__"
+        scratch[meta] = _shell_of(owner, scratch)
+        keyword = ast.keyword(arg="metaclass", value=ast.Name(meta, ast.Load()))
+        shell = ast.ClassDef(
+            name=name, bases=[], keywords=[keyword], body=[body], decorator_list=[]
+        )
+        if sys.version_info >= (3, 12):
+            shell.type_params = []
+        body = ast.copy_location(shell, method)
+        owner = _outer(holder, path, depth)
+    ast.fix_missing_locations(body)
+    code = compile(ast.Module(body=[body], type_ignores=[]), ctx.filename, "exec", flags, True)
+    exec(code, namespace, scratch)
+    stand_in = scratch[path[0]]
+    for name in path[1:]:
+        stand_in = stand_in.__dict__[name]
+    ctx.idmap.link(stand_in, holder)
+    new = stand_in.__dict__[method.name]
+    assert isinstance(new, types.FunctionType)
+    return new
+
+
+def _outer(holder: type, path: tuple[str, ...], depth: int) -> type | None:
+    """The live class at `depth - 1` of `path`, where `holder` is the innermost one."""
+    if depth == 0:
+        return None
+    module = sys.modules.get(holder.__module__)
+    return _attribute(getattr(module, path[0]), path[1:depth]) if module else None
+
+
+class _LiveNames(dict[str, Any]):
+    """A stand-in class body's namespace: a name it does not bind is looked up in the live
+    class's own (only looked up: the new class gets none of them), then among the stand-in
+    metaclasses."""
+
+    def __init__(self, live: type | None, shells: dict[str, Any]) -> None:
+        super().__init__()
+        self._live, self._shells = live, shells
+
+    def __missing__(self, key: str) -> Any:
+        if self._live is not None and key in self._live.__dict__:
+            return self._live.__dict__[key]
+        if key in self._shells:
+            return self._shells[key]
+        raise KeyError(key)
+
+
+def _shell_of(live: type | None, shells: dict[str, Any]) -> type:
+    """A metaclass whose classes' bodies read the names of `live`'s body."""
+
+    class Shell(type):
+        @classmethod
+        def __prepare__(  # type: ignore[override]
+            mcs, name: str, bases: tuple[type, ...], **kwds: Any
+        ) -> dict[str, Any]:
+            return _LiveNames(live, shells)
+
+        def __new__(mcs, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> Any:
+            return type.__new__(mcs, name, bases, dict(ns))
+
+    return Shell
+
+
+def _shift_below(
+    live: type,
+    functions: list[types.FunctionType],
+    updated: set[int],
+    moves: list[tuple[int, int]],
+    ctx: MergeContext,
+) -> None:
+    """Functions of the class below a changed method (`moves`: the last old line of each
+    changed method, and how many lines it grew) take their new lines; nested classes below
+    one (Python 3.13+) too."""
+    moves = sorted(moves)
+
+    def delta(line: int) -> int:
+        return sum(grew for end, grew in moves if end < line)
+
+    codes = [(f, f.__code__) for f in functions if id(f) not in updated]
+    for func, code in codes:
+        if delta(code.co_firstlineno):
+            func.__code__ = shift_code(code, delta(code.co_firstlineno))
+    ctx.log.add(functools.partial(_codes_back, codes))
+    for cls in classes_in([live], live.__module__):
+        line = cls.__dict__.get("__firstlineno__")
+        if isinstance(line, int) and delta(line):
+            ctx.log.add(functools.partial(type.__setattr__, cls, "__firstlineno__", line))
+            type.__setattr__(cls, "__firstlineno__", line + delta(line))
+
+
+def _codes_back(codes: list[tuple[types.FunctionType, types.CodeType]]) -> None:
+    for func, code in codes:
+        func.__code__ = code
 
 
 # -- finding the function behind a wrapper ------------------------------------------------

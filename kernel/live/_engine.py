@@ -156,9 +156,9 @@ def _execute(
     created = ctx.created
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
-        if _body_in_place(namespace, stmt, paired, plan, saved, ctx):
-            if stmt.text != pairs[id(stmt)].text:
-                outcome.updated.append(stmt.name or "")
+        updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
+        if updated is not None:
+            outcome.updated += updated
             continue
         earlier = old_nodes.get(stmt.name or "")
         old_node = earlier.node if earlier is not None else None
@@ -204,15 +204,25 @@ def _body_in_place(
     plan: _plans.Plan,
     saved: dict[str, Any],
     ctx: _classes.MergeContext,
-) -> bool:
-    """A body-only edit of a decorated function, made in place (see `_bodies`); False when
-    the statement must run as it is."""
-    if earlier is None or not _bodies.body_only(stmt, earlier) or stmt.text in plan.again:
-        return False
+) -> list[str] | None:
+    """A body-only edit of a decorated function, or of methods of a class whose other
+    statements did not change, made in place (see `_bodies`): the names it updated; None
+    when the statement must run as it is."""
+    if earlier is None or stmt.text in plan.again:
+        return None
     live = saved.get(stmt.name or "", _MISSING)
     if live is _MISSING:
-        return False
-    return _bodies.update_body(namespace, stmt, earlier, live, plan.index.future_flags, ctx)
+        return None
+    flags = plan.index.future_flags
+    if isinstance(stmt.node, ast.ClassDef):
+        if _forward.is_declaration(live):
+            return None  # forwardpy builds declarations: they run as they are
+        return _bodies.update_members(namespace, stmt, earlier, live, flags, ctx)
+    if not _bodies.body_only(stmt, earlier):
+        return None
+    if not _bodies.update_body(namespace, stmt, earlier, live, flags, ctx):
+        return None
+    return [stmt.name or ""] if stmt.text != earlier.text else []
 
 
 def _registers_impl(value: Any) -> bool:

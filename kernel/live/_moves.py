@@ -92,12 +92,12 @@ def _shift_classes(
     first, last, delta = move
     module = namespace.get("__name__")
     if stmt.spawns:
-        found = _classes_in(
+        found = classes_in(
             [namespace.get(n) for n in stmt.binds] + list(namespace.values()), module
         )
     else:
         if stmt.classes is None:  # kept, as the functions are (see `shift_moved`)
-            stmt.classes = _classes_in([namespace.get(n) for n in stmt.binds], module)
+            stmt.classes = classes_in([namespace.get(n) for n in stmt.binds], module)
         found = stmt.classes
     for cls in found:
         line = cls.__dict__.get("__firstlineno__")
@@ -108,7 +108,7 @@ def _shift_classes(
         type.__setattr__(cls, "__firstlineno__", line + delta)
 
 
-def _classes_in(roots: list[Any], module: Any) -> list[type]:
+def classes_in(roots: list[Any], module: Any) -> list[type]:
     """The classes of `module` among `roots`, with the classes nested in them."""
     found: dict[int, type] = {}
     todo = [r for r in roots if isinstance(r, type) and r.__module__ == module]

@@ -213,12 +213,14 @@ def after_rerun(
     if not held:
         return
     own = registries([live])
+    changed = _decorators(old) != _decorators(new)
     if not isinstance(live, types.FunctionType):
         own = _of_decorators(own, home(live), old)
     else:  # a framework's table may know it by name too (see `forget`)
-        attributes = {k for k, (_, _, held) in registry_containers([live]).items() if held}
-        own = {k: label for k, label in own.items() if k not in attributes}
-    changed = _decorators(old) != _decorators(new)
+        tables = {k: label for k, (label, _, held) in registry_containers([live]).items() if held}
+        own = {k: label for k, label in own.items() if k not in tables}
+        if changed:
+            _still_in_tables(name, live, held, (tables, new), ctx)
     gone = []
     for holder in held:
         if ctx.registered.pop(id(holder), None) is None or id(holder) not in own:
@@ -232,6 +234,31 @@ def after_rerun(
             f"{name}: taken out of {', '.join(sorted(gone))}, where the old definition's "
             "decorator stored it; the new one does not, so a fresh import would not have it "
             "there"
+        )
+
+
+def _still_in_tables(
+    name: str,
+    live: Any,
+    held: list[Any],
+    where: tuple[dict[int, str], ast.stmt],
+    ctx: MergeContext,
+) -> None:
+    """A function whose decorators changed stays in the frameworks' tables the old ones
+    stored it in (taking it out would break what knows it by name, as Flask's URL rules
+    do), where it now runs the new code: a note names them, unless a new decorator stores
+    it there again."""
+    tables, new = where
+    again = _of_decorators(tables, home(live), new)
+    kept = sorted(
+        tables[id(h)] for h in held if id(h) in tables and id(h) not in again and _holds(h, live)
+    )
+    if kept:
+        ctx.notes.append(
+            f"{name}: its decorators changed, but {', '.join(kept)} still "
+            f"{'holds' if len(kept) == 1 else 'hold'} it, where the old decorator stored it, "
+            "and it runs the new code there (a fresh import would not have it there). "
+            "Restart the program to drop it"
         )
 
 

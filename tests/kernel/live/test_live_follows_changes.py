@@ -201,23 +201,39 @@ PLUGINS = """
 
 
 def test_a_plugin_registry_keeps_the_live_subclass(project: Project, rt: Runtime) -> None:
-    """A subclass patched under a base whose `__init_subclass__` registers it keeps one
-    registry entry, the live class; a hook that stored it nowhere the engine can see (a
-    weak set) is named in a note."""
+    """A subclass built again (a class attribute added) under a base whose
+    `__init_subclass__` registers it keeps one registry entry, the live class; a hook that
+    stored it nowhere the engine can see (a weak set) is named in a note."""
     mod = project.module(PLUGINS)
     csv = mod.Csv
     change = rt.patch(
         f"{mod.__name__}.Csv",
-        "class Csv(Plugin, name='csv'):\n    def load(self, text):\n"
-        "        return text.split(';')\n",
+        "class Csv(Plugin, name='csv'):\n    sep = ';'\n\n    def load(self, text):\n"
+        "        return text.split(self.sep)\n",
     )
     assert mod.REGISTRY == {"csv": csv} and csv().load("a;b") == ["a", "b"]
     assert any("Plugin.__init_subclass__" in n and "(dict)" in n for n in change.notes)
     change = rt.patch(
-        f"{mod.__name__}.Job", "class Job(Audited):\n    def run(self):\n        return 2\n"
+        f"{mod.__name__}.Job",
+        "class Job(Audited):\n    level = 2\n\n    def run(self):\n        return 2\n",
     )
     note = next(n for n in change.notes if "Audited.__init_subclass__" in n)
     assert "not replayed for the live Job" in note and mod.Job().run() == 2
+
+
+def test_a_method_body_edit_runs_no_class_hook(project: Project, rt: Runtime) -> None:
+    """Only a method's body changed: the class is not built again, so no
+    `__init_subclass__` runs and nothing is noted of one; the registry holds the live class
+    as a fresh import would, and the method runs the new code."""
+    mod = project.module(PLUGINS)
+    csv, seen = mod.Csv, set(mod.SEEN)
+    change = rt.patch(
+        f"{mod.__name__}.Csv.load", "def load(self, text):\n    return text.split(';')\n"
+    )
+    assert mod.REGISTRY == {"csv": csv} and csv().load("a;b") == ["a", "b"]
+    assert set(mod.SEEN) == seen and change.notes == [] and change.updated == ["Csv.load"]
+    rt.rollback()
+    assert csv().load("a,b") == ["a", "b"] and mod.REGISTRY == {"csv": csv}
     rt.rollback_to()
     assert mod.REGISTRY == {"csv": csv} and csv().load("a,b") == ["a", "b"]
 

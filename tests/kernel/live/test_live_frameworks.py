@@ -426,3 +426,20 @@ def test_a_curry_function_moved_by_an_edit_above_it_keeps_exact_lines(
     change = rt.patch(f"{mod.__name__}.merge", "@curry\ndef merge(a, b):\n    return {**b, **a}\n")
     assert mod.merge is ref and ref({"k": 1}, {"k": 2}) == {"k": 1}
     assert any("not run again" in note for note in change.notes)
+
+
+def test_a_flask_view_whose_route_decorator_is_removed_is_said_to_still_serve(
+    project: Project, rt: Runtime
+) -> None:
+    """A view patched without its `@app.route` line: Flask's URL rule and view table keep the
+    function (taking it out would break the rule), which now runs the new body, where a fresh
+    import would have no route. The change's note says so, with what to do."""
+    mod = project.module(FLASK)
+    client = mod.app.test_client()
+    assert client.get("/").text == "index v1"
+    change = rt.patch(f"{mod.__name__}.index", 'def index():\n    return "index v3"\n')
+    note = next(n for n in change.notes if n.startswith("index: its decorators changed"))
+    assert f"{mod.__name__}.app.view_functions" in note and "Restart" in note
+    assert client.get("/").text == "index v3"
+    rt.rollback()
+    assert client.get("/").text == "index v1"

@@ -323,3 +323,75 @@ def test_a_changed_class_takes_its_new_static_attributes(rt, mod):
     assert mod.C.__static_attributes__ == ("said", "state")
     rt.rollback()
     assert mod.C.__static_attributes__ == ("state",)
+
+
+METHODS = src("""
+    import functools
+
+    REG = []
+    CALLS = []
+
+
+    def register(f):
+        CALLS.append(f.__qualname__)
+        REG.append(f)
+        return f
+
+
+    class Base:
+        def greet(self):
+            return "base"
+
+
+    class K(Base):
+        __secret = 7
+
+        @register
+        def m(self):
+            return 1
+
+        def greet(self):
+            return "k"
+
+        @functools.cached_property
+        def size(self):
+            return 10
+
+        def below(self):
+            raise ValueError("below")
+""")
+
+
+def test_a_decorated_method_body_edit_runs_no_decorator_and_undoes_exactly(project, rt):
+    """A method's body edited: the class body does not run again, so its decorators do not
+    register it twice (a fresh import registers it once); the one entry runs the new code,
+    and the rollback leaves the registry as it was."""
+    mod = project.module(METHODS)
+    entry = mod.REG[0]
+    change = rt.patch(f"{mod.__name__}.K.m", "@register\ndef m(self):\n    return 2\n")
+    assert mod.REG == [entry] and mod.CALLS == ["K.m"] and entry(None) == mod.K().m() == 2
+    assert change.updated == ["K.m"]
+    assert any(n.startswith("K.m: only its body changed") for n in change.notes)
+    rt.rollback()
+    assert mod.REG == [entry] and mod.CALLS == ["K.m"] and mod.K().m() == 1
+
+
+def test_an_in_place_method_edit_keeps_super_private_names_and_lines_below(project, rt):
+    """The new body is compiled inside the class: zero-argument `super()` and private names
+    work; the methods below the edited one (which grew two lines) report their new lines in
+    tracebacks and `inspect`."""
+    mod = project.module(METHODS)
+    rt.patch(
+        f"{mod.__name__}.K.greet",
+        "def greet(self):\n    head = super().greet()\n    tail = self.__secret\n"
+        "    return f'{head}+{tail}'\n",
+    )
+    assert mod.K().greet() == "base+7" and mod.K().size == 10
+    source = rt.source(mod.__name__).splitlines()
+    below = mod.K.below
+    assert source[below.__code__.co_firstlineno - 1].strip() == "def below(self):"
+    assert inspect.getsource(mod.K.__dict__["size"].func).strip().startswith("@functools")
+    with pytest.raises(ValueError) as raised:
+        mod.K().below()
+    line = raised.traceback[-1].lineno + 1
+    assert source[line - 1].strip() == 'raise ValueError("below")'
