@@ -34,6 +34,10 @@ class CheckSettings:
     `output_bytes` caps each captured stream (the middle is dropped, with a note);
     `readable` / `writable` add paths to what a check may read / write; `isolation=False`
     turns the file-system, network and signal boundary off (the result then says so).
+    `ahead=False` prepares nothing for later checks: the template pre-imports no library
+    (the check imports what it uses, inside the boundary) and no check's namespaces are
+    made while idle (a one-shot check, such as the command line's, has no later check;
+    with `ahead` its first check waits for the template's imports).
     """
 
     network: bool = False
@@ -44,6 +48,7 @@ class CheckSettings:
     readable: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     isolation: bool = True
+    ahead: bool = True
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "cpu_seconds", "processes"):
