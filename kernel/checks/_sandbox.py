@@ -213,7 +213,6 @@ class Sandbox(LiveRuns):
             if options[name] is not None and not options[name] > 0:
                 raise ValueError(f"{name} must be a positive number, not {options[name]!r}")
         with self._lock:
-            self._afterwards.finish()  # the last run's leftovers are gone before this one
             run_id, folder = self.store.create()
             started_at, started = utc_now(), time.monotonic()
             scratch = self.scratch.folder(run_id)
@@ -330,6 +329,8 @@ class Sandbox(LiveRuns):
         """`template` once it is ready, if it fits the overlay; where a pre-imported
         library started a thread or pulled in an overlay module, a template with nothing
         pre-imported instead."""
+        if template.is_ready:  # in use already: `_template_for` found it fit
+            return template
         try:
             template.booted()
         except OSError as exc:

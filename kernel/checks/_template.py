@@ -42,8 +42,10 @@ BOOTSTRAP = (
 )
 
 
-IDLE_BEFORE_SPARE = 0.05
-"""Seconds without a request after a run before the template makes the next check ahead."""
+IDLE_BEFORE_SPARE = 0.005
+"""Seconds without a request after a run before the template makes the next check ahead:
+long enough for a request already on its way, short enough that checks asked for one after
+another (the front end only reads the last result in between) find the next one made."""
 
 
 def load_child_module() -> Any:
@@ -346,6 +348,11 @@ class TemplateProcess:
         self._booted = False
         if wait:
             self.booted()
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether `booted` has seen it ready (what it imported is known)."""
+        return self._booted
 
     def booted(self) -> TemplateProcess:
         """This template, once it is ready (what it imported is then known); OSError when
