@@ -4,28 +4,29 @@ A one-shot command (`liveforge verify`, `test`, `apply`, `find`, `view`) reads t
 of `[tool.liveforge]`: `sandbox`, `allow_paths` and `outside_project` (`CheckConfig`). Validating
 the whole table (`liveforge.config.LiveforgeConfig`) imports every declaration it refers to
 (models, providers, the gateway), which costs more than the check itself. So
-`load_check_config` validates only these keys when they are all the configuration holds;
+`validated_alone` validates only these keys when they are all the configuration holds;
 when it holds any other key (or an environment override such as LIVEFORGE_MODEL), or a value
-is wrong, it validates the whole configuration as `load_config` does: a bad key anywhere is
-reported by every command, in the same words.
+is wrong, it says None, and the caller validates the whole configuration with `load_config`:
+a bad key anywhere is reported by every command, in the same words.
 
-    config = load_check_config(project_root)
-    config.sandbox.settings(project_root)      # the kernel's CheckSettings
+    data, _, _ = read_tables(project_root, os.environ)     # liveforge.config_files
+    config = validated_alone(data) or load_config(project_root)
+    config.sandbox.settings(project_root)                  # the kernel's CheckSettings
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from liveforge.config_files import ConfigTables, only_check_keys, read_tables
+from liveforge.config_files import only_check_keys
 from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.defaults import CHECK_PROCESSES
 
-__all__ = ["CheckConfig", "SandboxConfig", "load_check_config"]
+__all__ = ["CheckConfig", "SandboxConfig", "validated_alone"]
 
 
 class SandboxConfig(BaseModel):
@@ -78,22 +79,14 @@ class CheckConfig(BaseModel):
     patch tool's `outside_project`)."""
 
 
-def load_check_config(
-    project_root: str | Path = ".",
-    env: Mapping[str, str] | None = None,
-    *,
-    tables: ConfigTables | None = None,
-) -> CheckConfig:
-    """The check keys of the project's configuration; the whole configuration, validated
-    as `load_config` does, when it holds more than those keys or a value is wrong.
-    `tables` is what `read_tables` read already (else it is read here)."""
-    env = os.environ if env is None else env
-    data, _, _ = tables or read_tables(Path(project_root), env)
-    if only_check_keys(data):
-        try:
-            return CheckConfig.model_validate(data)
-        except ValidationError:
-            pass  # described in the configuration's own words below
-    from liveforge.config import load_config
-
-    return load_config(project_root, env)
+def validated_alone(data: Mapping[str, Any]) -> CheckConfig | None:
+    """The merged configuration `data` (`read_tables`) as a `CheckConfig` when it holds
+    only the checks' keys with right values; None otherwise: then the whole configuration
+    is validated (`liveforge.config.load_config`), which reports a wrong key or value in
+    its own words."""
+    if not only_check_keys(data):
+        return None
+    try:
+        return CheckConfig.model_validate(data)
+    except ValidationError:
+        return None

@@ -191,10 +191,14 @@ def open_runtime(
     tables = read_tables(root, os.environ)
     if checks and not long_lived and only_check_keys(tables[0]):
         _start_checks_ahead(root)
-    from liveforge.check_config import load_check_config
+    from liveforge.check_config import validated_alone
     from liveforge.kernel import Runtime
 
-    config = load_check_config(root, tables=tables)
+    config = validated_alone(tables[0])
+    if config is None:  # more than the checks' keys, or a wrong value: validated whole
+        from liveforge.config import load_config
+
+        config = load_config(root)
     rt = Runtime(
         project_root=root,
         check_settings=dataclasses.replace(config.sandbox.settings(root), ahead=long_lived),

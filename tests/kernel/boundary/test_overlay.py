@@ -119,3 +119,23 @@ def test_the_probe_says_why_when_views_cannot_be_made(tmp_path: Path) -> None:
     reason = _overlay.probe(tmp_path / "missing")
     assert reason is not None and "could not" in reason
     assert _overlay.probe(tmp_path / "missing") is reason  # tried once per folder
+
+
+def test_a_probe_started_ahead_answers_the_later_probe(tmp_path: Path) -> None:
+    """`probe_ahead` starts the probe's child at once; `probe` of that folder then takes
+    its answer (the same as a probe made on the spot) and leaves no probe folder behind."""
+    ahead, on_the_spot = tmp_path / "ahead", tmp_path / "spot"
+    ahead.mkdir()
+    on_the_spot.mkdir()
+    _overlay.probe_ahead(ahead)
+    child, scratch = _overlay._pending[str(ahead)]  # running while this test goes on
+    assert Path(scratch).parent == ahead
+    assert _overlay.probe(ahead) == _overlay.probe(on_the_spot)
+    assert child.returncode is not None and str(ahead) not in _overlay._pending
+    assert list(ahead.iterdir()) == [] and list(on_the_spot.iterdir()) == []
+
+
+def test_a_probe_ahead_that_cannot_start_says_why(tmp_path: Path) -> None:
+    _overlay.probe_ahead(tmp_path / "missing")
+    reason = _overlay.probe(tmp_path / "missing")
+    assert reason is not None and "could not make a folder" in reason
