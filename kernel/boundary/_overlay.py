@@ -31,6 +31,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -266,25 +267,28 @@ def probe(folder: str | os.PathLike[str] | None = None) -> str | None:
     the temporary folder), or None when they can. Tried once per process and folder, in a
     short-lived child process (started already if `probe_ahead` was called)."""
     base = _base(folder)
-    if base in _probed:
-        return _probed[base]
-    if not sys.platform.startswith("linux"):
-        reason: str | None = f"no overlay file system on {sys.platform}"
-    else:
-        started = _pending.pop(base, None) or _start(base)
-        reason = started if isinstance(started, str) else _finish(*started)
-    _probed[base] = reason
-    return reason
+    with _probing:  # two checks starting side by side probe once
+        if base in _probed:
+            return _probed[base]
+        if not sys.platform.startswith("linux"):
+            reason: str | None = f"no overlay file system on {sys.platform}"
+        else:
+            started = _pending.pop(base, None) or _start(base)
+            reason = started if isinstance(started, str) else _finish(*started)
+        _probed[base] = reason
+        return reason
 
 
 def probe_ahead(folder: str | os.PathLike[str] | None = None) -> None:
     """Start `probe`'s child process now, and go on: a later `probe` of the same folder
     only waits for its answer (a one-shot check probes while its front end imports)."""
     base = _base(folder)
-    if sys.platform.startswith("linux") and base not in _probed and base not in _pending:
-        _pending[base] = _start(base)
+    with _probing:
+        if sys.platform.startswith("linux") and base not in _probed and base not in _pending:
+            _pending[base] = _start(base)
 
 
+_probing = threading.Lock()
 _pending: dict[str, tuple[subprocess.Popen[str], str] | str] = {}
 """Probes started ahead, by folder: the child and its scratch folder (or why none started)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,13 +99,15 @@ class Readable:
         self.project_root, self.extra = project_root, extra
         self.key: tuple[object, ...] = ()
         self.paths: tuple[str, ...] = ()
+        self._lock = threading.Lock()  # two checks starting side by side compute them once
 
     def __call__(self) -> tuple[str, ...]:
-        key = (tuple(sys.path), len(sys.modules), tools_key())
-        if key != self.key:
-            extra = (*self.extra, *tool_paths(cwd=self.project_root))
-            self.key, self.paths = key, readable_paths(self.project_root, extra)
-        return self.paths
+        with self._lock:
+            key = (tuple(sys.path), len(sys.modules), tools_key())
+            if key != self.key:
+                extra = (*self.extra, *tool_paths(cwd=self.project_root))
+                self.key, self.paths = key, readable_paths(self.project_root, extra)
+            return self.paths
 
 
 def policy_for(

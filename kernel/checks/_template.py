@@ -39,6 +39,8 @@ BOOTSTRAP = (
     "import importlib.util as u, sys\n"
     "s = u.spec_from_file_location('_liveforge_sandbox_template', sys.argv[1])\n"
     "m = u.module_from_spec(s); s.loader.exec_module(m); m.serve(int(sys.argv[2]))\n"
+    # nothing to flush or finalize: the front end closing the sandbox waits for this exit
+    "import os; os._exit(0)\n"
 )
 
 

@@ -139,3 +139,34 @@ def test_a_probe_ahead_that_cannot_start_says_why(tmp_path: Path) -> None:
     _overlay.probe_ahead(tmp_path / "missing")
     reason = _overlay.probe(tmp_path / "missing")
     assert reason is not None and "could not make a folder" in reason
+
+
+def test_two_checks_starting_side_by_side_probe_once(tmp_path: Path) -> None:
+    """Two threads asking at once (a verify's two checks) share one probe: one probe
+    folder is ever made, and both get its answer."""
+    import threading
+    import time
+
+    seen: set[str] = set()
+    answers: list[str | None] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.update(p.name for p in tmp_path.iterdir() if p.name.startswith("liveforge-probe"))
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    _overlay.probe_ahead(tmp_path)
+    askers = [
+        threading.Thread(target=lambda: answers.append(_overlay.probe(tmp_path))) for _ in "ab"
+    ]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    done.set()
+    watcher.join()
+    assert len(answers) == 2 and answers[0] == answers[1] == _overlay.probe(tmp_path)
+    assert len(seen) == 1, seen
