@@ -24,6 +24,7 @@ Standard library only: sandbox children load this file by path.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import os
@@ -285,12 +286,24 @@ def probe_ahead(folder: str | os.PathLike[str] | None = None) -> None:
     base = _base(folder)
     with _probing:
         if sys.platform.startswith("linux") and base not in _probed and base not in _pending:
+            if not _pending:  # one nobody asked for (the command failed first) is ended
+                atexit.register(_end_pending)
             _pending[base] = _start(base)
 
 
 _probing = threading.Lock()
 _pending: dict[str, tuple[subprocess.Popen[str], str] | str] = {}
 """Probes started ahead, by folder: the child and its scratch folder (or why none started)."""
+
+
+def _end_pending() -> None:
+    """Kill the probes started ahead that nobody asked for, and remove their folders."""
+    with _probing:
+        for started in _pending.values():
+            if not isinstance(started, str):
+                started[0].kill()
+                _finish(*started)
+        _pending.clear()
 
 
 def _base(folder: str | os.PathLike[str] | None) -> str:

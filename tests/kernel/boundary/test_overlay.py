@@ -4,6 +4,7 @@ changes, and what the view wrote is listed as plain data."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,14 @@ def test_two_checks_starting_side_by_side_probe_once(tmp_path: Path) -> None:
     watcher.join()
     assert len(answers) == 2 and answers[0] == answers[1] == _overlay.probe(tmp_path)
     assert len(seen) == 1, seen
+
+
+def test_a_probe_started_ahead_and_never_asked_for_leaves_nothing(tmp_path: Path) -> None:
+    """A process that started a probe ahead and ends without asking for its answer (a
+    command that failed first) leaves no probe folder behind."""
+    code = (
+        "import sys; from liveforge.kernel.boundary import _overlay; "
+        "_overlay.probe_ahead(sys.argv[1])"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, timeout=60)
+    assert list(tmp_path.iterdir()) == []
