@@ -58,7 +58,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,15 +65,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from liveforge.check_config import CheckConfig, SandboxConfig
+from liveforge.config_files import ENV_KEYS, read_tables
 from liveforge.declarations.agent import AgentSettings
 from liveforge.declarations.compaction import ContextSettings
 from liveforge.declarations.permissions import Mode, Policy, Rules
 from liveforge.declarations.provider import Credential, Provider, RetryPolicy, Route
 from liveforge.declarations.tool_settings import ToolSettings
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
-from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.boundary._secrets import hold, register_secrets
-from liveforge.kernel.defaults import CHECK_PROCESSES
 from liveforge.kernel.errors import ConfigError
 from liveforge.model_catalog import (
     BUILTIN_PROVIDERS,
@@ -92,37 +91,6 @@ __all__ = [
     "load_config",
     "parse_model",
 ]
-
-
-class SandboxConfig(BaseModel):
-    """The check boundary of `verify` and `run_tests` (`[tool.liveforge.sandbox]`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    network: bool = False
-    """Let checks open TCP connections (test suites that need loopback servers)."""
-    memory_mb: int | None = Field(default=2048, gt=0)
-    """Address space a check may add to the sandbox template's, MiB; null: no limit."""
-    cpu_seconds: float | None = Field(default=None, gt=0)
-    """CPU time of a check's process; null: only the wall-clock timeout."""
-    processes: int | None = Field(default=CHECK_PROCESSES, gt=0)
-    """Processes a check may have at once, threads included (in its own user namespace,
-    root's checks too; where there is none, more processes its user may have, which does
-    not bind root). Default 512."""
-    output_bytes: int = Field(default=1 << 20, ge=1024)
-    """Bytes kept of each output stream (the middle of longer output is dropped)."""
-    readable: list[str] = Field(default_factory=list)
-    """Extra paths checks may read (besides the interpreter, libraries and project)."""
-    writable: list[str] = Field(default_factory=list)
-    """Extra paths checks may write (besides their scratch folder)."""
-    isolation: bool = True
-    """False turns the boundary off; every result then says `isolation: none`."""
-
-    def settings(self, project_root: Path) -> CheckSettings:
-        """The kernel's settings, relative paths taken from the project root."""
-        fields = self.model_dump()
-        for key in ("readable", "writable"):
-            fields[key] = tuple(str((project_root / p).resolve()) for p in fields[key])
-        return CheckSettings(**fields)
 
 
 class PermissionsConfig(BaseModel):
@@ -145,8 +113,9 @@ class PermissionsConfig(BaseModel):
         return Policy(mode=mode or self.mode or "ask", rules=rules)
 
 
-class LiveforgeConfig(BaseModel):
-    """The validated `[tool.liveforge]` table."""
+class LiveforgeConfig(CheckConfig):
+    """The validated `[tool.liveforge]` table (with `CheckConfig`'s keys: `sandbox`,
+    `allow_paths`, `outside_project`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     model: str = DEFAULT_MODEL
@@ -164,8 +133,6 @@ class LiveforgeConfig(BaseModel):
     (`[tool.liveforge.agent]`)."""
     context: ContextSettings | None = None
     """Context window and compaction (`[tool.liveforge.context]`)."""
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    """The check boundary: network, limits, extra paths (`[tool.liveforge.sandbox]`)."""
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     """Permission mode and per-tool rules (`[tool.liveforge.permissions]`)."""
     gateway: GatewaySettings | None = None
@@ -175,15 +142,6 @@ class LiveforgeConfig(BaseModel):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     """Tool profile, allow/deny lists and groups, and the file, shell and memory tools'
     settings (`[tool.liveforge.tools]`)."""
-    allow_paths: list[str] = Field(default_factory=list)
-    """Folders liveforge may write (persist, file writes, undo) although they are not the
-    project's own code: an environment or installed package in the project (e.g.
-    ``.venv/lib/python3.12/site-packages/pkg``), build output, a folder outside the project.
-    Relative to the project root."""
-    outside_project: bool = False
-    """Patch modules that are not the project's own code (standard library, site-packages,
-    an environment in the project) without asking per patch (`--outside-project`, the
-    patch tool's `outside_project`)."""
 
     @field_validator("model")
     @classmethod
@@ -289,30 +247,6 @@ def _hold_provider_keys(config: LiveforgeConfig, env: Mapping[str, str]) -> None
             register_secrets([value, *(part.strip() for part in value.split(","))])
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"{path} is not valid TOML: {exc}. Fix the file and retry.", key=str(path)
-        ) from None
-
-
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if env.get("LIVEFORGE_MODEL"):
-        out["model"] = env["LIVEFORGE_MODEL"].strip()
-    if env.get("LIVEFORGE_FALLBACK_MODELS") is not None:
-        out["fallback_models"] = [
-            m.strip() for m in env["LIVEFORGE_FALLBACK_MODELS"].split(",") if m.strip()
-        ]
-    return out
-
-
-_ENV_KEYS = {"model": "LIVEFORGE_MODEL", "fallback_models": "LIVEFORGE_FALLBACK_MODELS"}
-
-
 def _keys_at(loc: list[str]) -> list[str]:
     """The keys the configuration table at `loc` takes (a dict's key or a list's index in
     `loc` steps into its values)."""
@@ -348,7 +282,7 @@ def _describe(error: ValidationError, files: dict[str, str], from_env: set[str])
     loc = [str(p) for p in first["loc"]]
     source = files.get(loc[0], "pyproject.toml") if loc else "pyproject.toml"
     if loc and loc[0] in from_env:
-        key, where = _ENV_KEYS[loc[0]], ""
+        key, where = ENV_KEYS[loc[0]], ""
     else:
         key = ".".join(["tool.liveforge", *loc])
         where = (
@@ -379,23 +313,11 @@ def load_config(
 ) -> LiveforgeConfig:
     """Read and validate the configuration of the project at `project_root`."""
     env = os.environ if env is None else env
-    root = Path(project_root)
-    data: dict[str, Any] = {}
-    files: dict[str, str] = {}
-    if (root / "pyproject.toml").is_file():
-        table = _read_toml(root / "pyproject.toml").get("tool", {}).get("liveforge", {})
-        data.update(table)
-        files.update(dict.fromkeys(table, "pyproject.toml"))
-    if (root / "liveforge.toml").is_file():
-        table = _read_toml(root / "liveforge.toml")
-        data.update(table)
-        files.update(dict.fromkeys(table, "liveforge.toml"))
-    overrides = _env_overrides(env)
-    data.update(overrides)
+    data, files, from_env = read_tables(Path(project_root), env)
     try:
         config = LiveforgeConfig.model_validate(data)
     except ValidationError as exc:
-        raise _describe(exc, files, set(overrides)) from None
+        raise _describe(exc, files, from_env) from None
     _hold_provider_keys(config, env)
     return config
 

@@ -24,6 +24,7 @@ Standard library only: sandbox children load this file by path.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import os
@@ -31,6 +32,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -43,6 +45,7 @@ __all__ = [
     "map_root_to",
     "mount",
     "probe",
+    "probe_ahead",
     "unshare",
     "write_ids",
 ]
@@ -263,21 +266,54 @@ sys.exit(0 if os.listdir(view.upper) == ["written"] else 2)
 def probe(folder: str | os.PathLike[str] | None = None) -> str | None:
     """Why copy-on-write views cannot be made here (upper folders in `folder`, by default
     the temporary folder), or None when they can. Tried once per process and folder, in a
-    short-lived child process."""
+    short-lived child process (started already if `probe_ahead` was called)."""
+    base = _base(folder)
+    with _probing:  # two checks starting side by side probe once
+        if base in _probed:
+            return _probed[base]
+        if not sys.platform.startswith("linux"):
+            reason: str | None = f"no overlay file system on {sys.platform}"
+        else:
+            started = _pending.pop(base, None) or _start(base)
+            reason = started if isinstance(started, str) else _finish(*started)
+        _probed[base] = reason
+        return reason
+
+
+def probe_ahead(folder: str | os.PathLike[str] | None = None) -> None:
+    """Start `probe`'s child process now, and go on: a later `probe` of the same folder
+    only waits for its answer (a one-shot check probes while its front end imports)."""
+    base = _base(folder)
+    with _probing:
+        if sys.platform.startswith("linux") and base not in _probed and base not in _pending:
+            if not _pending:  # one nobody asked for (the command failed first) is ended
+                atexit.register(_end_pending)
+            _pending[base] = _start(base)
+
+
+_probing = threading.Lock()
+_pending: dict[str, tuple[subprocess.Popen[str], str] | str] = {}
+"""Probes started ahead, by folder: the child and its scratch folder (or why none started)."""
+
+
+def _end_pending() -> None:
+    """Kill the probes started ahead that nobody asked for, and remove their folders."""
+    with _probing:
+        for started in _pending.values():
+            if not isinstance(started, str):
+                started[0].kill()
+                _finish(*started)
+        _pending.clear()
+
+
+def _base(folder: str | os.PathLike[str] | None) -> str:
     import tempfile
 
-    base = os.fspath(folder or tempfile.gettempdir())
-    if base in _probed:
-        return _probed[base]
-    if not sys.platform.startswith("linux"):
-        reason: str | None = f"no overlay file system on {sys.platform}"
-    else:
-        reason = _try(base)
-    _probed[base] = reason
-    return reason
+    return os.fspath(folder or tempfile.gettempdir())
 
 
-def _try(base: str) -> str | None:
+def _start(base: str) -> tuple[subprocess.Popen[str], str] | str:
+    """The probe's child, started, and its scratch folder; or why it could not start."""
     import tempfile
 
     try:
@@ -285,19 +321,35 @@ def _try(base: str) -> str | None:
     except OSError as exc:
         return f"the copy-on-write probe could not make a folder in {base}: {exc.strerror}"
     try:
-        done = subprocess.run(
+        child = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _PROBE, __file__, scratch],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=30,
         )
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
+        _remove_probe(scratch)
+        return f"the copy-on-write probe could not run: {exc}"
+    return child, scratch
+
+
+def _finish(child: subprocess.Popen[str], scratch: str) -> str | None:
+    """The probe's answer, once its child ended (killed after 30 seconds)."""
+    try:
+        stdout, stderr = child.communicate(timeout=30)
+    except subprocess.SubprocessError as exc:
+        child.kill()
+        child.communicate()
         return f"the copy-on-write probe could not run: {exc}"
     finally:
-        view = os.path.join(scratch, "view")
-        discard(View("", os.path.join(view, "upper"), os.path.join(view, "work")))
-        shutil.rmtree(scratch, ignore_errors=True)
-    if done.returncode == 0:
+        _remove_probe(scratch)
+    if child.returncode == 0:
         return None
-    lines = (done.stdout.strip() or done.stderr.strip() or "no output").splitlines()
+    lines = (stdout.strip() or stderr.strip() or "no output").splitlines()
     return f"the kernel refused a copy-on-write view (user namespace and overlayfs): {lines[-1]}"
+
+
+def _remove_probe(scratch: str) -> None:
+    view = os.path.join(scratch, "view")
+    discard(View("", os.path.join(view, "upper"), os.path.join(view, "work")))
+    shutil.rmtree(scratch, ignore_errors=True)

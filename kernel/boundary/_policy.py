@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,10 @@ class CheckSettings:
     `output_bytes` caps each captured stream (the middle is dropped, with a note);
     `readable` / `writable` add paths to what a check may read / write; `isolation=False`
     turns the file-system, network and signal boundary off (the result then says so).
+    `ahead=False` prepares nothing for later checks: the template pre-imports no library
+    (the check imports what it uses, inside the boundary) and no check's namespaces are
+    made while idle (a one-shot check, such as the command line's, has no later check;
+    with `ahead` its first check waits for the template's imports).
     """
 
     network: bool = False
@@ -44,6 +49,7 @@ class CheckSettings:
     readable: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     isolation: bool = True
+    ahead: bool = True
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "cpu_seconds", "processes"):
@@ -93,13 +99,15 @@ class Readable:
         self.project_root, self.extra = project_root, extra
         self.key: tuple[object, ...] = ()
         self.paths: tuple[str, ...] = ()
+        self._lock = threading.Lock()  # two checks starting side by side compute them once
 
     def __call__(self) -> tuple[str, ...]:
-        key = (tuple(sys.path), len(sys.modules), tools_key())
-        if key != self.key:
-            extra = (*self.extra, *tool_paths(cwd=self.project_root))
-            self.key, self.paths = key, readable_paths(self.project_root, extra)
-        return self.paths
+        with self._lock:
+            key = (tuple(sys.path), len(sys.modules), tools_key())
+            if key != self.key:
+                extra = (*self.extra, *tool_paths(cwd=self.project_root))
+                self.key, self.paths = key, readable_paths(self.project_root, extra)
+            return self.paths
 
 
 def policy_for(

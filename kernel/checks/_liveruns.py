@@ -72,7 +72,6 @@ class LiveRuns:
             if self._stops != stops:  # stopped before it forked
                 _livefork.stop(pid)
 
-        self._afterwards.finish()
         run_id = f"live-{secrets.token_hex(6)}"
         scratch = self.scratch.folder(run_id)
         policy = self._policy(run_id, self.readable(), scratch, options)

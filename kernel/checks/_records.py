@@ -15,7 +15,6 @@ import os
 import re
 import secrets
 import shutil
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from liveforge.kernel.boundary._isolation import Boundary
+from liveforge.kernel.checks._background import later
 from liveforge.kernel.checks._livefork import LiveCheck
 from liveforge.kernel.defaults import KEEP_RUNS
 from liveforge.kernel.errors import SandboxError
@@ -281,8 +281,8 @@ class RunStore:
             except OSError:
                 continue
             doomed.append(target)
-        if doomed:
-            threading.Thread(target=_delete, args=(doomed,), daemon=True).start()
+        if doomed:  # handed to the background thread: starting one per run costs more
+            later(_delete, doomed)
         return removed
 
     def _in_progress(self, run_id: str) -> bool:

@@ -11,8 +11,11 @@ milliseconds that nobody needs to wait for. The next run, a listing and `close` 
 from __future__ import annotations
 
 import json
+import queue
 import shutil
+import sys
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -99,36 +102,58 @@ def _remove_view(view: _overlay.View) -> None:
 
 
 class Afterwards:
-    """Work that follows a run off its caller's path, in one thread at a time; `finish`
-    waits for it (the next run, a listing and closing the sandbox do). Not a daemon
-    thread: the interpreter waits for it at exit."""
+    """Work that follows a run off its caller's path, in order, in one background thread;
+    `finish` waits for it (a listing, closing the sandbox and its finalizer do; a run does
+    not: the next check need not wait for the last one's folders to go). The thread is
+    started once and kept while jobs come (a `Thread.start` per job waits until the new
+    thread runs: milliseconds on a busy machine); it is a daemon, so what is left at exit
+    is finished by the sandbox's finalizer, which calls `finish`."""
+
+    IDLE = 1.0
+    """Seconds the thread waits for another job before it ends."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._done = threading.Condition()
+        self._pending = 0
         self._thread: threading.Thread | None = None
 
     def start(self, job: Callable[[], None]) -> None:
-        """Run `job` in the background once the previous job is done."""
-        with self._lock:
-            previous = self._thread
-            thread = threading.Thread(
-                target=_after, args=(previous, job), name="liveforge-afterwards"
-            )
-            self._thread = thread
-            thread.start()
+        """Run `job` in the background once the jobs before it are done."""
+        with self._done:
+            self._pending += 1
+            self._jobs.put(job)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._work, name="liveforge-afterwards", daemon=True
+                )
+                self._thread.start()
 
     def finish(self) -> None:
         """Wait until every job started so far is done."""
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join()
+        with self._done:
+            while self._pending:
+                self._done.wait()
 
-
-def _after(previous: threading.Thread | None, job: Callable[[], None]) -> None:
-    if previous is not None:
-        previous.join()
-    job()
+    def _work(self) -> None:
+        me = threading.current_thread()
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.IDLE)
+            except queue.Empty:
+                with self._done:
+                    if self._jobs.empty():  # a job put since is this thread's to run
+                        self._thread = None if self._thread is me else self._thread
+                        return
+                continue
+            try:
+                job()
+            except Exception:  # a failed job must not stop the ones after it
+                traceback.print_exc(file=sys.stderr)
+            finally:
+                with self._done:
+                    self._pending -= 1
+                    self._done.notify_all()
 
 
 def keep_junit(scratch: Path, folder: Path, scrubber: Scrubber) -> None:

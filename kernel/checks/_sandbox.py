@@ -71,7 +71,7 @@ class Sandbox(LiveRuns):
         preload: Sequence[str] = (),
         output_cap: int | None = None,
         settings: CheckSettings | None = None,
-        make_ahead: bool = True,
+        make_ahead: bool | None = None,
     ) -> None:
         """`preload` names extra modules the template imports ahead of time (besides the
         libraries the parent has loaded); `settings` are the checks' boundary and limits
@@ -79,7 +79,9 @@ class Sandbox(LiveRuns):
         `output_bytes`, the cap of each captured stream's file. With `make_ahead` the
         template makes the next check's namespaces while idle (see `_spare`), and live
         checks join namespaces made ahead (see `_hosts`); False forks each check when it is
-        asked for and has it enter namespaces then (slower; for comparison)."""
+        asked for and has it enter namespaces then (slower; for comparison); None follows
+        the settings' `ahead`, which also decides whether the template pre-imports the
+        libraries this process has loaded (`preload` is imported either way)."""
         self.project_root = Path(project_root).resolve()
         self.store = RunStore(
             Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
@@ -89,7 +91,7 @@ class Sandbox(LiveRuns):
         self.readable = Readable(self.project_root, self.settings.readable)
         self.scratch = Scratch()
         self.extra_preload = list(preload)
-        self.make_ahead = make_ahead
+        self.make_ahead = self.settings.ahead if make_ahead is None else make_ahead
         self.template_starts = 0
         self._live_rulesets = Rulesets()
         self._live_hosts = LiveHosts()  # namespaces made ahead for live checks
@@ -211,18 +213,20 @@ class Sandbox(LiveRuns):
             if options[name] is not None and not options[name] > 0:
                 raise ValueError(f"{name} must be a positive number, not {options[name]!r}")
         with self._lock:
-            self._afterwards.finish()  # the last run's leftovers are gone before this one
             run_id, folder = self.store.create()
             started_at, started = utc_now(), time.monotonic()
             scratch = self.scratch.folder(run_id)
+            names = [m.name for m in modules]
             try:
+                # a template started now boots while the run's boundary is worked out
+                template = self._template_for(names)
                 readable = (
                     *self.readable(),
                     *named_paths(payload.get("args") or [], self.project_root),
                 )
                 policy = self._policy(run_id, readable, scratch, options)
                 request = child_request(run_id, kind, payload, modules, policy, self.project_root)
-                template = self._template_for([m.name for m in modules])
+                template = self._ready(template, names)
             except SandboxError:
                 remove_scratch(policy=None, scratch=scratch)
                 shutil.rmtree(folder, ignore_errors=True)
@@ -307,6 +311,8 @@ class Sandbox(LiveRuns):
         return ended
 
     def _template_for(self, overlay_names: list[str]) -> TemplateProcess:
+        """The current template unless it is stale for this overlay, else one started now
+        (`_ready` waits for it)."""
         if self._template is not None:
             reason = self._template.stale_reason(overlay_names)
             if reason is None:
@@ -314,30 +320,50 @@ class Sandbox(LiveRuns):
             self.last_refresh_reason = reason
             self._template.close()
             self._template = None
-        preload = preload_names(self.project_root, overlay_names)
+        preload = preload_names(self.project_root, overlay_names) if self.settings.ahead else []
         preload += [name for name in self.extra_preload if name not in overlay_names]
-        template = self._start_template(preload, overlay_names)
-        if template is None:  # a pre-imported library started a thread or pulled in an
-            # overlay module: fall back to a template with nothing pre-imported
-            template = self._start_template([], overlay_names)
-        if template is None:
+        self._template = self._start_template(preload)
+        return self._template
+
+    def _ready(self, template: TemplateProcess, overlay_names: list[str]) -> TemplateProcess:
+        """`template` once it is ready, if it fits the overlay; where a pre-imported
+        library started a thread or pulled in an overlay module, a template with nothing
+        pre-imported instead."""
+        if template.is_ready:  # in use already: `_template_for` found it fit
+            return template
+        try:
+            template.booted()
+        except OSError as exc:
+            self._template = None
+            raise SandboxError(
+                f"could not start the sandbox template process: {exc}. "
+                "Check that the interpreter can start in the project root."
+            ) from exc
+        if template.threads <= 1 and template.stale_reason(overlay_names) is None:
+            return template
+        template.close()
+        self._template = None
+        if not template.preload:
             raise SandboxError(
                 "the overlay replaces a module the sandbox itself needs ("
                 + ", ".join(overlay_names)
                 + "); such modules can only be checked in process"
             )
-        self._template = template
-        return template
+        self._template = self._start_template([])
+        return self._ready(self._template, overlay_names)
 
-    def _start_template(
-        self, preload: list[str], overlay_names: list[str]
-    ) -> TemplateProcess | None:
+    def _start_template(self, preload: list[str]) -> TemplateProcess:
+        """A template importing `preload`, started (one started ahead for this project,
+        where it fits); `_ready` waits for it."""
         try:
-            template = TemplateProcess(
+            template = TemplateProcess.take_ahead(
+                self.project_root, preload, self.make_ahead
+            ) or TemplateProcess(
                 cwd=self.project_root,
                 sys_path=list(sys.path),
                 preload=preload,
                 make_ahead=self.make_ahead,
+                wait=False,
             )
         except OSError as exc:
             raise SandboxError(
@@ -345,9 +371,6 @@ class Sandbox(LiveRuns):
                 "Check that the interpreter can start in the project root."
             ) from exc
         self.template_starts += 1
-        if template.threads > 1 or template.stale_reason(overlay_names) is not None:
-            template.close()
-            return None
         return template
 
 

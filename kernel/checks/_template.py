@@ -39,11 +39,15 @@ BOOTSTRAP = (
     "import importlib.util as u, sys\n"
     "s = u.spec_from_file_location('_liveforge_sandbox_template', sys.argv[1])\n"
     "m = u.module_from_spec(s); s.loader.exec_module(m); m.serve(int(sys.argv[2]))\n"
+    # nothing to flush or finalize: the front end closing the sandbox waits for this exit
+    "import os; os._exit(0)\n"
 )
 
 
-IDLE_BEFORE_SPARE = 0.05
-"""Seconds without a request after a run before the template makes the next check ahead."""
+IDLE_BEFORE_SPARE = 0.005
+"""Seconds without a request after a run before the template makes the next check ahead:
+long enough for a request already on its way, short enough that checks asked for one after
+another (the front end only reads the last result in between) find the next one made."""
 
 
 def load_child_module() -> Any:
@@ -308,6 +312,10 @@ def _wait_child(pid: int, channel: LineChannel, reporting: Any | None) -> int | 
         os.close(pidfd)
 
 
+_AHEAD: dict[Path, TemplateProcess] = {}
+"""Templates started ahead (`TemplateProcess.start_ahead`), by working folder."""
+
+
 class TemplateProcess:
     """Parent-side handle of one template process."""
 
@@ -319,7 +327,10 @@ class TemplateProcess:
         preload: list[str],
         boot_timeout: float = 120.0,
         make_ahead: bool = True,
+        wait: bool = True,
     ) -> None:
+        """Start the template; with `wait` (else in `booted`) wait until it has imported
+        `preload` and is ready to fork checks."""
         # Parent side only: this file also runs standalone as the template's bootstrap.
         from liveforge.kernel.boundary._secrets import start_helper
 
@@ -327,22 +338,68 @@ class TemplateProcess:
         argv = [sys.executable, "-c", BOOTSTRAP, __file__, str(child_end.fileno())]
         self.process = start_helper(argv, child_end.fileno(), cwd)
         child_end.close()
+        self.cwd, self.preload, self.make_ahead = cwd, preload, make_ahead
         self.channel = LineChannel(parent_end)
         self.channel.send({"sys_path": sys_path, "preload": preload, "ahead": make_ahead})
-        parent_end.settimeout(boot_timeout)
+        self.boot_timeout = boot_timeout
+        self.modules: dict[str, list[Any]] = {}
+        self.names: frozenset[str] = frozenset()
+        self.failed: list[str] = []
+        #: threads running in the template; forking a threaded process can deadlock the child
+        self.threads = 0
+        self._booted = False
+        if wait:
+            self.booted()
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether `booted` has seen it ready (what it imported is known)."""
+        return self._booted
+
+    def booted(self) -> TemplateProcess:
+        """This template, once it is ready (what it imported is then known); OSError when
+        it exited while starting."""
+        if self._booted:
+            return self
+        sock = self.channel.sock
+        sock.settimeout(self.boot_timeout)
         try:
             ready, _ = self.channel.receive()
         except OSError:
             ready = None
-        parent_end.settimeout(None)
+        sock.settimeout(None)
         if ready is None:
             self.close()
             raise OSError("the sandbox template process exited while starting")
-        self.modules: dict[str, list[Any]] = ready["modules"]
-        self.names: frozenset[str] = frozenset(ready["names"])
-        self.failed: list[str] = ready["failed"]
-        #: threads running in the template; forking a threaded process can deadlock the child
-        self.threads: int = ready["threads"]
+        self.modules = ready["modules"]
+        self.names = frozenset(ready["names"])
+        self.failed = ready["failed"]
+        self.threads = ready["threads"]
+        self._booted = True
+        return self
+
+    @classmethod
+    def start_ahead(cls, cwd: Path) -> None:
+        """Start a bare template (nothing pre-imported, nothing made ahead) for checks in
+        `cwd`, and go on: a sandbox without `ahead` takes it (`take_ahead`) for its first
+        check instead of starting one then (a one-shot check starts its template while its
+        front end imports). One nobody takes ends with this process."""
+        if cwd not in _AHEAD:
+            _AHEAD[cwd] = cls(
+                cwd=cwd, sys_path=list(sys.path), preload=[], make_ahead=False, wait=False
+            )
+
+    @staticmethod
+    def take_ahead(cwd: Path, preload: list[str], make_ahead: bool) -> TemplateProcess | None:
+        """The template `start_ahead` started for `cwd` if it fits (bare, nothing made
+        ahead) and still runs (`booted` waits for it); None otherwise."""
+        if preload or make_ahead or cwd not in _AHEAD:
+            return None
+        template = _AHEAD.pop(cwd)
+        if template.alive:
+            return template
+        template.close()
+        return None
 
     @property
     def alive(self) -> bool:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -171,17 +173,35 @@ def project_dir(args: argparse.Namespace) -> Path:
 
 
 @contextlib.contextmanager
-def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
+def open_runtime(
+    args: argparse.Namespace, *, checks: bool = False, long_lived: bool = False
+) -> Iterator[Runtime]:
     """A Runtime over the `--project` directory with the project's check boundary
-    (`[tool.liveforge.sandbox]`), closed (sandbox stopped) on exit."""
-    from liveforge.config import load_config
-    from liveforge.kernel import Runtime
+    (`[tool.liveforge.sandbox]`), closed (sandbox stopped) on exit.
+
+    A one-shot command's checks prepare nothing for later ones (`CheckSettings.ahead`);
+    a `long_lived` one's (a server's) pre-import libraries and make the next check's
+    namespaces while idle. A command that runs `checks` starts its sandbox's template and
+    copy-on-write probe at once, while the kernel is imported; unless the configuration
+    names more than the checks' keys (a provider's key variables, registered as secrets
+    when it is loaded, must not reach a process started before)."""
+    from liveforge.config_files import only_check_keys, read_tables
 
     root = project_dir(args)
-    config = load_config(root)
+    tables = read_tables(root, os.environ)
+    if checks and not long_lived and only_check_keys(tables[0]):
+        _start_checks_ahead(root)
+    from liveforge.check_config import validated_alone
+    from liveforge.kernel import Runtime
+
+    config = validated_alone(tables[0])
+    if config is None:  # more than the checks' keys, or a wrong value: validated whole
+        from liveforge.config import load_config
+
+        config = load_config(root)
     rt = Runtime(
         project_root=root,
-        check_settings=config.sandbox.settings(root),
+        check_settings=dataclasses.replace(config.sandbox.settings(root), ahead=long_lived),
         allow_paths=config.allow_paths,
         outside_project=config.outside_project,
     )
@@ -189,6 +209,18 @@ def open_runtime(args: argparse.Namespace) -> Iterator[Runtime]:
         yield rt
     finally:
         rt.close()
+
+
+def _start_checks_ahead(root: Path) -> None:
+    """Start what the first check waits for, in processes of their own: its template and
+    the copy-on-write probe (in the temporary folder, where the checks' scratch lives)."""
+    import tempfile
+
+    from liveforge.kernel.boundary._overlay import probe_ahead
+    from liveforge.kernel.checks._template import TemplateProcess
+
+    TemplateProcess.start_ahead(root)
+    probe_ahead(Path(tempfile.gettempdir()).resolve())
 
 
 def emit(

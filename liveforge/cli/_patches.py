@@ -62,7 +62,7 @@ OUTSIDE_ADVICE = (
 def apply_patches(rt: Runtime, specs: list[str], *, outside_project: bool = False) -> list[Change]:
     """Apply every `--patch` in one transaction: all of them or none. `outside_project`
     (the `--outside-project` flag) lets them change modules outside the project's code."""
-    from liveforge.errors import NotProjectModule
+    from liveforge.kernel.errors import NotProjectModule
 
     sources = [(target, _read_patch(target, path)) for target, path in map(parse_patch, specs)]
     try:

@@ -8,17 +8,19 @@ standard error when that is a terminal. Ctrl-C stops the check's processes, then
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, TypeVar
-
-from rich.console import Console
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from liveforge.cli._cancel import stop_running_checks
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["PytestTally", "follow_check", "stream_for"]
 
@@ -64,14 +66,14 @@ def follow_check(
     console: Console | None = None,
 ) -> T:
     """Run `work()` (one sandbox check of `rt`) showing progress; its result."""
-    console = console or Console(stderr=True, highlight=False)
+    console = console or _status_console()
     runs_dir = Path(rt.project_root) / "sandbox_runs"
     before = _folders(runs_dir)
     outcome: dict[str, Any] = {}
     worker = threading.Thread(target=_capture, args=(work, outcome), daemon=True)
     tally, offset, output = PytestTally(), 0, None
     started = time.monotonic()
-    status = console.status(label) if console.is_terminal else None
+    status = console.status(label) if console is not None and console.is_terminal else None
     if status is not None:
         status.start()
     worker.start()
@@ -100,6 +102,18 @@ def follow_check(
         raise outcome["error"]
     result: T = outcome["result"]
     return result
+
+
+def _status_console() -> Console | None:
+    """A console on standard error for the status line; None, without importing rich,
+    where rich would not draw one (not a terminal, and neither FORCE_COLOR nor
+    TTY_COMPATIBLE=1 says otherwise)."""
+    env = os.environ
+    if not sys.stderr.isatty() and not env.get("FORCE_COLOR") and env.get("TTY_COMPATIBLE") != "1":
+        return None
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
 
 
 def _capture(work: Callable[[], Any], outcome: dict[str, Any]) -> None:

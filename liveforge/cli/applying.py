@@ -140,7 +140,7 @@ def _apply(args: argparse.Namespace) -> int:
     pytest_args = _pytest_args(args.test)
     if args.verify is not None and not args.verify.strip():
         raise CommandError("--verify got empty code; give a snippet, e.g. --verify 'import pkg'.")
-    with open_runtime(args) as rt:
+    with open_runtime(args, checks=True) as rt:
         outcome = _run(args, rt, pytest_args)
         emit(args, _payload(args, rt, outcome), _text(args, outcome))
     return outcome.code

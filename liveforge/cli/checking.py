@@ -175,7 +175,7 @@ def _report(args: argparse.Namespace, rt: Runtime, changes: list[Change], result
 
 
 def _verify(args: argparse.Namespace) -> int:
-    with open_runtime(args) as rt:
+    with open_runtime(args, checks=True) as rt:
         return _verify_in(args, rt)
 
 
@@ -208,7 +208,7 @@ def _verify_in(args: argparse.Namespace, rt: Runtime) -> int:
 
 def _test(args: argparse.Namespace) -> int:
     pytest_args = [a for a in args.pytest_args if a != "--"] if args.pytest_args else []
-    with open_runtime(args) as rt:
+    with open_runtime(args, checks=True) as rt:
         changes = apply_patches(rt, args.patch, outside_project=args.outside_project)
         result = _follow(
             args,

@@ -94,7 +94,7 @@ def _serve(args: argparse.Namespace) -> int:
     from liveforge.mcp_server import require_mcp, serve_stdio
 
     require_mcp()
-    with open_runtime(args) as rt:
+    with open_runtime(args, long_lived=True) as rt:
         rt.allow_kernel_patches = args.allow_kernel_patches
         policy = load_config(rt.project_root).permissions.policy(chosen_mode(args))
         serve_stdio(rt, policy)

@@ -4,6 +4,7 @@ changes, and what the view wrote is listed as plain data."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,65 @@ def test_the_probe_says_why_when_views_cannot_be_made(tmp_path: Path) -> None:
     reason = _overlay.probe(tmp_path / "missing")
     assert reason is not None and "could not" in reason
     assert _overlay.probe(tmp_path / "missing") is reason  # tried once per folder
+
+
+def test_a_probe_started_ahead_answers_the_later_probe(tmp_path: Path) -> None:
+    """`probe_ahead` starts the probe's child at once; `probe` of that folder then takes
+    its answer (the same as a probe made on the spot) and leaves no probe folder behind."""
+    ahead, on_the_spot = tmp_path / "ahead", tmp_path / "spot"
+    ahead.mkdir()
+    on_the_spot.mkdir()
+    _overlay.probe_ahead(ahead)
+    child, scratch = _overlay._pending[str(ahead)]  # running while this test goes on
+    assert Path(scratch).parent == ahead
+    assert _overlay.probe(ahead) == _overlay.probe(on_the_spot)
+    assert child.returncode is not None and str(ahead) not in _overlay._pending
+    assert list(ahead.iterdir()) == [] and list(on_the_spot.iterdir()) == []
+
+
+def test_a_probe_ahead_that_cannot_start_says_why(tmp_path: Path) -> None:
+    _overlay.probe_ahead(tmp_path / "missing")
+    reason = _overlay.probe(tmp_path / "missing")
+    assert reason is not None and "could not make a folder" in reason
+
+
+def test_two_checks_starting_side_by_side_probe_once(tmp_path: Path) -> None:
+    """Two threads asking at once (a verify's two checks) share one probe: one probe
+    folder is ever made, and both get its answer."""
+    import threading
+    import time
+
+    seen: set[str] = set()
+    answers: list[str | None] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.update(p.name for p in tmp_path.iterdir() if p.name.startswith("liveforge-probe"))
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    _overlay.probe_ahead(tmp_path)
+    askers = [
+        threading.Thread(target=lambda: answers.append(_overlay.probe(tmp_path))) for _ in "ab"
+    ]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    done.set()
+    watcher.join()
+    assert len(answers) == 2 and answers[0] == answers[1] == _overlay.probe(tmp_path)
+    assert len(seen) == 1, seen
+
+
+def test_a_probe_started_ahead_and_never_asked_for_leaves_nothing(tmp_path: Path) -> None:
+    """A process that started a probe ahead and ends without asking for its answer (a
+    command that failed first) leaves no probe folder behind."""
+    code = (
+        "import sys; from liveforge.kernel.boundary import _overlay; "
+        "_overlay.probe_ahead(sys.argv[1])"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, timeout=60)
+    assert list(tmp_path.iterdir()) == []
