@@ -20,18 +20,17 @@ compare.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import pygments
+from _trees import unpack
 
 HERE = Path(__file__).resolve().parents[1]
 SAMPLE = HERE / "liveforge" / "demo" / "sample"
@@ -61,16 +60,6 @@ for label, samples in times.items():
     print(label, statistics.median(samples))
 rt.close()
 """
-
-
-def _unpack(ref: str, into: Path) -> Path:
-    """`git archive ref` of this repository, unpacked under `into`."""
-    data = subprocess.run(
-        ["git", "-C", str(HERE), "archive", ref], capture_output=True, check=True
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(into, filter="tar")
-    return into
 
 
 def _timed(command: list[str], tree: Path | None, cwd: Path) -> float:
@@ -138,7 +127,7 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs, load average at start: {_load()}")
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
-        trees = {"before": _unpack(args.before, base / "before"), "after": HERE}
+        trees = {"before": unpack(args.before, base / "before"), "after": HERE}
         for tree in trees.values():
             _compile(tree)
         projects = _projects(base)
