@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["alive", "descendants", "parent"]
+__all__ = ["alive", "children", "descendants", "parent"]
 
 
 def parent(pid: int) -> int:
@@ -14,6 +14,15 @@ def parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of `pid` (of its main thread), as the kernel lists them."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except FileNotFoundError:
+        return []
+    return [int(child) for child in text.split()]
 
 
 def descendants(root: int) -> set[int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_support import FIX, run_cli
 
 from liveforge.testing import FakeProvider
@@ -60,14 +61,20 @@ def test_usage_errors_under_json_print_one_json_object(sample: Path):
     assert "usage:" not in run_cli("inspct", cwd=sample).stdout  # text mode: stdout stays empty
 
 
-def test_an_unknown_config_key_gets_did_you_mean(sample: Path):
-    """`max_tokns` under [tool.liveforge.agent]: a usage error naming `max_tokens`."""
+@pytest.mark.parametrize(
+    ("table", "typo", "key"),
+    [("agent", "max_tokns", "max_tokens"), ("sandbox", "memroy_mb", "memory_mb")],
+)
+def test_an_unknown_config_key_gets_did_you_mean(sample: Path, table: str, typo: str, key: str):
+    """A misspelt key is a usage error naming the right one: under [tool.liveforge.agent]
+    (the whole configuration is read) and under [tool.liveforge.sandbox] (what a one-shot
+    check reads on its own), in the same words."""
     with (sample / "pyproject.toml").open("a") as file:
-        file.write("\n[tool.liveforge.agent]\nmax_tokns = 5\n")
+        file.write(f"\n[tool.liveforge.{table}]\n{typo} = 5\n")
     result = run_cli("verify", "1", cwd=sample)
     assert result.returncode == 2
-    assert "tool.liveforge.agent.max_tokns" in result.stderr
-    assert "did you mean `max_tokens`?" in result.stderr
+    assert f"tool.liveforge.{table}.{typo}" in result.stderr
+    assert f"did you mean `{key}`?" in result.stderr
 
 
 def test_connection_errors_show_the_url_tried(sample: Path):

@@ -73,17 +73,6 @@ def test_verify_honours_the_sandbox_table_validated_alone(sample: Path, tmp_path
     assert modules & AGENT_STACK == set()
 
 
-def test_a_bad_sandbox_key_is_reported_in_the_configurations_words(sample: Path):
-    """A misspelt key under [tool.liveforge.sandbox] is a usage error with "did you mean",
-    as `load_config` words it."""
-    with (sample / "pyproject.toml").open("a") as file:
-        file.write("\n[tool.liveforge.sandbox]\nmemroy_mb = 5\n")
-    done = run_cli("verify", "1", cwd=sample)
-    assert done.returncode == 2
-    assert "tool.liveforge.sandbox.memroy_mb" in done.stderr
-    assert "did you mean `memory_mb`?" in done.stderr
-
-
 def test_a_bad_model_from_the_environment_is_still_reported(sample: Path):
     """LIVEFORGE_MODEL is no check key: verify validates the whole configuration and
     names the variable."""

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_tree import children
 
 from liveforge.kernel.boundary._policy import CheckSettings
 from liveforge.kernel.checks import _livefork
@@ -22,14 +23,6 @@ from liveforge.kernel.checks._sandbox import Sandbox
 from liveforge.kernel.checks._template import TemplateProcess
 
 LOADED = "import sys; sorted(name for name in ('pydantic', 'pytest') if name in sys.modules)"
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except FileNotFoundError:
-        return []
-    return [int(child) for child in text.split()]
 
 
 def test_a_sandbox_ahead_preloads_this_process_libraries(tmp_path: Path) -> None:
@@ -50,7 +43,7 @@ def test_a_sandbox_not_ahead_preloads_nothing_and_makes_no_check_ahead(tmp_path:
         assert result.value_repr == "[]"
         assert box.template_pid is not None
         time.sleep(0.3)  # a template ahead would have made the next check by now
-        assert _children(box.template_pid) == []
+        assert children(box.template_pid) == []
 
 
 @pytest.mark.skipif(not _livefork.available(), reason="needs os.fork")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from process_tree import children
 from sandbox_support import in_namespace
 
 from liveforge.kernel.boundary._boundary import probe
@@ -24,22 +25,14 @@ READ_BACK = (
 )
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except FileNotFoundError:
-        return []
-    return [int(child) for child in text.split()]
-
-
 def waiting_check(template: int, wait: float = 10.0) -> int:
     """The pid of the check the template made ahead (its relay's pid 1's child), once it
     exists."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        for relay in _children(template):
-            for init in _children(relay):
-                if checks := _children(init):
+        for relay in children(template):
+            for init in children(relay):
+                if checks := children(init):
                     return checks[0]
         time.sleep(0.01)  # polled: the spare is made after the previous run returned
     raise AssertionError("the template made no check ahead of the next run")
