@@ -276,6 +276,37 @@ def gone(
                 conform(target, None, ctx.log, namespace)
 
 
+def made_by(value: Any, stmt: Stmt, filename: str) -> bool:
+    """True when `value` is the function the definition `stmt` made itself (no wrapper)."""
+    name = getattr(stmt.node, "name", None)
+    return isinstance(value, types.FunctionType) and bool(
+        _defined_by(stmt, name or "", filename)(value.__code__)
+    )
+
+
+def update_inside(
+    live: Any, new: types.FunctionType, earlier: Stmt, ctx: MergeContext
+) -> types.FunctionType | None:
+    """A later statement wrapped what `earlier` defined (`f = deco(f)`), so the name holds
+    the wrapper `live`: the function `earlier` made, found inside it, takes `new` in place
+    (what the wrapper holds runs the new code, as in a fresh import's wrapper). Returns that
+    function, or None (nothing changed) when `live` holds none."""
+    name = earlier.node.name  # type: ignore[attr-defined]
+    match = _defined_by(earlier, name, ctx.filename)
+    found = [(t, p) for t, p in _find([live], match) if isinstance(t, types.FunctionType)]
+    for target, path in found:
+        _take(target, new, path, ctx)
+    return found[0][0] if found else None
+
+
+def inside(live: Any, stmt: Stmt, filename: str) -> types.FunctionType | None:
+    """The function the definition `stmt` made, found inside the wrapper `live` (or
+    `live` itself), or None."""
+    name = getattr(stmt.node, "name", "")
+    found = [t for t, _ in _find([live], _defined_by(stmt, name, filename))]
+    return next((t for t in found if isinstance(t, types.FunctionType)), None)
+
+
 def forward_old(
     name: str, old: Any, new: Any, earlier: Stmt, stmt: Stmt, ctx: MergeContext
 ) -> str | None:

@@ -33,6 +33,7 @@ from liveforge.kernel.live import (
     _bodies,
     _classes,
     _forward,
+    _holders,
     _plans,
     _reach,
     _registered,
@@ -153,6 +154,7 @@ def _execute(
     # statement's old line range names exactly the functions it made.
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
+    bindings = _Bindings(plan, namespace, ctx.filename)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         if _body_in_place(namespace, stmt, paired, plan, saved, ctx):
@@ -161,10 +163,17 @@ def _execute(
             continue
         earlier = old_nodes.get(stmt.name or "")
         old_node = earlier.node if earlier is not None else None
+        live = bindings.owned(stmt, saved)
         if stmt.name:
-            _registered.before_rerun(stmt.node, old_node, saved.get(stmt.name), ctx)
+            _registered.before_rerun(stmt.node, old_node, live, ctx)
+        bindings.unwrap_read(stmt)
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
+        if live is not saved.get(stmt.name or "", live):
+            # the name holds what another statement made: the new function is merged into
+            # the one this statement made before, or stands alone (see `_Bindings`)
+            bindings.merge_def(stmt, live, saved, ctx, outcome)
+            continue
         ctx.reread = stmt.text in plan.again
         for name in sorted(stmt.binds):
             _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
@@ -180,6 +189,7 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    bindings.unwrap_removed(saved, outcome)
     if in_place:
         _bodies.gone(_bodies.unpaired(plan.old_run, pairs), saved, namespace, ctx)
     ran = [s for s, _ in plan.run]
@@ -194,6 +204,130 @@ def _execute(
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
     return outcome
+
+
+class _Bindings:
+    """A name bound by several statements: a `def` and a later statement wrapping what it
+    made (`f = deco(f)`), or several `def`s of one name (singledispatch overloads `_`).
+    What the name holds was made by one of them; each statement's new object is merged
+    into what *that statement* made before, never into another statement's object."""
+
+    def __init__(self, plan: _plans.Plan, namespace: dict[str, Any], filename: str) -> None:
+        self.plan, self.namespace, self.filename = plan, namespace, filename
+        self.ran = {id(s) for s, _ in plan.run}
+        #: each new `def` -> the old one it stands for (by order among those of its name)
+        self.pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run])
+        self.taken = {id(s) for s in self.pairs.values()}
+        #: names a later statement that does not run binds again
+        self.later = _follow_.bound_later(
+            plan.index.stmts, [s for s, _ in plan.run], {s.name for s, _ in plan.run if s.name}
+        )
+
+    def owned(self, stmt: Stmt, saved: dict[str, Any]) -> Any:
+        """The live object the definition `stmt` stands for: what its name holds, unless
+        that was made by another statement (then the function that the old definition
+        `stmt` stands for made, found inside it; `_MISSING` when there is none)."""
+        name = stmt.name or ""
+        live = saved.get(name, _MISSING)
+        if live is _MISSING or not isinstance(stmt.node, _bodies._FUNCTION_DEFS):
+            return live
+        earlier = self.pairs.get(id(stmt))
+        if earlier is not None and _bodies.made_by(live, earlier, self.filename):
+            return live
+        if name in self.later or self._made_by_other(live, stmt, earlier):
+            inner = _bodies.inside(live, earlier, self.filename) if earlier else None
+            return inner if inner is not None else _MISSING
+        return live
+
+    def _made_by_other(self, live: Any, stmt: Stmt, earlier: Stmt | None) -> bool:
+        """`live` is a function another definition of the same name made: one that did
+        not change, or an old one another new definition stands for."""
+        unchanged = [s for s in self.plan.index.stmts if id(s) not in self.ran]
+        taken = [s for s in self.plan.old_run if id(s) in self.taken and s is not earlier]
+        return any(
+            other.name == stmt.name and _bodies.made_by(live, other, self.filename)
+            for other in [*unchanged, *taken]
+        )
+
+    def merge_def(
+        self,
+        stmt: Stmt,
+        live: Any,
+        saved: dict[str, Any],
+        ctx: _classes.MergeContext,
+        outcome: Outcome,
+    ) -> None:
+        """After `stmt` ran: its new function takes the place of `live` (what it made
+        before; `_MISSING`: nothing, it stands alone), and the name holds what a later
+        unchanged statement bound, if any."""
+        name = stmt.name or ""
+        new = self.namespace.get(name)
+        outcome.updated.append(name)
+        earlier = self.pairs.get(id(stmt))
+        if live is not _MISSING and earlier is not None and isinstance(new, types.FunctionType):
+            held = (
+                _reach.holders(new, [ctx.created])
+                if _reach.references(new) > _reach.BASELINE
+                else []
+            )
+            _bodies.update_inside(live, new, earlier, ctx)
+            if held:
+                _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
+            self.namespace[name] = live
+        else:  # registrations of the new object are undone with the change
+            _registered.after_rerun(name, None, new, None, stmt.node, ctx)
+        if name in self.later:
+            self.namespace[name] = saved[name]
+
+    def unwrap_read(self, stmt: Stmt) -> None:
+        """A statement that wraps a name again (`f = deco(f)`) reads what the definition
+        before it made, not the wrapper its earlier run left in the name."""
+        for name in _follow_.definition_reads(stmt.node) & stmt.binds:
+            value = self._defined_before(stmt, name)
+            if value is not None:
+                self.namespace[name] = value
+
+    def _defined_before(self, stmt: Stmt, name: str) -> types.FunctionType | None:
+        """The function the unchanged `def` of `name` before `stmt` made, when the name
+        holds something else made around it."""
+        stmts = self.plan.index.stmts
+        before = [s for s in stmts[: stmts.index(stmt)] if name in s.binds]
+        last = before[-1] if before else None
+        current = self.namespace.get(name)
+        if (
+            last is None
+            or id(last) in self.ran
+            or not isinstance(last.node, _bodies._FUNCTION_DEFS)
+        ):
+            return None
+        if _bodies.made_by(current, last, self.filename):
+            return None
+        return _bodies.inside(current, last, self.filename)
+
+    def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> None:
+        """A statement that wrapped a name again is gone: the name holds what the unchanged
+        `def` now binding it last made (found inside the old wrapper); references to the
+        wrapper are named in a note (see `_holders.unmerged`)."""
+        names = {n for s in self.plan.old_run if not s.name for n in s.binds}
+        for name in sorted(names & set(self.namespace)):
+            binders = [s for s in self.plan.index.stmts if name in s.binds]
+            if not binders or id(binders[-1]) in self.ran:
+                continue
+            value = self._unwrapped(binders[-1], name)
+            if value is not None:
+                old = self.namespace[name]
+                self.namespace[name] = value
+                outcome.updated.append(name)
+                if name in saved and saved[name] is old:
+                    outcome.unmerged.append((name, old, value))
+
+    def _unwrapped(self, last: Stmt, name: str) -> types.FunctionType | None:
+        current = self.namespace.get(name)
+        if not isinstance(last.node, _bodies._FUNCTION_DEFS) or _bodies.made_by(
+            current, last, self.filename
+        ):
+            return None
+        return _bodies.inside(current, last, self.filename)
 
 
 def _body_in_place(
@@ -338,6 +472,9 @@ def _merge_name(
         return
     outcome.updated.append(name)
     if id(new) in existing:
+        return
+    if _holders.wraps(new, old):  # `f = deco(f)`: the old object is inside the new one
+        outcome.unmerged.append((name, old, new))
         return
     module = module_ns.get("__name__")
     if getattr(old, "__module__", None) != module and not _wraps_own(old, new, stmt, module):
