@@ -59,18 +59,30 @@ _DEPTH = 6
 
 def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
     """For each statement of `new_run` defining a function, the statement of `old_run` it
-    stands for (by `id` of the new statement): the first not yet taken with the same name,
-    so that several `def`s of one name (a registry's `register` returning itself, a
-    `singledispatch` implementation `_`) pair in order."""
-    pending: dict[str, deque[Stmt]] = {}
+    stands for (by `id` of the new statement). Among several `def`s of one name (a
+    registry's `register` returning itself, `singledispatch` implementations `_`): the one
+    with the same text, else the first not yet taken with the same decorators and
+    signature (an overload for the same type), else the first not yet taken, in order."""
+    pending: dict[str, list[Stmt]] = {}
     for stmt in old_run:
         if isinstance(stmt.node, _FUNCTION_DEFS):
-            pending.setdefault(stmt.node.name, deque()).append(stmt)
+            pending.setdefault(stmt.node.name, []).append(stmt)
+    defs = [s for s in new_run if isinstance(s.node, _FUNCTION_DEFS)]
     pairs: dict[int, Stmt] = {}
-    for stmt in new_run:
-        if isinstance(stmt.node, _FUNCTION_DEFS) and pending.get(stmt.node.name):
-            pairs[id(stmt)] = pending[stmt.node.name].popleft()
+    for same in (_same_text, body_only, None):
+        for stmt in defs:
+            left = pending.get(stmt.node.name)  # type: ignore[attr-defined]
+            if id(stmt) in pairs or not left:
+                continue
+            found = next((o for o in left if same is None or same(stmt, o)), None)
+            if found is not None:
+                pairs[id(stmt)] = found
+                left.remove(found)
     return pairs
+
+
+def _same_text(stmt: Stmt, earlier: Stmt) -> bool:
+    return stmt.text == earlier.text
 
 
 def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt]) -> list[Stmt]:
@@ -299,12 +311,21 @@ def update_inside(
     return found[0][0] if found else None
 
 
-def inside(live: Any, stmt: Stmt, filename: str) -> types.FunctionType | None:
+def inside(live: Any, stmt: Stmt, filename: str, made: bool = False) -> Any:
     """The function the definition `stmt` made, found inside the wrapper `live` (or
-    `live` itself), or None."""
+    `live` itself), or None. `made`: what the statement itself made (its decorators'
+    wrapper) when `live` is one wrapper a later statement made around it."""
     name = getattr(stmt.node, "name", "")
-    found = [t for t, _ in _find([live], _defined_by(stmt, name, filename))]
-    return next((t for t in found if isinstance(t, types.FunctionType)), None)
+    found = [
+        (t, p)
+        for t, p in _find([live], _defined_by(stmt, name, filename))
+        if isinstance(t, types.FunctionType)
+    ]
+    if not found:
+        return None
+    target, path = found[0]
+    chain = [*path, target]
+    return chain[1] if made and len(chain) > 1 and chain[0] is live else target
 
 
 def forward_old(

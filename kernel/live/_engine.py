@@ -234,10 +234,16 @@ class _Bindings:
         earlier = self.pairs.get(id(stmt))
         if earlier is not None and _bodies.made_by(live, earlier, self.filename):
             return live
-        if name in self.later or self._made_by_other(live, stmt, earlier):
-            inner = _bodies.inside(live, earlier, self.filename) if earlier else None
+        if self._wrapped_later(stmt) or self._made_by_other(live, stmt, earlier):
+            inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
             return inner if inner is not None else _MISSING
         return live
+
+    def _wrapped_later(self, stmt: Stmt) -> bool:
+        """A later statement that is no definition binds the name of `stmt` again."""
+        stmts = self.plan.index.stmts
+        after = stmts[stmts.index(stmt) + 1 :]
+        return any(stmt.name in s.binds and not s.name for s in after)
 
     def _made_by_other(self, live: Any, stmt: Stmt, earlier: Stmt | None) -> bool:
         """`live` is a function another definition of the same name made: one that did
@@ -264,15 +270,25 @@ class _Bindings:
         new = self.namespace.get(name)
         outcome.updated.append(name)
         earlier = self.pairs.get(id(stmt))
-        if live is not _MISSING and earlier is not None and isinstance(new, types.FunctionType):
+        if (
+            live is not _MISSING
+            and earlier is not None
+            and _bodies.made_by(new, stmt, self.filename)
+        ):
             held = (
                 _reach.holders(new, [ctx.created])
                 if _reach.references(new) > _reach.BASELINE
                 else []
             )
-            _bodies.update_inside(live, new, earlier, ctx)
+            _bodies.update_inside(live, new, earlier, ctx)  # type: ignore[arg-type]
             if held:
                 _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
+            self.namespace[name] = live
+        elif live is not _MISSING and mergeable(live, new):  # a decorator's new wrapper
+            note = update_callable(live, new, ctx.log, ctx.idmap)
+            if note:
+                ctx.notes.append(note)
+            ctx.idmap.link(new, live)
             self.namespace[name] = live
         else:  # registrations of the new object are undone with the change
             _registered.after_rerun(name, None, new, None, stmt.node, ctx)

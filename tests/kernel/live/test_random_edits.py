@@ -96,11 +96,15 @@ def dispatched(value: Any, filename: str) -> list[str]:
 
 
 def inner(value: Any) -> Any:
-    """The function a wrapper object holds (its own `fn`/`func`/`callback`), or `value`."""
-    for attr in ("fn", "func", "callback"):
-        held = getattr(value, attr, None)
-        if callable(held) and not isinstance(value, types.MethodType):
-            return held
+    """The function wrapper objects hold (their own `fn`/`func`/`callback`, one inside
+    another), or `value`."""
+    for _ in range(4):
+        held = next(
+            (getattr(value, a) for a in ("fn", "func", "callback") if hasattr(value, a)), None
+        )
+        if not callable(held) or isinstance(value, types.MethodType):
+            break
+        value = held
     return value
 
 
@@ -231,7 +235,9 @@ def _observe_enum(path: str, cls: Any, filename: str, seen: dict[str, Any]) -> N
 def _source(value: Any) -> str | None:
     func = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
     func = inner(func)  # a class-based decorator's instance: its function
-    return inspect.getsource(func) if callable(func) else None
+    if isinstance(func, (types.FunctionType, type)):
+        return inspect.getsource(func)
+    return type(func).__name__ if callable(func) else None
 
 
 def fresh_import(name: str, source: str, folder: Path) -> types.ModuleType:
@@ -333,11 +339,8 @@ class Captured:
             if name not in broken and hasattr(fresh, name):
                 found += _compare(f"from-import of {name}", probe(func, filename), fresh_seen[name])
                 if f"{name} dispatch" in fresh_seen:
-                    found += _compare(
-                        f"overloads of {name}",
-                        dispatched(func, filename),
-                        fresh_seen[f"{name} dispatch"],
-                    )
+                    got = dispatched(func, filename) if hasattr(func, "registry") else None
+                    found += _compare(f"overloads of {name}", got, fresh_seen[f"{name} dispatch"])
         for name, held in self.classes.items():
             if name not in broken and hasattr(fresh, name) and held() is not getattr(module, name):
                 found.append(f"  class {name} held by a closure is not the live class")
