@@ -60,16 +60,16 @@ _DEPTH = 6
 def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
     """For each statement of `new_run` defining a function, the statement of `old_run` it
     stands for (by `id` of the new statement). Among several `def`s of one name (a
-    registry's `register` returning itself, `singledispatch` implementations `_`): the one
-    with the same text, else the first not yet taken with the same decorators and
-    signature (an overload for the same type), else the first not yet taken, in order."""
+    registry's `register` returning itself, `singledispatch` implementations `_`): the
+    first not yet taken with the same decorators and signature (an overload for the same
+    type), else the first not yet taken, in order."""
     pending: dict[str, list[Stmt]] = {}
     for stmt in old_run:
         if isinstance(stmt.node, _FUNCTION_DEFS):
             pending.setdefault(stmt.node.name, []).append(stmt)
     defs = [s for s in new_run if isinstance(s.node, _FUNCTION_DEFS)]
     pairs: dict[int, Stmt] = {}
-    for same in (_same_text, body_only, None):
+    for same in (body_only, None):
         for stmt in defs:
             left = pending.get(stmt.node.name)  # type: ignore[attr-defined]
             if id(stmt) in pairs or not left:
@@ -79,10 +79,6 @@ def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
                 pairs[id(stmt)] = found
                 left.remove(found)
     return pairs
-
-
-def _same_text(stmt: Stmt, earlier: Stmt) -> bool:
-    return stmt.text == earlier.text
 
 
 def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt]) -> list[Stmt]:

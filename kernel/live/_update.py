@@ -24,6 +24,7 @@ import weakref
 from typing import Any
 
 from liveforge.kernel.live import _spawned
+from liveforge.kernel.live._holders import wraps
 from liveforge.kernel.live._undo import UndoLog
 
 
@@ -316,6 +317,7 @@ def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str
         isinstance(old_inner, types.FunctionType)
         and isinstance(new_inner, types.FunctionType)
         and old_inner is not new_inner
+        and not wraps(new_inner, old_inner)  # `f = deco(deco(f))`: made around it
     ):
         note = update_function(old_inner, new_inner, log, idmap)
         idmap.link(new_inner, old_inner)

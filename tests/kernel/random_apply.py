@@ -27,6 +27,7 @@ from random_module import (
     CONSTS,
     DATA,
     DISPATCH,
+    EDITS,
     ENUMS,
     FIRST,
     FUNCS,
@@ -123,7 +124,7 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
     rng, items = seq.rng, seq.items
     present = named(items)
     kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member", "future"]
-    kind = rng.choice([*kinds, "alias"])
+    kind = rng.choice([*kinds, "alias"] if EDITS["aliases"] else kinds)
     editable = [n for n in present if n not in ("SCALE", "tag", "make")]
     if kind == "change" and present:
         name = rng.choice(list(present))
@@ -136,7 +137,8 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
         if done:
             _whole(seq, rt, mod, write, done)
     elif kind == "add":
-        free = [n for n in FUNCS + CLASSES + CONSTS + DATA + ENUMS + DISPATCH if n not in present]
+        names = FUNCS + CLASSES + CONSTS + DATA + ENUMS + (DISPATCH if EDITS["dispatch"] else [])
+        free = [n for n in names if n not in present]
         if not free:
             return
         name = rng.choice(free)

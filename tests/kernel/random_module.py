@@ -35,6 +35,8 @@ CACHED = "functools.cached_property"
 DISPATCH = ["d0", "d1"]
 OVERLOADS = ["str", "float", "tuple"]
 ALIASES = ["al0", "Al1"]
+#: which of the later additions the generator uses (see the test module's docstring)
+EDITS = {"dispatch": False, "aliases": False, "wrappers": False, "registries": False}
 #: what a later statement may wrap a function in (`f = deco(f)`)
 REBINDS = ["deco", "_Twice", "_Func"]
 CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
@@ -89,9 +91,11 @@ def function_def(rng: random.Random, name: str) -> Def:
     decos.append("functools.lru_cache(maxsize=None)")
     # wrapper objects and registries filled by an object's method (with and without
     # `__conform__`), from the standard library, toolz and click
-    decos += ["_Func", "_partial", "toolz.curry", "toolz.memoize", "_REG.register"]
-    decos.append("_CONF.register")
-    if name == COMMAND:  # no other function calls it (a click command is not a function)
+    if EDITS["wrappers"]:
+        decos += ["_Func", "_partial", "toolz.curry", "toolz.memoize"]
+    if EDITS["registries"]:
+        decos += ["_REG.register", "_CONF.register"]
+    if name == COMMAND and EDITS["wrappers"]:  # no other function calls it (not a function)
         decos += ["_cli.command()", f"_cli.command('{name}-{rng.randint(1, 2)}')"]
     # a registry keyed by the decorator's argument (keys of one function only: no clashes)
     decos.append(f"handles('{name}:{rng.randint(1, 3)}')")
@@ -192,14 +196,14 @@ class Sequence:
             *rng.sample(CLASSES, 2),
             *rng.sample(DATA, 1),
             *rng.sample(ENUMS, 1),
-            *rng.sample(DISPATCH, rng.randint(0, 1)),
+            *rng.sample(DISPATCH, rng.randint(0, 1) if EDITS["dispatch"] else 0),
         ]
         for name in pool:
             items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
             items.append(make(rng, name))
         items += [Filler("\n\n"), class_def(rng, LATER), Fixed(LATER_BINDING)]
         sequence = cls(rng, items)
-        for _ in range(2):  # aliases and later wrappings there from the start
+        for _ in range(2 if EDITS["aliases"] else 0):  # aliases and wrappings from the start
             sequence.alias_edit()
         return sequence
 

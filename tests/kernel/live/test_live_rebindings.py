@@ -1,0 +1,130 @@
+"""A name bound by several statements — a `def` and a later `f = deco(f)`, several `def _`
+overloads of a `singledispatch` function — holds after a change what a fresh import of the
+new source holds; each statement's new object is merged into what that statement made."""
+
+from __future__ import annotations
+
+from kernel_support import Project, src
+
+from liveforge import Runtime
+
+DECO = src(
+    """
+    import functools
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return ("deco", fn(*args))
+        return wrapper
+
+
+    def f(x):
+        return x
+    """
+)
+
+
+def test_wrapping_a_function_again_after_its_definition_wraps_it_once(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` added after `def f`: f is the wrapper around the function (it used to
+    become a wrapper around itself: RecursionError); a reference taken before is named in
+    the change's note, as it still runs the unwrapped function."""
+    mod = project.module(DECO)
+    kept = mod.f
+    change = rt.patch_module(mod.__name__, DECO + "\nf = deco(f)\n")
+    assert mod.f(1) == ("deco", 1) and kept(1) == 1
+    assert any("made around the old function" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f is kept and mod.f(1) == 1
+
+
+def test_a_definition_wrapped_by_a_later_statement_keeps_its_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`def f` changed while the later `f = deco(f)` did not: f stays the wrapper, which
+    runs the new body (the wrapper used to be overwritten with the plain function)."""
+    source = DECO + "\nf = deco(f)\n"
+    mod = project.module(source)
+    kept = mod.f
+    rt.patch_module(mod.__name__, source.replace("return x\n", "return x + 1\n"))
+    assert mod.f is kept and mod.f(1) == ("deco", 2)
+    rt.rollback()
+    assert mod.f(1) == ("deco", 1)
+
+
+def test_a_removed_wrapping_gives_the_name_back_to_its_definition(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` taken out: f is the plain function again, as in a fresh import; the
+    wrapper a reference still holds is named in a note; rollback restores the wrapper."""
+    source = DECO + "\nf = deco(f)\n"
+    mod = project.module(source)
+    kept = [mod.f]
+    change = rt.patch_module(mod.__name__, DECO)
+    assert mod.f(1) == 1 and mod.f is kept[0].__wrapped__
+    assert any("still held by" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f is kept[0]
+
+
+def test_a_changed_wrapping_wraps_the_definition_not_the_old_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` changed to `f = deco(deco(f))`: the new statement reads the function the
+    definition made, not the wrapper its first run left in the name."""
+    source = DECO + "\nf = deco(f)\n"
+    mod = project.module(source)
+    rt.patch_module(mod.__name__, DECO + "\nf = deco(deco(f))\n")
+    assert mod.f(1) == ("deco", ("deco", 1))
+
+
+DISPATCH = src(
+    """
+    import functools
+
+
+    @functools.singledispatch
+    def show(x):
+        return ("base", x)
+
+
+    @show.register
+    def _(x: str):
+        return ("str", x)
+    """
+)
+
+FLOAT = '\n\n@show.register\ndef _(x: float):\n    return ("float", x)\n'
+
+
+def test_an_overload_added_beside_another_keeps_both(project: Project, rt: Runtime) -> None:
+    """A second `def _` registered for another type: the first overload keeps its entry
+    (the new function used to be merged into it, and its type's entry taken out); rollback
+    leaves the registry as it was."""
+    mod = project.module(DISPATCH)
+    rt.patch_module(mod.__name__, DISPATCH + FLOAT)
+    assert (mod.show("a"), mod.show(1.5), mod.show(1)) == (
+        ("str", "a"),
+        ("float", 1.5),
+        ("base", 1),
+    )
+    rt.rollback()
+    assert set(mod.show.registry) == {object, str}
+
+
+def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
+    project: Project, rt: Runtime
+) -> None:
+    """Two overloads swapped and both edited: each pairs with the old one for its type, so
+    the registry has both, and a rollback restores both."""
+    source = DISPATCH + FLOAT
+    mod = project.module(source)
+    swapped = DISPATCH.split("\n\n\n@show.register")[0] + FLOAT.replace('"float", x', '"F", x')
+    swapped += '\n\n@show.register\ndef _(x: str):\n    return ("S", x)\n'
+    rt.patch_module(mod.__name__, swapped)
+    assert (mod.show("a"), mod.show(1.5)) == (("S", "a"), ("F", 1.5))
+    rt.rollback()
+    assert (mod.show("a"), mod.show(1.5)) == (("str", "a"), ("float", 1.5))
