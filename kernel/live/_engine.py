@@ -303,22 +303,14 @@ class _Bindings:
             if value is not None:
                 self.namespace[name] = value
 
-    def _defined_before(self, stmt: Stmt, name: str) -> types.FunctionType | None:
+    def _defined_before(self, stmt: Stmt, name: str) -> Any:
         """The function the unchanged `def` of `name` before `stmt` made, when the name
         holds something else made around it."""
         stmts = self.plan.index.stmts
         before = [s for s in stmts[: stmts.index(stmt)] if name in s.binds]
-        last = before[-1] if before else None
-        current = self.namespace.get(name)
-        if (
-            last is None
-            or id(last) in self.ran
-            or not isinstance(last.node, _bodies._FUNCTION_DEFS)
-        ):
+        if not before or id(before[-1]) in self.ran:
             return None
-        if _bodies.made_by(current, last, self.filename):
-            return None
-        return _bodies.inside(current, last, self.filename)
+        return self._unwrapped(before[-1], name)
 
     def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> None:
         """A statement that wrapped a name again is gone: the name holds what the unchanged
@@ -337,7 +329,9 @@ class _Bindings:
                 if name in saved and saved[name] is old:
                     outcome.unmerged.append((name, old, value))
 
-    def _unwrapped(self, last: Stmt, name: str) -> types.FunctionType | None:
+    def _unwrapped(self, last: Stmt, name: str) -> Any:
+        """The function the `def` statement `last` made, found inside what `name` holds
+        when that is something else made around it (else None)."""
         current = self.namespace.get(name)
         if not isinstance(last.node, _bodies._FUNCTION_DEFS) or _bodies.made_by(
             current, last, self.filename
