@@ -284,6 +284,24 @@ def gone(
                 conform(target, None, ctx.log, namespace)
 
 
+def held_in_module(
+    namespace: dict[str, Any], name: str, filename: str, first: int, last: int
+) -> list[types.FunctionType]:
+    """Functions named `name` that a definition at lines `first`..`last` made and that only
+    the module's objects hold (a `singledispatch` overload `_` a later one shadows, a
+    function inside a wrapper a later statement made)."""
+
+    def match(code: types.CodeType) -> bool:
+        return (
+            code.co_name == name
+            and code.co_filename == filename
+            and first <= code.co_firstlineno <= last
+        )
+
+    found = _find(_module_objects(namespace), match)
+    return [t for t, _ in found if isinstance(t, types.FunctionType)]
+
+
 def made_by(value: Any, stmt: Stmt, filename: str) -> bool:
     """True when `value` is the function the definition `stmt` made itself (no wrapper)."""
     name = getattr(stmt.node, "name", None)

@@ -128,3 +128,17 @@ def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     assert (mod.show("a"), mod.show(1.5)) == (("S", "a"), ("F", 1.5))
     rt.rollback()
     assert (mod.show("a"), mod.show(1.5)) == (("str", "a"), ("float", 1.5))
+
+
+def test_an_overload_only_the_registry_holds_moves_with_its_statement(
+    project: Project, rt: Runtime
+) -> None:
+    """Lines inserted above a `def _` that a later `def _` shadows: its code moves with it,
+    so a traceback through it points at its own line (it used to keep the old line, and
+    a later edit took it for another statement's function)."""
+    source = DISPATCH.replace('return ("str", x)', 'return ("str", 1 / 0)') + FLOAT
+    mod = project.module(source)
+    rt.patch_module(mod.__name__, source.replace("import functools\n", "import functools\n\n\n\n"))
+    overload = mod.show.registry[str]
+    line = rt.source(mod.__name__).splitlines().index('    return ("str", 1 / 0)') + 1
+    assert overload.__code__.co_firstlineno == line - 2  # its decorator's line
