@@ -142,3 +142,18 @@ def test_an_overload_only_the_registry_holds_moves_with_its_statement(
     overload = mod.show.registry[str]
     line = rt.source(mod.__name__).splitlines().index('    return ("str", 1 / 0)') + 1
     assert overload.__code__.co_firstlineno == line - 2  # its decorator's line
+
+
+def test_a_dispatch_function_defined_again_keeps_its_overloads(
+    project: Project, rt: Runtime
+) -> None:
+    """`def show` given another signature (so defined again, not edited in place): the live
+    dispatch function keeps the overloads registered on it and takes the new base function
+    (it used to take the new function's empty registry, losing `str`)."""
+    mod = project.module(DISPATCH)
+    kept = mod.show
+    rt.patch_module(mod.__name__, DISPATCH.replace("def show(x):", "def show(x, y=0):"))
+    assert mod.show is kept and mod.show("a") == ("str", "a") and mod.show(1) == ("base", 1)
+    assert mod.show.registry[object] is mod.show.__wrapped__
+    rt.rollback()
+    assert mod.show("a") == ("str", "a") and set(mod.show.registry) == {object, str}
