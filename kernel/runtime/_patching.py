@@ -55,7 +55,7 @@ class Patching:
             assert record.index is not None
             location = locate(record.index, module_name, path)
             text, node = parse_definition(source, path[-1], target)
-            location = narrow(location, text)
+            location = narrow(locate(record.index, module_name, path, like=node), text)
             if kind_override and location.node is not None:
                 text = keep_decorators(location.node, record.index.lines, text, node)
             before = (

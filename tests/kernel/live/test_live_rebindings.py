@@ -157,3 +157,30 @@ def test_a_dispatch_function_defined_again_keeps_its_overloads(
     assert mod.show.registry[object] is mod.show.__wrapped__
     rt.rollback()
     assert mod.show("a") == ("str", "a") and set(mod.show.registry) == {object, str}
+
+
+def test_patching_a_definition_wrapped_later_replaces_the_definition(
+    project: Project, rt: Runtime
+) -> None:
+    """`rt.patch("m.f", "def f...")` while a later `f = deco(f)` binds f too: the `def` is
+    what changes (the later statement used to be replaced by it, losing the wrapper)."""
+    mod = project.module(DECO + "\nf = deco(f)\n")
+    rt.patch(f"{mod.__name__}.f", "def f(x):\n    return x + 1\n")
+    assert rt.source(mod.__name__).endswith("def f(x):\n    return x + 1\n\nf = deco(f)\n")
+    assert mod.f(1) == ("deco", 2)
+
+
+def test_an_alias_follows_a_definition_that_became_another_object(
+    project: Project, rt: Runtime
+) -> None:
+    """`g = f` after `def f`, and f given a decorator that makes another kind of object: g
+    is bound again to the new object, as a fresh import binds it (it used to keep the old
+    function, with a note)."""
+    mod = project.module(
+        DECO + "\n\nclass Twice:\n    def __init__(self, fn):\n        self.fn = fn\n\n"
+        "    def __call__(self, x):\n        return 2 * self.fn(x)\n\ng = f\n"
+    )
+    rt.patch(f"{mod.__name__}.f", "@Twice\ndef f(x):\n    return x + 1\n")
+    assert mod.g is mod.f and mod.g(1) == 4
+    rt.rollback()
+    assert mod.g is mod.f and mod.g(1) == 1
