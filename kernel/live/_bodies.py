@@ -337,9 +337,15 @@ def inside(live: Any, stmt: Stmt, filename: str, made: bool = False) -> Any:
     ]
     if not found:
         return None
-    target, path = found[0]
-    chain = [*path, target]
-    return chain[1] if made and len(chain) > 1 and chain[0] is live else target
+    target = found[0][0]
+    if made and target is not live:
+        # What `live` wraps (a closure cell, an attribute) that leads to the function: what
+        # the definition made, its own decorators' wrapper included.
+        match = _defined_by(stmt, name, filename)
+        for child in _children(live):
+            if child is not target and not isinstance(child, _OPAQUE) and _find([child], match):
+                return child
+    return target
 
 
 def forward_old(

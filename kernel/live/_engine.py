@@ -176,7 +176,9 @@ def _execute(
             continue
         ctx.reread = stmt.text in plan.again
         for name in sorted(stmt.binds):
-            _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
+            # only a definition of that very name stands for an old definition of it
+            earlier = old_nodes.get(name) if stmt.name == name else None
+            _merge_name(namespace, name, stmt, earlier, saved, existing, ctx, outcome)
         ctx.reread = False
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
@@ -231,7 +233,7 @@ class _Bindings:
         live = saved.get(name, _MISSING)
         if live is _MISSING or not isinstance(stmt.node, _bodies._FUNCTION_DEFS):
             return live
-        earlier = self.pairs.get(id(stmt))
+        earlier = self._earlier(stmt)
         if earlier is not None and _bodies.made_by(live, earlier, self.filename):
             return live
         if self._wrapped_later(stmt) or self._made_by_other(live, stmt, earlier):
@@ -244,6 +246,11 @@ class _Bindings:
         stmts = self.plan.index.stmts
         after = stmts[stmts.index(stmt) + 1 :]
         return any(stmt.name in s.binds and not s.name for s in after)
+
+    def _earlier(self, stmt: Stmt) -> Stmt:
+        """The old definition `stmt` stands for; itself when it ran again unchanged (every
+        definition runs again when `from __future__` flags change)."""
+        return self.pairs.get(id(stmt)) or stmt
 
     def _made_by_other(self, live: Any, stmt: Stmt, earlier: Stmt | None) -> bool:
         """`live` is a function another definition of the same name made: one that did
@@ -269,7 +276,7 @@ class _Bindings:
         name = stmt.name or ""
         new = self.namespace.get(name)
         outcome.updated.append(name)
-        earlier = self.pairs.get(id(stmt))
+        earlier = self._earlier(stmt)
         if (
             live is not _MISSING
             and earlier is not None
@@ -298,10 +305,19 @@ class _Bindings:
     def unwrap_read(self, stmt: Stmt) -> None:
         """A statement that wraps a name again (`f = deco(f)`) reads what the definition
         before it made, not the wrapper its earlier run left in the name."""
-        for name in _follow_.definition_reads(stmt.node) & stmt.binds:
+        for name in _follow_.definition_reads(stmt.node) & stmt.binds & self._rewrapped():
             value = self._defined_before(stmt, name)
             if value is not None:
                 self.namespace[name] = value
+
+    def _rewrapped(self) -> set[str]:
+        """Names an old statement that is no definition wrapped again (`f = deco(f)`)."""
+        return {
+            n
+            for s in self.plan.old_run
+            if not s.name
+            for n in s.binds & _follow_.definition_reads(s.fresh_node())
+        }
 
     def _defined_before(self, stmt: Stmt, name: str) -> Any:
         """The function the unchanged `def` of `name` before `stmt` made, when the name
@@ -316,7 +332,8 @@ class _Bindings:
         """A statement that wrapped a name again is gone: the name holds what the unchanged
         `def` now binding it last made (found inside the old wrapper); references to the
         wrapper are named in a note (see `_holders.unmerged`)."""
-        names = {n for s in self.plan.old_run if not s.name for n in s.binds}
+        kept = {s.text for s in self.plan.index.stmts}
+        names = {n for s in self.plan.old_run if not s.name and s.text not in kept for n in s.binds}
         for name in sorted(names & set(self.namespace)):
             binders = [s for s in self.plan.index.stmts if name in s.binds]
             if not binders or id(binders[-1]) in self.ran:
@@ -337,7 +354,7 @@ class _Bindings:
             current, last, self.filename
         ):
             return None
-        return _bodies.inside(current, last, self.filename)
+        return _bodies.inside(current, last, self.filename, made=True)
 
 
 def _body_in_place(

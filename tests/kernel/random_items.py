@@ -408,6 +408,8 @@ def identities(items: list[Item]) -> dict[str, str]:
                 found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
         elif isinstance(item, Def) and item.deco in WRAPPER_OBJECTS:
             found[item.name] = item.deco  # a decorator instance, not a function
+        elif isinstance(item, Alias):  # pointed elsewhere, it holds another object
+            found[item.name] = f"alias of {item.target}: {found.get(item.target)}"
         elif not isinstance(item, (Filler, Rebind)):
             found[item.name] = type(item).__name__
     return found

@@ -184,3 +184,26 @@ def test_an_alias_follows_a_definition_that_became_another_object(
     assert mod.g is mod.f and mod.g(1) == 4
     rt.rollback()
     assert mod.g is mod.f and mod.g(1) == 1
+
+
+def test_a_decorated_definition_wrapped_later_runs_again_inside_both_wrappers(
+    project: Project, rt: Runtime
+) -> None:
+    """`@Twice def f` then `f = deco(f)`, and every definition run again (the `from
+    __future__` import taken out): the function inside both wrappers takes the new code
+    (it used to keep the string annotations of the old flags)."""
+    source = DECO.replace("def f(x):", "@Twice\ndef f(x: int):") + src(
+        """
+
+
+        f = deco(f)
+        """
+    )
+    twice = "class Twice:\n    def __init__(self, fn):\n        self.fn = fn\n\n"
+    twice += "    def __call__(self, x):\n        return 2 * self.fn(x)\n\n\n"
+    source = source.replace("@Twice", twice + "@Twice")
+    mod = project.module("from __future__ import annotations\n" + source)
+    inner = mod.f.__wrapped__.fn
+    rt.patch_module(mod.__name__, source)
+    assert inner.__annotations__ == {"x": int} and mod.f(1) == ("deco", 2)
+    assert mod.f.__wrapped__.fn is inner
