@@ -200,7 +200,12 @@ def _execute(
     decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
     for name in sorted(gone):
         if name in namespace:
-            _registered.forget(name, namespace.pop(name), ctx, name in decorated)
+            value = namespace.pop(name)
+            _registered.forget(name, value, ctx, name in decorated)
+            # what the removed `def` made, inside what a later statement wrapped it in
+            inner = bindings.made_inside(old_nodes.get(name), value)
+            if inner is not None:
+                _registered.forget(name, inner, ctx, name in decorated)
             outcome.removed.append(name)
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
@@ -318,6 +323,14 @@ class _Bindings:
             if not s.name
             for n in s.binds & _follow_.definition_reads(s.fresh_node())
         }
+
+    def made_inside(self, earlier: Stmt | None, value: Any) -> Any:
+        """What the old definition `earlier` made, when `value` is something a later
+        statement made around it (else None)."""
+        if earlier is None or _bodies.made_by(value, earlier, self.filename):
+            return None
+        inner = _bodies.inside(value, earlier, self.filename, made=True)
+        return inner if inner is not value else None
 
     def _defined_before(self, stmt: Stmt, name: str) -> Any:
         """The function the unchanged `def` of `name` before `stmt` made, when the name

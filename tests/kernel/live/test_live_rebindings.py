@@ -207,3 +207,19 @@ def test_a_decorated_definition_wrapped_later_runs_again_inside_both_wrappers(
     rt.patch_module(mod.__name__, source)
     assert inner.__annotations__ == {"x": int} and mod.f(1) == ("deco", 2)
     assert mod.f.__wrapped__.fn is inner
+
+
+def test_a_removed_definition_wrapped_later_leaves_the_registry_its_decorator_filled(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def g` then `g = deco(g)`, both taken out: the function leaves the list its
+    decorator put it in (only the wrapper, which the list never held, used to be looked
+    for); rollback puts it back."""
+    extra = "\n\nCOLLECTED = []\n\n\ndef collect(fn):\n    COLLECTED.append(fn)\n    return fn\n"
+    wrapped = "\n\n@collect\ndef g(x):\n    return -x\n\ng = deco(g)\n"
+    mod = project.module(DECO + extra + wrapped)
+    held = list(mod.COLLECTED)
+    rt.patch_module(mod.__name__, DECO + extra)
+    assert mod.COLLECTED == [] and not hasattr(mod, "g")
+    rt.rollback()
+    assert mod.COLLECTED == held and mod.g(1) == ("deco", -1)
