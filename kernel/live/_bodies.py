@@ -81,10 +81,15 @@ def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
     return pairs
 
 
-def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt]) -> list[Stmt]:
-    """The function definitions of `old_run` no new statement stands for (gone)."""
+def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt], stayed: set[str]) -> list[Stmt]:
+    """The function definitions of `old_run` no new statement stands for (gone): neither
+    one that ran (`pairs`) nor one of the same text that did not need to (`stayed`)."""
     taken = {id(s) for s in pairs.values()}
-    return [s for s in old_run if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken]
+    return [
+        s
+        for s in old_run
+        if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken and s.text not in stayed
+    ]
 
 
 def body_only(stmt: Stmt, earlier: Stmt | None) -> bool:

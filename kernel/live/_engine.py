@@ -193,7 +193,9 @@ def _execute(
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
     bindings.unwrap_removed(saved, outcome)
     if in_place:
-        _bodies.gone(_bodies.unpaired(plan.old_run, pairs), saved, namespace, ctx)
+        _bodies.gone(
+            _bodies.unpaired(plan.old_run, pairs, bindings.stayed()), saved, namespace, ctx
+        )
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
@@ -229,6 +231,10 @@ class _Bindings:
         self.later = _follow_.bound_later(
             plan.index.stmts, [s for s, _ in plan.run], {s.name for s, _ in plan.run if s.name}
         )
+
+    def stayed(self) -> set[str]:
+        """Texts of the statements of the new source that did not run (unchanged)."""
+        return {s.text for s in self.plan.index.stmts if id(s) not in self.ran}
 
     def owned(self, stmt: Stmt, saved: dict[str, Any]) -> Any:
         """The live object the definition `stmt` stands for: what its name holds, unless

@@ -36,7 +36,7 @@ DISPATCH = ["d0", "d1"]
 OVERLOADS = ["str", "float", "tuple"]
 ALIASES = ["al0", "Al1"]
 #: which of the later additions the generator uses (see the test module's docstring)
-EDITS = {"dispatch": False, "aliases": True, "wrappers": False, "registries": False}
+EDITS = {"dispatch": True, "aliases": True, "wrappers": True, "registries": True}
 #: what a later statement may wrap a function in (`f = deco(f)`)
 REBINDS = ["deco", "_Twice", "_Func"]
 CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
