@@ -275,9 +275,11 @@ def _put_back(holder: Any, content: Any) -> None:
 
 def gone(
     stmts: list[Stmt], saved: dict[str, Any], namespace: dict[str, Any], ctx: MergeContext
-) -> None:
+) -> list[tuple[str, types.FunctionType]]:
     """Function definitions the new source no longer has: those of their functions that
-    declare `__conform__` are told (`None`), as they ask to be."""
+    declare `__conform__` are told (`None`), as they ask to be. Returns the others, each
+    with its name."""
+    others: list[tuple[str, types.FunctionType]] = []
     for stmt in stmts:
         name = stmt.node.name  # type: ignore[attr-defined]
         roots = [saved[name]] if name in saved else []
@@ -287,6 +289,9 @@ def gone(
         for target, _ in found:
             if conforms(target):
                 conform(target, None, ctx.log, namespace)
+            elif isinstance(target, types.FunctionType):
+                others.append((name, target))
+    return others
 
 
 def held_in_module(

@@ -193,9 +193,10 @@ def _execute(
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
     bindings.unwrap_removed(saved, outcome)
     if in_place:
-        _bodies.gone(
-            _bodies.unpaired(plan.old_run, pairs, bindings.stayed()), saved, namespace, ctx
-        )
+        gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed())
+        for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
+            if namespace.get(name, func) is not func:  # another definition binds the name
+                _registered.forget(name, func, ctx, decorated=True)
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)

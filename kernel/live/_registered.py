@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import gc
+import sys
 import types
 from typing import Any
 
@@ -305,6 +306,7 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         found = {key: label for key, (label, _, _) in containers.items()}
         held = [c for _, c, _ in containers.values() if _holds(c, value)]
         if isinstance(value, types.FunctionType):
+            held += _dispatch_registries(value, found, ctx.log)
             _still_held(name, value, held, ctx)
     elif isinstance(value, type) and class_hooks(value, ast.Pass()):
         found = registries([value])
@@ -319,6 +321,26 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         f"{name}: removed, and taken out of {', '.join(sorted(found[id(h)] for h in held))}"
         ", where what ran when it was defined stored it, as a fresh import would not have it"
     )
+
+
+def _dispatch_registries(value: Any, found: dict[int, str], log: UndoLog) -> list[Any]:
+    """The registries of its module's `functools.singledispatch` functions that hold
+    `value` (an overload): each one's dict, named in `found`, its dispatch cache emptied
+    now and when the change is undone."""
+    module = sys.modules.get(home(value) or "")
+    held = []
+    for key, dispatcher in list(getattr(module, "__dict__", {}).items()):
+        registry = getattr(dispatcher, "registry", None)
+        clear = getattr(dispatcher, "_clear_cache", None)
+        if not isinstance(registry, types.MappingProxyType) or not callable(clear):
+            continue
+        mapping = next(iter(gc.get_referents(registry)), None)
+        if isinstance(mapping, dict) and _holds(mapping, value):
+            found[id(mapping)] = f"{home(value)}.{key}.registry"
+            held.append(mapping)
+            clear()
+            log.add(clear)
+    return held
 
 
 def _still_held(name: str, value: Any, dropped: list[Any], ctx: MergeContext) -> None:

@@ -223,3 +223,15 @@ def test_a_removed_definition_wrapped_later_leaves_the_registry_its_decorator_fi
     assert mod.COLLECTED == [] and not hasattr(mod, "g")
     rt.rollback()
     assert mod.COLLECTED == held and mod.g(1) == ("deco", -1)
+
+
+def test_a_removed_overload_leaves_the_dispatch_registry(project: Project, rt: Runtime) -> None:
+    """One `def _` of two taken out (the name `_` is still bound by the other): its type
+    leaves the registry, and calls for it reach the base function again, as in a fresh
+    import (it used to stay there, silently); rollback restores it."""
+    mod = project.module(DISPATCH + FLOAT)
+    assert mod.show("a") == ("str", "a")
+    rt.patch_module(mod.__name__, DISPATCH.split("\n\n\n@show.register")[0] + FLOAT)
+    assert set(mod.show.registry) == {object, float} and mod.show("a") == ("base", "a")
+    rt.rollback()
+    assert mod.show("a") == ("str", "a") and mod.show(1.5) == ("float", 1.5)

@@ -235,9 +235,12 @@ def _observe_enum(path: str, cls: Any, filename: str, seen: dict[str, Any]) -> N
 def _source(value: Any) -> str | None:
     func = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
     func = inner(func)  # a class-based decorator's instance: its function
-    if isinstance(func, (types.FunctionType, type)):
+    if not isinstance(func, (types.FunctionType, type)):
+        return type(func).__name__ if callable(func) else None
+    try:
         return inspect.getsource(func)
-    return type(func).__name__ if callable(func) else None
+    except TypeError as exc:  # it unwraps to an object with no source (a wrapper instance)
+        return f"no source: {exc}"
 
 
 def fresh_import(name: str, source: str, folder: Path) -> types.ModuleType:
