@@ -349,11 +349,15 @@ def inside(live: Any, stmt: Stmt, filename: str, made: bool = False) -> Any:
         return None
     target = found[0][0]
     if made and target is not live:
-        # What `live` wraps (a closure cell, an attribute) that leads to the function: what
-        # the definition made, its own decorators' wrapper included.
+        # What `live` wraps that leads to the function: what the definition made, its own
+        # decorators' wrapper included. The first such (a closure cell, the attribute its
+        # constructor set first) — not a copy `functools.wraps` made of the inner one's
+        # attributes (a `__conform__` holding the function), which come later.
         match = _defined_by(stmt, name, filename)
         for child in _children(live):
-            if child is not target and not isinstance(child, _OPAQUE) and _find([child], match):
+            if child is target:
+                return target
+            if not isinstance(child, _OPAQUE) and _find([child], match):
                 return child
     return target
 

@@ -235,3 +235,56 @@ def test_a_removed_overload_leaves_the_dispatch_registry(project: Project, rt: R
     assert set(mod.show.registry) == {object, float} and mod.show("a") == ("base", "a")
     rt.rollback()
     assert mod.show("a") == ("str", "a") and mod.show(1.5) == ("float", 1.5)
+
+
+CONFORMING = src(
+    """
+    import functools
+
+
+    class Conforming:
+        def __init__(self):
+            self.functions = []
+
+        def register(self, fn):
+            self.functions.append(fn)
+            fn.__conform__ = lambda new: self.recode(fn, new)
+            return fn
+
+        def recode(self, fn, new):
+            fn.__code__ = new.__code__
+
+
+    class Twice:
+        def __init__(self, fn):
+            self.fn = fn
+            functools.update_wrapper(self, fn)
+
+        def __call__(self, x):
+            return 2 * self.fn(x)
+
+
+    conf = Conforming()
+
+
+    @conf.register
+    def g(x):
+        return x
+
+
+    g = Twice(g)
+    """
+)
+
+
+def test_a_registered_function_wrapped_later_stays_what_the_registry_holds(
+    project: Project, rt: Runtime
+) -> None:
+    """`@conf.register def g` (which gives g a `__conform__`) then `g = Twice(g)`, whose
+    `functools.update_wrapper` copies that `__conform__` onto the wrapper; every definition
+    run again: the registry still holds g, running the new code (the copied `__conform__`
+    used to be taken for what the definition made, and put in the registry)."""
+    mod = project.module("from __future__ import annotations\n" + CONFORMING)
+    kept = mod.conf.functions[0]
+    rt.patch_module(mod.__name__, CONFORMING.replace("return x\n", "return x + 1\n"))
+    assert mod.conf.functions == [kept] and kept(1) == 2 and mod.g(1) == 4
