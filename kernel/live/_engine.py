@@ -289,11 +289,9 @@ class _Bindings:
         new = self.namespace.get(name)
         outcome.updated.append(name)
         earlier = self._earlier(stmt)
-        if (
-            live is not _MISSING
-            and earlier is not None
-            and _bodies.made_by(new, stmt, self.filename)
-        ):
+        if live is _MISSING:  # registrations of the new object are undone with the change
+            _registered.after_rerun(name, None, new, None, stmt.node, ctx)
+        elif _bodies.made_by(new, stmt, self.filename):
             held = (
                 _reach.holders(new, [ctx.created])
                 if _reach.references(new) > _reach.BASELINE
@@ -302,15 +300,15 @@ class _Bindings:
             _bodies.update_inside(live, new, earlier, ctx)  # type: ignore[arg-type]
             if held:
                 _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
-            self.namespace[name] = live
-        elif live is not _MISSING and mergeable(live, new):  # a decorator's new wrapper
+            self.namespace[name] = new = live
+        elif mergeable(live, new):  # a decorator's new wrapper
             note = update_callable(live, new, ctx.log, ctx.idmap)
             if note:
                 ctx.notes.append(note)
             ctx.idmap.link(new, live)
-            self.namespace[name] = live
-        else:  # registrations of the new object are undone with the change
-            _registered.after_rerun(name, None, new, None, stmt.node, ctx)
+            self.namespace[name] = new = live
+        if live is not _MISSING:  # registries its old decorators filled, the new ones not
+            _registered.after_rerun(name, live, new, earlier.node, stmt.node, ctx)
         if name in self.later:
             self.namespace[name] = saved[name]
 

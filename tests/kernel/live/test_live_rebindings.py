@@ -288,3 +288,18 @@ def test_a_registered_function_wrapped_later_stays_what_the_registry_holds(
     kept = mod.conf.functions[0]
     rt.patch_module(mod.__name__, CONFORMING.replace("return x\n", "return x + 1\n"))
     assert mod.conf.functions == [kept] and kept(1) == 2 and mod.g(1) == 4
+
+
+def test_a_definition_wrapped_later_leaves_the_registry_its_old_decorator_filled(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def g` then `g = deco(g)`, and `@collect` replaced by another decorator:
+    g leaves the list, as a fresh import would not put it there (it stayed: only what the
+    name holds, the later wrapper, was looked at)."""
+    extra = "\n\nCOLLECTED = []\n\n\ndef collect(fn):\n    COLLECTED.append(fn)\n    return fn\n"
+    wrapped = "\n\n@collect\ndef g(x):\n    return -x\n\ng = deco(g)\n"
+    mod = project.module(DECO + extra + wrapped)
+    rt.patch(f"{mod.__name__}.g", "@deco\ndef g(x):\n    return -x\n")
+    assert mod.COLLECTED == [] and mod.g(1) == ("deco", ("deco", -1))
+    rt.rollback()
+    assert len(mod.COLLECTED) == 1 and mod.g(1) == ("deco", -1)
