@@ -288,27 +288,10 @@ class _Bindings:
         name = stmt.name or ""
         new = self.namespace.get(name)
         outcome.updated.append(name)
-        earlier = self._earlier(stmt)
         if live is _MISSING:  # registrations of the new object are undone with the change
             _registered.after_rerun(name, None, new, None, stmt.node, ctx)
-        elif _bodies.made_by(new, stmt, self.filename):
-            held = (
-                _reach.holders(new, [ctx.created])
-                if _reach.references(new) > _reach.BASELINE
-                else []
-            )
-            _bodies.update_inside(live, new, earlier, ctx)  # type: ignore[arg-type]
-            if held:
-                _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
-            self.namespace[name] = new = live
-        elif mergeable(live, new):  # a decorator's new wrapper
-            note = update_callable(live, new, ctx.log, ctx.idmap)
-            if note:
-                ctx.notes.append(note)
-            ctx.idmap.link(new, live)
-            self.namespace[name] = new = live
-        if live is not _MISSING:  # registries its old decorators filled, the new ones not
-            _registered.after_rerun(name, live, new, earlier.node, stmt.node, ctx)
+        else:
+            self.namespace[name] = _merge_inner(name, new, live, self._earlier(stmt), stmt, ctx)
         if name in self.later:
             self.namespace[name] = saved[name]
 
@@ -373,6 +356,41 @@ class _Bindings:
         ):
             return None
         return _bodies.inside(current, last, self.filename, made=True)
+
+
+def _merge_inner(
+    name: str, new: Any, live: Any, earlier: Stmt, stmt: Stmt, ctx: _classes.MergeContext
+) -> Any:
+    """Merge `new`, which the definition `stmt` just made, into `live`, what its old
+    version `earlier` made (found inside a later statement's wrapper); registries its old
+    decorators filled and its new ones do not lose it. Returns what the name holds now."""
+    if _bodies.made_by(new, stmt, ctx.filename):
+        held = (
+            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+        )
+        _bodies.update_inside(live, new, earlier, ctx)
+        if held:
+            _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
+        new = live
+    elif mergeable(live, new):  # a decorator's new wrapper
+        note = update_callable(live, new, ctx.log, ctx.idmap)
+        if note:
+            ctx.notes.append(note)
+        ctx.idmap.link(new, live)
+        new = live
+    _registered.after_rerun(name, live, new, earlier.node, stmt.node, ctx)
+    return new
+
+
+def _wrapped_inside(stmts: list[Stmt], stmt: Stmt, value: Any, filename: str) -> Any:
+    """What the unchanged definition `stmt` made, when a later statement that is no
+    definition binds its name again and `value` (what the name holds) is that wrapper."""
+    after = stmts[stmts.index(stmt) + 1 :]
+    if not any(stmt.name in s.binds and not s.name for s in after):
+        return None
+    if _bodies.made_by(value, stmt, filename):
+        return None
+    return _bodies.inside(value, stmt, filename, made=True)
 
 
 def _body_in_place(
@@ -455,14 +473,20 @@ def follow_readers(
     rebound = rebound | changed
     defs, others = _follow_.readers(index.stmts, ran + recomputed, rebound)
     for stmt in defs:
-        _registered.before_rerun(stmt.node, stmt.node, namespace.get(stmt.name or ""), ctx)
+        name = stmt.name or ""
+        wrapper = namespace.get(name)
+        inner = _wrapped_inside(index.stmts, stmt, wrapper, ctx.filename)
+        _registered.before_rerun(stmt.node, stmt.node, inner or wrapper, ctx)
         exec(_plans.compile_stmt(stmt, ctx.filename, index.future_flags, ""), namespace)
-        ctx.created.append(namespace.get(stmt.name or ""))
-        _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
-        live = saved.get(stmt.name or "")
-        _registered.after_rerun(
-            stmt.name or "", live, namespace.get(stmt.name or ""), stmt.node, stmt.node, ctx
-        )
+        ctx.created.append(namespace.get(name))
+        if inner is not None:  # `f = deco(f)` after it: the function inside takes the new code
+            _merge_inner(name, namespace[name], inner, stmt, stmt, ctx)
+            namespace[name] = wrapper
+        else:
+            _merge_name(namespace, name, stmt, stmt, saved, existing, ctx, Outcome())
+            _registered.after_rerun(
+                name, saved.get(name), namespace.get(name), stmt.node, stmt.node, ctx
+            )
         ctx.notes.append(
             f"{where}{stmt.name}: defined again (line {stmt.start}), since its defaults or "
             f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"

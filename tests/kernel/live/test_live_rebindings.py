@@ -303,3 +303,19 @@ def test_a_definition_wrapped_later_leaves_the_registry_its_old_decorator_filled
     assert mod.COLLECTED == [] and mod.g(1) == ("deco", ("deco", -1))
     rt.rollback()
     assert len(mod.COLLECTED) == 1 and mod.g(1) == ("deco", -1)
+
+
+def test_a_definition_wrapped_later_whose_default_changed_keeps_its_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`def f(x, y=LIMIT)` then `f = deco(f)`, and `LIMIT` patched: f is defined again for
+    its new default inside the wrapper (the wrapper used to become the plain function)."""
+    source = DECO.replace(
+        "def f(x):\n    return x", "LIMIT = 1\n\n\ndef f(x, y=LIMIT):\n    return x + y"
+    )
+    mod = project.module(source + "\nf = deco(f)\n")
+    kept = mod.f
+    rt.patch(f"{mod.__name__}.LIMIT", "LIMIT = 5\n")
+    assert mod.f is kept and mod.f(1) == ("deco", 6)
+    rt.rollback()
+    assert mod.f(1) == ("deco", 2)

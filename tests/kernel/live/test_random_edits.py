@@ -47,7 +47,7 @@ from random_module import ALIASES, CLASSES, DISPATCH, ENUMS, FAST, FUNCS, Sequen
 
 from liveforge import Runtime
 
-SEEDS = range(100)
+SEEDS = range(80)
 EDITS_PER_SEQUENCE = 20
 #: arguments a singledispatch function is called with (one per overload type, and an int)
 DISPATCH_ARGS = [5, "ab", 1.5, (1, 2)]
