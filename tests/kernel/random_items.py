@@ -102,7 +102,8 @@ class _Conforming:
         if new is None:
             self.functions[:] = [f for f in self.functions if f is not fn]
         else:
-            fn.__code__ = new.__code__
+            fn.__code__, fn.__defaults__ = new.__code__, new.__defaults__
+            fn.__kwdefaults__, fn.__annotations__ = new.__kwdefaults__, new.__annotations__
 
 
 _PLUGINS = {}
