@@ -35,7 +35,8 @@ CACHED = "functools.cached_property"
 DISPATCH = ["d0", "d1"]
 OVERLOADS = ["str", "float", "tuple"]
 ALIASES = ["al0", "Al1"]
-#: which of the later additions the generator uses (see the test module's docstring)
+#: which kinds of edits the generator makes besides the first ones (switch one off to tell
+#: which kind a divergence comes from)
 EDITS = {"dispatch": True, "aliases": True, "wrappers": True, "registries": True}
 #: what a later statement may wrap a function in (`f = deco(f)`)
 REBINDS = ["deco", "_Twice", "_Func"]

@@ -16,8 +16,19 @@ and module and class state must survive. Two other modules import from it: one c
 constants with `from m import ...` and makes a default and a value from one, the other
 re-exports it with `from m import *` and binds one name itself; both must hold what fresh
 imports of them would. A registry keyed by a decorator's argument (which edits change) must
-hold what a fresh import's does. A failure prints the seed and the edit sequence;
-replay one seed with `pytest tests/kernel/live/test_random_edits.py -k "seed_37-"`.
+hold what a fresh import's does.
+
+Functions also get wrapper objects (a class holding `func`, `functools.partial`,
+`functools.lru_cache`, toolz's `curry` and `memoize`, a click command in a group), are
+registered by an object's method (one registry plain, one whose entries declare
+`__conform__`), and `singledispatch` functions with `def _` overloads, `cached_property`
+members, aliases (`al0 = f2`, `Al1 = Beta`) and later wrappings (`f2 = deco(f2)`) come and go.
+Registries must hold what a fresh import's do, aliases the same objects; a reference taken
+before that a change's note says still holds an old object is not compared, nor a removed
+function a note says a registry still holds. Rollbacks undo the newest change, one with every
+later one, or all after one. Seeds in `KNOWN` still end in a divergence without a note.
+A failure prints the seed and the edit sequence; replay one seed with
+`pytest tests/kernel/live/test_random_edits.py -k "seed_37-"`.
 """
 
 from __future__ import annotations
