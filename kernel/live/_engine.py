@@ -248,7 +248,8 @@ class _Bindings:
         earlier = self._earlier(stmt)
         if earlier is not None and _bodies.made_by(live, earlier, self.filename):
             return live
-        if self._wrapped_later(stmt) or self._made_by_other(live, stmt, earlier):
+        rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()
+        if rewrapped or self._made_by_other(live, stmt, earlier):
             inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
             return inner if inner is not None else _MISSING
         return live
@@ -292,6 +293,10 @@ class _Bindings:
             _registered.after_rerun(name, None, new, None, stmt.node, ctx)
         else:
             self.namespace[name] = _merge_inner(name, new, live, self._earlier(stmt), stmt, ctx)
+            wrapper = saved.get(name)
+            if not self._wrapped_later(stmt) and _holders.wraps(wrapper, live):
+                # the statement that wrapped it is gone: references to the wrapper are named
+                outcome.unmerged.append((name, wrapper, self.namespace[name]))
         if name in self.later:
             self.namespace[name] = saved[name]
 
@@ -368,9 +373,9 @@ def _merge_inner(
         held = (
             _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
         )
-        _bodies.update_inside(live, new, earlier, ctx)
-        if held:
+        if held:  # first, so that what `__conform__` keeps to undo holds no new object
             _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
+        _bodies.update_inside(live, new, earlier, ctx)
         new = live
     elif mergeable(live, new):  # a decorator's new wrapper
         note = update_callable(live, new, ctx.log, ctx.idmap)

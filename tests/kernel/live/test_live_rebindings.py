@@ -283,11 +283,14 @@ def test_a_registered_function_wrapped_later_stays_what_the_registry_holds(
     """`@conf.register def g` (which gives g a `__conform__`) then `g = Twice(g)`, whose
     `functools.update_wrapper` copies that `__conform__` onto the wrapper; every definition
     run again: the registry still holds g, running the new code (the copied `__conform__`
-    used to be taken for what the definition made, and put in the registry)."""
+    used to be taken for what the definition made, and put in the registry); rollback leaves
+    the registry as it was (the new function used to stay in it beside the old one)."""
     mod = project.module("from __future__ import annotations\n" + CONFORMING)
     kept = mod.conf.functions[0]
     rt.patch_module(mod.__name__, CONFORMING.replace("return x\n", "return x + 1\n"))
     assert mod.conf.functions == [kept] and kept(1) == 2 and mod.g(1) == 4
+    rt.rollback()  # the registry as it was: the new function never stays in it
+    assert mod.conf.functions == [kept] and kept(1) == 1 and mod.g(1) == 2
 
 
 def test_a_definition_wrapped_later_leaves_the_registry_its_old_decorator_filled(

@@ -68,7 +68,6 @@ KNOWN: dict[int, str] = {
     12: "a removed definition's neighbour loses its class-based decorator's wrapper",
     15: "a class a rollback restored is missing from the __init_subclass__ registry",
     16: "a function behind a wrapper keeps the line numbers of before a move",
-    34: "a conforming registry keeps an old entry beside the new one",
     35: "a function behind a wrapper keeps the line numbers of before a move",
     36: "a function behind a wrapper keeps the line numbers of before a move",
     51: "a function behind a wrapper keeps the line numbers of before a move",
