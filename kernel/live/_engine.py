@@ -204,6 +204,9 @@ def _execute(
     for name in sorted(gone):
         if name in namespace:
             value = namespace.pop(name)
+            if any(v is value for v in namespace.values()):
+                outcome.removed.append(name)  # an alias went: what it named stays
+                continue
             _registered.forget(name, value, ctx, name in decorated)
             # what the removed `def` made, inside what a later statement wrapped it in
             inner = bindings.made_inside(old_nodes.get(name), value)

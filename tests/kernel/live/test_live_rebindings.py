@@ -322,3 +322,29 @@ def test_a_definition_wrapped_later_whose_default_changed_keeps_its_wrapper(
     assert mod.f is kept and mod.f(1) == ("deco", 6)
     rt.rollback()
     assert mod.f(1) == ("deco", 2)
+
+
+def test_a_removed_alias_of_a_registered_class_leaves_the_registry_alone(
+    project: Project, rt: Runtime
+) -> None:
+    """`Alias = Plugin` taken out, where `Plugin` is registered by its base's
+    `__init_subclass__`: the registry keeps `Plugin` (it used to be taken out with the
+    alias, as if the class were gone)."""
+    source = src(
+        """
+        PLUGINS = {}
+
+
+        class Base:
+            def __init_subclass__(cls, **kwargs):
+                super().__init_subclass__(**kwargs)
+                PLUGINS[cls.__name__] = cls
+
+
+        class Plugin(Base):
+            pass
+        """
+    )
+    mod = project.module(source + "\n\nAlias = Plugin\n")
+    rt.patch_module(mod.__name__, source)
+    assert mod.PLUGINS == {"Plugin": mod.Plugin} and not hasattr(mod, "Alias")
