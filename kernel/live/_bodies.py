@@ -354,7 +354,10 @@ def inside(live: Any, stmt: Stmt, filename: str, made: bool = False) -> Any:
         # constructor set first) — not a copy `functools.wraps` made of the inner one's
         # attributes (a `__conform__` holding the function), which come later.
         match = _defined_by(stmt, name, filename)
-        for child in _children(live):
+        # `__wrapped__` first: `functools.update_wrapper` sets it last, after copying the
+        # wrapped object's attributes, which may hide what the constructor stored
+        wrapped = getattr(live, "__wrapped__", None)
+        for child in [wrapped, *_children(live)] if wrapped is not None else _children(live):
             if child is target:
                 return target
             if not isinstance(child, _OPAQUE) and _find([child], match):

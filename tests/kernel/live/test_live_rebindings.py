@@ -348,3 +348,34 @@ def test_a_removed_alias_of_a_registered_class_leaves_the_registry_alone(
     mod = project.module(source + "\n\nAlias = Plugin\n")
     rt.patch_module(mod.__name__, source)
     assert mod.PLUGINS == {"Plugin": mod.Plugin} and not hasattr(mod, "Alias")
+
+
+def test_a_removed_wrapping_gives_back_the_definition_s_own_decorator_object(
+    project: Project, rt: Runtime
+) -> None:
+    """`@Twice def f` then `f = Twice(f)` (whose `functools.update_wrapper` copies the inner
+    object's `fn` over its own), the later statement taken out: f is the object the
+    definition made, found through `__wrapped__` (it used to become the bare function)."""
+    twice = src(
+        """
+        import functools
+
+
+        class Twice:
+            def __init__(self, fn):
+                self.fn = fn
+                functools.update_wrapper(self, fn)
+
+            def __call__(self, x):
+                return 2 * self.fn(x)
+
+
+        @Twice
+        def f(x):
+            return x
+        """
+    )
+    mod = project.module(twice + "\n\nf = Twice(f)\n")
+    inner = mod.f.__wrapped__
+    rt.patch_module(mod.__name__, twice)
+    assert mod.f is inner and mod.f(1) == 2

@@ -65,7 +65,6 @@ SEEDS = range(80)
 KNOWN: dict[int, str] = {
     8: "a function inside a class-based decorator runs code a later patch replaced",
     10: "a toolz.memoize reference taken before shows the decorator's line in tracebacks",
-    12: "a removed definition's neighbour loses its class-based decorator's wrapper",
     16: "a function behind a wrapper keeps the line numbers of before a move",
     35: "a function behind a wrapper keeps the line numbers of before a move",
     36: "a function behind a wrapper keeps the line numbers of before a move",
