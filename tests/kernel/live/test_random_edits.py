@@ -66,7 +66,6 @@ KNOWN: dict[int, str] = {
     8: "a function inside a class-based decorator runs code a later patch replaced",
     10: "a toolz.memoize reference taken before shows the decorator's line in tracebacks",
     16: "a function behind a wrapper keeps the line numbers of before a move",
-    35: "a function behind a wrapper keeps the line numbers of before a move",
     36: "a function behind a wrapper keeps the line numbers of before a move",
     51: "a function behind a wrapper keeps the line numbers of before a move",
     62: "a function behind a wrapper keeps the line numbers of before a move",
