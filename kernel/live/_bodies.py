@@ -69,28 +69,41 @@ _DEPTH = 6
 
 def pair(old_run: list[Stmt], new_run: list[Stmt]) -> dict[int, Stmt]:
     """For each statement of `new_run` defining a function (or a class), the statement of
-    `old_run` it stands for (by `id` of the new statement): the first not yet taken with the
-    same name, so that several `def`s of one name (a registry's `register` returning itself,
-    a `singledispatch` implementation `_`) pair in order."""
-    pending: dict[tuple[bool, str], deque[Stmt]] = {}
+    `old_run` it stands for (by `id` of the new statement). Among several `def`s of one name
+    (a registry's `register` returning itself, `singledispatch` implementations `_`): the
+    first not yet taken with the same decorators and signature (an overload for the same
+    type), else the first not yet taken, in order."""
+    pending: dict[tuple[bool, str], list[Stmt]] = {}
     for stmt in old_run:
         if isinstance(stmt.node, _DEFS):
-            key = (isinstance(stmt.node, ast.ClassDef), stmt.node.name)
-            pending.setdefault(key, deque()).append(stmt)
+            pending.setdefault(_pair_key(stmt), []).append(stmt)
+    defs = [s for s in new_run if isinstance(s.node, _DEFS)]
     pairs: dict[int, Stmt] = {}
-    for stmt in new_run:
-        if not isinstance(stmt.node, _DEFS):
-            continue
-        key = (isinstance(stmt.node, ast.ClassDef), stmt.node.name)
-        if pending.get(key):
-            pairs[id(stmt)] = pending[key].popleft()
+    for same in (body_only, None):
+        for stmt in defs:
+            left = pending.get(_pair_key(stmt))
+            if id(stmt) in pairs or not left:
+                continue
+            found = next((o for o in left if same is None or same(stmt, o)), None)
+            if found is not None:
+                pairs[id(stmt)] = found
+                left.remove(found)
     return pairs
 
 
-def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt]) -> list[Stmt]:
-    """The function definitions of `old_run` no new statement stands for (gone)."""
+def _pair_key(stmt: Stmt) -> tuple[bool, str]:
+    return isinstance(stmt.node, ast.ClassDef), stmt.node.name  # type: ignore[attr-defined]
+
+
+def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt], stayed: set[str]) -> list[Stmt]:
+    """The function definitions of `old_run` no new statement stands for (gone): neither
+    one that ran (`pairs`) nor one of the same text that did not need to (`stayed`)."""
     taken = {id(s) for s in pairs.values()}
-    return [s for s in old_run if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken]
+    return [
+        s
+        for s in old_run
+        if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken and s.text not in stayed
+    ]
 
 
 def body_only(stmt: Stmt, earlier: Stmt | None) -> bool:
@@ -284,9 +297,11 @@ def _put_back(holder: Any, content: Any) -> None:
 
 def gone(
     stmts: list[Stmt], saved: dict[str, Any], namespace: dict[str, Any], ctx: MergeContext
-) -> None:
+) -> list[tuple[str, types.FunctionType]]:
     """Function definitions the new source no longer has: those of their functions that
-    declare `__conform__` are told (`None`), as they ask to be."""
+    declare `__conform__` are told (`None`), as they ask to be. Returns the others, each
+    with its name."""
+    others: list[tuple[str, types.FunctionType]] = []
     for stmt in stmts:
         name = stmt.node.name  # type: ignore[attr-defined]
         roots = [saved[name]] if name in saved else []
@@ -296,6 +311,80 @@ def gone(
         for target, _ in found:
             if conforms(target):
                 conform(target, None, ctx.log, namespace)
+            elif isinstance(target, types.FunctionType):
+                others.append((name, target))
+    return others
+
+
+def held_in_module(
+    namespace: dict[str, Any], name: str, filename: str, first: int, last: int
+) -> list[types.FunctionType]:
+    """Functions named `name` that a definition at lines `first`..`last` made and that only
+    the module's objects hold (a `singledispatch` overload `_` a later one shadows, a
+    function inside a wrapper a later statement made)."""
+
+    def match(code: types.CodeType) -> bool:
+        return (
+            code.co_name == name
+            and code.co_filename == filename
+            and first <= code.co_firstlineno <= last
+        )
+
+    found = _find(_module_objects(namespace), match)
+    return [t for t, _ in found if isinstance(t, types.FunctionType)]
+
+
+def made_by(value: Any, stmt: Stmt, filename: str) -> bool:
+    """True when `value` is the function the definition `stmt` made itself (no wrapper)."""
+    name = getattr(stmt.node, "name", None)
+    return isinstance(value, types.FunctionType) and bool(
+        _defined_by(stmt, name or "", filename)(value.__code__)
+    )
+
+
+def update_inside(
+    live: Any, new: types.FunctionType, earlier: Stmt, ctx: MergeContext
+) -> types.FunctionType | None:
+    """A later statement wrapped what `earlier` defined (`f = deco(f)`), so the name holds
+    the wrapper `live`: the function `earlier` made, found inside it, takes `new` in place
+    (what the wrapper holds runs the new code, as in a fresh import's wrapper). Returns that
+    function, or None (nothing changed) when `live` holds none."""
+    name = earlier.node.name  # type: ignore[attr-defined]
+    match = _defined_by(earlier, name, ctx.filename)
+    found = [(t, p) for t, p in _find([live], match) if isinstance(t, types.FunctionType)]
+    for target, path in found:
+        _take(target, new, path, ctx)
+    return found[0][0] if found else None
+
+
+def inside(live: Any, stmt: Stmt, filename: str, made: bool = False) -> Any:
+    """The function the definition `stmt` made, found inside the wrapper `live` (or
+    `live` itself), or None. `made`: what the statement itself made (its decorators'
+    wrapper) when `live` is one wrapper a later statement made around it."""
+    name = getattr(stmt.node, "name", "")
+    found = [
+        (t, p)
+        for t, p in _find([live], _defined_by(stmt, name, filename))
+        if isinstance(t, types.FunctionType)
+    ]
+    if not found:
+        return None
+    target = found[0][0]
+    if made and target is not live:
+        # What `live` wraps that leads to the function: what the definition made, its own
+        # decorators' wrapper included. The first such (a closure cell, the attribute its
+        # constructor set first) — not a copy `functools.wraps` made of the inner one's
+        # attributes (a `__conform__` holding the function), which come later.
+        match = _defined_by(stmt, name, filename)
+        # `__wrapped__` first: `functools.update_wrapper` sets it last, after copying the
+        # wrapped object's attributes, which may hide what the constructor stored
+        wrapped = getattr(live, "__wrapped__", None)
+        for child in [wrapped, *_children(live)] if wrapped is not None else _children(live):
+            if child is target:
+                return target
+            if not isinstance(child, _OPAQUE) and _find([child], match):
+                return child
+    return target
 
 
 def forward_old(

@@ -33,6 +33,7 @@ from liveforge.kernel.live import (
     _bodies,
     _classes,
     _forward,
+    _holders,
     _plans,
     _reach,
     _registered,
@@ -154,6 +155,7 @@ def _execute(
     # statement's old line range names exactly the functions it made.
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
+    bindings = _Bindings(plan, namespace, ctx.filename)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
@@ -162,13 +164,22 @@ def _execute(
             continue
         earlier = old_nodes.get(stmt.name or "")
         old_node = earlier.node if earlier is not None else None
+        live = bindings.owned(stmt, saved)
         if stmt.name:
-            _registered.before_rerun(stmt.node, old_node, saved.get(stmt.name), ctx)
+            _registered.before_rerun(stmt.node, old_node, live, ctx)
+        bindings.unwrap_read(stmt)
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
+        if live is not saved.get(stmt.name or "", live):
+            # the name holds what another statement made: the new function is merged into
+            # the one this statement made before, or stands alone (see `_Bindings`)
+            bindings.merge_def(stmt, live, saved, ctx, outcome)
+            continue
         ctx.reread = stmt.text in plan.again
         for name in sorted(stmt.binds):
-            _merge_name(namespace, name, stmt, old_nodes.get(name), saved, existing, ctx, outcome)
+            # only a definition of that very name stands for an old definition of it
+            earlier = old_nodes.get(name) if stmt.name == name else None
+            _merge_name(namespace, name, stmt, earlier, saved, existing, ctx, outcome)
         ctx.reread = False
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
@@ -181,20 +192,214 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+    bindings.unwrap_removed(saved, outcome)
     if in_place:
-        _bodies.gone(_bodies.unpaired(plan.old_run, pairs), saved, namespace, ctx)
+        gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed())
+        for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
+            if namespace.get(name, func) is not func:  # another definition binds the name
+                _registered.forget(name, func, ctx, decorated=True)
     ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
     for name in sorted(gone):
         if name in namespace:
-            _registered.forget(name, namespace.pop(name), ctx, name in decorated)
+            value = namespace.pop(name)
+            if any(v is value for v in namespace.values()):
+                outcome.removed.append(name)  # an alias went: what it named stays
+                continue
+            _registered.forget(name, value, ctx, name in decorated)
+            # what the removed `def` made, inside what a later statement wrapped it in
+            inner = bindings.made_inside(old_nodes.get(name), value)
+            if inner is not None:
+                _registered.forget(name, inner, ctx, name in decorated)
             outcome.removed.append(name)
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
     return outcome
+
+
+class _Bindings:
+    """A name bound by several statements: a `def` and a later statement wrapping what it
+    made (`f = deco(f)`), or several `def`s of one name (singledispatch overloads `_`).
+    What the name holds was made by one of them; each statement's new object is merged
+    into what *that statement* made before, never into another statement's object."""
+
+    def __init__(self, plan: _plans.Plan, namespace: dict[str, Any], filename: str) -> None:
+        self.plan, self.namespace, self.filename = plan, namespace, filename
+        self.ran = {id(s) for s, _ in plan.run}
+        #: each new `def` -> the old one it stands for (by order among those of its name)
+        self.pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run])
+        self.taken = {id(s) for s in self.pairs.values()}
+        #: names a later statement that does not run binds again
+        self.later = _follow_.bound_later(
+            plan.index.stmts, [s for s, _ in plan.run], {s.name for s, _ in plan.run if s.name}
+        )
+
+    def stayed(self) -> set[str]:
+        """Texts of the statements of the new source that did not run (unchanged)."""
+        return {s.text for s in self.plan.index.stmts if id(s) not in self.ran}
+
+    def owned(self, stmt: Stmt, saved: dict[str, Any]) -> Any:
+        """The live object the definition `stmt` stands for: what its name holds, unless
+        that was made by another statement (then the function that the old definition
+        `stmt` stands for made, found inside it; `_MISSING` when there is none)."""
+        name = stmt.name or ""
+        live = saved.get(name, _MISSING)
+        if live is _MISSING or not isinstance(stmt.node, _bodies._FUNCTION_DEFS):
+            return live
+        earlier = self._earlier(stmt)
+        if earlier is not None and _bodies.made_by(live, earlier, self.filename):
+            return live
+        rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()
+        if rewrapped or self._made_by_other(live, stmt, earlier):
+            inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
+            return inner if inner is not None else _MISSING
+        return live
+
+    def _wrapped_later(self, stmt: Stmt) -> bool:
+        """A later statement that is no definition binds the name of `stmt` again."""
+        stmts = self.plan.index.stmts
+        after = stmts[stmts.index(stmt) + 1 :]
+        return any(stmt.name in s.binds and not s.name for s in after)
+
+    def _earlier(self, stmt: Stmt) -> Stmt:
+        """The old definition `stmt` stands for; itself when it ran again unchanged (every
+        definition runs again when `from __future__` flags change)."""
+        return self.pairs.get(id(stmt)) or stmt
+
+    def _made_by_other(self, live: Any, stmt: Stmt, earlier: Stmt | None) -> bool:
+        """`live` is a function another definition of the same name made: one that did
+        not change, or an old one another new definition stands for."""
+        unchanged = [s for s in self.plan.index.stmts if id(s) not in self.ran]
+        taken = [s for s in self.plan.old_run if id(s) in self.taken and s is not earlier]
+        return any(
+            other.name == stmt.name and _bodies.made_by(live, other, self.filename)
+            for other in [*unchanged, *taken]
+        )
+
+    def merge_def(
+        self,
+        stmt: Stmt,
+        live: Any,
+        saved: dict[str, Any],
+        ctx: _classes.MergeContext,
+        outcome: Outcome,
+    ) -> None:
+        """After `stmt` ran: its new function takes the place of `live` (what it made
+        before; `_MISSING`: nothing, it stands alone), and the name holds what a later
+        unchanged statement bound, if any."""
+        name = stmt.name or ""
+        new = self.namespace.get(name)
+        outcome.updated.append(name)
+        if live is _MISSING:  # registrations of the new object are undone with the change
+            _registered.after_rerun(name, None, new, None, stmt.node, ctx)
+        else:
+            self.namespace[name] = _merge_inner(name, new, live, self._earlier(stmt), stmt, ctx)
+            wrapper = saved.get(name)
+            if not self._wrapped_later(stmt) and _holders.wraps(wrapper, live):
+                # the statement that wrapped it is gone: references to the wrapper are named
+                outcome.unmerged.append((name, wrapper, self.namespace[name]))
+        if name in self.later:
+            self.namespace[name] = saved[name]
+
+    def unwrap_read(self, stmt: Stmt) -> None:
+        """A statement that wraps a name again (`f = deco(f)`) reads what the definition
+        before it made, not the wrapper its earlier run left in the name."""
+        for name in _follow_.definition_reads(stmt.node) & stmt.binds & self._rewrapped():
+            value = self._defined_before(stmt, name)
+            if value is not None:
+                self.namespace[name] = value
+
+    def _rewrapped(self) -> set[str]:
+        """Names an old statement that is no definition wrapped again (`f = deco(f)`)."""
+        return {
+            n
+            for s in self.plan.old_run
+            if not s.name
+            for n in s.binds & _follow_.definition_reads(s.fresh_node())
+        }
+
+    def made_inside(self, earlier: Stmt | None, value: Any) -> Any:
+        """What the old definition `earlier` made, when `value` is something a later
+        statement made around it (else None)."""
+        if earlier is None or _bodies.made_by(value, earlier, self.filename):
+            return None
+        inner = _bodies.inside(value, earlier, self.filename, made=True)
+        return inner if inner is not value else None
+
+    def _defined_before(self, stmt: Stmt, name: str) -> Any:
+        """The function the unchanged `def` of `name` before `stmt` made, when the name
+        holds something else made around it."""
+        stmts = self.plan.index.stmts
+        before = [s for s in stmts[: stmts.index(stmt)] if name in s.binds]
+        if not before or id(before[-1]) in self.ran:
+            return None
+        return self._unwrapped(before[-1], name)
+
+    def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> None:
+        """A statement that wrapped a name again is gone: the name holds what the unchanged
+        `def` now binding it last made (found inside the old wrapper); references to the
+        wrapper are named in a note (see `_holders.unmerged`)."""
+        kept = {s.text for s in self.plan.index.stmts}
+        names = {n for s in self.plan.old_run if not s.name and s.text not in kept for n in s.binds}
+        for name in sorted(names & set(self.namespace)):
+            binders = [s for s in self.plan.index.stmts if name in s.binds]
+            if not binders or id(binders[-1]) in self.ran:
+                continue
+            value = self._unwrapped(binders[-1], name)
+            if value is not None:
+                old = self.namespace[name]
+                self.namespace[name] = value
+                outcome.updated.append(name)
+                if name in saved and saved[name] is old:
+                    outcome.unmerged.append((name, old, value))
+
+    def _unwrapped(self, last: Stmt, name: str) -> Any:
+        """The function the `def` statement `last` made, found inside what `name` holds
+        when that is something else made around it (else None)."""
+        current = self.namespace.get(name)
+        if not isinstance(last.node, _bodies._FUNCTION_DEFS) or _bodies.made_by(
+            current, last, self.filename
+        ):
+            return None
+        return _bodies.inside(current, last, self.filename, made=True)
+
+
+def _merge_inner(
+    name: str, new: Any, live: Any, earlier: Stmt, stmt: Stmt, ctx: _classes.MergeContext
+) -> Any:
+    """Merge `new`, which the definition `stmt` just made, into `live`, what its old
+    version `earlier` made (found inside a later statement's wrapper); registries its old
+    decorators filled and its new ones do not lose it. Returns what the name holds now."""
+    if _bodies.made_by(new, stmt, ctx.filename):
+        held = (
+            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+        )
+        if held:  # first, so that what `__conform__` keeps to undo holds no new object
+            _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
+        _bodies.update_inside(live, new, earlier, ctx)
+        new = live
+    elif mergeable(live, new):  # a decorator's new wrapper
+        note = update_callable(live, new, ctx.log, ctx.idmap)
+        if note:
+            ctx.notes.append(note)
+        ctx.idmap.link(new, live)
+        new = live
+    _registered.after_rerun(name, live, new, earlier.node, stmt.node, ctx)
+    return new
+
+
+def _wrapped_inside(stmts: list[Stmt], stmt: Stmt, value: Any, filename: str) -> Any:
+    """What the unchanged definition `stmt` made, when a later statement that is no
+    definition binds its name again and `value` (what the name holds) is that wrapper."""
+    after = stmts[stmts.index(stmt) + 1 :]
+    if not any(stmt.name in s.binds and not s.name for s in after):
+        return None
+    if _bodies.made_by(value, stmt, filename):
+        return None
+    return _bodies.inside(value, stmt, filename, made=True)
 
 
 def _body_in_place(
@@ -287,14 +492,20 @@ def follow_readers(
     rebound = rebound | changed
     defs, others = _follow_.readers(index.stmts, ran + recomputed, rebound)
     for stmt in defs:
-        _registered.before_rerun(stmt.node, stmt.node, namespace.get(stmt.name or ""), ctx)
+        name = stmt.name or ""
+        wrapper = namespace.get(name)
+        inner = _wrapped_inside(index.stmts, stmt, wrapper, ctx.filename)
+        _registered.before_rerun(stmt.node, stmt.node, inner or wrapper, ctx)
         exec(_plans.compile_stmt(stmt, ctx.filename, index.future_flags, ""), namespace)
-        ctx.created.append(namespace.get(stmt.name or ""))
-        _merge_name(namespace, stmt.name or "", stmt, stmt, saved, existing, ctx, Outcome())
-        live = saved.get(stmt.name or "")
-        _registered.after_rerun(
-            stmt.name or "", live, namespace.get(stmt.name or ""), stmt.node, stmt.node, ctx
-        )
+        ctx.created.append(namespace.get(name))
+        if inner is not None:  # `f = deco(f)` after it: the function inside takes the new code
+            _merge_inner(name, namespace[name], inner, stmt, stmt, ctx)
+            namespace[name] = wrapper
+        else:
+            _merge_name(namespace, name, stmt, stmt, saved, existing, ctx, Outcome())
+            _registered.after_rerun(
+                name, saved.get(name), namespace.get(name), stmt.node, stmt.node, ctx
+            )
         ctx.notes.append(
             f"{where}{stmt.name}: defined again (line {stmt.start}), since its defaults or "
             f"decorators read {', '.join(sorted(_follow_.definition_reads(stmt.node) & rebound))}"
@@ -349,6 +560,9 @@ def _merge_name(
         return
     outcome.updated.append(name)
     if id(new) in existing:
+        return
+    if _holders.wraps(new, old):  # `f = deco(f)`: the old object is inside the new one
+        outcome.unmerged.append((name, old, new))
         return
     module = module_ns.get("__name__")
     if getattr(old, "__module__", None) != module and not _wraps_own(old, new, stmt, module):

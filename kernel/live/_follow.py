@@ -221,9 +221,11 @@ def _rerunnable(
         return False
     if not all(_names_only(t) for t in targets) or not _pure(value):
         return False
+    # `alias = name` binds a second name to whatever the first holds, as a fresh import would
+    alias = isinstance(value, ast.Name)
     for name in reads:
         if name in last:
-            if last[name] >= position or not _plain(namespace.get(name)):
+            if last[name] >= position or not (alias or _plain(namespace.get(name))):
                 return False
         elif name in namespace or name not in _PURE_BUILTINS:
             return False

@@ -29,11 +29,41 @@ def unmerged(
         if where
         else "no other reference to the old one was found. Roll back to get it again"
     )
+    if wraps(new, old):
+        return (
+            f"{name}: the new statement binds it to a {_kind(new)} made around the old "
+            f"{_kind(old)}, which therefore stays as it was (it cannot become what wraps it); "
+            f"{name} (and its from-import copies) now hold the new object, and {held_by}"
+        )
     return (
         f"{name}: the new definition is a {_kind(new)} where the old one was a {_kind(old)}, "
         f"with nothing to update in place or forward through; {name} (and its from-import "
         f"copies) now hold the new object, and {held_by}"
     )
+
+
+def wraps(outer: Any, obj: Any) -> bool:
+    """True when `outer` holds `obj` itself: as its `__wrapped__`, in a closure cell, an
+    attribute (instance dict or slot) or a `functools.partial`'s function — a later
+    statement made `outer` around `obj` (`f = deco(f)`), so `obj` cannot take its place."""
+    if outer is obj or isinstance(outer, (type, types.ModuleType)):
+        return False
+    held = list(getattr(outer, "__dict__", {}).values())
+    if isinstance(outer, types.FunctionType):
+        held += [_cell(c) for c in outer.__closure__ or ()]
+    if isinstance(outer, functools.partial):
+        held.append(outer.func)
+    for cls in type(outer).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        held += [getattr(outer, s, None) for s in ((slots,) if isinstance(slots, str) else slots)]
+    return any(value is obj for value in held)
+
+
+def _cell(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
 
 
 def _kind(value: Any) -> str:

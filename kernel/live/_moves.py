@@ -14,7 +14,7 @@ import sys
 import types
 from typing import Any
 
-from liveforge.kernel.live import _classes, _spawned
+from liveforge.kernel.live import _bodies, _classes, _spawned
 from liveforge.kernel.live._functions import defined_functions, makes_functions, module_functions
 from liveforge.kernel.live._update import shift_code
 from liveforge.kernel.source._stmts import Stmt
@@ -41,6 +41,10 @@ def shift_moved(
                 for name in stmt.binds
                 for f in defined_functions(namespace.get(name), ctx.filename, first, last)
             ]
+            if not stmt.functions and isinstance(stmt.node, _bodies._FUNCTION_DEFS):
+                # its name holds another statement's object: found where the module holds it
+                name = stmt.node.name
+                stmt.functions = _bodies.held_in_module(namespace, name, ctx.filename, first, last)
             stmt.spawns = any(makes_functions(f.__code__) for f in stmt.functions)
         funcs = stmt.functions
         if _CLASS_LINES:

@@ -200,7 +200,15 @@ def still_held(unmerged: list[tuple[str, Any, Any]], skip: list[Any]) -> list[li
     """What holds the old object of each name whose new object could not be merged into it
     (looked up after from-import copies were re-bound; `skip` are liveforge's own
     records), in words. One search of the heap for all of them."""
-    return _holders.describe_each([old for _, old, _ in unmerged], skip)
+    # a new object made around the old one (`f = deco(f)`) holds it too: not a reference
+    # left behind
+    wrappers = [new for _, old, new in unmerged if _holders.wraps(new, old)]
+    inside = [r for new in wrappers for r in [*gc.get_referents(new), *_cells(new)]]
+    return _holders.describe_each([old for _, old, _ in unmerged], [*skip, *inside])
+
+
+def _cells(obj: Any) -> tuple[Any, ...]:
+    return getattr(obj, "__closure__", None) or ()
 
 
 def unmerged_notes(unmerged: list[tuple[str, Any, Any]], held: list[list[str]]) -> list[str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import gc
+import sys
 import types
 from typing import Any
 
@@ -206,6 +207,8 @@ def after_rerun(
             before = ctx.registered.get(id(holder))
             if isinstance(holder, dict):
                 keys = {k for k, v in holder.items() if v is now}
+                for clear in _dispatch_caches(holder, now):
+                    ctx.log.add(clear)  # undone after the entry: no stale dispatch stays
                 _log_restore(holder, before or _without(holder, now), keys, ctx.log)
             elif isinstance(holder, list):
                 restore = before if before is not None else [v for v in holder if v is not now]
@@ -332,6 +335,7 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         found = {key: label for key, (label, _, _) in containers.items()}
         held = [c for _, c, _ in containers.values() if _holds(c, value)]
         if isinstance(value, types.FunctionType):
+            held += _dispatch_registries(value, found, ctx.log)
             _still_held(name, value, held, ctx)
     elif isinstance(value, type) and class_hooks(value, ast.Pass()):
         found = registries([value])
@@ -346,6 +350,41 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         f"{name}: removed, and taken out of {', '.join(sorted(found[id(h)] for h in held))}"
         ", where what ran when it was defined stored it, as a fresh import would not have it"
     )
+
+
+def _dispatchers(value: Any) -> list[tuple[str, dict[Any, Any], Any]]:
+    """The `functools.singledispatch` functions of `value`'s module: each one's name, the
+    dict behind its `registry` and its `_clear_cache`."""
+    module = sys.modules.get(home(value) or "")
+    found = []
+    for key, dispatcher in list(getattr(module, "__dict__", {}).items()):
+        registry = getattr(dispatcher, "registry", None)
+        clear = getattr(dispatcher, "_clear_cache", None)
+        if not isinstance(registry, types.MappingProxyType) or not callable(clear):
+            continue
+        mapping = next(iter(gc.get_referents(registry)), None)
+        if isinstance(mapping, dict):
+            found.append((f"{home(value)}.{key}", mapping, clear))
+    return found
+
+
+def _dispatch_caches(holder: dict[Any, Any], value: Any) -> list[Any]:
+    """The `_clear_cache` of each singledispatch function whose registry is `holder`."""
+    return [clear for _, mapping, clear in _dispatchers(value) if mapping is holder]
+
+
+def _dispatch_registries(value: Any, found: dict[int, str], log: UndoLog) -> list[Any]:
+    """The registries of its module's `functools.singledispatch` functions that hold
+    `value` (an overload): each one's dict, named in `found`, its dispatch cache emptied
+    now and when the change is undone."""
+    held = []
+    for label, mapping, clear in _dispatchers(value):
+        if _holds(mapping, value):
+            found[id(mapping)] = f"{label}.registry"
+            held.append(mapping)
+            clear()
+            log.add(clear)
+    return held
 
 
 def _still_held(name: str, value: Any, dropped: list[Any], ctx: MergeContext) -> None:

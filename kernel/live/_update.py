@@ -24,6 +24,7 @@ import weakref
 from typing import Any
 
 from liveforge.kernel.live import _spawned
+from liveforge.kernel.live._holders import wraps
 from liveforge.kernel.live._undo import UndoLog
 
 
@@ -316,6 +317,7 @@ def _update_wrapped(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str
         isinstance(old_inner, types.FunctionType)
         and isinstance(new_inner, types.FunctionType)
         and old_inner is not new_inner
+        and not wraps(new_inner, old_inner)  # `f = deco(deco(f))`: made around it
     ):
         note = update_function(old_inner, new_inner, log, idmap)
         idmap.link(new_inner, old_inner)
@@ -371,6 +373,17 @@ def _reset_state(state: dict[str, Any], before: dict[str, Any]) -> None:
     state.update(before)
 
 
+def _dispatchers(old: Any, new: Any) -> bool:
+    """Two `functools.singledispatch` functions around plain functions."""
+    return all(
+        isinstance(f, types.FunctionType)
+        and isinstance(getattr(f, "__wrapped__", None), types.FunctionType)
+        and isinstance(getattr(f, "registry", None), types.MappingProxyType)
+        and callable(getattr(f, "_clear_cache", None))
+        for f in (old, new)
+    )
+
+
 def _wrapper_pair(old: Any, new: Any) -> bool:
     return (
         type(old) is type(new)
@@ -393,6 +406,15 @@ def _same_cache(old: Any, new: Any) -> bool:
 def update_callable(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str | None:
     """Update a function, or a C-level wrapper (e.g. `functools.lru_cache`) through the
     function it wraps; a cache in front of the function is cleared so no stale result stays."""
+    if _dispatchers(old, new):
+        # Two `functools.singledispatch` functions: the live one keeps its registry (the
+        # overloads registered on it, which their own statements update) and takes the new
+        # base function in place.
+        note = update_function(old.__wrapped__, new.__wrapped__, log, idmap)
+        idmap.link(new.__wrapped__, old.__wrapped__)
+        old._clear_cache()
+        log.add(old._clear_cache)
+        return note
     if isinstance(old, types.FunctionType):
         return update_function(old, new, log, idmap)
     if not _wrapper_pair(old, new):

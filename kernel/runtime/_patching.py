@@ -58,7 +58,7 @@ class Patching:
             # A top-level definition is parsed where it will stand: the index takes its node.
             first = location.start if location.exists and not location.indent else 1
             text, node = parse_definition(source, path[-1], target, first)
-            location = narrow(location, text)
+            location = narrow(locate(record.index, module_name, path, like=node), text)
             if kind_override and location.node is not None:
                 text = keep_decorators(location.node, record.index.lines, text, node)
             before = (
@@ -69,7 +69,7 @@ class Patching:
             new_source, lines = splice(record.index.lines, location, text)
             given = None
             if location.exists and not location.indent and not kind_override:
-                given = _alone(node, text, first)
+                given = _alone(node, text, first) if location.start == first else None
             change = self.apply(
                 record,
                 new_source,

@@ -93,12 +93,20 @@ def _names(body: list[ast.stmt]) -> list[str]:
     return names
 
 
-def locate(index: Index, module: str, path: list[str]) -> Location:
-    """The location of `path` inside the module indexed by `index`."""
+def locate(index: Index, module: str, path: list[str], like: ast.stmt | None = None) -> Location:
+    """The location of `path` inside the module indexed by `index`: the last statement
+    binding the name — of the kind of `like` (a definition, or not) when one is (a `def f`
+    patched while a later `f = deco(f)` wraps it replaces the `def`)."""
     name = path[0]
-    stmt = next(
-        (s for s in reversed(index.stmts) if name in s.binds and _binds_only(s.node, name)), None
-    )
+    binding = [
+        s
+        for s in index.stmts
+        if (name in s.binds or isinstance(s.node, ast.AnnAssign)) and _binds_only(s.node, name)
+    ]
+    if like is not None and len(path) == 1:
+        kind = isinstance(like, _DEFS)
+        binding = [s for s in binding if isinstance(s.node, _DEFS) == kind] or binding
+    stmt = binding[-1] if binding else None
     if stmt is None:
         if len(path) == 1:
             end = len(index.lines)

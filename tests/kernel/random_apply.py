@@ -13,6 +13,7 @@ from random_items import (
     Cls,
     Data,
     Def,
+    Dispatch,
     EnumDef,
     Filler,
     Future,
@@ -25,6 +26,8 @@ from random_module import (
     CLASSES,
     CONSTS,
     DATA,
+    DISPATCH,
+    EDITS,
     ENUMS,
     FIRST,
     FUNCS,
@@ -34,6 +37,7 @@ from random_module import (
     filler,
     make,
     method_def,
+    repair,
 )
 
 from liveforge import PatchError, Runtime
@@ -41,11 +45,10 @@ from liveforge.kernel.errors import UnsupportedChange
 
 
 def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
-    """Make one random edit to the model and apply it live, or roll the newest change back."""
-    if seq.undo and seq.rng.random() < 0.1:
-        seq.items = seq.undo.pop()
-        seq.log.append("rt.rollback()")
-        rt.rollback()
+    """Make one random edit to the model and apply it live, or roll changes back: the
+    newest, one with every later one (`rollback(id)`), or all after one (`rollback_to`)."""
+    if seq.undo and seq.rng.random() < 0.12:
+        _rollback(seq, rt)
         return
     if seq.rng.random() < 0.08:
         _failing_edit(seq, rt, mod, write)
@@ -59,7 +62,30 @@ def edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> 
         seq.items = before
         return
     if len(rt.history()) > recorded:
-        seq.undo.append(before)
+        seq.undo.append((before, rt.history()[-1].id))
+
+
+def _rollback(seq: Sequence, rt: Runtime) -> None:
+    """Roll back the newest change, several, or back to a point; the model follows."""
+    how = seq.rng.choice(["newest", "newest", "several", "to"])
+    if how == "newest":
+        seq.items = seq.undo.pop()[0]
+        seq.log.append("rt.rollback()")
+        rt.rollback()
+        return
+    at = seq.rng.randrange(len(seq.undo))
+    change_id = seq.undo[at][1]
+    if how == "several":  # that change and every later one
+        seq.items = seq.undo[at][0]
+        del seq.undo[at:]
+        seq.log.append(f"rt.rollback({change_id!r}) (change {at} and later)")
+        rt.rollback(change_id)
+        return
+    if at + 1 < len(seq.undo):  # every change after it; it stays
+        seq.items = seq.undo[at + 1][0]
+        del seq.undo[at + 1 :]
+    seq.log.append(f"rt.rollback_to({change_id!r}) (after change {at})")
+    rt.rollback_to(change_id)
 
 
 def _failing_edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) -> None:
@@ -98,7 +124,7 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
     rng, items = seq.rng, seq.items
     present = named(items)
     kinds = ["change", "change", "change", "add", "remove", "reorder", "filler", "member", "future"]
-    kind = rng.choice(kinds)
+    kind = rng.choice([*kinds, "alias"] if EDITS["aliases"] else kinds)
     editable = [n for n in present if n not in ("SCALE", "tag", "make")]
     if kind == "change" and present:
         name = rng.choice(list(present))
@@ -106,13 +132,18 @@ def _edit(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None]) ->
         new = changed(rng, old)
         items[items.index(old)] = new
         _apply_definition(seq, rt, mod, write, name, new)
+    elif kind == "alias":
+        done = seq.alias_edit()
+        if done:
+            _whole(seq, rt, mod, write, done)
     elif kind == "add":
-        free = [n for n in FUNCS + CLASSES + CONSTS + DATA + ENUMS if n not in present]
+        names = FUNCS + CLASSES + CONSTS + DATA + ENUMS + (DISPATCH if EDITS["dispatch"] else [])
+        free = [n for n in names if n not in present]
         if not free:
             return
         name = rng.choice(free)
         new = make(rng, name)
-        if rng.random() < 0.5:
+        if rng.random() < 0.5 and not isinstance(new, Dispatch):
             if not render(items).endswith("\n\n"):
                 items.append(Filler("\n\n"))
             items.append(new)
@@ -213,7 +244,8 @@ def _member_edit(
 def _apply_definition(
     seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None], name: str, new: Item
 ) -> None:
-    if seq.rng.random() < 0.6:
+    # A dispatch function's overloads are statements of their own (`def _`): whole module.
+    if seq.rng.random() < 0.6 and not isinstance(new, Dispatch):
         _log_patch(seq, rt, f"{mod}.{name}", new.text(), f"change {name}")
     else:
         _whole(seq, rt, mod, write, f"change {name}")
@@ -225,6 +257,7 @@ def _log_patch(seq: Sequence, rt: Runtime, target: str, text: str, what: str) ->
 
 
 def _whole(seq: Sequence, rt: Runtime, mod: str, write: Callable[[str], None], what: str) -> None:
+    repair(seq.items)
     source = render(seq.items)
     if seq.rng.random() < 0.25:
         seq.log.append(f"{what}: write file + rt.reload(force=True)")

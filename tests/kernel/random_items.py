@@ -7,6 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+#: decorators that make an object of another kind than a function around what they decorate
+WRAPPER_OBJECTS = (
+    "_Twice",
+    "_Curry",
+    "_Slot",
+    "_Func",
+    "_partial",
+    "toolz.curry",
+    "_cli.command()",
+)
+
 #: classes with `__slots__`, and dataclasses with slots=True (their fields cannot change live)
 SLOTTED = ["Alpha", "Gamma", "Data0"]
 
@@ -14,6 +25,9 @@ HEADER = """import dataclasses
 import enum
 import functools
 import importlib
+
+import click
+import toolz
 
 STATE = {"calls": 0}
 
@@ -52,9 +66,52 @@ class _Slot:
         return ("slot", self.fn(*args, **kwargs))
 
 
+class _Func:
+    def __init__(self, func):
+        self.func = func
+
+    def __call__(self, *args, **kwargs):
+        return ("func", self.func(*args, **kwargs))
+
+
+def _partial(fn):
+    return functools.partial(fn)
+
+
+class _Registry:
+    def __init__(self):
+        self.entries = []
+        self.by_name = {}
+
+    def register(self, fn):
+        self.entries.append(fn)
+        self.by_name[fn.__name__] = fn
+        return fn
+
+
+class _Conforming:
+    def __init__(self):
+        self.functions = []
+
+    def register(self, fn):
+        self.functions.append(fn)
+        fn.__conform__ = lambda new: self.recode(fn, new)
+        return fn
+
+    def recode(self, fn, new):
+        if new is None:
+            self.functions[:] = [f for f in self.functions if f is not fn]
+        else:
+            fn.__code__, fn.__defaults__ = new.__code__, new.__defaults__
+            fn.__kwdefaults__, fn.__annotations__ = new.__kwdefaults__, new.__annotations__
+
+
 _PLUGINS = {}
 _HANDLERS = {}
 _COLLECTED = []
+_REG = _Registry()
+_CONF = _Conforming()
+_cli = click.Group()
 
 
 def _collect(fn):
@@ -274,7 +331,49 @@ class FieldAssign(Assign):
         return f"{indent}{self.name} = Field({self.value})\n"
 
 
-Item = Def | Assign | Filler | Cls | Data | EnumDef | Tag | Factory
+@dataclass
+class Dispatch:
+    """A `functools.singledispatch` function and the overloads registered on it (type name
+    -> factor), each a `def _` of its own."""
+
+    name: str
+    factor: int
+    overloads: dict[str, int]
+
+    def text(self, indent: str = "") -> str:
+        lines = ["@functools.singledispatch", f"def {self.name}(x, y=2):"]
+        lines.append(f"    return ('base', x * {self.factor} + y)")
+        for kind, factor in self.overloads.items():
+            lines += ["", "", f"@{self.name}.register", f"def _(x: {kind}, y=2):"]
+            lines.append(f"    return ('{kind}', x * {factor}, y)")
+        return "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
+
+
+@dataclass
+class Alias:
+    """`NAME = TARGET` at module level: a second name for a definition above it."""
+
+    name: str
+    target: str
+
+    def text(self, indent: str = "") -> str:
+        return f"{indent}{self.name} = {self.target}\n"
+
+
+@dataclass
+class Rebind:
+    """`TARGET = WRAP(TARGET)` right after a function's definition: the name is bound again,
+    to a wrapper around what the definition made."""
+
+    target: str
+    wrap: str
+    name = ""
+
+    def text(self, indent: str = "") -> str:
+        return f"{indent}{self.target} = {self.wrap}({self.target})\n"
+
+
+Item = Def | Assign | Filler | Cls | Data | EnumDef | Tag | Factory | Dispatch | Alias | Rebind
 
 
 FUTURE = "from __future__ import annotations\n"
@@ -308,9 +407,11 @@ def identities(items: list[Item]) -> dict[str, str]:
             values = list(item.members.values())
             for i, (member, value) in enumerate(item.members.items()):
                 found[f"{item.name}.{member}"] = "alias" if value in values[:i] else "member"
-        elif isinstance(item, Def) and item.deco in ("_Twice", "_Curry", "_Slot"):
+        elif isinstance(item, Def) and item.deco in WRAPPER_OBJECTS:
             found[item.name] = item.deco  # a decorator instance, not a function
-        elif not isinstance(item, Filler):
+        elif isinstance(item, Alias):  # pointed elsewhere, it holds another object
+            found[item.name] = f"alias of {item.target}: {found.get(item.target)}"
+        elif not isinstance(item, (Filler, Rebind)):
             found[item.name] = type(item).__name__
     return found
 
@@ -319,7 +420,12 @@ def _class_identities(cls: Cls, path: str) -> dict[str, str]:
     found = {path: "class"}
     for member in cls.members:
         if isinstance(member, Def):
-            special = member.deco in ("staticmethod", "classmethod", "property")
+            special = member.deco in (
+                "staticmethod",
+                "classmethod",
+                "property",
+                "functools.cached_property",
+            )
             found[f"{path}.{member.name}"] = member.deco if special else "method"
         elif isinstance(member, Cls):
             found.update(_class_identities(member, f"{path}.{member.name}"))

@@ -10,21 +10,36 @@ from typing import Any
 
 from random_items import (
     SLOTTED,
+    Alias,
     Assign,
     Cls,
     Data,
     Def,
+    Dispatch,
     EnumDef,
     Factory,
     FieldAssign,
     Filler,
     Fixed,
     Item,
+    Rebind,
     Tag,
     named,
 )
 
 FUNCS = [f"f{i}" for i in range(7)]
+#: the function a click command may be made of (no other function calls it)
+COMMAND = FUNCS[-1]
+CACHED = "functools.cached_property"
+#: singledispatch functions, their overloads' types, and the names of aliases
+DISPATCH = ["d0", "d1"]
+OVERLOADS = ["str", "float", "tuple"]
+ALIASES = ["al0", "Al1"]
+#: which kinds of edits the generator makes besides the first ones (switch one off to tell
+#: which kind a divergence comes from)
+EDITS = {"dispatch": True, "aliases": True, "wrappers": True, "registries": True}
+#: what a later statement may wrap a function in (`f = deco(f)`)
+REBINDS = ["deco", "_Twice", "_Func"]
 CLASSES = ["Alpha", "Beta", "Gamma", "Delta"]
 CONSTS = ["K0", "K1", "K2", "K3"]
 METHODS = ["m0", "m1", "m2", "m3", "m4"]
@@ -75,6 +90,14 @@ def function_def(rng: random.Random, name: str) -> Def:
     )
     decos = ["", "", "deco", "tag", "_Twice", "_Curry", "_Slot", "_collect"]
     decos.append("functools.lru_cache(maxsize=None)")
+    # wrapper objects and registries filled by an object's method (with and without
+    # `__conform__`), from the standard library, toolz and click
+    if EDITS["wrappers"]:
+        decos += ["_Func", "_partial", "toolz.curry", "toolz.memoize"]
+    if EDITS["registries"]:
+        decos += ["_REG.register", "_CONF.register"]
+    if name == COMMAND and EDITS["wrappers"]:  # no other function calls it (not a function)
+        decos += ["_cli.command()", f"_cli.command('{name}-{rng.randint(1, 2)}')"]
     # a registry keyed by the decorator's argument (keys of one function only: no clashes)
     decos.append(f"handles('{name}:{rng.randint(1, 3)}')")
     deco = rng.choice(decos)
@@ -98,9 +121,13 @@ def function_expr(rng: random.Random, name: str, params: str) -> str:
 
 
 def method_def(rng: random.Random, name: str) -> Def:
-    kind = rng.choice(["", "", "deco", "staticmethod", "classmethod", "property"])
-    first = {"staticmethod": "", "classmethod": "cls, ", "property": "self"}.get(kind, "self, ")
-    if kind == "property":
+    kind = rng.choice(["", "", "deco", "staticmethod", "classmethod", "property", CACHED])
+    if kind == CACHED and rng.random() < 0.5:
+        kind = "property"
+    first = {"staticmethod": "", "classmethod": "cls, ", "property": "self", CACHED: "self"}.get(
+        kind, "self, "
+    )
+    if kind in ("property", CACHED):
         params, terms = "(self)", ["self.v", "self.BASE", "super().hook(3)"]
     else:
         params = "(" + first + rng.choice(["x", "x, y=BASE", "x, *, y=4"]) + ")"
@@ -111,11 +138,11 @@ def method_def(rng: random.Random, name: str) -> Def:
             "classmethod": ["cls.BASE", "cls.CK1"],
             "staticmethod": ["SCALE"],
         }[kind]
-    terms.append(rng.choice(["K1", f"{rng.choice(FUNCS)}(2)", "1", *NESTED]))
-    if kind == "property":
+    terms.append(rng.choice(["K1", f"{rng.choice(FUNCS[:-1])}(2)", "1", *NESTED]))
+    if kind in ("property", CACHED):
         terms = [t.replace("(x)", "(self.v)") for t in terms]
     expr = " + ".join(rng.sample(terms, k=rng.randint(1, min(3, len(terms)))))
-    guard = kind != "property" and rng.random() < 0.4
+    guard = kind not in ("property", CACHED) and rng.random() < 0.4
     setter = kind == "property" and rng.random() < 0.5
     return Def(name, kind, params, expr, guard, rng.random() < 0.3, setter)
 
@@ -153,8 +180,12 @@ class Sequence:
     broken: set[str] = field(default_factory=set)
     #: names (and "callbacks") a change's note said keep old objects: not compared.
     noted: set[str] = field(default_factory=set)
-    #: the model before each applied change, newest last (for rollback).
-    undo: list[list[Item]] = field(default_factory=list)
+    #: the model before each applied change and the change's id, newest last (for rollback).
+    undo: list[tuple[list[Item], str]] = field(default_factory=list)
+    #: names whose references taken before a change a note said still hold old objects.
+    stale: set[str] = field(default_factory=set)
+    #: removed functions a change's note said registries still hold.
+    kept: set[str] = field(default_factory=set)
 
     @classmethod
     def start(cls, rng: random.Random) -> Sequence:
@@ -166,16 +197,76 @@ class Sequence:
             *rng.sample(CLASSES, 2),
             *rng.sample(DATA, 1),
             *rng.sample(ENUMS, 1),
+            *rng.sample(DISPATCH, rng.randint(0, 1) if EDITS["dispatch"] else 0),
         ]
         for name in pool:
             items.append(filler(rng) if rng.random() < 0.5 else Filler("\n\n"))
             items.append(make(rng, name))
         items += [Filler("\n\n"), class_def(rng, LATER), Fixed(LATER_BINDING)]
-        return cls(rng, items)
+        sequence = cls(rng, items)
+        for _ in range(2 if EDITS["aliases"] else 0):  # aliases and wrappings from the start
+            sequence.alias_edit()
+        return sequence
 
     def spot(self) -> int:
         """An insertion index after the first items (SCALE and tag, which others use)."""
         return self.rng.randint(FIRST, len(self.items))
+
+    def alias_edit(self) -> str | None:
+        """Bind a second name to a definition (`al0 = f2`), point an alias elsewhere, take
+        one out, or wrap a function again after its definition (`f2 = deco(f2)`) or stop
+        doing so. Returns what was done, or None when nothing fitted."""
+        rng, items = self.rng, self.items
+        aliases = [i for i in items if isinstance(i, Alias)]
+        rebinds = [i for i in items if isinstance(i, Rebind)]
+        choice = rng.choice(["alias", "alias", "retarget", "unalias", "rebind", "unrebind"])
+        if choice == "alias" and len(aliases) < len(ALIASES):
+            name = rng.choice([n for n in ALIASES if n not in named(aliases)])
+            at = self.spot()
+            targets = targets_before(items, at)
+            if not targets:
+                return None
+            items[at:at] = [Filler("\n"), Alias(name, rng.choice(targets))]
+            return f"add alias {name}"
+        if choice == "retarget" and aliases:
+            alias = rng.choice(aliases)
+            alias.target = rng.choice(targets_before(items, items.index(alias)))
+            return f"point {alias.name} at {alias.target}"
+        if choice == "unalias" and aliases:
+            items.remove(rng.choice(aliases))
+            return "remove an alias"
+        plain = [i for i in items if isinstance(i, Def) and i.name in FUNCS[:-1]]
+        free = [d for d in plain if d.name not in {r.target for r in rebinds}]
+        if choice == "rebind" and free:
+            target = rng.choice(free)
+            items.insert(items.index(target) + 1, Rebind(target.name, rng.choice(REBINDS)))
+            return f"wrap {target.name} again after its definition"
+        if choice == "unrebind" and rebinds:
+            items.remove(rng.choice(rebinds))
+            return "remove a later wrapping"
+        return None
+
+
+def targets_before(items: list[Item], at: int) -> list[str]:
+    """Functions, classes and dispatch functions defined before position `at`."""
+    return [
+        i.name
+        for i in items[:at]
+        if isinstance(i, (Def, Cls, Dispatch)) and i.name in FUNCS + CLASSES + DISPATCH
+    ]
+
+
+def repair(items: list[Item]) -> None:
+    """Aliases and later wrappings whose definition is gone, or now stands after them (an
+    edit removed or moved it), go too: the model stays a module that imports."""
+    seen: set[str] = set()
+    for item in list(items):
+        if isinstance(item, (Alias, Rebind)) and item.target not in seen:
+            items.remove(item)
+        elif isinstance(item, Rebind) and items[items.index(item) - 1].name != item.target:
+            items.remove(item)  # a wrapping stays right after its definition
+        elif item.name:
+            seen.add(item.name)
 
 
 LATER_BINDING = f"""
@@ -206,7 +297,14 @@ def make(rng: random.Random, name: str) -> Item:
         return data_def(rng, name)
     if name in FUNCS:
         return function_def(rng, name)
+    if name in DISPATCH:
+        return dispatch_def(rng, name)
     return class_def(rng, name)
+
+
+def dispatch_def(rng: random.Random, name: str) -> Dispatch:
+    kinds = rng.sample(OVERLOADS, k=rng.randint(0, 2))
+    return Dispatch(name, rng.randint(1, 9), {k: rng.randint(1, 9) for k in kinds})
 
 
 def changed(rng: random.Random, old: Item) -> Item:
@@ -220,6 +318,13 @@ def changed(rng: random.Random, old: Item) -> Item:
         return Factory(old.label + 1, rng.randint(1, 3), rng.random() < 0.3, rng.random() < 0.7)
     if isinstance(old, Tag):
         return Tag(old.label + 1)
+    if isinstance(old, Dispatch):
+        new_dispatch = dispatch_def(rng, old.name)
+        if rng.random() < 0.5:  # only factors change: every overload's body
+            return Dispatch(old.name, new_dispatch.factor, dict.fromkeys(old.overloads, 2))
+        return new_dispatch
+    if isinstance(old, Alias):
+        return old  # retargeted by `alias_edit`, which knows what is defined before it
     if isinstance(old, EnumDef):
         new_enum = enum_def(rng, old.name)
         if rng.random() < 0.4:

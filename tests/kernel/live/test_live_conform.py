@@ -137,3 +137,18 @@ def test_definitions_added_between_others_register_as_a_fresh_import_orders_them
     fresh = project.module(rt.source(mod.__name__))
     assert mod.activities(2) == fresh.activities(2)
     assert mod.activities(2) == ["paint 2", "sing 2", "worship 2", "dance 2", "push 2"]
+
+
+def test_definitions_that_did_not_change_between_changed_lines_are_not_told_they_are_gone(
+    project: Project, rt: Runtime
+) -> None:
+    """Lines changed above and below a registered function (so the changed run spans it,
+    unchanged): its `__conform__` is not called with `None`, and the registry keeps it (it
+    used to be told it was gone, and left the registry)."""
+    source = ACTIVITIES.split("@activities.register")[0]
+    source += "START = 0\n\n\n@activities.register\ndef paint(x):\n    return x\n\n\nLIMIT = 1\n"
+    mod = project.module(source)
+    rt.patch_module(
+        mod.__name__, source.replace("START = 0", "START = 1").replace("= 1\n", "= 2\n")
+    )
+    assert mod.activities(1) == [1] and None not in mod.activities.told

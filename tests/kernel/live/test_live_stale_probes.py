@@ -56,3 +56,17 @@ def test_old_objects_that_forward_to_the_new_code_are_no_divergence(
     rt.patch(f"{mod.__name__}.plain", "def plain(x):\n    return x + 2\n")
     assert kept(1) == mod.plain(1) == 3
     assert rt.verify(f"from {mod.__name__} import plain\nassert plain(1) == 3").ok
+
+
+def test_verify_sees_a_reference_to_a_function_a_later_statement_now_wraps(
+    project: Project, rt: Runtime
+) -> None:
+    """`plain = Tagged(plain)` added after the definition: a list holding `plain` from
+    before still calls the bare function; verify is divergent and names that list."""
+    mod = project.module(TAGGED.replace("self.func(*args)", "(self.func(*args), 'tagged')"))
+    holder = project.module(f"from {mod.__name__} import plain\nKEPT = [plain]\n")
+    source = rt.source(mod.__name__)
+    change = rt.patch_module(mod.__name__, source + "\n\nplain = Tagged(plain)\n")
+    assert any(f"{holder.__name__}.KEPT" in n for n in change.notes), change.notes
+    result = rt.verify(f"from {mod.__name__} import plain\nplain(1)")
+    assert result.divergent and f"{holder.__name__}.KEPT" in result.message

@@ -1,0 +1,381 @@
+"""A name bound by several statements — a `def` and a later `f = deco(f)`, several `def _`
+overloads of a `singledispatch` function — holds after a change what a fresh import of the
+new source holds; each statement's new object is merged into what that statement made."""
+
+from __future__ import annotations
+
+from kernel_support import Project, src
+
+from liveforge import Runtime
+
+DECO = src(
+    """
+    import functools
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return ("deco", fn(*args))
+        return wrapper
+
+
+    def f(x):
+        return x
+    """
+)
+
+
+def test_wrapping_a_function_again_after_its_definition_wraps_it_once(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` added after `def f`: f is the wrapper around the function (it used to
+    become a wrapper around itself: RecursionError); a reference taken before is named in
+    the change's note, as it still runs the unwrapped function."""
+    mod = project.module(DECO)
+    kept = mod.f
+    change = rt.patch_module(mod.__name__, DECO + "\nf = deco(f)\n")
+    assert mod.f(1) == ("deco", 1) and kept(1) == 1
+    assert any("made around the old function" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f is kept and mod.f(1) == 1
+
+
+def test_a_definition_wrapped_by_a_later_statement_keeps_its_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`def f` changed while the later `f = deco(f)` did not: f stays the wrapper, which
+    runs the new body (the wrapper used to be overwritten with the plain function)."""
+    source = DECO + "\nf = deco(f)\n"
+    mod = project.module(source)
+    kept = mod.f
+    rt.patch_module(mod.__name__, source.replace("return x\n", "return x + 1\n"))
+    assert mod.f is kept and mod.f(1) == ("deco", 2)
+    rt.rollback()
+    assert mod.f(1) == ("deco", 1)
+
+
+def test_a_removed_wrapping_gives_the_name_back_to_its_definition(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` taken out: f is the plain function again, as in a fresh import; the
+    wrapper a reference still holds is named in a note; rollback restores the wrapper."""
+    source = DECO + "\nf = deco(f)\n"
+    mod = project.module(source)
+    kept = [mod.f]
+    change = rt.patch_module(mod.__name__, DECO)
+    assert mod.f(1) == 1 and mod.f is kept[0].__wrapped__
+    assert any("still held by" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f is kept[0]
+
+
+def test_a_changed_wrapping_wraps_the_definition_not_the_old_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` changed to `f = deco(deco(f))`: the new statement reads the function the
+    definition made, not the wrapper its first run left in the name."""
+    source = DECO + "\nf = deco(f)\n"
+    mod = project.module(source)
+    rt.patch_module(mod.__name__, DECO + "\nf = deco(deco(f))\n")
+    assert mod.f(1) == ("deco", ("deco", 1))
+
+
+DISPATCH = src(
+    """
+    import functools
+
+
+    @functools.singledispatch
+    def show(x):
+        return ("base", x)
+
+
+    @show.register
+    def _(x: str):
+        return ("str", x)
+    """
+)
+
+FLOAT = '\n\n@show.register\ndef _(x: float):\n    return ("float", x)\n'
+
+
+def test_an_overload_added_beside_another_keeps_both(project: Project, rt: Runtime) -> None:
+    """A second `def _` registered for another type: the first overload keeps its entry
+    (the new function used to be merged into it, and its type's entry taken out); rollback
+    leaves the registry as it was, and its dispatch cache forgets the removed overload."""
+    mod = project.module(DISPATCH)
+    rt.patch_module(mod.__name__, DISPATCH + FLOAT)
+    assert (mod.show("a"), mod.show(1.5), mod.show(1)) == (
+        ("str", "a"),
+        ("float", 1.5),
+        ("base", 1),
+    )
+    rt.rollback()
+    assert set(mod.show.registry) == {object, str} and mod.show(1.5) == ("base", 1.5)
+
+
+def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
+    project: Project, rt: Runtime
+) -> None:
+    """Two overloads swapped and both edited: each pairs with the old one for its type, so
+    the registry has both, and a rollback restores both."""
+    source = DISPATCH + FLOAT
+    mod = project.module(source)
+    swapped = DISPATCH.split("\n\n\n@show.register")[0] + FLOAT.replace('"float", x', '"F", x')
+    swapped += '\n\n@show.register\ndef _(x: str):\n    return ("S", x)\n'
+    rt.patch_module(mod.__name__, swapped)
+    assert (mod.show("a"), mod.show(1.5)) == (("S", "a"), ("F", 1.5))
+    rt.rollback()
+    assert (mod.show("a"), mod.show(1.5)) == (("str", "a"), ("float", 1.5))
+
+
+def test_an_overload_only_the_registry_holds_moves_with_its_statement(
+    project: Project, rt: Runtime
+) -> None:
+    """Lines inserted above a `def _` that a later `def _` shadows: its code moves with it,
+    so a traceback through it points at its own line (it used to keep the old line, and
+    a later edit took it for another statement's function)."""
+    source = DISPATCH.replace('return ("str", x)', 'return ("str", 1 / 0)') + FLOAT
+    mod = project.module(source)
+    rt.patch_module(mod.__name__, source.replace("import functools\n", "import functools\n\n\n\n"))
+    overload = mod.show.registry[str]
+    line = rt.source(mod.__name__).splitlines().index('    return ("str", 1 / 0)') + 1
+    assert overload.__code__.co_firstlineno == line - 2  # its decorator's line
+
+
+def test_a_dispatch_function_defined_again_keeps_its_overloads(
+    project: Project, rt: Runtime
+) -> None:
+    """`def show` given another signature (so defined again, not edited in place): the live
+    dispatch function keeps the overloads registered on it and takes the new base function
+    (it used to take the new function's empty registry, losing `str`)."""
+    mod = project.module(DISPATCH)
+    kept = mod.show
+    rt.patch_module(mod.__name__, DISPATCH.replace("def show(x):", "def show(x, y=0):"))
+    assert mod.show is kept and mod.show("a") == ("str", "a") and mod.show(1) == ("base", 1)
+    assert mod.show.registry[object] is mod.show.__wrapped__
+    rt.rollback()
+    assert mod.show("a") == ("str", "a") and set(mod.show.registry) == {object, str}
+
+
+def test_patching_a_definition_wrapped_later_replaces_the_definition(
+    project: Project, rt: Runtime
+) -> None:
+    """`rt.patch("m.f", "def f...")` while a later `f = deco(f)` binds f too: the `def` is
+    what changes (the later statement used to be replaced by it, losing the wrapper)."""
+    mod = project.module(DECO + "\nf = deco(f)\n")
+    rt.patch(f"{mod.__name__}.f", "def f(x):\n    return x + 1\n")
+    assert rt.source(mod.__name__).endswith("def f(x):\n    return x + 1\n\nf = deco(f)\n")
+    assert mod.f(1) == ("deco", 2)
+
+
+def test_an_alias_follows_a_definition_that_became_another_object(
+    project: Project, rt: Runtime
+) -> None:
+    """`g = f` after `def f`, and f given a decorator that makes another kind of object: g
+    is bound again to the new object, as a fresh import binds it (it used to keep the old
+    function, with a note)."""
+    mod = project.module(
+        DECO + "\n\nclass Twice:\n    def __init__(self, fn):\n        self.fn = fn\n\n"
+        "    def __call__(self, x):\n        return 2 * self.fn(x)\n\ng = f\n"
+    )
+    rt.patch(f"{mod.__name__}.f", "@Twice\ndef f(x):\n    return x + 1\n")
+    assert mod.g is mod.f and mod.g(1) == 4
+    rt.rollback()
+    assert mod.g is mod.f and mod.g(1) == 1
+
+
+def test_a_decorated_definition_wrapped_later_runs_again_inside_both_wrappers(
+    project: Project, rt: Runtime
+) -> None:
+    """`@Twice def f` then `f = deco(f)`, and every definition run again (the `from
+    __future__` import taken out): the function inside both wrappers takes the new code
+    (it used to keep the string annotations of the old flags)."""
+    source = DECO.replace("def f(x):", "@Twice\ndef f(x: int):") + src(
+        """
+
+
+        f = deco(f)
+        """
+    )
+    twice = "class Twice:\n    def __init__(self, fn):\n        self.fn = fn\n\n"
+    twice += "    def __call__(self, x):\n        return 2 * self.fn(x)\n\n\n"
+    source = source.replace("@Twice", twice + "@Twice")
+    mod = project.module("from __future__ import annotations\n" + source)
+    inner = mod.f.__wrapped__.fn
+    rt.patch_module(mod.__name__, source)
+    assert inner.__annotations__ == {"x": int} and mod.f(1) == ("deco", 2)
+    assert mod.f.__wrapped__.fn is inner
+
+
+def test_a_removed_definition_wrapped_later_leaves_the_registry_its_decorator_filled(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def g` then `g = deco(g)`, both taken out: the function leaves the list its
+    decorator put it in (only the wrapper, which the list never held, used to be looked
+    for); rollback puts it back."""
+    extra = "\n\nCOLLECTED = []\n\n\ndef collect(fn):\n    COLLECTED.append(fn)\n    return fn\n"
+    wrapped = "\n\n@collect\ndef g(x):\n    return -x\n\ng = deco(g)\n"
+    mod = project.module(DECO + extra + wrapped)
+    held = list(mod.COLLECTED)
+    rt.patch_module(mod.__name__, DECO + extra)
+    assert mod.COLLECTED == [] and not hasattr(mod, "g")
+    rt.rollback()
+    assert mod.COLLECTED == held and mod.g(1) == ("deco", -1)
+
+
+def test_a_removed_overload_leaves_the_dispatch_registry(project: Project, rt: Runtime) -> None:
+    """One `def _` of two taken out (the name `_` is still bound by the other): its type
+    leaves the registry, and calls for it reach the base function again, as in a fresh
+    import (it used to stay there, silently); rollback restores it."""
+    mod = project.module(DISPATCH + FLOAT)
+    assert mod.show("a") == ("str", "a")
+    rt.patch_module(mod.__name__, DISPATCH.split("\n\n\n@show.register")[0] + FLOAT)
+    assert set(mod.show.registry) == {object, float} and mod.show("a") == ("base", "a")
+    rt.rollback()
+    assert mod.show("a") == ("str", "a") and mod.show(1.5) == ("float", 1.5)
+
+
+CONFORMING = src(
+    """
+    import functools
+
+
+    class Conforming:
+        def __init__(self):
+            self.functions = []
+
+        def register(self, fn):
+            self.functions.append(fn)
+            fn.__conform__ = lambda new: self.recode(fn, new)
+            return fn
+
+        def recode(self, fn, new):
+            fn.__code__ = new.__code__
+
+
+    class Twice:
+        def __init__(self, fn):
+            self.fn = fn
+            functools.update_wrapper(self, fn)
+
+        def __call__(self, x):
+            return 2 * self.fn(x)
+
+
+    conf = Conforming()
+
+
+    @conf.register
+    def g(x):
+        return x
+
+
+    g = Twice(g)
+    """
+)
+
+
+def test_a_registered_function_wrapped_later_stays_what_the_registry_holds(
+    project: Project, rt: Runtime
+) -> None:
+    """`@conf.register def g` (which gives g a `__conform__`) then `g = Twice(g)`, whose
+    `functools.update_wrapper` copies that `__conform__` onto the wrapper; every definition
+    run again: the registry still holds g, running the new code (the copied `__conform__`
+    used to be taken for what the definition made, and put in the registry); rollback leaves
+    the registry as it was (the new function used to stay in it beside the old one)."""
+    mod = project.module("from __future__ import annotations\n" + CONFORMING)
+    kept = mod.conf.functions[0]
+    rt.patch_module(mod.__name__, CONFORMING.replace("return x\n", "return x + 1\n"))
+    assert mod.conf.functions == [kept] and kept(1) == 2 and mod.g(1) == 4
+    rt.rollback()  # the registry as it was: the new function never stays in it
+    assert mod.conf.functions == [kept] and kept(1) == 1 and mod.g(1) == 2
+
+
+def test_a_definition_wrapped_later_leaves_the_registry_its_old_decorator_filled(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def g` then `g = deco(g)`, and `@collect` replaced by another decorator:
+    g leaves the list, as a fresh import would not put it there (it stayed: only what the
+    name holds, the later wrapper, was looked at)."""
+    extra = "\n\nCOLLECTED = []\n\n\ndef collect(fn):\n    COLLECTED.append(fn)\n    return fn\n"
+    wrapped = "\n\n@collect\ndef g(x):\n    return -x\n\ng = deco(g)\n"
+    mod = project.module(DECO + extra + wrapped)
+    rt.patch(f"{mod.__name__}.g", "@deco\ndef g(x):\n    return -x\n")
+    assert mod.COLLECTED == [] and mod.g(1) == ("deco", ("deco", -1))
+    rt.rollback()
+    assert len(mod.COLLECTED) == 1 and mod.g(1) == ("deco", -1)
+
+
+def test_a_definition_wrapped_later_whose_default_changed_keeps_its_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`def f(x, y=LIMIT)` then `f = deco(f)`, and `LIMIT` patched: f is defined again for
+    its new default inside the wrapper (the wrapper used to become the plain function)."""
+    source = DECO.replace(
+        "def f(x):\n    return x", "LIMIT = 1\n\n\ndef f(x, y=LIMIT):\n    return x + y"
+    )
+    mod = project.module(source + "\nf = deco(f)\n")
+    kept = mod.f
+    rt.patch(f"{mod.__name__}.LIMIT", "LIMIT = 5\n")
+    assert mod.f is kept and mod.f(1) == ("deco", 6)
+    rt.rollback()
+    assert mod.f(1) == ("deco", 2)
+
+
+def test_a_removed_alias_of_a_registered_class_leaves_the_registry_alone(
+    project: Project, rt: Runtime
+) -> None:
+    """`Alias = Plugin` taken out, where `Plugin` is registered by its base's
+    `__init_subclass__`: the registry keeps `Plugin` (it used to be taken out with the
+    alias, as if the class were gone)."""
+    source = src(
+        """
+        PLUGINS = {}
+
+
+        class Base:
+            def __init_subclass__(cls, **kwargs):
+                super().__init_subclass__(**kwargs)
+                PLUGINS[cls.__name__] = cls
+
+
+        class Plugin(Base):
+            pass
+        """
+    )
+    mod = project.module(source + "\n\nAlias = Plugin\n")
+    rt.patch_module(mod.__name__, source)
+    assert mod.PLUGINS == {"Plugin": mod.Plugin} and not hasattr(mod, "Alias")
+
+
+def test_a_removed_wrapping_gives_back_the_definition_s_own_decorator_object(
+    project: Project, rt: Runtime
+) -> None:
+    """`@Twice def f` then `f = Twice(f)` (whose `functools.update_wrapper` copies the inner
+    object's `fn` over its own), the later statement taken out: f is the object the
+    definition made, found through `__wrapped__` (it used to become the bare function)."""
+    twice = src(
+        """
+        import functools
+
+
+        class Twice:
+            def __init__(self, fn):
+                self.fn = fn
+                functools.update_wrapper(self, fn)
+
+            def __call__(self, x):
+                return 2 * self.fn(x)
+
+
+        @Twice
+        def f(x):
+            return x
+        """
+    )
+    mod = project.module(twice + "\n\nf = Twice(f)\n")
+    inner = mod.f.__wrapped__
+    rt.patch_module(mod.__name__, twice)
+    assert mod.f is inner and mod.f(1) == 2
