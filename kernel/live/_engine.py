@@ -43,7 +43,13 @@ from liveforge.kernel.live._moves import shift_moved
 from liveforge.kernel.live._reexports import removed_names
 from liveforge.kernel.live._revert import Revert, changed_bindings
 from liveforge.kernel.live._undo import UndoLog
-from liveforge.kernel.live._update import mergeable, retarget, update_callable
+from liveforge.kernel.live._update import (
+    forward,
+    is_forwarder,
+    mergeable,
+    retarget,
+    update_callable,
+)
 from liveforge.kernel.source._sources import register_source
 from liveforge.kernel.source._stmts import Index, Stmt
 
@@ -296,8 +302,11 @@ class _Bindings:
         if live is _MISSING:  # registrations of the new object are undone with the change
             _registered.after_rerun(name, None, new, None, stmt.node, ctx)
         else:
-            self.namespace[name] = _merge_inner(name, new, live, self._earlier(stmt), stmt, ctx)
+            merged = _merge_inner(name, new, live, self._earlier(stmt), stmt, ctx)
+            self.namespace[name] = merged
             wrapper = saved.get(name)
+            if merged is not live and is_forwarder(live) and wrapper is not live:
+                _swap_inside(wrapper, live, merged, ctx.log)
             if not self._wrapped_later(stmt) and _holders.wraps(wrapper, live):
                 # the statement that wrapped it is gone: references to the wrapper are named
                 outcome.unmerged.append((name, wrapper, self.namespace[name]))
@@ -387,8 +396,35 @@ def _merge_inner(
             ctx.notes.append(note)
         ctx.idmap.link(new, live)
         new = live
+    elif isinstance(live, types.FunctionType) and callable(new):
+        # A new decorator made an object where the later wrapper holds a plain function:
+        # that function forwards every call to the object, as a fresh import's wrapper
+        # would call it.
+        forward(live, new, ctx.log)
+        ctx.notes.append(
+            f"{name}: the new definition is a {type(new).__qualname__} where the old one was "
+            "a function; the function the later statement wrapped now forwards every call to "
+            "it, so the wrapper and references taken before run the new code"
+        )
     _registered.after_rerun(name, live, new, earlier.node, stmt.node, ctx)
     return new
+
+
+def _swap_inside(wrapper: Any, old: Any, new: Any, log: UndoLog) -> None:
+    """The wrapper object a later statement made holds `new` where it held `old` (in its
+    attributes or slots), as that statement would wrap the new object in a fresh import."""
+    state = getattr(wrapper, "__dict__", None)
+    if isinstance(state, dict) and not isinstance(wrapper, (type, types.ModuleType)):
+        for key, value in list(state.items()):
+            if value is old:
+                state[key] = new
+                log.add(functools.partial(state.__setitem__, key, old))
+    for cls in type(wrapper).__mro__[:-1]:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if isinstance(slot, str) and getattr(wrapper, slot, None) is old:
+                setattr(wrapper, slot, new)
+                log.add(functools.partial(setattr, wrapper, slot, old))
 
 
 def _wrapped_inside(stmts: list[Stmt], stmt: Stmt, value: Any, filename: str) -> Any:

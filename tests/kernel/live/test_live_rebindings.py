@@ -379,3 +379,50 @@ def test_a_removed_wrapping_gives_back_the_definition_s_own_decorator_object(
     inner = mod.f.__wrapped__
     rt.patch_module(mod.__name__, twice)
     assert mod.f is inner and mod.f(1) == 2
+
+
+WRAPPED_REGISTERED = src(
+    """
+    class Func:
+        def __init__(self, func):
+            self.func = func
+
+        def __call__(self, *args):
+            return ("func", self.func(*args))
+
+
+    HANDLERS = {}
+
+
+    def handles(key):
+        def register(fn):
+            HANDLERS[key] = fn
+            return fn
+        return register
+
+
+    @handles("f:1")
+    def f(x):
+        return (x * 4,)
+    f = Func(f)
+    """
+)
+
+
+def test_a_decorator_changed_to_make_an_object_under_a_later_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`@handles` becomes `@Func` on a def that a later `f = Func(f)` wraps: the later wrapper
+    holds the new object, as in a fresh import (it used to keep calling the old function,
+    silently); the old function forwards to it for references taken before, a note says so,
+    and the rollback puts everything back."""
+    mod = project.module(WRAPPED_REGISTERED)
+    wrapper, old = mod.f, mod.f.func
+    source = WRAPPED_REGISTERED.replace('@handles("f:1")', "@Func").replace("x * 4", "x * 5")
+    change = rt.patch_module(mod.__name__, source)
+    assert mod.f(2) == ("func", ("func", (10,))) and mod.f is wrapper
+    assert isinstance(wrapper.func, mod.Func) and old(2) == ("func", (10,))
+    assert mod.HANDLERS == {}
+    assert any("forwards every call" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f(2) == ("func", (8,)) and wrapper.func is old and mod.HANDLERS == {"f:1": old}

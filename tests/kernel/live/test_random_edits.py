@@ -62,7 +62,6 @@ SEEDS = range(80)
 #: Seeds whose sequences still end in a divergence liveforge does not yet say in a note,
 #: each with what differs. Not strict: other Python versions may number lines otherwise.
 KNOWN: dict[int, str] = {
-    8: "a function inside a class-based decorator runs code a later patch replaced",
     10: "a toolz.memoize reference taken before shows the decorator's line in tracebacks",
     16: "a function behind a wrapper keeps the line numbers of before a move",
     36: "a function behind a wrapper keeps the line numbers of before a move",
