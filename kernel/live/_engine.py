@@ -45,7 +45,6 @@ from liveforge.kernel.live._revert import Revert, changed_bindings
 from liveforge.kernel.live._undo import UndoLog
 from liveforge.kernel.live._update import (
     forward,
-    is_forwarder,
     mergeable,
     retarget,
     update_callable,
@@ -305,7 +304,7 @@ class _Bindings:
             merged = _merge_inner(name, new, live, self._earlier(stmt), stmt, ctx)
             self.namespace[name] = merged
             wrapper = saved.get(name)
-            if merged is not live and is_forwarder(live) and wrapper is not live:
+            if merged is not live and wrapper is not live and wrapper is not None:
                 _swap_inside(wrapper, live, merged, ctx.log)
             if not self._wrapped_later(stmt) and _holders.wraps(wrapper, live):
                 # the statement that wrapped it is gone: references to the wrapper are named
@@ -396,6 +395,13 @@ def _merge_inner(
             ctx.notes.append(note)
         ctx.idmap.link(new, live)
         new = live
+    elif _same_decoration(live, new, earlier, stmt) and _merged_inside(
+        live, new, (earlier, stmt), ctx
+    ):
+        # The same decorators made the same kind of object around the new function (a
+        # `@curry` run again): the function inside the live one takes the new code.
+        ctx.idmap.link(new, live)
+        new = live
     elif isinstance(live, types.FunctionType) and callable(new):
         # A new decorator made an object where the later wrapper holds a plain function:
         # that function forwards every call to the object, as a fresh import's wrapper
@@ -406,8 +412,31 @@ def _merge_inner(
             "a function; the function the later statement wrapped now forwards every call to "
             "it, so the wrapper and references taken before run the new code"
         )
+    else:
+        note = _bodies.forward_old(name, live, new, earlier, stmt, ctx)
+        if note:
+            ctx.notes.append(note)
     _registered.after_rerun(name, live, new, earlier.node, stmt.node, ctx)
     return new
+
+
+def _same_decoration(live: Any, new: Any, earlier: Stmt, stmt: Stmt) -> bool:
+    """`new` is the object the same decorators made as `live` was, around a new function."""
+    before = [ast.dump(d) for d in getattr(earlier.node, "decorator_list", [])]
+    after = [ast.dump(d) for d in getattr(stmt.node, "decorator_list", [])]
+    return type(live) is type(new) and bool(after) and before == after
+
+
+def _merged_inside(
+    live: Any, new: Any, stmts: tuple[Stmt, Stmt], ctx: _classes.MergeContext
+) -> bool:
+    """The function the definition (`stmts`: old and new) made inside `new` updates the one
+    the old definition made inside `live`."""
+    earlier, stmt = stmts
+    function = _bodies.inside(new, stmt, ctx.filename)
+    if not isinstance(function, types.FunctionType):
+        return False
+    return _bodies.update_inside(live, function, earlier, ctx) is not None
 
 
 def _swap_inside(wrapper: Any, old: Any, new: Any, log: UndoLog) -> None:

@@ -426,3 +426,48 @@ def test_a_decorator_changed_to_make_an_object_under_a_later_wrapper(
     assert any("forwards every call" in n for n in change.notes), change.notes
     rt.rollback()
     assert mod.f(2) == ("func", (8,)) and wrapper.func is old and mod.HANDLERS == {"f:1": old}
+
+
+CURRY_REWRAPPED = src(
+    """
+    import functools
+
+    import toolz
+
+
+    class Twice:
+        def __init__(self, fn):
+            self.fn = fn
+            functools.update_wrapper(self, fn)
+
+        def __call__(self, *args, **kwargs):
+            return ("twice", self.fn(*args, **kwargs))
+
+
+    @toolz.curry
+    def f(x, *, y=3):
+        return x * 2 + y
+    f = Twice(f)
+    """
+)
+
+
+def test_a_curry_a_later_statement_wraps_takes_a_rerun_in_place(
+    project: Project, rt: Runtime
+) -> None:
+    """Every definition runs again (a `from __future__` line added) while the body of a
+    `@curry` function that `f = Twice(f)` wraps changed: the function inside the live curry
+    takes the new code and its new lines (the new curry was left aside, the old one kept
+    running the old code, silently); undone, both come back."""
+    mod = project.module(CURRY_REWRAPPED)
+    curried = mod.f.fn
+    function = curried.func
+    text = "from __future__ import annotations\n" + rt.source(mod.__name__).replace(
+        "x * 2", "x * 3"
+    )
+    rt.patch_module(mod.__name__, text)
+    assert mod.f(2) == ("twice", 9) and curried(2) == 9 and curried.func is function
+    line = text.splitlines().index("@toolz.curry") + 1
+    assert function.__code__.co_firstlineno == line
+    rt.rollback()
+    assert curried(2) == 7 and function.__code__.co_firstlineno == line - 1

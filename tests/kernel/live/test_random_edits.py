@@ -63,11 +63,8 @@ SEEDS = range(80)
 #: each with what differs. Not strict: other Python versions may number lines otherwise.
 KNOWN: dict[int, str] = {
     10: "a toolz.memoize reference taken before shows the decorator's line in tracebacks",
-    16: "a function behind a wrapper keeps the line numbers of before a move",
     36: "a function behind a wrapper keeps the line numbers of before a move",
     51: "a function behind a wrapper keeps the line numbers of before a move",
-    62: "a function behind a wrapper keeps the line numbers of before a move",
-    79: "a function behind a wrapper keeps the line numbers of before a move",
 }
 EDITS_PER_SEQUENCE = 20
 #: arguments a singledispatch function is called with (one per overload type, and an int)
