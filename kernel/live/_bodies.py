@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dis
 import functools
 import gc
 import inspect
@@ -535,7 +536,46 @@ def update_members(
             )
     updated = {id(t) for _, _, _, found in targets for t, _ in found}
     _shift_below(live, functions, updated, moves, ctx)
+    if sys.version_info >= (3, 13):
+        _static_attributes(stmt, live, {path for path, _, _ in changed}, ctx)
     return list(dict.fromkeys(".".join((*path, a.name)) for path, _, a in changed))  # type: ignore[attr-defined]
+
+
+def _static_attributes(
+    stmt: Stmt, live: type, paths: set[tuple[str, ...]], ctx: MergeContext
+) -> None:
+    """From Python 3.13 a class records the `self.x` names its methods assign
+    (`__static_attributes__`): the classes whose methods changed take what the new class
+    statement gives (compiled, not run), as a fresh import's would."""
+    node = copy.deepcopy(stmt.fresh_node())
+    code = compile(ast.Module(body=[node], type_ignores=[]), ctx.filename, "exec")
+    for path in paths:
+        body = code
+        for name in path:
+            body = next(
+                c for c in body.co_consts if isinstance(c, types.CodeType) and c.co_name == name
+            )
+        names = _stored_static(body)
+        holder = _attribute(live, path[1:])
+        if names is None or holder is None:
+            continue
+        before = holder.__dict__.get("__static_attributes__")
+        if before != names:
+            ctx.log.add(
+                functools.partial(type.__setattr__, holder, "__static_attributes__", before)
+            )
+            type.__setattr__(holder, "__static_attributes__", names)
+
+
+def _stored_static(body: types.CodeType) -> tuple[str, ...] | None:
+    """The tuple a class body's code stores as `__static_attributes__`."""
+    value = None
+    for instruction in dis.get_instructions(body):
+        if instruction.opname == "LOAD_CONST":
+            value = instruction.argval
+        elif instruction.opname == "STORE_NAME" and instruction.argval == "__static_attributes__":
+            return value if isinstance(value, tuple) else None
+    return None
 
 
 def _attribute(cls: type, path: tuple[str, ...]) -> type | None:

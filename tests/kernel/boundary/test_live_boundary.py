@@ -75,4 +75,6 @@ def test_what_a_live_check_starts_dies_with_it(rt: Runtime) -> None:
     assert live is not None and live.ok and live.boundary is not None, result.summary()
     if live.boundary.processes != "pid namespace":
         pytest.skip(f"no pid namespace here: {live.boundary.project_reason}")
-    assert in_namespace(eval(live.value_repr or "''"), wait=2) == []
+    # The namespace ends as its pid 1 is killed when the check ends: the kernel takes its
+    # processes with it asynchronously, which a loaded machine may take seconds to schedule.
+    assert in_namespace(eval(live.value_repr or "''")) == []
