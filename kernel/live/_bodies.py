@@ -42,7 +42,7 @@ import inspect
 import sys
 import types
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from liveforge.kernel.live._classes import MergeContext
@@ -96,15 +96,18 @@ def _pair_key(stmt: Stmt) -> tuple[bool, str]:
     return isinstance(stmt.node, ast.ClassDef), stmt.node.name  # type: ignore[attr-defined]
 
 
-def unpaired(old_run: list[Stmt], pairs: dict[int, Stmt], stayed: set[str]) -> list[Stmt]:
+def unpaired(
+    old_run: list[Stmt], pairs: dict[int, Stmt], stayed: Callable[[], set[str]]
+) -> list[Stmt]:
     """The function definitions of `old_run` no new statement stands for (gone): neither
-    one that ran (`pairs`) nor one of the same text that did not need to (`stayed`)."""
+    one that ran (`pairs`) nor one of the same text that did not need to (`stayed()`, the
+    texts of those, asked only when some old definition is not paired)."""
     taken = {id(s) for s in pairs.values()}
-    return [
-        s
-        for s in old_run
-        if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken and s.text not in stayed
-    ]
+    left = [s for s in old_run if isinstance(s.node, _FUNCTION_DEFS) and id(s) not in taken]
+    if not left:
+        return []
+    texts = stayed()
+    return [s for s in left if s.text not in texts]
 
 
 def body_only(stmt: Stmt, earlier: Stmt | None) -> bool:

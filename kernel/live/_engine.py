@@ -143,7 +143,8 @@ def _execute(
 ) -> Outcome:
     namespace = module.__dict__
     outcome = Outcome(ran_again=frozenset(s.text for s, _ in plan.run) & plan.again)
-    pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run]) if in_place else {}
+    every_pair = _bodies.pair(plan.old_run, [s for s, _ in plan.run])
+    pairs = every_pair if in_place else {}
     # forwardpy's `@impl` registrations follow a definition run again (dropped just below):
     # in a module that registers impl bodies, decorated definitions run again.
     decorated = {s.name for s in pairs.values() if s.node.decorator_list}  # type: ignore[attr-defined]
@@ -160,7 +161,7 @@ def _execute(
     # statement's old line range names exactly the functions it made.
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
-    bindings = _Bindings(plan, namespace, ctx.filename)
+    bindings = _Bindings(plan, namespace, ctx.filename, every_pair)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
@@ -199,7 +200,7 @@ def _execute(
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
     bindings.unwrap_removed(saved, outcome)
     if in_place:
-        gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed())
+        gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
             if namespace.get(name, func) is not func:  # another definition binds the name
                 _registered.forget(name, func, ctx, decorated=True)
@@ -231,16 +232,24 @@ class _Bindings:
     What the name holds was made by one of them; each statement's new object is merged
     into what *that statement* made before, never into another statement's object."""
 
-    def __init__(self, plan: _plans.Plan, namespace: dict[str, Any], filename: str) -> None:
+    def __init__(
+        self,
+        plan: _plans.Plan,
+        namespace: dict[str, Any],
+        filename: str,
+        pairs: dict[int, Stmt],
+    ) -> None:
         self.plan, self.namespace, self.filename = plan, namespace, filename
         self.ran = {id(s) for s, _ in plan.run}
-        #: each new `def` -> the old one it stands for (by order among those of its name)
-        self.pairs = _bodies.pair(plan.old_run, [s for s, _ in plan.run])
+        #: each new `def` -> the old one it stands for (see `_bodies.pair`)
+        self.pairs = pairs
         self.taken = {id(s) for s in self.pairs.values()}
-        #: names a later statement that does not run binds again
-        self.later = _follow_.bound_later(
-            plan.index.stmts, [s for s, _ in plan.run], {s.name for s, _ in plan.run if s.name}
-        )
+
+    @functools.cached_property
+    def later(self) -> dict[str, Stmt]:
+        """Names a later statement that does not run binds again."""
+        run = [s for s, _ in self.plan.run]
+        return _follow_.bound_later(self.plan.index.stmts, run, {s.name for s in run if s.name})
 
     def stayed(self) -> set[str]:
         """Texts of the statements of the new source that did not run (unchanged)."""

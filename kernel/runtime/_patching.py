@@ -58,7 +58,10 @@ class Patching:
             # A top-level definition is parsed where it will stand: the index takes its node.
             first = location.start if location.exists and not location.indent else 1
             text, node = parse_definition(source, path[-1], target, first)
-            location = narrow(locate(record.index, module_name, path, like=node), text)
+            if location.exists and len(path) == 1 and _is_def(location.node) != _is_def(node):
+                # a `def f` patched while a later `f = deco(f)` binds the name: the `def`
+                location = locate(record.index, module_name, path, like=node)
+            location = narrow(location, text)
             if kind_override and location.node is not None:
                 text = keep_decorators(location.node, record.index.lines, text, node)
             before = (
@@ -214,3 +217,7 @@ def _alone(node: ast.stmt, text: str, start: int) -> Stmt | None:
     if first_line(node) != start or node.end_lineno != last or len(text.splitlines()) != count:
         return None
     return Stmt(start, last, text, node, frozenset(bindings([node])), alone=True)
+
+
+def _is_def(node: ast.stmt | None) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))

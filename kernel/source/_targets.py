@@ -98,15 +98,16 @@ def locate(index: Index, module: str, path: list[str], like: ast.stmt | None = N
     binding the name — of the kind of `like` (a definition, or not) when one is (a `def f`
     patched while a later `f = deco(f)` wraps it replaces the `def`)."""
     name = path[0]
-    binding = [
+    binding = (
         s
-        for s in index.stmts
+        for s in reversed(index.stmts)
         if (name in s.binds or isinstance(s.node, ast.AnnAssign)) and _binds_only(s.node, name)
-    ]
-    if like is not None and len(path) == 1:
+    )
+    stmt = next(binding, None)
+    if like is not None and len(path) == 1 and stmt is not None:
         kind = isinstance(like, _DEFS)
-        binding = [s for s in binding if isinstance(s.node, _DEFS) == kind] or binding
-    stmt = binding[-1] if binding else None
+        if isinstance(stmt.node, _DEFS) != kind:
+            stmt = next((s for s in binding if isinstance(s.node, _DEFS) == kind), stmt)
     if stmt is None:
         if len(path) == 1:
             end = len(index.lines)
