@@ -46,8 +46,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from liveforge.kernel.live._classes import MergeContext
-from liveforge.kernel.live._functions import defined_functions
-from liveforge.kernel.live._moves import classes_in
+from liveforge.kernel.live._functions import classes_in, defined_functions
 from liveforge.kernel.live._undo import UndoLog
 from liveforge.kernel.live._update import (
     clear_fronts,

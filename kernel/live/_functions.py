@@ -85,3 +85,20 @@ def _functions_in(value: Any) -> list[Any]:
             held.append(getattr(value, slot, None) if isinstance(slot, str) else None)
     held = [v.func if isinstance(v, functools.partial) else v for v in held]
     return [v for v in held if isinstance(v, types.FunctionType)]
+
+
+def classes_in(roots: list[Any], module: Any) -> list[type]:
+    """The classes of `module` among `roots`, with the classes nested in them."""
+    found: dict[int, type] = {}
+    todo = [r for r in roots if isinstance(r, type) and r.__module__ == module]
+    while todo:
+        cls = todo.pop()
+        if id(cls) in found:
+            continue
+        found[id(cls)] = cls
+        todo += [
+            m
+            for m in list(cls.__dict__.values())
+            if isinstance(m, type) and m.__qualname__.startswith(cls.__qualname__ + ".")
+        ]
+    return list(found.values())

@@ -15,7 +15,12 @@ import types
 from typing import Any
 
 from liveforge.kernel.live import _bodies, _classes, _spawned
-from liveforge.kernel.live._functions import defined_functions, makes_functions, module_functions
+from liveforge.kernel.live._functions import (
+    classes_in,
+    defined_functions,
+    makes_functions,
+    module_functions,
+)
 from liveforge.kernel.live._update import shift_code
 from liveforge.kernel.source._stmts import Stmt
 
@@ -110,20 +115,3 @@ def _shift_classes(
         seen.add(id(cls))
         ctx.log.add(functools.partial(type.__setattr__, cls, "__firstlineno__", line))
         type.__setattr__(cls, "__firstlineno__", line + delta)
-
-
-def classes_in(roots: list[Any], module: Any) -> list[type]:
-    """The classes of `module` among `roots`, with the classes nested in them."""
-    found: dict[int, type] = {}
-    todo = [r for r in roots if isinstance(r, type) and r.__module__ == module]
-    while todo:
-        cls = todo.pop()
-        if id(cls) in found:
-            continue
-        found[id(cls)] = cls
-        todo += [
-            m
-            for m in list(cls.__dict__.values())
-            if isinstance(m, type) and m.__qualname__.startswith(cls.__qualname__ + ".")
-        ]
-    return list(found.values())
