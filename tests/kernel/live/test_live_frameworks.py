@@ -6,7 +6,6 @@ test builds a real module on sys.path and compares it with a fresh import of its
 
 from __future__ import annotations
 
-import inspect
 import types
 
 import pytest
@@ -444,45 +443,3 @@ def test_a_flask_view_whose_route_decorator_is_removed_is_said_to_still_serve(
     assert client.get("/").text == "index v3"
     rt.rollback()
     assert client.get("/").text == "index v1"
-
-
-TWICE_CURRY = src(
-    """
-    import functools
-
-    from toolz import curry
-
-
-    class Twice:
-        def __init__(self, fn):
-            self.fn = fn
-            functools.update_wrapper(self, fn)
-
-        def __call__(self, *args, **kwargs):
-            return ("twice", self.fn(*args, **kwargs))
-
-
-    def above():
-        return 1
-
-
-    @curry
-    def add(a, b):
-        return a + b
-
-
-    add = Twice(add)
-    """
-)
-
-
-def test_a_function_inside_a_wrapper_inside_a_wrapper_moves_with_its_statement(
-    project: Project, rt: Runtime
-) -> None:
-    """`add = Twice(add)` around a `@curry` function: lines inserted above move the function
-    two wrapper objects deep with its statement, so tracebacks and inspect stay exact."""
-    mod = project.module(TWICE_CURRY)
-    rt.patch(f"{mod.__name__}.above", "def above():\n\n\n    return 1\n")
-    line = rt.source(mod.__name__).splitlines().index("def add(a, b):")  # 0-based: @curry
-    assert mod.add.fn.func.__code__.co_firstlineno == line
-    assert inspect.getsource(mod.add.fn.func).startswith("@curry\ndef add(a, b):")

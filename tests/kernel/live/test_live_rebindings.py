@@ -4,6 +4,8 @@ new source holds; each statement's new object is merged into what that statement
 
 from __future__ import annotations
 
+import inspect
+
 from kernel_support import Project, src
 
 from liveforge import Runtime
@@ -444,6 +446,10 @@ CURRY_REWRAPPED = src(
             return ("twice", self.fn(*args, **kwargs))
 
 
+    def above():
+        return 1
+
+
     @toolz.curry
     def f(x, *, y=3):
         return x * 2 + y
@@ -471,3 +477,15 @@ def test_a_curry_a_later_statement_wraps_takes_a_rerun_in_place(
     assert function.__code__.co_firstlineno == line
     rt.rollback()
     assert curried(2) == 7 and function.__code__.co_firstlineno == line - 1
+
+
+def test_a_curry_a_later_statement_wraps_moves_with_its_statement(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Twice(f)` around a `@curry` function: lines inserted above move the function
+    two wrapper objects deep with its statement, so tracebacks and inspect stay exact."""
+    mod = project.module(CURRY_REWRAPPED)
+    rt.patch(f"{mod.__name__}.above", "def above():\n\n\n    return 1\n")
+    line = rt.source(mod.__name__).splitlines().index("@toolz.curry") + 1
+    assert mod.f.fn.func.__code__.co_firstlineno == line
+    assert inspect.getsource(mod.f.fn.func).startswith("@toolz.curry\ndef f(x, *, y=3):")
