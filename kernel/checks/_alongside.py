@@ -1,4 +1,4 @@
-"""The live check of a verify, run in a worker thread while the fresh-import check runs.
+"""The live check of a verify, run in a thread of its own while the fresh-import check runs.
 
     alongside = LiveAlongside(sandbox, code, {"timeout": 30, "memory_mb": None, "network": None})
     fresh = sandbox.verify(code, overlay)      # meanwhile the live fork runs
@@ -11,10 +11,7 @@ The fork is made from the thread; what it runs sees the program as it was at tha
 
 from __future__ import annotations
 
-import os
-import queue
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from liveforge.kernel.checks import _livefork
@@ -34,7 +31,14 @@ class LiveAlongside:
         self._cancelled = False
         self._outcome: LiveCheck | BaseException | None = None
         self._done = threading.Event()
-        _WORKERS.submit(lambda: self._run(sandbox, code, options))
+        # A thread of its own, which ends with the check: what the check's fork started with
+        # a parent-death signal (the relay and pid 1 of namespaces it made itself, when no
+        # host was ready) is tied to the thread that forked it, and ends with that thread.
+        thread = threading.Thread(
+            target=self._run, args=(sandbox, code, options), name="liveforge-live-check"
+        )
+        thread.daemon = True
+        thread.start()
 
     def result(self) -> LiveCheck:
         """The live check's result, once it is there (its error, raised here)."""
@@ -67,38 +71,3 @@ class LiveAlongside:
             cancelled = self._cancelled
         if cancelled:
             _livefork.stop(pid)
-
-
-class _Workers:
-    """Daemon threads that run live checks: one is started only when none is idle, and
-    kept (a `Thread.start` waits until the new thread runs, which takes milliseconds on a
-    busy machine: on every verify's path, if each check had a thread of its own)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._pid = os.getpid()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        """Run `job` in an idle worker, or in a new one."""
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child has none of the parent's threads
-                self._jobs, self._idle, self._pid = queue.SimpleQueue(), 0, os.getpid()
-            start = self._idle == 0
-            self._idle = max(0, self._idle - 1)
-            self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._work, name="liveforge-live-check", daemon=True).start()
-
-    def _work(self) -> None:
-        jobs = self._jobs
-        while True:
-            jobs.get()()  # a job hands its own errors over (`LiveAlongside._run`)
-            with self._lock:
-                if jobs is not self._jobs:
-                    return
-                self._idle += 1
-
-
-_WORKERS = _Workers()

@@ -2,9 +2,9 @@
 
 With `CheckSettings(ahead=False)` the template pre-imports nothing of this process's
 libraries and makes no check ahead, nor do live checks get hosts made ahead; a template
-started ahead (`TemplateProcess.start_ahead`) serves such a sandbox's first check. Live
-checks run on kept worker threads; a sandbox's after-run work runs in order on one kept
-thread, and `finish` waits for it."""
+started ahead (`TemplateProcess.start_ahead`) serves such a sandbox's first check. Each
+live check runs on a thread that ends with it; a sandbox's after-run work runs in order on
+one kept thread, and `finish` waits for it."""
 
 from __future__ import annotations
 
@@ -77,9 +77,10 @@ def test_the_template_started_ahead_serves_the_first_check(tmp_path: Path) -> No
 
 
 @pytest.mark.skipif(not _livefork.available(), reason="needs os.fork")
-def test_live_checks_side_by_side_reuse_one_worker_thread(tmp_path: Path) -> None:
-    """Three live checks one after another leave one idle worker (or those an earlier
-    test left), not a thread each."""
+def test_each_live_check_runs_on_a_thread_that_ends_with_it(tmp_path: Path) -> None:
+    """Three live checks one after another leave no thread of theirs behind: what a check's
+    fork starts with a parent-death signal (the relay and pid 1 of namespaces it makes when
+    no host is ready) is tied to the thread that forked it, so that thread must end."""
 
     def workers() -> set[threading.Thread]:
         return {t for t in threading.enumerate() if t.name == "liveforge-live-check"}
@@ -89,7 +90,10 @@ def test_live_checks_side_by_side_reuse_one_worker_thread(tmp_path: Path) -> Non
         for value in range(3):
             checked = LiveAlongside(box, f"{value} + 1", {"timeout": 30}).result()
             assert checked.ok and checked.value_repr == str(value + 1)
-    assert len(workers()) == max(len(before), 1)
+    deadline = time.monotonic() + 10
+    while workers() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not workers() - before
 
 
 def test_after_run_work_runs_in_order_on_one_kept_thread() -> None:
