@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Protocol
 
-__all__ = ["ProtocolName", "RecordedRequest"]
+__all__ = ["CutRequest", "ProtocolName", "RecordedRequest"]
 
 _SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "x-goog-api-key"}
 ProtocolName = Literal["anthropic", "openai", "gemini"]
@@ -42,6 +42,19 @@ class RecordedRequest:
         return bool(self.body.get("stream"))
 
 
+@dataclass(frozen=True)
+class CutRequest:
+    """A request whose body ended before its declared length (the client closed the
+    connection mid-write: it was cancelled, or its process died). A real API never sees it as
+    a request, so it is kept apart from `requests` and takes no script item."""
+
+    protocol: ProtocolName
+    path: str
+    received: int
+    declared: int
+    user_agent: str | None
+
+
 def _api_key(headers: dict[str, str]) -> str | None:
     key = headers.get("x-api-key") or headers.get("api-key") or headers.get("x-goog-api-key")
     auth = headers.get("authorization", "")
@@ -59,12 +72,22 @@ class RequestHandler(BaseHTTPRequestHandler):
         """Silence the default stderr access log."""
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        declared = int(self.headers.get("content-length") or 0)
+        try:
+            raw = self.rfile.read(declared)
+        except ConnectionError:  # reset mid-body
+            raw, self.close_connection = b"", True
         protocol = self._protocol()
         if protocol is None:
             self._send(404, b'{"error": "unknown path"}')
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if len(raw) < declared:  # the client went away mid-body: no request arrived
+            self.server.fake.cut_short(
+                CutRequest(protocol, self.path, len(raw), declared, headers.get("user-agent"))
+            )
+            self.close_connection = True
+            return
         key = _api_key(headers)
         try:
             body = json.loads(raw or b"{}")
@@ -109,6 +132,9 @@ class Responder(Protocol):
 
     def record(self, request: RecordedRequest) -> None:
         """Keep `request` as received."""
+
+    def cut_short(self, request: CutRequest) -> None:
+        """Keep a request whose body never arrived whole."""
 
     def respond(
         self,

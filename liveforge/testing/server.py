@@ -36,7 +36,13 @@ from pydantic import SecretStr
 
 from liveforge.declarations.provider import Credential, Route
 from liveforge.testing import anthropic_format, gemini_format, openai_format
-from liveforge.testing.http import LoopbackServer, ProtocolName, RecordedRequest, RequestHandler
+from liveforge.testing.http import (
+    CutRequest,
+    LoopbackServer,
+    ProtocolName,
+    RecordedRequest,
+    RequestHandler,
+)
 from liveforge.testing.script import Fault, Reply
 
 __all__ = ["FakeProvider", "RecordedRequest"]
@@ -74,6 +80,9 @@ class FakeProvider:
         self.keys = set(keys) if keys is not None else None
         self.model = model
         self.requests: list[RecordedRequest] = []
+        self.cut: list[CutRequest] = []
+        """Requests whose body ended early (their client went away mid-write): not in
+        `requests`, and no script item spent on them."""
         self._served = 0
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -160,6 +169,10 @@ class FakeProvider:
         with self._lock:
             self.requests.append(request)
             self._arrived.notify_all()
+
+    def cut_short(self, request: CutRequest) -> None:
+        with self._lock:
+            self.cut.append(request)
 
     def wait_for_requests(self, count: int, timeout: float = 10.0) -> None:
         """Block until `count` requests arrived in all (TimeoutError after `timeout` s).

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+
 import httpx
 import pytest
 
@@ -114,3 +117,24 @@ def test_each_streamed_event_is_noted_when_it_leaves_and_leaves_at_once() -> Non
     ends = itertools.accumulate(len(raw) for _at, raw in written)
     lags = [next(t for n, t in arrived if n >= end) - at for end, (at, _r) in zip(ends, written)]
     assert all(lag > -0.001 for lag in lags), [round(lag, 4) for lag in lags]
+
+
+def test_a_request_cut_mid_body_is_kept_apart_and_takes_no_script_item() -> None:
+    """A client that closes its connection partway through the body (cancelled, or its
+    process died) sent no request: it is listed in `cut`, not `requests`, and the next
+    whole request gets the first script item."""
+    with FakeProvider([reply.text("first")]) as fake:
+        host, port = fake.base_url.split("//")[1].split(":")
+        with socket.create_connection((host, int(port.split("/")[0]))) as sock:
+            sock.sendall(
+                b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b'content-length: 400\r\n\r\n{"model": "m", "mess'
+            )
+        deadline = time.monotonic() + 10
+        while not fake.cut and time.monotonic() < deadline:
+            time.sleep(0.01)
+        whole = _post(fake.base_url + "/v1/messages", {"model": "m", "messages": []})
+        assert whole.json()["content"] == [{"type": "text", "text": "first"}]
+        fake.wait_for_requests(1)
+    assert [(c.protocol, c.received, c.declared) for c in fake.cut] == [("anthropic", 20, 400)]
+    assert [r.body["model"] for r in fake.requests] == ["m"]
