@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -151,3 +152,10 @@ class Responder(Protocol):
 class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
     fake: Responder
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (reset, closed mid-answer) is no server fault: nothing is
+        printed for it; anything else is printed as usual."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import struct
 import time
 
 import httpx
@@ -138,3 +139,22 @@ def test_a_request_cut_mid_body_is_kept_apart_and_takes_no_script_item() -> None
         fake.wait_for_requests(1)
     assert [(c.protocol, c.received, c.declared) for c in fake.cut] == [("anthropic", 20, 400)]
     assert [r.body["model"] for r in fake.requests] == ["m"]
+
+
+def test_a_client_that_resets_its_connection_prints_no_server_traceback(capfd) -> None:
+    """A client reset (its process killed) while the server waits for its next request is
+    the client's going away, not a server fault: no traceback on standard error."""
+    with FakeProvider([reply.text("one")]) as fake:
+        host, port = fake.base_url.split("//")[1].split(":")
+        sock = socket.create_connection((host, int(port.split("/")[0])))
+        body = b'{"model": "m", "messages": []}'
+        sock.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        assert b"200" in sock.recv(65536).split(b"\r\n")[0]
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset, as from a killed process, while the server reads the next line
+        time.sleep(1)  # the server's thread reads the reset
+        err = capfd.readouterr().err
+    assert "Exception occurred" not in err
