@@ -359,8 +359,11 @@ class _Bindings:
         """A statement that wrapped a name again is gone: the name holds what the unchanged
         `def` now binding it last made (found inside the old wrapper); references to the
         wrapper are named in a note (see `_holders.unmerged`)."""
+        gone = [s for s in self.plan.old_run if not s.name and s.binds]
+        if not gone:
+            return
         kept = {s.text for s in self.plan.index.stmts}
-        names = {n for s in self.plan.old_run if not s.name and s.text not in kept for n in s.binds}
+        names = {n for s in gone if s.text not in kept for n in s.binds}
         for name in sorted(names & set(self.namespace)):
             binders = [s for s in self.plan.index.stmts if name in s.binds]
             if not binders or id(binders[-1]) in self.ran:
@@ -757,14 +760,11 @@ def _describe(exc: BaseException, filename: str) -> str:
 
 
 class _Ids:
-    """The identities of a namespace's values before the application, worked out the first
-    time one is asked for (most applications never ask)."""
+    """The identities of a namespace's values before the application. Each question scans
+    the values in C (most applications ask once, if at all)."""
 
     def __init__(self, values: dict[str, Any]) -> None:
         self._values = values
-        self._ids: set[int] | None = None
 
     def __contains__(self, key: object) -> bool:
-        if self._ids is None:
-            self._ids = {id(v) for v in self._values.values()}
-        return key in self._ids
+        return key in map(id, self._values.values())

@@ -52,7 +52,7 @@ def shift_moved(
                 stmt.functions = _bodies.held_in_module(namespace, name, ctx.filename, first, last)
             stmt.spawns = any(makes_functions(f.__code__) for f in stmt.functions)
         funcs = stmt.functions
-        if _CLASS_LINES:
+        if _CLASS_LINES and (stmt.classes != [] or stmt.spawns):
             _shift_classes(namespace, stmt, (first, last, delta), seen, ctx)
         if stmt.spawns:
             # Closures made at run time by the statement's functions (a decorator's wrappers)

@@ -432,14 +432,13 @@ def update_callable(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str
 
 def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
     """The same code object with every line number (nested code included) moved by `delta`."""
-    for const in code.co_consts:
-        if type(const) is types.CodeType:
-            consts = tuple(
-                shift_code(c, delta) if type(c) is types.CodeType else c for c in code.co_consts
-            )
-            return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
-    # No nested code (the common case): the line table is relative to co_firstlineno.
-    return code.replace(co_firstlineno=code.co_firstlineno + delta)
+    if types.CodeType not in map(type, code.co_consts):
+        # No nested code (the common case): the line table is relative to co_firstlineno.
+        return code.replace(co_firstlineno=code.co_firstlineno + delta)
+    consts = tuple(
+        shift_code(c, delta) if type(c) is types.CodeType else c for c in code.co_consts
+    )
+    return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
 
 
 def refile_code(code: types.CodeType, filename: str) -> types.CodeType:

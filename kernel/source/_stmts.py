@@ -13,6 +13,7 @@ import __future__
 
 import ast
 import bisect
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -342,11 +343,14 @@ def _common(
     return count
 
 
+_END = operator.attrgetter("end")
+
+
 def _widen(index_: Index, lo: int, hi: int) -> tuple[int, int, int, int]:
     """Widen the 0-based line range [lo, hi) to whole top-level statements of `index_`: the
     positions of the first statement in it and of the first after it, and the widened range."""
     stmts = index_.stmts
-    first = bisect.bisect_right([s.end for s in stmts], lo)  # the first ending after `lo`
+    first = bisect.bisect_right(stmts, lo, key=_END)  # the first ending after `lo`
     last = first
     while last < len(stmts) and stmts[last].start - 1 < max(hi, lo + 1):
         lo, hi = min(lo, stmts[last].start - 1), max(hi, stmts[last].end)
