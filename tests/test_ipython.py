@@ -212,3 +212,19 @@ def test_names_follow_an_undo(shell, tmp_path, capsys):
     assert ip.user_ns["LIMIT"] == 7
     _cell(ip, "%lf_undo")
     assert ip.user_ns["LIMIT"] == 1
+
+
+def test_the_extension_loads_by_its_own_module_name_too(tmp_path, monkeypatch, capsys):
+    """`%load_ext liveforge.ipython` adds the magics and `%unload_ext liveforge.ipython`
+    takes the runtime away again, as the `liveforge` spelling does."""
+    monkeypatch.chdir(tmp_path)
+    ip = InteractiveShell.instance()
+    try:
+        ip.run_line_magic("load_ext", "liveforge.ipython")
+        assert "lf_patch" in ip.magics_manager.magics["cell"]
+        assert "saves under" in capsys.readouterr().out
+        assert ip.user_ns["lf_runtime"].project_root == tmp_path.resolve()
+        ip.run_line_magic("unload_ext", "liveforge.ipython")
+        assert ip._liveforge_magics is None
+    finally:
+        InteractiveShell.clear_instance()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from liveforge._watch_saves import OldCode, edits, read_saved, read_settled, shape_notes, suspect
 from liveforge.kernel import Runtime
+from liveforge.watch._saves import OldCode, edits, read_saved, read_settled, shape_notes, suspect
 
 MODULE = """\
 RATE = 1

@@ -15,7 +15,7 @@ from agent_support import make_agent, of_type, run_turn
 from rich.console import Console
 
 from liveforge.cli._render import Renderer
-from liveforge.cli._slash import ChatState, dispatch
+from liveforge.cli.chat._slash import ChatState, dispatch
 from liveforge.declarations.permissions import Decision, Policy, effect_of
 from liveforge.testing import reply
 

@@ -88,7 +88,7 @@ def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
 
     from liveforge.cli._agent import make_agent
     from liveforge.cli._render import Renderer
-    from liveforge.cli._slash import ChatState, dispatch
+    from liveforge.cli.chat._slash import ChatState, dispatch
     from liveforge.declarations.provider import Provider
     from liveforge.declarations.session import Session
 

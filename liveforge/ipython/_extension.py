@@ -14,7 +14,7 @@ earlier run the new code, and a file that does not compile keeps the old code. M
 
 `%lf_status` shows the project root and the changes. The runtime is `lf_runtime` in the
 user namespace. As `%autoreload 3` does, names the user took from a changed module follow it
-(see `ipython_names`).
+(see `_names`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
-from liveforge.ipython_names import UserNames
+from liveforge.ipython._names import UserNames
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import LiveforgeError, UnverifiedChange
 from liveforge.watch import HELD, Watcher
@@ -118,7 +118,7 @@ class LiveforgeMagics(Magics):
         self.names.noticed(getattr(getattr(result, "info", None), "raw_cell", "") or "")
 
     def _followed(self, before: Any) -> None:
-        """Names of the user namespace that took what a change made (see `ipython_names`)."""
+        """Names of the user namespace that took what a change made (see `_names`)."""
         names = self.names.follow(before)
         if names:
             self._say(

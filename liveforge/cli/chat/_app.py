@@ -1,8 +1,8 @@
 """`liveforge chat`: an interactive self-iteration session in the terminal.
 
 The person types; the agent streams its answer, tool calls show as compact lines and
-patches as coloured diffs (`_render`). Input has history, multi-line editing and completion
-(`_chat_input`); lines starting with / are commands (`_slash`). Ctrl-C cancels the running
+patches as coloured diffs (`liveforge.cli._render`). Input has history, multi-line editing and
+completion (`_input`); lines starting with / are commands (`_slash`). Ctrl-C cancels the running
 turn and keeps the session; Ctrl-D (or /quit) leaves, and the transcript stays in
 `.liveforge/sessions/` for `--resume`. Tool calls follow the permission mode (`--mode`,
 `--yes` = full-auto, else `[tool.liveforge.permissions]`, else ask): a call the policy asks
@@ -44,7 +44,7 @@ from liveforge.cli._common import (
 from liveforge.cli._cost import transcript_usage
 from liveforge.cli._lifecycle import memory_only
 from liveforge.cli._render import Renderer
-from liveforge.cli._slash import COMMANDS, ChatState, dispatch
+from liveforge.cli.chat._slash import COMMANDS, ChatState, dispatch
 from liveforge.declarations.permissions import ApprovalRequest
 from liveforge.impls.plugins import end_session
 from liveforge.impls.subagents import close_subagents
@@ -107,7 +107,7 @@ class ChatApp:
         *,
         console: Console | None = None,
     ) -> None:
-        from liveforge.cli._chat_input import make_prompt_session
+        from liveforge.cli.chat._input import make_prompt_session
 
         self.agent = agent
         self.project = project

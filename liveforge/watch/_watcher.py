@@ -48,8 +48,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from liveforge._watch_checks import BackgroundChecks
-from liveforge._watch_saves import (
+from liveforge.kernel import Change, ChangeStatus, Runtime
+from liveforge.kernel.errors import LiveforgeError, PatchSyntaxError, UnpersistedChanges
+from liveforge.watch._checks import BackgroundChecks
+from liveforge.watch._saves import (
     OldCode,
     Saved,
     edits,
@@ -58,8 +60,6 @@ from liveforge._watch_saves import (
     shape_notes,
     suspect,
 )
-from liveforge.kernel import Change, ChangeStatus, Runtime
-from liveforge.kernel.errors import LiveforgeError, PatchSyntaxError, UnpersistedChanges
 
 __all__ = ["Applied", "Watcher", "modules_of", "runs_code", "start"]
 
