@@ -767,4 +767,4 @@ class _Ids:
         self._values = values
 
     def __contains__(self, key: object) -> bool:
-        return key in map(id, self._values.values())
+        return isinstance(key, int) and key in map(id, self._values.values())

@@ -57,7 +57,9 @@ def changed_bindings(
     """Each name whose binding the application changed: (value before, value after)."""
     if len(namespace) == len(saved) and list(namespace) == list(saved):
         # The same names in the same order (the common case): the values compared in C.
-        moved = itertools.compress(namespace, map(operator.is_not, namespace.values(), saved.values()))
+        moved = itertools.compress(
+            namespace, map(operator.is_not, namespace.values(), saved.values())
+        )
         return {k: (saved[k], namespace[k]) for k in moved}
     changed = {
         k: (saved.get(k, MISSING), v)

@@ -435,9 +435,7 @@ def shift_code(code: types.CodeType, delta: int) -> types.CodeType:
     if types.CodeType not in map(type, code.co_consts):
         # No nested code (the common case): the line table is relative to co_firstlineno.
         return code.replace(co_firstlineno=code.co_firstlineno + delta)
-    consts = tuple(
-        shift_code(c, delta) if type(c) is types.CodeType else c for c in code.co_consts
-    )
+    consts = tuple(shift_code(c, delta) if type(c) is types.CodeType else c for c in code.co_consts)
     return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
 
 

@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from liveforge.cli._agent import drive_turn, make_agent
 from liveforge.cli._common import CommandError, ExitCode, examples
-from liveforge.cli._render import Renderer
+from liveforge.cli.turns._agent import drive_turn, make_agent
+from liveforge.cli.turns._render import Renderer
 
 __all__ = ["TASK", "register"]
 

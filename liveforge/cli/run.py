@@ -22,7 +22,6 @@ from typing import Any
 
 from rich.console import Console
 
-from liveforge.cli._agent import add_profile, drive_turn, make_agent, model_name, policy_of
 from liveforge.cli._common import (
     CommandError,
     ExitCode,
@@ -33,8 +32,9 @@ from liveforge.cli._common import (
     examples,
     project_dir,
 )
-from liveforge.cli._cost import cost
-from liveforge.cli._render import Renderer
+from liveforge.cli.turns._agent import add_profile, drive_turn, make_agent, model_name, policy_of
+from liveforge.cli.turns._cost import cost
+from liveforge.cli.turns._render import Renderer
 from liveforge.impls.plugins import end_session
 from liveforge.impls.subagents import close_subagents
 

@@ -14,8 +14,8 @@ import pytest
 from agent_support import make_agent, of_type, run_turn
 from rich.console import Console
 
-from liveforge.cli._render import Renderer
 from liveforge.cli.chat._slash import ChatState, dispatch
+from liveforge.cli.turns._render import Renderer
 from liveforge.declarations.permissions import Decision, Policy, effect_of
 from liveforge.testing import reply
 

@@ -6,8 +6,8 @@ import importlib
 import sys
 from pathlib import Path
 
-from liveforge.cli._lifecycle import check_line, not_ready, reasons
 from liveforge.cli._words import in_chat_words, in_command_words
+from liveforge.cli.turns._lifecycle import check_line, not_ready, reasons
 from liveforge.kernel import Runtime
 from liveforge.kernel.checks._records import RunResult, TestCounts, TestFailure
 

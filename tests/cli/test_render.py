@@ -10,9 +10,9 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from rich.console import Console
 
-from liveforge.cli._cost import cost, describe_usage
-from liveforge.cli._render import Renderer, short_arguments
 from liveforge.cli.chat._input import ChatCompleter, dotted_candidates
+from liveforge.cli.turns._cost import cost, describe_usage
+from liveforge.cli.turns._render import Renderer, short_arguments
 from liveforge.declarations import agent as ev
 from liveforge.declarations.messages import Usage
 

@@ -86,9 +86,9 @@ def test_clear_then_resume_brings_back_the_unpersisted_patch(sample: Path):
     from cli_support import FIX
     from rich.console import Console
 
-    from liveforge.cli._agent import make_agent
-    from liveforge.cli._render import Renderer
     from liveforge.cli.chat._slash import ChatState, dispatch
+    from liveforge.cli.turns._agent import make_agent
+    from liveforge.cli.turns._render import Renderer
     from liveforge.declarations.provider import Provider
     from liveforge.declarations.session import Session
 

@@ -1,7 +1,7 @@
 """`liveforge chat`: an interactive self-iteration session in the terminal.
 
 The person types; the agent streams its answer, tool calls show as compact lines and
-patches as coloured diffs (`liveforge.cli._render`). Input has history, multi-line editing and
+patches as coloured diffs (`liveforge.cli.turns._render`). Input has history, multi-line editing and
 completion (`_input`); lines starting with / are commands (`_slash`). Ctrl-C cancels the running
 turn and keeps the session; Ctrl-D (or /quit) leaves, and the transcript stays in
 `.liveforge/sessions/` for `--resume`. Tool calls follow the permission mode (`--mode`,
@@ -24,14 +24,6 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
 
-from liveforge.cli._agent import (
-    add_profile,
-    configured_provider,
-    drive_turn,
-    make_agent,
-    model_name,
-    policy_of,
-)
 from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import (
     ExitCode,
@@ -41,10 +33,18 @@ from liveforge.cli._common import (
     examples,
     project_dir,
 )
-from liveforge.cli._cost import transcript_usage
-from liveforge.cli._lifecycle import memory_only
-from liveforge.cli._render import Renderer
 from liveforge.cli.chat._slash import COMMANDS, ChatState, dispatch
+from liveforge.cli.turns._agent import (
+    add_profile,
+    configured_provider,
+    drive_turn,
+    make_agent,
+    model_name,
+    policy_of,
+)
+from liveforge.cli.turns._cost import transcript_usage
+from liveforge.cli.turns._lifecycle import memory_only
+from liveforge.cli.turns._render import Renderer
 from liveforge.declarations.permissions import ApprovalRequest
 from liveforge.impls.plugins import end_session
 from liveforge.impls.subagents import close_subagents

@@ -19,9 +19,9 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from liveforge.cli._lifecycle import check_line, not_ready, reasons
-from liveforge.cli._render import Renderer
 from liveforge.cli._words import in_chat_words
+from liveforge.cli.turns._lifecycle import check_line, not_ready, reasons
+from liveforge.cli.turns._render import Renderer
 from liveforge.declarations.permissions import approved
 
 __all__ = ["COMMANDS", "ChatState", "dispatch"]

@@ -21,10 +21,10 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.text import Text
 
-from liveforge.cli._cost import describe_usage
-from liveforge.cli._lifecycle import check_line
-from liveforge.cli._stream_view import StreamView
-from liveforge.cli._waiting import Progress, WaitLine
+from liveforge.cli.turns._cost import describe_usage
+from liveforge.cli.turns._lifecycle import check_line
+from liveforge.cli.turns._stream_view import StreamView
+from liveforge.cli.turns._waiting import Progress, WaitLine
 from liveforge.declarations import agent as ev
 from liveforge.declarations.messages import Usage
 
