@@ -33,6 +33,7 @@ from liveforge.declarations.permissions import Policy, Rules, effect_of
 from liveforge.declarations.provider import Provider, RetryPolicy, Route
 from liveforge.declarations.subagents import ChildSpec
 from liveforge.declarations.tool_settings import ToolSettings
+from liveforge.impls.subagents import close_subagents
 from liveforge.kernel import Runtime
 from liveforge.kernel.boundary._secrets import hold
 
@@ -112,10 +113,14 @@ def main() -> int:
     payload = json.loads(sys.stdin.buffer.readline())
     _watch_parent()
     rt = Runtime(project_root=payload["project_root"])
+    agent: Agent | None = None
     try:
         _apply_overlay(rt, payload["overlay"])
         agent = _agent(payload, rt)
         result = asyncio.run(_run(agent, payload["task"]))
+        # Its own sub-agents still at work are cancelled and end their turns (their changes
+        # before that are part of the proposal), not cut off mid-request when this exits.
+        close_subagents(agent)
         overlay = payload["overlay"]
         result["changes"] = {
             r.name: {"source": r.source, "is_package": r.is_package}
@@ -126,6 +131,8 @@ def main() -> int:
     except Exception as exc:
         result = {"error": f"{type(exc).__name__}: {exc}", "reason": "error", "changes": {}}
     finally:
+        if agent is not None:
+            close_subagents(agent)  # after a fault too (a no-op when none runs)
         rt.close()
     Path(payload["result_path"]).write_text(json.dumps(result), encoding="utf-8")
     return 0

@@ -19,10 +19,10 @@ def _offered(fake, model: str) -> set[str]:
     return {tool["name"] for tool in first.body["tools"]}
 
 
-def _spawn_and_wait(model: str, *, fork: bool = False) -> list:
+def _spawn_and_wait(model: str, *, fork: bool = False, agent_id: str = "a.1") -> list:
     return [
         reply.tool_call("spawn_agent", {"task": "look", "model": model, "fork": fork}),
-        reply.tool_call("agent_result", {"agent_id": "a.1", "wait": 120}),
+        reply.tool_call("agent_result", {"agent_id": agent_id, "wait": 120}),
         reply.text("Done."),
     ]
 
@@ -74,7 +74,7 @@ def test_a_forked_sub_agents_own_sub_agent_gets_no_tool_the_fork_lacks(project, 
     settings = ToolSettings(deny=["memory_write"])
     policy = Policy(mode="full-auto", rules=Rules(allow=("spawn_agent",)))
     fake.add(*_spawn_and_wait("fork", fork=True))
-    fake.add(*_spawn_and_wait("grandchild"), model="fork")
+    fake.add(*_spawn_and_wait("grandchild", agent_id="a.1.1"), model="fork")
     fake.add(reply.text("Looked."), model="grandchild")
     agent = make_agent(root, fake, tool_settings=settings, policy=policy)
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from agent_support import collect, make_agent, of_type, run_turn
 
+from liveforge.declarations.permissions import Policy, Rules
 from liveforge.declarations.subagents import SubAgents
 from liveforge.testing import reply
 
@@ -175,3 +176,35 @@ def test_a_forked_sub_agents_patch_reaches_the_parent_only_when_accepted(project
     assert "math.pi" in agent.runtime.source(target) and of_type(events, "patch_applied")
     assert "3 * radius" in (root / pkg / "geometry.py").read_text()
     agent.runtime.close()
+
+
+def test_a_fork_that_answers_while_its_own_sub_agent_works_ends_that_turn_cleanly(project, fake):
+    """A forked sub-agent spawns one of its own and answers without waiting for it: before
+    the fork's process exits, that sub-agent is cancelled and its transcript records the
+    turn's end, instead of its thread being cut off mid-request by the exit."""
+    root, _ = project
+    fake.add(
+        reply.tool_call("spawn_agent", {"task": "look", "model": "fork", "fork": True}),
+        reply.tool_call("agent_result", {"agent_id": "a.1", "wait": 120}),
+        reply.text("Done."),
+    )
+    fake.add(
+        reply.tool_call("spawn_agent", {"task": "take your time", "model": "slow"}),
+        reply.text("Left it working."),
+        model="fork",
+    )
+    fake.add(reply.text("word " * 400).chunked(2).slow(0.05), model="slow")
+    policy = Policy(mode="full-auto", rules=Rules(allow=("spawn_agent",)))  # forks may spawn
+    agent = make_agent(root, fake, policy=policy)
+    try:
+        run_turn(agent, "fork it")
+        fork = _agents(agent).result("a.1")
+    finally:
+        agent.runtime.close()
+    assert fork.status == "done" and fork.answer == "Left it working."
+    spawned = [r for r in _records(fork.transcript) if r.get("what") == "subagent"]
+    turns = [r for r in _records(spawned[0]["transcript"]) if r["t"] == "turn"]
+    assert [(r["event"], r.get("reason")) for r in turns] == [
+        ("started", None),
+        ("ended", "cancelled"),
+    ]
