@@ -27,7 +27,13 @@ The benchmark process is a loaded program: besides the fixture package (pydantic
 holds a ballast of small objects (--ballast, default 500,000 dicts), whose resident size the
 table's title gives, since forking the live process costs more as it grows.
 
-Table 2 — the fixture project's own test suite with the patched module:
+Table 2 — CPU time one `Runtime.verify` costs across every process it involves, as a mean
+over --runs calls of each kind one after another: this process (all its threads), the live
+forks (its children, reaped), the sandbox's template with the checks it forks, and the host
+maker with the namespaces it makes for live checks. On a machine of 2 cores, CPU time is
+what bounds the checks when they run at the same time.
+
+Table 3 — the fixture project's own test suite with the patched module:
 
     Sandbox.run_tests(["-q"], overlay)          forked child, overlay from memory
     python -m pytest -q                         fresh interpreter on the same code persisted
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -120,6 +127,47 @@ _MODELS = [
     ("openai:gpt-4o", "OPENAI_API_KEY"),
     ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
 ]
+
+
+def _process_cpu(pid: int | None) -> float:
+    """CPU seconds of process `pid` and of its children it reaped (0 when it is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_call(rt: Runtime, call: Callable[[], object], runs: int) -> dict[str, float]:
+    """Mean CPU milliseconds of `call` in each process it involves (see the module's text)."""
+    sandbox = rt.checks.sandbox
+    hosts = sandbox._live_hosts._process  # the host maker, when live checks started it
+    template, maker = sandbox.template_pid, hosts.pid if hosts is not None else None
+
+    def now() -> tuple[float, ...]:
+        mine = resource.getrusage(resource.RUSAGE_SELF)
+        forks = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (
+            mine.ru_utime + mine.ru_stime,
+            forks.ru_utime + forks.ru_stime,
+            _process_cpu(template),
+            _process_cpu(maker),
+            float(mine.ru_minflt),
+        )
+
+    time.sleep(1.0)  # what came before is reaped and done
+    before = now()
+    for _ in range(runs):
+        call()
+    time.sleep(1.0)  # the last forks reaped, the next host made
+    spent = [(b - a) / runs for a, b in zip(before, now(), strict=True)]
+    labels = ("front end", "live forks", "template + checks", "host maker", "faults")
+    cpu = {label: value * (1 if label == "faults" else 1000) for label, value in zip(labels, spent)}
+    cpu["total"] = sum(v for k, v in cpu.items() if k != "faults")
+    return cpu
 
 
 def checked(ok: bool, what: str) -> None:
@@ -218,6 +266,33 @@ def run(work: Path, runs: int, test_runs: int) -> None:
                 row("fresh `python -c`, overlay on sys.path", ahead["fresh"], None),
             ],
         )
+
+        cpu = {
+            "Runtime.verify: fresh import + live fork": cpu_per_call(
+                rt, lambda: rt.verify(SNIPPET), runs
+            ),
+            "Runtime.verify(live=False): fresh import": cpu_per_call(
+                rt, lambda: rt.verify(SNIPPET, live=False), runs
+            ),
+            "live fork in the boundary (run_live)": cpu_per_call(
+                rt, lambda: rt.checks.sandbox.run_live(SNIPPET, timeout=30), runs
+            ),
+        }
+        columns = ("front end", "live forks", "template + checks", "host maker", "total")
+        print(
+            f"\nCPU ms per call across processes, mean of {runs} calls one after another "
+            "(faults: minor page faults of this process per call)\n"
+        )
+        widths = {c: max(len(c), 8) for c in columns}
+        print(
+            f"| {'measure':<42} | "
+            + " | ".join(f"{c:>{widths[c]}}" for c in columns)
+            + " | faults |"
+        )
+        print(f"|{'-' * 44}|" + "|".join("-" * (widths[c] + 2) for c in columns) + "|--------|")
+        for label, spent in cpu.items():
+            cells = " | ".join(f"{spent[c]:>{widths[c]}.1f}" for c in columns)
+            print(f"| {label:<42} | {cells} | {spent['faults']:6.0f} |")
 
         checked(box.run_tests(["-q"], overlay).ok, "Sandbox.run_tests")
         tests = timed(

@@ -115,18 +115,21 @@ class Sandbox(LiveRuns):
         memory_mb: int | None = None,
         network: bool | None = None,
         cpu_seconds: float | None = None,
+        save: bool = True,
     ) -> RunResult:
         """Run `code` in a child with the overlay; the last expression's repr is the value.
 
         The child runs inside the check boundary (see `_boundary`) and is killed with
         everything it started after `timeout` seconds. `memory_mb` caps the address space
         the snippet may add to the pre-imported template's, `cpu_seconds` its CPU time,
-        `network=True` lets it use TCP; None takes the sandbox's settings.
+        `network=True` lets it use TCP; None takes the sandbox's settings. With
+        `save=False` the record's `result.json` is left to the caller (`store.save`), who
+        adds to the result first (a verify's live check): it is written once.
         """
         if not isinstance(code, str):
             raise TypeError(f"code must be a str of Python source, not {type(code).__name__}")
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
-        return self._run("snippet", {"code": code}, overlay, change_ids, timeout, options)
+        return self._run("snippet", {"code": code}, overlay, change_ids, timeout, options, save)
 
     def run_tests(
         self,
@@ -204,6 +207,7 @@ class Sandbox(LiveRuns):
         change_ids: Sequence[str],
         timeout: float,
         options: dict[str, Any],
+        save: bool = True,
     ) -> RunResult:
         stops = self._stops
         modules = checked_overlay(overlay)
@@ -253,7 +257,8 @@ class Sandbox(LiveRuns):
             result = build_result(
                 fields, ended, policy=policy, timeout=timeout, scrubber=scrubber, changed=changed
             )
-            self.store.save(result)
+            if save:
+                self.store.save(result)
             self.store.prune(protect=run_id)
             return result
 

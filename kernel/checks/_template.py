@@ -11,8 +11,10 @@ After a run in namespaces the template makes the next check ahead while it is id
 
 A template is *stale* when it imported a module the overlay now replaces, or a module whose
 file changed on disk since; `TemplateProcess.stale_reason` says why, and the sandbox then
-starts a fresh one. The server side uses the standard library only and is loaded by file
-path, so the template never imports `liveforge`.
+starts a fresh one. The files are watched (`_filewatch`): after one stat of each file, a
+question reads the watch's events instead of stat'ing them all again. The server side uses
+the standard library only and is loaded by file path, so the template never imports
+`liveforge`.
 """
 
 from __future__ import annotations
@@ -347,6 +349,7 @@ class TemplateProcess:
         self.failed: list[str] = []
         #: threads running in the template; forking a threaded process can deadlock the child
         self.threads = 0
+        self.watch: Any = None  # a `_filewatch.FileWatch` over `modules`' files, once booted
         self._booted = False
         if wait:
             self.booted()
@@ -375,6 +378,9 @@ class TemplateProcess:
         self.names = frozenset(ready["names"])
         self.failed = ready["failed"]
         self.threads = ready["threads"]
+        from liveforge.kernel.boundary._filewatch import FileWatch  # parent side only
+
+        self.watch = FileWatch(filename for filename, _, _ in self.modules.values())
         self._booted = True
         return self
 
@@ -412,12 +418,17 @@ class TemplateProcess:
         for name in overlay_names:
             if name in self.names:
                 return f"the template imported {name!r}, which the overlay replaces"
+        seen = self.watch.changed() if self.watch is not None else None
+        if seen is not None and not seen:
+            return None  # the watch saw none of the files change
         for name, (filename, mtime_ns, size) in self.modules.items():
+            if seen is not None and filename not in seen:
+                continue  # the watch saw no change of it
             try:
                 info = os.stat(filename)
             except OSError:
                 return f"{filename} (module {name!r}) disappeared"
-            if info.st_mtime_ns != mtime_ns or info.st_size != size:
+            if seen is not None or info.st_mtime_ns != mtime_ns or info.st_size != size:
                 return f"{filename} (module {name!r}) changed on disk"
         return None
 
@@ -432,6 +443,8 @@ class TemplateProcess:
 
     def close(self) -> None:
         """Stop the template (end of stream, then SIGKILL if it lingers)."""
+        if self.watch is not None:
+            self.watch.close()
         try:
             self.channel.sock.close()
         except OSError:

@@ -118,6 +118,7 @@ class Checks:
             alongside = LiveAlongside(self.sandbox, code, options)
         try:
             with self._machinery_guard():
+                # with a live check, the record's result is written once, with it (below)
                 result = self.sandbox.verify(
                     code,
                     overlay,
@@ -125,6 +126,7 @@ class Checks:
                     timeout=timeout,
                     memory_mb=memory_mb,
                     network=network,
+                    save=alongside is None,
                 )
         except BaseException:
             if alongside is not None:
@@ -133,10 +135,14 @@ class Checks:
         # a fresh-import run that was stopped (timeout, a kill, Ctrl-C) has nothing to compare
         # against: the live run is stopped rather than waited for
         stopped = result.status in ("timed_out", "crashed", "killed_memory")
-        if alongside is not None and stopped:
-            alongside.cancel()
-        elif alongside is not None:
-            result = self._compare_live(result, alongside.result())
+        if alongside is not None:
+            try:
+                if stopped:
+                    alongside.cancel()
+                else:
+                    result = self._compare_live(result, alongside.result())
+            finally:
+                self.sandbox.store.save(result)
         self._mark(result, carried)
         return result
 
@@ -152,9 +158,7 @@ class Checks:
                 f"the live process and a fresh import disagree: {_difference(result, checked)}. "
                 f"{result.message}"
             )
-        result = result.model_copy(update=update)
-        self.sandbox.store.save(result)
-        return result
+        return result.model_copy(update=update)
 
     def run_tests(
         self,

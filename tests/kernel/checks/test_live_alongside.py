@@ -79,6 +79,7 @@ def test_a_fresh_check_that_crashed_stops_the_live_one(
     result = rt.verify(code, timeout=90)
     assert result.status in ("crashed", "killed_memory") and result.live is None, result.summary()
     assert time.monotonic() - started < 30
+    assert rt.checks.run(result.run_id).status == result.status  # recorded all the same
     deadline = time.monotonic() + 2
     while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -93,3 +94,12 @@ def test_the_live_check_runs_in_the_main_thread_as_a_fresh_one_does(rt: Runtime)
     )
     assert result.ok and result.value_repr == "('MainThread', True)", result.summary()
     assert result.live is not None and result.live.value_repr == result.value_repr
+
+
+def test_the_record_of_a_verify_holds_its_live_check(rt: Runtime) -> None:
+    """The result is written once, with the live check in it."""
+    result = rt.verify("6 * 7")
+    assert result.ok and result.live is not None, result.summary()
+    stored = rt.checks.run(result.run_id)
+    assert stored.live is not None and stored.live.value_repr == "42"
+    assert stored.model_dump() == result.model_dump()

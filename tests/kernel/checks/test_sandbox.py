@@ -137,6 +137,29 @@ def test_template_refreshes_when_a_preloaded_file_changes_on_disk(tmp_path: Path
         assert "changed on disk" in (box.last_refresh_reason or "")
 
 
+def test_template_refreshes_when_a_preloaded_file_is_rewritten_with_its_size_and_mtime(
+    tmp_path: Path,
+) -> None:
+    """The template's files are watched, not only stat'ed: an edit that leaves the file's
+    size and modification time as they were is seen too."""
+    import os
+
+    with (
+        temp_package(tmp_path, {"lib.py": "VALUE = 1\n"}) as pkg,
+        Sandbox(tmp_path, runs_dir=tmp_path / "runs", preload=[f"{pkg}.lib"]) as box,
+    ):
+        assert box.verify(f"from {pkg}.lib import VALUE\nVALUE").value_repr == "1"
+        first = box.template_pid
+        assert box.verify("0").ok and box.template_pid == first  # reused while unchanged
+        path = tmp_path / pkg / "lib.py"
+        before = path.stat()
+        path.write_text("VALUE = 2\n")
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert box.verify(f"from {pkg}.lib import VALUE\nVALUE").value_repr == "2"
+        assert box.template_pid != first
+        assert "changed on disk" in (box.last_refresh_reason or "")
+
+
 def test_template_refreshes_when_the_overlay_replaces_a_preloaded_module(tmp_path: Path) -> None:
     with (
         temp_package(tmp_path, {"lib.py": "VALUE = 1\n"}) as pkg,

@@ -124,3 +124,15 @@ def test_the_project_paths_a_check_changed_are_listed_up_to_a_cap() -> None:
     assert boundary.project_writes == written[:WRITES_LISTED]
     assert boundary.project_deletes == [] and boundary.project_changes_left_out == 51
     assert f"{WRITES_LISTED + 51} project paths changed in its view" in boundary.line()
+
+
+def test_a_result_left_to_the_caller_is_written_when_it_saves_it(tmp_path: Path) -> None:
+    """`save=False`: the record is there, its result is the caller's to write (once, with
+    what the caller adds, as a verify adds its live check)."""
+    with Sandbox(tmp_path, runs_dir=tmp_path / "runs") as box:
+        result = box.verify("6 * 7", save=False)
+        assert result.ok and result.value_repr == "42"
+        assert (Path(result.record_path) / "code.py").exists()
+        assert not (Path(result.record_path) / "result.json").exists()
+        box.store.save(result.model_copy(update={"message": "checked twice"}))
+        assert box.run(result.run_id).message == "checked twice"
