@@ -98,7 +98,7 @@ KERNEL_MAY_IMPORT = {
     "history": set(),
     "source": {"files"},
     "live": {"source", "files", "history"},
-    "checks": {"boundary"},
+    "checks": {"boundary", "files"},
     "runtime": {"boundary", "checks", "files", "history", "live", "source"},
 }
 KERNEL_SHARED = {"errors", "defaults"}

@@ -5,6 +5,6 @@ hook, pytest inside it, its error reports), a run's request, files and record, t
 and its captured output, live forks and the namespaces made ahead for them, and running
 both checks alongside.
 
-Imports: `liveforge.kernel.boundary`. Never `live`, `source` or `runtime`: a check sees
+Imports: `liveforge.kernel.boundary` and `files`. Never `live`, `source` or `runtime`: a check sees
 the live program only through the overlay it is handed and the fork it runs in.
 """

@@ -11,7 +11,7 @@ After a run in namespaces the template makes the next check ahead while it is id
 
 A template is *stale* when it imported a module the overlay now replaces, or a module whose
 file changed on disk since; `TemplateProcess.stale_reason` says why, and the sandbox then
-starts a fresh one. The files are watched (`_filewatch`): after one stat of each file, a
+starts a fresh one. The files are watched (`files._changedfiles`): after one stat of each file, a
 question reads the watch's events instead of stat'ing them all again. The server side uses
 the standard library only and is loaded by file path, so the template never imports
 `liveforge`.
@@ -349,7 +349,9 @@ class TemplateProcess:
         self.failed: list[str] = []
         #: threads running in the template; forking a threaded process can deadlock the child
         self.threads = 0
-        self.watch: Any = None  # a `_filewatch.FileWatch` over `modules`' files, once booted
+        self.watch: Any = (
+            None  # a `files._changedfiles.ChangedFiles` over `modules`' files, once booted
+        )
         self._booted = False
         if wait:
             self.booted()
@@ -378,9 +380,9 @@ class TemplateProcess:
         self.names = frozenset(ready["names"])
         self.failed = ready["failed"]
         self.threads = ready["threads"]
-        from liveforge.kernel.boundary._filewatch import FileWatch  # parent side only
+        from liveforge.kernel.files._changedfiles import ChangedFiles  # parent side only
 
-        self.watch = FileWatch(filename for filename, _, _ in self.modules.values())
+        self.watch = ChangedFiles(filename for filename, _, _ in self.modules.values())
         self._booted = True
         return self
 

@@ -1,7 +1,7 @@
 """Which of a set of files changed since a moment, told by the kernel (inotify) rather than
 by a stat of every file at every question.
 
-    watch = FileWatch(paths)        # right after the files were seen (stat'ed)
+    watch = ChangedFiles(paths)        # right after the files were seen (stat'ed)
     watch.changed()                 # None the first time: stat every file once now
     watch.changed()                 # then: the paths written, replaced or removed since
     watch.close()
@@ -36,7 +36,7 @@ import sys
 import threading
 from collections.abc import Iterable
 
-__all__ = ["FileWatch"]
+__all__ = ["ChangedFiles"]
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
@@ -104,7 +104,7 @@ if _LIBC is not None and hasattr(os, "register_at_fork"):
     )
 
 
-class FileWatch:
+class ChangedFiles:
     """Watches over a set of files (see the module's text)."""
 
     def __init__(self, paths: Iterable[str]) -> None:

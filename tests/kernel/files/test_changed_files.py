@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from liveforge.kernel.boundary._filewatch import FileWatch
+from liveforge.kernel.files._changedfiles import ChangedFiles
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs inotify")
 
@@ -26,8 +26,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.fixture
-def watched(files: dict[str, Path]) -> Iterator[FileWatch]:
-    watch = FileWatch([str(files["a.py"])])
+def watched(files: dict[str, Path]) -> Iterator[ChangedFiles]:
+    watch = ChangedFiles([str(files["a.py"])])
     assert watch.blind is None
     assert watch.changed() is None  # the first answer: the caller stats every file once
     assert watch.changed() == set()
@@ -36,7 +36,7 @@ def watched(files: dict[str, Path]) -> Iterator[FileWatch]:
 
 
 def test_an_edit_that_keeps_size_and_mtime_is_seen(
-    watched: FileWatch, files: dict[str, Path]
+    watched: ChangedFiles, files: dict[str, Path]
 ) -> None:
     """What a stat of the file could not tell apart, the watch sees."""
     path = files["a.py"]
@@ -49,7 +49,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(
     assert watched.changed() == {str(path)}  # said again until the caller stops asking
 
 
-def test_a_file_replaced_by_rename_is_seen(watched: FileWatch, files: dict[str, Path]) -> None:
+def test_a_file_replaced_by_rename_is_seen(watched: ChangedFiles, files: dict[str, Path]) -> None:
     """An editor's save: the new text written beside the file, then renamed over it."""
     path = files["a.py"]
     new = path.with_name("a.py.new")
@@ -58,18 +58,18 @@ def test_a_file_replaced_by_rename_is_seen(watched: FileWatch, files: dict[str, 
     assert watched.changed() == {str(path)}
 
 
-def test_a_removed_file_is_seen(watched: FileWatch, files: dict[str, Path]) -> None:
+def test_a_removed_file_is_seen(watched: ChangedFiles, files: dict[str, Path]) -> None:
     files["a.py"].unlink()
     assert watched.changed() == {str(files["a.py"])}
 
 
-def test_a_touched_file_is_seen(watched: FileWatch, files: dict[str, Path]) -> None:
+def test_a_touched_file_is_seen(watched: ChangedFiles, files: dict[str, Path]) -> None:
     files["a.py"].touch()
     assert watched.changed() == {str(files["a.py"])}
 
 
 def test_other_files_of_the_folder_are_not_reported(
-    watched: FileWatch, files: dict[str, Path]
+    watched: ChangedFiles, files: dict[str, Path]
 ) -> None:
     files["b.py"].write_text("VALUE = 2\n")
     (files["b.py"].parent / "c.py").write_text("")
@@ -77,7 +77,7 @@ def test_other_files_of_the_folder_are_not_reported(
 
 
 def test_a_folder_on_the_way_moved_leaves_the_answer_to_the_caller(
-    watched: FileWatch, files: dict[str, Path], tmp_path: Path
+    watched: ChangedFiles, files: dict[str, Path], tmp_path: Path
 ) -> None:
     """The path now names another file (or none): the caller stats every file again."""
     (tmp_path / "lib").rename(tmp_path / "old")
@@ -92,7 +92,7 @@ def test_a_link_on_the_way_pointed_elsewhere_leaves_the_answer_to_the_caller(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
     (tmp_path / "link").symlink_to(tmp_path / "lib")
-    watch = FileWatch([str(tmp_path / "link" / "pkg" / "a.py")])
+    watch = ChangedFiles([str(tmp_path / "link" / "pkg" / "a.py")])
     watch.changed()
     other = tmp_path / "other" / "pkg"
     other.mkdir(parents=True)
@@ -107,7 +107,7 @@ def test_an_edit_of_the_file_a_link_names_is_seen(files: dict[str, Path], tmp_pa
     """A module imported through a link: its file is watched where it is."""
     (tmp_path / "link").symlink_to(tmp_path / "lib")
     linked = str(tmp_path / "link" / "pkg" / "a.py")
-    watch = FileWatch([linked])
+    watch = ChangedFiles([linked])
     watch.changed()
     files["a.py"].write_text("VALUE = 22\n")
     assert watch.changed() == {linked}
@@ -115,13 +115,13 @@ def test_an_edit_of_the_file_a_link_names_is_seen(files: dict[str, Path], tmp_pa
 
 
 def test_a_relative_path_is_left_to_the_caller() -> None:
-    watch = FileWatch(["pkg/a.py"])
+    watch = ChangedFiles(["pkg/a.py"])
     assert watch.blind is not None
     watch.changed()
     assert watch.changed() is None
 
 
-def test_a_forked_child_does_not_hold_the_watch(watched: FileWatch) -> None:
+def test_a_forked_child_does_not_hold_the_watch(watched: ChangedFiles) -> None:
     """A fork of this process (a live check) cannot read the events and so take them
     away from the parent."""
     fd = watched._fd
@@ -138,6 +138,6 @@ def test_a_forked_child_does_not_hold_the_watch(watched: FileWatch) -> None:
     os.fstat(fd)  # the parent's is open
 
 
-def test_a_closed_watch_leaves_the_answer_to_the_caller(watched: FileWatch) -> None:
+def test_a_closed_watch_leaves_the_answer_to_the_caller(watched: ChangedFiles) -> None:
     watched.close()
     assert watched.changed() is None
