@@ -392,7 +392,9 @@ def _merge_inner(
     decorators filled and its new ones do not lose it. Returns what the name holds now."""
     if _bodies.made_by(new, stmt, ctx.filename):
         held = (
-            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+            _reach.holders(new, [ctx.created], cells=True)
+            if _reach.references(new) > _reach.BASELINE
+            else []
         )
         if held:  # first, so that what `__conform__` keeps to undo holds no new object
             _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
@@ -645,7 +647,9 @@ def _merge_name(
         return
     if mergeable(old, new):
         held = (
-            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+            _reach.holders(new, [ctx.created], cells=True)
+            if _reach.references(new) > _reach.BASELINE
+            else []
         )
         note = update_callable(old, new, ctx.log, ctx.idmap)
         if note:

@@ -220,9 +220,11 @@ def unmerged_notes(unmerged: list[tuple[str, Any, Any]], held: list[list[str]]) 
     ]
 
 
-def holders(obj: Any, skip: list[Any]) -> list[Any]:
-    """The lists, dicts (not namespaces) and sets that hold `obj`, except those in `skip`.
-    Asked before the engine links `obj` to anything itself (forwarders, `__wrapped__`)."""
+def holders(obj: Any, skip: list[Any], *, cells: bool = False) -> list[Any]:
+    """The lists, dicts (not namespaces) and sets that hold `obj`, except those in `skip`;
+    with `cells`, also the closure cells (a decorator's `lambda new: recode(fn, new)` stored
+    on the function it made). Asked before the engine links `obj` to anything itself
+    (forwarders, `__wrapped__`)."""
     skipped = {id(s) for s in skip}
     return [
         h
@@ -230,6 +232,7 @@ def holders(obj: Any, skip: list[Any]) -> list[Any]:
         if id(h) not in skipped
         and (
             isinstance(h, (list, set))
+            or (cells and isinstance(h, types.CellType))
             or (isinstance(h, dict) and not is_namespace(h) and not _class_namespace(h))
         )
     ]
@@ -245,10 +248,13 @@ def _class_namespace(holder: dict[str, Any]) -> bool:
 
 
 def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list[str]:
-    """Put `live` where `containers` hold `new`; a list or set that already holds `live`
-    just loses `new`. Returns the kind of each container changed."""
+    """Put `live` where `containers` (or closure cells) hold `new`; a list or set that
+    already holds `live` just loses `new`. Returns the kind of each container changed."""
     for holder in containers:
-        if isinstance(holder, list):
+        if isinstance(holder, types.CellType):
+            holder.cell_contents = live
+            log.add(functools.partial(setattr, holder, "cell_contents", new))
+        elif isinstance(holder, list):
             _fix_list(holder, new, live, log)
         elif isinstance(holder, dict):
             _fix_dict(holder, new, live, log)

@@ -115,6 +115,14 @@ def replace_held(
     that holds it, the note says which class hooks (`__init_subclass__`, a metaclass: code
     run for its side effects) ran and were not replayed for the live class."""
     who = " or ".join(hooks)
+    # A closure the decorator made around the new object (a `__conform__` that recodes
+    # it) holds the live one instead, as a fresh import's would hold it: nothing to say.
+    cells = [h for h in held if isinstance(h, types.CellType)]
+    if cells:
+        replace_in(cells, new, live, ctx.log)
+        held = [h for h in held if not isinstance(h, types.CellType)]
+        if not held:
+            return
     if held:
         gone: list[str] = []
         for holder in held:

@@ -64,7 +64,6 @@ SEEDS = range(80)
 KNOWN: dict[int, str] = {
     10: "a toolz.memoize reference taken before shows the decorator's line in tracebacks",
     36: "a function behind a wrapper keeps the line numbers of before a move",
-    51: "a function a __conform__ registry holds runs an older body after a body edit",
 }
 EDITS_PER_SEQUENCE = 20
 #: arguments a singledispatch function is called with (one per overload type, and an int)
