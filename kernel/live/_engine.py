@@ -700,14 +700,23 @@ def _unmerged(
 
 def _wraps_own(old: Any, new: Any, stmt: Stmt, module: Any) -> bool:
     """Two objects of one class a decorator made around this module's function (click's
-    `Command` for a `def` whose decorator changed): merged like a class-based decorator's
-    instances, though their class lives elsewhere."""
+    `Command` for a `def` whose decorator changed), or two functions of another module
+    made around it (`toolz.memoize`'s, run again when the module's compiler flags
+    changed): merged like a class-based decorator's instances, though their code lives
+    elsewhere."""
     return (
         isinstance(stmt.node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and _reach.home(old) == module
-        and _reach.home(new) == module
+        and _reach.home(_around(old)) == module
+        and _reach.home(_around(new)) == module
         and mergeable(old, new)
     )
+
+
+def _around(obj: Any) -> Any:
+    """The function a wrapper function made elsewhere stands for (toolz's `memoize` makes
+    a `memof` of its own module, with `__wrapped__`), or `obj`."""
+    wrapped = getattr(obj, "__wrapped__", None)
+    return wrapped if isinstance(obj, types.FunctionType) and callable(wrapped) else obj
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:

@@ -224,6 +224,39 @@ def test_a_memoized_function_edited_answers_from_the_new_code(
     assert ref(3) == 9
 
 
+def test_a_memoized_function_run_again_by_a_future_import_is_merged(
+    project: Project, rt: Runtime
+) -> None:
+    """`from __future__ import annotations` added runs every definition again, `@memoize`
+    too, making a new function of toolz's own module: it is merged into the one a reference
+    taken before holds, which runs the new body at its new lines (the name used to take the
+    new function silently, the reference kept the old body and lines)."""
+    mod = project.module(TOOLZ)
+    ref = mod.square
+    source = "from __future__ import annotations\n" + rt.source(mod.__name__).replace(
+        "    return x * x\n", "    if x == 13:\n        raise ValueError(x)\n    return x * x + 1\n"
+    )
+    rt.patch_module(mod.__name__, source)
+    assert mod.square is ref and ref(3) == 10 == _fresh(project, rt, mod).square(3)
+    with pytest.raises(ValueError) as raised:
+        ref(13)
+    line = source.splitlines().index("        raise ValueError(x)") + 1
+    assert raised.traceback[-1].lineno + 1 == line
+    rt.rollback()
+    assert mod.square is ref and ref(13) == 169
+
+
+def test_a_memoized_function_whose_signature_changed_is_merged(
+    project: Project, rt: Runtime
+) -> None:
+    """A changed signature runs `@memoize` again: a reference taken before runs the new code
+    (it used to keep the old one, with no note)."""
+    mod = project.module(TOOLZ)
+    ref = mod.square
+    rt.patch(f"{mod.__name__}.square", "@memoize\ndef square(x, y=1):\n    return x * x + y\n")
+    assert mod.square is ref and ref(3) == 10 == _fresh(project, rt, mod).square(3)
+
+
 REGISTERING = src(
     """
     DECORATIONS = []
