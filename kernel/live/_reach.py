@@ -115,8 +115,13 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
         return
     allowed = None if anywhere else registries(made.values())
     # A function is also known by name to the framework holding it in an object's dict
-    # (Flask's URL rules name their view): it stays there (see `_registered.forget`).
-    by_name = {k for k, (_, _, held) in registry_containers(made.values()).items() if held}
+    # (Flask's URL rules name their view): it stays there (see `_registered.forget`). A
+    # list or set names nothing: the function leaves it.
+    by_name = {
+        k
+        for k, (_, container, held) in registry_containers(made.values()).items()
+        if held and isinstance(container, dict)
+    }
     skip = {id(created), id(namespace), id(made)}
     for holder in gc.get_referrers(*made.values()):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):

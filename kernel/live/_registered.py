@@ -338,8 +338,11 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         if isinstance(value, types.FunctionType):
             # A function the decorator returned as it was is also known to its framework by
             # name (Flask's URL rules name their view): taking it out of the framework's
-            # dict would break the name; it is said instead (`_still_held`).
-            containers = {k: v for k, v in containers.items() if not v[2]}
+            # dict would break the name; it is said instead (`_still_held`). An object's
+            # list or set names nothing: the function leaves it.
+            containers = {
+                k: v for k, v in containers.items() if not (v[2] and isinstance(v[1], dict))
+            }
         found = {key: label for key, (label, _, _) in containers.items()}
         held = [c for _, c, _ in containers.values() if _holds(c, value)]
         if isinstance(value, types.FunctionType):
