@@ -706,17 +706,10 @@ def _wraps_own(old: Any, new: Any, stmt: Stmt, module: Any) -> bool:
     elsewhere."""
     return (
         isinstance(stmt.node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and _reach.home(_around(old)) == module
-        and _reach.home(_around(new)) == module
+        and _reach.home(old) == module
+        and _reach.home(new) == module
         and mergeable(old, new)
     )
-
-
-def _around(obj: Any) -> Any:
-    """The function a wrapper function made elsewhere stands for (toolz's `memoize` makes
-    a `memof` of its own module, with `__wrapped__`), or `obj`."""
-    wrapped = getattr(obj, "__wrapped__", None)
-    return wrapped if isinstance(obj, types.FunctionType) and callable(wrapped) else obj
 
 
 def _report_members(outcome: Outcome, name: str, members: list[tuple[str, str]]) -> None:

@@ -175,7 +175,16 @@ def registry_containers(objects: Iterable[Any]) -> dict[int, tuple[str, Any, boo
 
 def home(obj: Any) -> str | None:
     """The module `obj` was defined in: a function's or class's own; for an object a
-    decorator made around a function (click's `Command`, `toolz.curry`), the function's."""
+    decorator made around a function (click's `Command`, `toolz.curry`), or a function it
+    made there without `functools.wraps` (toolz's `memoize`, which sets only
+    `__wrapped__`), the function's."""
+    seen: set[int] = set()
+    while isinstance(obj, types.FunctionType) and id(obj) not in seen:
+        seen.add(id(obj))
+        wrapped = obj.__dict__.get("__wrapped__")
+        if not isinstance(wrapped, types.FunctionType):
+            return obj.__module__
+        obj = wrapped
     if isinstance(obj, (type, types.FunctionType)):
         return obj.__module__
     state = getattr(obj, "__dict__", None)

@@ -228,7 +228,11 @@ def after_rerun(
     if not isinstance(live, types.FunctionType):
         own = _of_decorators(own, home(live), old)
     else:  # a framework's table may know it by name too (see `forget`)
-        tables = {k: label for k, (label, _, held) in registry_containers([live]).items() if held}
+        tables = {
+            k: label
+            for k, (label, container, held) in registry_containers([live]).items()
+            if held and isinstance(container, dict)
+        }
         own = {k: label for k, label in own.items() if k not in tables}
         if changed:
             _still_in_tables(name, live, held, (tables, new), ctx)

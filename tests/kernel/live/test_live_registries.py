@@ -160,3 +160,20 @@ def test_a_function_an_object_s_list_holds_leaves_it_on_rollback_and_removal(
     assert any("taken out of" in note for note in change.notes), change.notes
     rt.rollback()
     assert mod.REG.entries == [mod.h]
+
+
+def test_a_function_whose_decorator_became_memoize_leaves_the_list_it_was_in(
+    project: Project, rt: Runtime
+) -> None:
+    """`@REG.register` becomes toolz's `@memoize`, whose function has toolz's module and
+    only `__wrapped__` to tell where it was defined: the live function leaves the list
+    the old decorator filled, as a fresh import has it (it used to stay, unnoted: its
+    registries were looked for in toolz's module)."""
+    source = "import toolz\n\n\n" + OBJECT_LIST + "\n\n@REG.register\ndef h(x):\n    return x\n"
+    mod = project.module(source)
+    ref = mod.h
+    change = rt.patch(f"{mod.__name__}.h", "@toolz.memoize\ndef h(x):\n    return x + 1\n")
+    assert mod.REG.entries == [] and ref(1) == mod.h(1) == 2
+    assert any("taken out of" in note for note in change.notes), change.notes
+    rt.rollback()
+    assert mod.REG.entries == [ref] and ref(1) == 1
