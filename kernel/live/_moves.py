@@ -38,9 +38,12 @@ def shift_moved(
     codes: list[tuple[types.FunctionType, types.CodeType]] = []
     for stmt, delta in moved:
         first, last = stmt.start - delta, stmt.end - delta
-        if stmt.functions is None:
+        owners = tuple(namespace.get(name) for name in stmt.binds)
+        if stmt.functions is None or not _same(stmt.owners, owners):
             # Found once by line range; the objects keep their identity while the statement
-            # is not executed again, so later moves reuse the list.
+            # is not executed again (its names hold what they held), so later moves reuse
+            # the list.
+            stmt.owners, stmt.classes = owners, None
             stmt.functions = [
                 f
                 for name in stmt.binds
@@ -81,6 +84,10 @@ def shift_moved(
             shifted.update(_spawned.moved(before, func.__code__))
     if codes:
         ctx.log.add(functools.partial(_put_back, codes))
+
+
+def _same(before: tuple[Any, ...] | None, now: tuple[Any, ...]) -> bool:
+    return before is not None and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _put_back(codes: list[tuple[types.FunctionType, types.CodeType]]) -> None:
