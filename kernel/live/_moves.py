@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from operator import is_
 from typing import Any
 
 from liveforge.kernel.live import _bodies, _classes, _spawned
@@ -38,8 +39,9 @@ def shift_moved(
     codes: list[tuple[types.FunctionType, types.CodeType]] = []
     for stmt, delta in moved:
         first, last = stmt.start - delta, stmt.end - delta
-        owners = tuple(namespace.get(name) for name in stmt.binds)
-        if stmt.functions is None or not _same(stmt.owners, owners):
+        owners = tuple(map(namespace.get, stmt.binds))
+        held = stmt.owners
+        if stmt.functions is None or held is None or not all(map(is_, held, owners)):
             # Found once by line range; the objects keep their identity while the statement
             # is not executed again (its names hold what they held), so later moves reuse
             # the list.
@@ -84,10 +86,6 @@ def shift_moved(
             shifted.update(_spawned.moved(before, func.__code__))
     if codes:
         ctx.log.add(functools.partial(_put_back, codes))
-
-
-def _same(before: tuple[Any, ...] | None, now: tuple[Any, ...]) -> bool:
-    return before is not None and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _put_back(codes: list[tuple[types.FunctionType, types.CodeType]]) -> None:
