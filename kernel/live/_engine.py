@@ -395,7 +395,9 @@ def _merge_inner(
     decorators filled and its new ones do not lose it. Returns what the name holds now."""
     if _bodies.made_by(new, stmt, ctx.filename):
         held = (
-            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+            _reach.holders(new, [ctx.created], cells=True)
+            if _reach.references(new) > _reach.BASELINE
+            else []
         )
         if held:  # first, so that what `__conform__` keeps to undo holds no new object
             _registered.replace_held(name, held, new, live, ctx, ["its decorator"])
@@ -648,7 +650,9 @@ def _merge_name(
         return
     if mergeable(old, new):
         held = (
-            _reach.holders(new, [ctx.created]) if _reach.references(new) > _reach.BASELINE else []
+            _reach.holders(new, [ctx.created], cells=True)
+            if _reach.references(new) > _reach.BASELINE
+            else []
         )
         note = update_callable(old, new, ctx.log, ctx.idmap)
         if note:
@@ -699,8 +703,10 @@ def _unmerged(
 
 def _wraps_own(old: Any, new: Any, stmt: Stmt, module: Any) -> bool:
     """Two objects of one class a decorator made around this module's function (click's
-    `Command` for a `def` whose decorator changed): merged like a class-based decorator's
-    instances, though their class lives elsewhere."""
+    `Command` for a `def` whose decorator changed), or two functions of another module
+    made around it (`toolz.memoize`'s, run again when the module's compiler flags
+    changed): merged like a class-based decorator's instances, though their code lives
+    elsewhere."""
     return (
         isinstance(stmt.node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and _reach.home(old) == module

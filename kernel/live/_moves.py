@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+from operator import is_
 from typing import Any
 
 from liveforge.kernel.live import _bodies, _classes, _spawned
@@ -38,9 +39,13 @@ def shift_moved(
     codes: list[tuple[types.FunctionType, types.CodeType]] = []
     for stmt, delta in moved:
         first, last = stmt.start - delta, stmt.end - delta
-        if stmt.functions is None:
+        owners = tuple(map(namespace.get, stmt.binds))
+        held = stmt.owners
+        if stmt.functions is None or held is None or not all(map(is_, held, owners)):
             # Found once by line range; the objects keep their identity while the statement
-            # is not executed again, so later moves reuse the list.
+            # is not executed again (its names hold what they held), so later moves reuse
+            # the list.
+            stmt.owners, stmt.classes = owners, None
             stmt.functions = [
                 f
                 for name in stmt.binds

@@ -115,8 +115,13 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
         return
     allowed = None if anywhere else registries(made.values())
     # A function is also known by name to the framework holding it in an object's dict
-    # (Flask's URL rules name their view): it stays there (see `_registered.forget`).
-    by_name = {k for k, (_, _, held) in registry_containers(made.values()).items() if held}
+    # (Flask's URL rules name their view): it stays there (see `_registered.forget`). A
+    # list or set names nothing: the function leaves it.
+    by_name = {
+        k
+        for k, (_, container, held) in registry_containers(made.values()).items()
+        if held and isinstance(container, dict)
+    }
     skip = {id(created), id(namespace), id(made)}
     for holder in gc.get_referrers(*made.values()):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):
@@ -170,7 +175,16 @@ def registry_containers(objects: Iterable[Any]) -> dict[int, tuple[str, Any, boo
 
 def home(obj: Any) -> str | None:
     """The module `obj` was defined in: a function's or class's own; for an object a
-    decorator made around a function (click's `Command`, `toolz.curry`), the function's."""
+    decorator made around a function (click's `Command`, `toolz.curry`), or a function it
+    made there without `functools.wraps` (toolz's `memoize`, which sets only
+    `__wrapped__`), the function's."""
+    seen: set[int] = set()
+    while isinstance(obj, types.FunctionType) and id(obj) not in seen:
+        seen.add(id(obj))
+        wrapped = obj.__dict__.get("__wrapped__")
+        if not isinstance(wrapped, types.FunctionType):
+            return obj.__module__
+        obj = wrapped
     if isinstance(obj, (type, types.FunctionType)):
         return obj.__module__
     state = getattr(obj, "__dict__", None)
@@ -220,9 +234,11 @@ def unmerged_notes(unmerged: list[tuple[str, Any, Any]], held: list[list[str]]) 
     ]
 
 
-def holders(obj: Any, skip: list[Any]) -> list[Any]:
-    """The lists, dicts (not namespaces) and sets that hold `obj`, except those in `skip`.
-    Asked before the engine links `obj` to anything itself (forwarders, `__wrapped__`)."""
+def holders(obj: Any, skip: list[Any], *, cells: bool = False) -> list[Any]:
+    """The lists, dicts (not namespaces) and sets that hold `obj`, except those in `skip`;
+    with `cells`, also the closure cells (a decorator's `lambda new: recode(fn, new)` stored
+    on the function it made). Asked before the engine links `obj` to anything itself
+    (forwarders, `__wrapped__`)."""
     skipped = {id(s) for s in skip}
     return [
         h
@@ -230,6 +246,7 @@ def holders(obj: Any, skip: list[Any]) -> list[Any]:
         if id(h) not in skipped
         and (
             isinstance(h, (list, set))
+            or (cells and isinstance(h, types.CellType))
             or (isinstance(h, dict) and not is_namespace(h) and not _class_namespace(h))
         )
     ]
@@ -245,10 +262,13 @@ def _class_namespace(holder: dict[str, Any]) -> bool:
 
 
 def replace_in(containers: list[Any], new: Any, live: Any, log: UndoLog) -> list[str]:
-    """Put `live` where `containers` hold `new`; a list or set that already holds `live`
-    just loses `new`. Returns the kind of each container changed."""
+    """Put `live` where `containers` (or closure cells) hold `new`; a list or set that
+    already holds `live` just loses `new`. Returns the kind of each container changed."""
     for holder in containers:
-        if isinstance(holder, list):
+        if isinstance(holder, types.CellType):
+            holder.cell_contents = live
+            log.add(functools.partial(setattr, holder, "cell_contents", new))
+        elif isinstance(holder, list):
             _fix_list(holder, new, live, log)
         elif isinstance(holder, dict):
             _fix_dict(holder, new, live, log)

@@ -115,6 +115,14 @@ def replace_held(
     that holds it, the note says which class hooks (`__init_subclass__`, a metaclass: code
     run for its side effects) ran and were not replayed for the live class."""
     who = " or ".join(hooks)
+    # A closure the decorator made around the new object (a `__conform__` that recodes
+    # it) holds the live one instead, as a fresh import's would hold it: nothing to say.
+    cells = [h for h in held if isinstance(h, types.CellType)]
+    if cells:
+        replace_in(cells, new, live, ctx.log)
+        held = [h for h in held if not isinstance(h, types.CellType)]
+        if not held:
+            return
     if held:
         gone: list[str] = []
         for holder in held:
@@ -220,7 +228,11 @@ def after_rerun(
     if not isinstance(live, types.FunctionType):
         own = _of_decorators(own, home(live), old)
     else:  # a framework's table may know it by name too (see `forget`)
-        tables = {k: label for k, (label, _, held) in registry_containers([live]).items() if held}
+        tables = {
+            k: label
+            for k, (label, container, held) in registry_containers([live]).items()
+            if held and isinstance(container, dict)
+        }
         own = {k: label for k, label in own.items() if k not in tables}
         if changed:
             _still_in_tables(name, live, held, (tables, new), ctx)
@@ -330,8 +342,11 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
         if isinstance(value, types.FunctionType):
             # A function the decorator returned as it was is also known to its framework by
             # name (Flask's URL rules name their view): taking it out of the framework's
-            # dict would break the name; it is said instead (`_still_held`).
-            containers = {k: v for k, v in containers.items() if not v[2]}
+            # dict would break the name; it is said instead (`_still_held`). An object's
+            # list or set names nothing: the function leaves it.
+            containers = {
+                k: v for k, v in containers.items() if not (v[2] and isinstance(v[1], dict))
+            }
         found = {key: label for key, (label, _, _) in containers.items()}
         held = [c for _, c, _ in containers.values() if _holds(c, value)]
         if isinstance(value, types.FunctionType):

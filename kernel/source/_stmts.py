@@ -41,6 +41,9 @@ class Stmt:
     spawns: bool = False
     #: the classes it made (with their nested classes), kept as `functions` are.
     classes: list[Any] | None = None
+    #: what its names held when `functions` was found: the two lists stand while they
+    #: hold the same objects (a statement run again, or a change undone, binds others).
+    owners: tuple[Any, ...] | None = None
     #: the text is this statement alone (no other statement shares its lines), so it compiles
     #: from the text, with no AST built (see `_plans.compile_stmt`).
     alone: bool = False
@@ -76,6 +79,7 @@ class Stmt:
             self.functions,
             self.spawns,
             self.classes,
+            self.owners,
             self.alone,
         )
 

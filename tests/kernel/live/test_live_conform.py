@@ -152,3 +152,48 @@ def test_definitions_that_did_not_change_between_changed_lines_are_not_told_they
         mod.__name__, source.replace("START = 0", "START = 1").replace("= 1\n", "= 2\n")
     )
     assert mod.activities(1) == [1] and None not in mod.activities.told
+
+
+def test_a_conform_made_for_the_rerun_definition_recodes_the_live_function(
+    project: Project, rt: Runtime
+) -> None:
+    """A signature change runs `register` again, whose `__conform__` closes over the new
+    function: merged, it recodes the live one, so a later body-only edit runs in every
+    reference and a removal takes the live function out of the registry (the lambda used
+    to recode the discarded new function: the old body kept running)."""
+    source = src(
+        """
+        class Conforming:
+            def __init__(self):
+                self.functions = []
+
+            def register(self, fn):
+                self.functions.append(fn)
+                fn.__conform__ = lambda new: self.recode(fn, new)
+                return fn
+
+            def recode(self, fn, new):
+                if new is None:
+                    self.functions[:] = [f for f in self.functions if f is not fn]
+                else:
+                    fn.__code__, fn.__defaults__ = new.__code__, new.__defaults__
+
+
+        conforming = Conforming()
+
+
+        @conforming.register
+        def scale(x):
+            return x
+        """
+    )
+    mod = project.module(source)
+    kept, target = mod.scale, f"{mod.__name__}.scale"
+    rt.patch(target, "@conforming.register\ndef scale(x, y=2):\n    return x * y\n")
+    rt.patch(target, "@conforming.register\ndef scale(x, y=2):\n    return x * y + 1\n")
+    assert kept(3) == mod.conforming.functions[0](3) == 7
+    assert mod.conforming.functions == [kept]
+    rt.patch_module(mod.__name__, source.split("@conforming")[0])
+    assert mod.conforming.functions == []
+    rt.rollback()
+    assert mod.conforming.functions == [kept] and kept(3) == 7

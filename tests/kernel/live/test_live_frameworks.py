@@ -6,6 +6,7 @@ test builds a real module on sys.path and compares it with a fresh import of its
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import pytest
@@ -224,6 +225,39 @@ def test_a_memoized_function_edited_answers_from_the_new_code(
     assert ref(3) == 9
 
 
+def test_a_memoized_function_run_again_by_a_future_import_is_merged(
+    project: Project, rt: Runtime
+) -> None:
+    """`from __future__ import annotations` added runs every definition again, `@memoize`
+    too, making a new function of toolz's own module: it is merged into the one a reference
+    taken before holds, which runs the new body at its new lines (the name used to take the
+    new function silently, the reference kept the old body and lines)."""
+    mod = project.module(TOOLZ)
+    ref = mod.square
+    source = "from __future__ import annotations\n" + rt.source(mod.__name__).replace(
+        "    return x * x\n", "    if x == 13:\n        raise ValueError(x)\n    return x * x + 1\n"
+    )
+    rt.patch_module(mod.__name__, source)
+    assert mod.square is ref and ref(3) == 10 == _fresh(project, rt, mod).square(3)
+    with pytest.raises(ValueError) as raised:
+        ref(13)
+    line = source.splitlines().index("        raise ValueError(x)") + 1
+    assert raised.traceback[-1].lineno + 1 == line
+    rt.rollback()
+    assert mod.square is ref and ref(13) == 169
+
+
+def test_a_memoized_function_whose_signature_changed_is_merged(
+    project: Project, rt: Runtime
+) -> None:
+    """A changed signature runs `@memoize` again: a reference taken before runs the new code
+    (it used to keep the old one, with no note)."""
+    mod = project.module(TOOLZ)
+    ref = mod.square
+    rt.patch(f"{mod.__name__}.square", "@memoize\ndef square(x, y=1):\n    return x * x + y\n")
+    assert mod.square is ref and ref(3) == 10 == _fresh(project, rt, mod).square(3)
+
+
 REGISTERING = src(
     """
     DECORATIONS = []
@@ -426,6 +460,39 @@ def test_a_curry_function_moved_by_an_edit_above_it_keeps_exact_lines(
     change = rt.patch(f"{mod.__name__}.merge", "@curry\ndef merge(a, b):\n    return {**b, **a}\n")
     assert mod.merge is ref and ref({"k": 1}, {"k": 2}) == {"k": 1}
     assert any("not run again" in note for note in change.notes)
+
+
+def test_a_curry_function_defined_again_then_moved_keeps_exact_lines(
+    project: Project, rt: Runtime
+) -> None:
+    """A `@curry` function whose default reads a patched constant runs again (a new curry
+    object); moved after that, the new object's function moves with its statement (the
+    move used to shift the function the statement made before it ran again)."""
+    source = src(
+        """
+        from toolz import curry
+
+        SCALE = 2
+
+
+        def above():
+            return 0
+
+
+        @curry
+        def scaled(x, y=SCALE):
+            return x * y
+        """
+    )
+    mod = project.module(source)
+    grown = source.replace("return 0", "\n    return 0")
+    rt.patch_module(mod.__name__, grown)  # moved down once
+    rt.patch(f"{mod.__name__}.SCALE", "SCALE = 3\n")  # `scaled` runs again
+    rt.patch_module(mod.__name__, rt.source(mod.__name__).replace("\n    return 0", "return 0"))
+    line = rt.source(mod.__name__).splitlines().index("@curry") + 1
+    assert mod.scaled.func.__code__.co_firstlineno == line
+    assert inspect.getsource(mod.scaled.func).startswith("@curry\n")
+    assert mod.scaled(2) == 6
 
 
 def test_a_flask_view_whose_route_decorator_is_removed_is_said_to_still_serve(

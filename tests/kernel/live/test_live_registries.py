@@ -125,3 +125,55 @@ def test_a_nested_class_is_not_taken_for_an_entry_of_its_new_outer_class(
     assert mod.Beta.Inner is inner and inner().m() == 2 and inner.tag == "inner"
     assert not [note for note in change.notes if "also stored by" in note], change.notes
     assert [note for note in change.notes if "stored it in no list, dict or set" in note]
+
+
+OBJECT_LIST = src(
+    """
+    class Registry:
+        def __init__(self):
+            self.entries = []
+
+        def register(self, fn):
+            self.entries.append(fn)
+            return fn
+
+
+    REG = Registry()
+    """
+)
+
+
+def test_a_function_an_object_s_list_holds_leaves_it_on_rollback_and_removal(
+    project: Project, rt: Runtime
+) -> None:
+    """A decorated function added, which `REG.register` appended to the object's list:
+    rolled back, or removed from the source, it leaves the list, as a fresh import has it
+    (it used to stay there with no note; only a dict, which may name it, keeps it)."""
+    mod = project.module(OBJECT_LIST)
+    added = OBJECT_LIST + "\n\n@REG.register\ndef h(x):\n    return x\n"
+    rt.patch(f"{mod.__name__}.h", "@REG.register\ndef h(x):\n    return x\n")
+    rt.rollback()
+    assert mod.REG.entries == [] and not hasattr(mod, "h")
+    rt.patch_module(mod.__name__, added)
+    change = rt.patch_module(mod.__name__, OBJECT_LIST)
+    assert mod.REG.entries == [] == project.module(rt.source(mod.__name__)).REG.entries
+    assert any("taken out of" in note for note in change.notes), change.notes
+    rt.rollback()
+    assert mod.REG.entries == [mod.h]
+
+
+def test_a_function_whose_decorator_became_memoize_leaves_the_list_it_was_in(
+    project: Project, rt: Runtime
+) -> None:
+    """`@REG.register` becomes toolz's `@memoize`, whose function has toolz's module and
+    only `__wrapped__` to tell where it was defined: the live function leaves the list
+    the old decorator filled, as a fresh import has it (it used to stay, unnoted: its
+    registries were looked for in toolz's module)."""
+    source = "import toolz\n\n\n" + OBJECT_LIST + "\n\n@REG.register\ndef h(x):\n    return x\n"
+    mod = project.module(source)
+    ref = mod.h
+    change = rt.patch(f"{mod.__name__}.h", "@toolz.memoize\ndef h(x):\n    return x + 1\n")
+    assert mod.REG.entries == [] and ref(1) == mod.h(1) == 2
+    assert any("taken out of" in note for note in change.notes), change.notes
+    rt.rollback()
+    assert mod.REG.entries == [ref] and ref(1) == 1

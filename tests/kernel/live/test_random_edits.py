@@ -61,11 +61,7 @@ from liveforge import Runtime
 SEEDS = range(80)
 #: Seeds whose sequences still end in a divergence liveforge does not yet say in a note,
 #: each with what differs. Not strict: other Python versions may number lines otherwise.
-KNOWN: dict[int, str] = {
-    10: "a toolz.memoize reference taken before shows the decorator's line in tracebacks",
-    36: "a function behind a wrapper keeps the line numbers of before a move",
-    51: "a function a __conform__ registry holds runs an older body after a body edit",
-}
+KNOWN: dict[int, str] = {}
 EDITS_PER_SEQUENCE = 20
 #: arguments a singledispatch function is called with (one per overload type, and an int)
 DISPATCH_ARGS = [5, "ab", 1.5, (1, 2)]
