@@ -353,6 +353,7 @@ class TemplateProcess:
             None  # a `files._changedfiles.ChangedFiles` over `modules`' files, once booted
         )
         self._booted = False
+        self._changed_at_boot: str | None = None
         if wait:
             self.booted()
 
@@ -383,6 +384,11 @@ class TemplateProcess:
         from liveforge.kernel.files._changedfiles import ChangedFiles  # parent side only
 
         self.watch = ChangedFiles(filename for filename, _, _ in self.modules.values())
+        # Its first answer is "stat every file" (a file may have changed before the watch
+        # began): asked now, at once, so whatever changes later is told by the events, also
+        # when the next question comes late (a check made ahead on a background thread).
+        self.watch.changed()
+        self._changed_at_boot = self._changed_on_disk(None)
         self._booted = True
         return self
 
@@ -420,9 +426,16 @@ class TemplateProcess:
         for name in overlay_names:
             if name in self.names:
                 return f"the template imported {name!r}, which the overlay replaces"
+        if self._changed_at_boot is not None:
+            return self._changed_at_boot
         seen = self.watch.changed() if self.watch is not None else None
         if seen is not None and not seen:
             return None  # the watch saw none of the files change
+        return self._changed_on_disk(seen)
+
+    def _changed_on_disk(self, seen: set[str] | None) -> str | None:
+        """Why a module file differs from what the template imported: among `seen` (the
+        files the watch saw change), or any whose stat differs when `seen` is None."""
         for name, (filename, mtime_ns, size) in self.modules.items():
             if seen is not None and filename not in seen:
                 continue  # the watch saw no change of it
