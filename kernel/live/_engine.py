@@ -161,7 +161,7 @@ def _execute(
     # statement's old line range names exactly the functions it made.
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
-    bindings = _Bindings(plan, namespace, ctx.filename, every_pair)
+    bindings = _Bindings(plan, namespace, ctx.filename, every_pair, ctx.shifted)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
@@ -238,8 +238,11 @@ class _Bindings:
         namespace: dict[str, Any],
         filename: str,
         pairs: dict[int, Stmt],
+        moved: set[int] | None = None,
     ) -> None:
         self.plan, self.namespace, self.filename = plan, namespace, filename
+        #: ids of the code objects moved statements' functions took (see `_moves`)
+        self.moved = moved
         self.ran = {id(s) for s, _ in plan.run}
         #: each new `def` -> the old one it stands for (see `_bodies.pair`)
         self.pairs = pairs
@@ -269,6 +272,14 @@ class _Bindings:
         rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()
         if rewrapped or self._made_by_other(live, stmt, earlier):
             inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
+            if inner is None and not rewrapped:
+                # another `def` of the name took the name (an overload `_`): what this one
+                # made is where the module's objects hold it (the dispatch registry)
+                first, last = earlier.start, earlier.end
+                held = _bodies.held_in_module(
+                    self.namespace, name, self.filename, first, last, self.moved
+                )
+                inner = held[0] if len(held) == 1 else None
             return inner if inner is not None else _MISSING
         return live
 
