@@ -190,7 +190,9 @@ def _execute(
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
             _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
-    rebound = {
+    # a name whose wrapping statement went holds the function again: what reads it follows
+    unwrapped = bindings.unwrap_removed(saved, outcome)
+    rebound = unwrapped | {
         n
         for s, _ in plan.run
         for n in s.binds
@@ -198,7 +200,6 @@ def _execute(
     }
     if rebound:
         _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
-    bindings.unwrap_removed(saved, outcome)
     if in_place:
         gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
@@ -366,13 +367,15 @@ class _Bindings:
             return None
         return self._unwrapped(before[-1], name)
 
-    def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> None:
+    def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> set[str]:
         """A statement that wrapped a name again is gone: the name holds what the unchanged
         `def` now binding it last made (found inside the old wrapper); references to the
-        wrapper are named in a note (see `_holders.unmerged`)."""
+        wrapper are named in a note (see `_holders.unmerged`). Returns the names that
+        changed so."""
         gone = [s for s in self.plan.old_run if not s.name and s.binds]
+        changed: set[str] = set()
         if not gone:
-            return
+            return changed
         kept = {s.text for s in self.plan.index.stmts}
         names = {n for s in gone if s.text not in kept for n in s.binds}
         for name in sorted(names & set(self.namespace)):
@@ -386,6 +389,8 @@ class _Bindings:
                 outcome.updated.append(name)
                 if name in saved and saved[name] is old:
                     outcome.unmerged.append((name, old, value))
+                    changed.add(name)
+        return changed
 
     def _unwrapped(self, last: Stmt, name: str) -> Any:
         """The function the `def` statement `last` made, found inside what `name` holds

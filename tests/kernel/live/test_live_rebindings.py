@@ -489,3 +489,43 @@ def test_a_curry_a_later_statement_wraps_moves_with_its_statement(
     line = rt.source(mod.__name__).splitlines().index("@toolz.curry") + 1
     assert mod.f.fn.func.__code__.co_firstlineno == line
     assert inspect.getsource(mod.f.fn.func).startswith("@toolz.curry\ndef f(x, *, y=3):")
+
+
+UNWRAPPED = src(
+    """
+    import functools
+
+
+    class Func:
+        def __init__(self, func):
+            self.func = func
+
+        def __call__(self, *args):
+            return ("func", self.func(*args))
+
+
+    @functools.lru_cache(maxsize=None)
+    def f(x):
+        return x * 2
+    f = Func(f)
+
+
+    alias = f
+    """
+)
+
+
+def test_an_alias_follows_a_name_whose_wrapping_statement_went(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Func(f)` goes from the source, the `def` and `alias = f` stay: the name holds
+    the decorated function again, and the alias is computed again from it, as a fresh
+    import binds it (it used to keep the old wrapper, only named in a note); a rollback
+    puts both back."""
+    mod = project.module(UNWRAPPED)
+    wrapper = mod.f
+    change = rt.patch_module(mod.__name__, UNWRAPPED.replace("f = Func(f)\n", ""))
+    assert mod.alias is mod.f is not wrapper and mod.alias(1) == 2
+    assert any(n.startswith("alias (line") for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.alias is mod.f is wrapper and mod.alias(1) == ("func", 2)
