@@ -203,6 +203,8 @@ def _execute(
     if in_place:
         gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
+            if namespace.get(name, func) is func:
+                bindings.rebind_to_last(name, func, gone_defs)
             if namespace.get(name, func) is not func:  # another definition binds the name
                 _registered.forget(name, func, ctx, decorated=True)
     ran = [s for s, _ in plan.run]
@@ -391,6 +393,30 @@ class _Bindings:
                     outcome.unmerged.append((name, old, value))
                     changed.add(name)
         return changed
+
+    def rebind_to_last(self, name: str, func: Any, gone: list[Stmt]) -> None:
+        """The gone definition that made `func`, which the name holds, was the last of
+        several `def`s of the name (an overload `_`): the name holds what the last one left
+        made, as in a fresh import, when its decorators are those that returned `func`
+        itself (a registry's `register`); that function is found where the module holds it."""
+        made = [s for s in gone if _bodies.made_by(func, s, self.filename)]
+        binders = [s for s in self.plan.index.stmts if name in s.binds]
+        if len(made) != 1 or not binders or not isinstance(func, types.FunctionType):
+            return
+        last = binders[-1]
+        if not isinstance(last.node, _bodies._FUNCTION_DEFS) or _bodies._dumps(
+            last.node.decorator_list
+        ) != _bodies._dumps(made[0].node.decorator_list):  # type: ignore[attr-defined]
+            return
+        found = [
+            f
+            for f in _bodies.held_in_module(
+                self.namespace, name, self.filename, last.start, last.end
+            )
+            if f is not func
+        ]
+        if len(found) == 1:
+            self.namespace[name] = found[0]
 
     def _unwrapped(self, last: Stmt, name: str) -> Any:
         """The function the `def` statement `last` made, found inside what `name` holds

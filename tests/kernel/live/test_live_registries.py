@@ -259,3 +259,22 @@ def test_every_overload_runs_again_and_a_rollback_keeps_them_all(
         ("float", 10.5),
         ("tuple", (1, 1)),
     )
+
+
+def test_the_last_overload_removed_while_another_changes_leaves_the_registry(
+    project: Project, rt: Runtime
+) -> None:
+    """The `float` overload's body changes and the `tuple` overload after it goes: the
+    registry loses `tuple` and the name `_` holds the `float` overload, as in a fresh import
+    (the removed one stayed registered, and named by `_`, since the name still held it when
+    the change was made in place); a rollback puts it back."""
+    mod = project.module(DISPATCH)
+    before = dict(mod.d.registry)
+    rt.patch_module(
+        mod.__name__, src(DISPATCH).rsplit("\n\n@d.register", 1)[0].replace("x * 7", "x * 3") + "\n"
+    )
+    assert sorted(t.__name__ for t in mod.d.registry) == ["float", "object"]
+    assert (mod.d(1.5), mod.d((1,))) == (("float", 4.5), ("base", (1,)))
+    assert mod._ is mod.d.registry[float]
+    rt.rollback()
+    assert mod.d.registry == before and mod._ is before[tuple] and mod.d((1,)) == ("tuple", (1, 1))
