@@ -199,7 +199,7 @@ def _execute(
         if n in saved and namespace.get(n, _MISSING) is not saved[n]
     }
     if rebound:
-        _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
+        _follow(namespace, plan, rebound, saved, existing, ctx, outcome, unwrapped)
     if in_place:
         gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
@@ -566,12 +566,18 @@ def _follow(
     existing: Container[int],
     ctx: _classes.MergeContext,
     outcome: Outcome,
+    unwrapped: Container[str] = (),
 ) -> None:
     """Make what follows from the rebound names what a fresh import would have (see
-    `_follow`)."""
+    `_follow`); `unwrapped`: names the later statement that wrapped them no longer binds
+    (their unchanged definition binds them last)."""
     ran = [s for s, _ in plan.run]
     # Only a value from elsewhere (an import) tells that the later statement bound the name.
-    imported = {n for n in rebound if _home(saved[n]) not in (None, namespace.get("__name__"))}
+    imported = {
+        n
+        for n in rebound
+        if n not in unwrapped and _home(saved[n]) not in (None, namespace.get("__name__"))
+    }
     for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, imported).items()):
         namespace[name] = saved[name]
         rebound.discard(name)

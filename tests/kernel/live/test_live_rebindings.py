@@ -4,6 +4,7 @@ new source holds; each statement's new object is merged into what that statement
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from kernel_support import Project, src
@@ -529,3 +530,36 @@ def test_an_alias_follows_a_name_whose_wrapping_statement_went(
     assert any(n.startswith("alias (line") for n in change.notes), change.notes
     rt.rollback()
     assert mod.alias is mod.f is wrapper and mod.alias(1) == ("func", 2)
+
+
+PARTIAL_WRAPPED = src(
+    """
+    import functools
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return ("deco", fn(*args))
+        return wrapper
+
+
+    @functools.partial
+    def f(x):
+        return x
+    f = deco(f)
+    """
+)
+
+
+def test_a_name_whose_wrapping_statement_went_is_not_bound_back_to_the_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` around a `functools.partial` goes: the wrapper `functools.wraps` made
+    says it comes from `functools`, which is no reason to think the unchanged `@partial`
+    definition bound it; the name holds the partial, as in a fresh import."""
+    mod = project.module(PARTIAL_WRAPPED)
+    rt.patch_module(mod.__name__, PARTIAL_WRAPPED.replace("f = deco(f)\n", ""))
+    assert isinstance(mod.f, functools.partial) and mod.f(1) == 1
+    rt.rollback()
+    assert mod.f(1) == ("deco", 1)
