@@ -148,7 +148,7 @@ def update_body(
     body of `stmt`, without running its decorators. Returns False, changing nothing, when
     the function `earlier` defined is found neither in `live` nor in the module's objects."""
     name = stmt.node.name  # type: ignore[attr-defined]
-    match = _defined_by(earlier, name, ctx.filename)
+    match = _defined_by(earlier, name, ctx.filename, ctx.shifted)
     found = _find([live], match)
     if not found:
         # Only a registry holds it (another `def` of the name took the name): what is on
@@ -168,12 +168,17 @@ def update_body(
     return True
 
 
-def _defined_by(stmt: Stmt, name: str, filename: str) -> Any:
+def _defined_by(stmt: Stmt, name: str, filename: str, moved: set[int] | None = None) -> Any:
+    """A test of code objects: made by the definition `stmt` (its name, file and lines).
+    `moved`: ids of code objects a moved statement's functions took this change, whose new
+    lines may fall in the old range of `stmt` (another `def` of the name moved there)."""
+
     def match(code: types.CodeType) -> bool:
         return (
             code.co_name == name
             and code.co_filename == filename
             and stmt.start <= code.co_firstlineno <= stmt.end
+            and (not moved or id(code) not in moved)
         )
 
     return match
@@ -320,17 +325,23 @@ def gone(
 
 
 def held_in_module(
-    namespace: dict[str, Any], name: str, filename: str, first: int, last: int
+    namespace: dict[str, Any],
+    name: str,
+    filename: str,
+    first: int,
+    last: int,
+    moved: set[int] | None = None,
 ) -> list[types.FunctionType]:
     """Functions named `name` that a definition at lines `first`..`last` made and that only
     the module's objects hold (a `singledispatch` overload `_` a later one shadows, a
-    function inside a wrapper a later statement made)."""
+    function inside a wrapper a later statement made); none whose code is in `moved`."""
 
     def match(code: types.CodeType) -> bool:
         return (
             code.co_name == name
             and code.co_filename == filename
             and first <= code.co_firstlineno <= last
+            and (not moved or id(code) not in moved)
         )
 
     found = _find(_module_objects(namespace), match)

@@ -69,6 +69,9 @@ class MergeContext:
     #: a stale class statement runs again: class-level values computed from names are taken
     #: anew even where their text did not change (see `_stale`).
     reread: bool = False
+    #: ids of the code objects the functions of moved statements took (their new lines),
+    #: which an old statement's line range must not take for its own (see `_moves`).
+    shifted: set[int] = field(default_factory=set)
 
 
 def _set(cls: type, name: str, value: Any, ctx: MergeContext) -> None:

@@ -161,7 +161,7 @@ def _execute(
     # statement's old line range names exactly the functions it made.
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
-    bindings = _Bindings(plan, namespace, ctx.filename, every_pair)
+    bindings = _Bindings(plan, namespace, ctx.filename, every_pair, ctx.shifted)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
@@ -190,18 +190,21 @@ def _execute(
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
             _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
-    rebound = {
+    # a name whose wrapping statement went holds the function again: what reads it follows
+    unwrapped = bindings.unwrap_removed(saved, outcome)
+    rebound = unwrapped | {
         n
         for s, _ in plan.run
         for n in s.binds
         if n in saved and namespace.get(n, _MISSING) is not saved[n]
     }
     if rebound:
-        _follow(namespace, plan, rebound, saved, existing, ctx, outcome)
-    bindings.unwrap_removed(saved, outcome)
+        _follow(namespace, plan, rebound, saved, existing, ctx, outcome, unwrapped)
     if in_place:
         gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
+            if namespace.get(name, func) is func:
+                bindings.rebind_to_last(name, func, gone_defs)
             if namespace.get(name, func) is not func:  # another definition binds the name
                 _registered.forget(name, func, ctx, decorated=True)
     ran = [s for s, _ in plan.run]
@@ -238,8 +241,11 @@ class _Bindings:
         namespace: dict[str, Any],
         filename: str,
         pairs: dict[int, Stmt],
+        moved: set[int] | None = None,
     ) -> None:
         self.plan, self.namespace, self.filename = plan, namespace, filename
+        #: ids of the code objects moved statements' functions took (see `_moves`)
+        self.moved = moved
         self.ran = {id(s) for s, _ in plan.run}
         #: each new `def` -> the old one it stands for (see `_bodies.pair`)
         self.pairs = pairs
@@ -269,6 +275,14 @@ class _Bindings:
         rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()
         if rewrapped or self._made_by_other(live, stmt, earlier):
             inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
+            if inner is None and not rewrapped:
+                # another `def` of the name took the name (an overload `_`): what this one
+                # made is where the module's objects hold it (the dispatch registry)
+                first, last = earlier.start, earlier.end
+                held = _bodies.held_in_module(
+                    self.namespace, name, self.filename, first, last, self.moved
+                )
+                inner = held[0] if len(held) == 1 else None
             return inner if inner is not None else _MISSING
         return live
 
@@ -355,13 +369,15 @@ class _Bindings:
             return None
         return self._unwrapped(before[-1], name)
 
-    def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> None:
+    def unwrap_removed(self, saved: dict[str, Any], outcome: Outcome) -> set[str]:
         """A statement that wrapped a name again is gone: the name holds what the unchanged
         `def` now binding it last made (found inside the old wrapper); references to the
-        wrapper are named in a note (see `_holders.unmerged`)."""
+        wrapper are named in a note (see `_holders.unmerged`). Returns the names that
+        changed so."""
         gone = [s for s in self.plan.old_run if not s.name and s.binds]
+        changed: set[str] = set()
         if not gone:
-            return
+            return changed
         kept = {s.text for s in self.plan.index.stmts}
         names = {n for s in gone if s.text not in kept for n in s.binds}
         for name in sorted(names & set(self.namespace)):
@@ -375,6 +391,32 @@ class _Bindings:
                 outcome.updated.append(name)
                 if name in saved and saved[name] is old:
                     outcome.unmerged.append((name, old, value))
+                    changed.add(name)
+        return changed
+
+    def rebind_to_last(self, name: str, func: Any, gone: list[Stmt]) -> None:
+        """The gone definition that made `func`, which the name holds, was the last of
+        several `def`s of the name (an overload `_`): the name holds what the last one left
+        made, as in a fresh import, when its decorators are those that returned `func`
+        itself (a registry's `register`); that function is found where the module holds it."""
+        made = [s for s in gone if _bodies.made_by(func, s, self.filename)]
+        binders = [s for s in self.plan.index.stmts if name in s.binds]
+        if len(made) != 1 or not binders or not isinstance(func, types.FunctionType):
+            return
+        last = binders[-1]
+        if not isinstance(last.node, _bodies._FUNCTION_DEFS) or _bodies._dumps(
+            last.node.decorator_list
+        ) != _bodies._dumps(made[0].node.decorator_list):  # type: ignore[attr-defined]
+            return
+        found = [
+            f
+            for f in _bodies.held_in_module(
+                self.namespace, name, self.filename, last.start, last.end
+            )
+            if f is not func
+        ]
+        if len(found) == 1:
+            self.namespace[name] = found[0]
 
     def _unwrapped(self, last: Stmt, name: str) -> Any:
         """The function the `def` statement `last` made, found inside what `name` holds
@@ -524,12 +566,18 @@ def _follow(
     existing: Container[int],
     ctx: _classes.MergeContext,
     outcome: Outcome,
+    unwrapped: Container[str] = (),
 ) -> None:
     """Make what follows from the rebound names what a fresh import would have (see
-    `_follow`)."""
+    `_follow`); `unwrapped`: names the later statement that wrapped them no longer binds
+    (their unchanged definition binds them last)."""
     ran = [s for s, _ in plan.run]
     # Only a value from elsewhere (an import) tells that the later statement bound the name.
-    imported = {n for n in rebound if _home(saved[n]) not in (None, namespace.get("__name__"))}
+    imported = {
+        n
+        for n in rebound
+        if n not in unwrapped and _home(saved[n]) not in (None, namespace.get("__name__"))
+    }
     for name, later in sorted(_follow_.bound_later(plan.index.stmts, ran, imported).items()):
         namespace[name] = saved[name]
         rebound.discard(name)

@@ -74,6 +74,7 @@ def shift_moved(
                     seen.add(id(func))
                     codes.append((func, func.__code__))
                     func.__code__ = shift_code(func.__code__, delta)
+                    ctx.shifted.add(id(func.__code__))
             continue
         shifted: dict[int, types.CodeType] = {}
         for func in funcs:
@@ -83,6 +84,7 @@ def shift_moved(
             before = func.__code__
             codes.append((func, before))
             func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
+            ctx.shifted.add(id(func.__code__))
             shifted.update(_spawned.moved(before, func.__code__))
     if codes:
         ctx.log.add(functools.partial(_put_back, codes))

@@ -4,6 +4,7 @@ new source holds; each statement's new object is merged into what that statement
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from kernel_support import Project, src
@@ -489,3 +490,76 @@ def test_a_curry_a_later_statement_wraps_moves_with_its_statement(
     line = rt.source(mod.__name__).splitlines().index("@toolz.curry") + 1
     assert mod.f.fn.func.__code__.co_firstlineno == line
     assert inspect.getsource(mod.f.fn.func).startswith("@toolz.curry\ndef f(x, *, y=3):")
+
+
+UNWRAPPED = src(
+    """
+    import functools
+
+
+    class Func:
+        def __init__(self, func):
+            self.func = func
+
+        def __call__(self, *args):
+            return ("func", self.func(*args))
+
+
+    @functools.lru_cache(maxsize=None)
+    def f(x):
+        return x * 2
+    f = Func(f)
+
+
+    alias = f
+    """
+)
+
+
+def test_an_alias_follows_a_name_whose_wrapping_statement_went(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Func(f)` goes from the source, the `def` and `alias = f` stay: the name holds
+    the decorated function again, and the alias is computed again from it, as a fresh
+    import binds it (it used to keep the old wrapper, only named in a note); a rollback
+    puts both back."""
+    mod = project.module(UNWRAPPED)
+    wrapper = mod.f
+    change = rt.patch_module(mod.__name__, UNWRAPPED.replace("f = Func(f)\n", ""))
+    assert mod.alias is mod.f is not wrapper and mod.alias(1) == 2
+    assert any(n.startswith("alias (line") for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.alias is mod.f is wrapper and mod.alias(1) == ("func", 2)
+
+
+PARTIAL_WRAPPED = src(
+    """
+    import functools
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return ("deco", fn(*args))
+        return wrapper
+
+
+    @functools.partial
+    def f(x):
+        return x
+    f = deco(f)
+    """
+)
+
+
+def test_a_name_whose_wrapping_statement_went_is_not_bound_back_to_the_wrapper(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` around a `functools.partial` goes: the wrapper `functools.wraps` made
+    says it comes from `functools`, which is no reason to think the unchanged `@partial`
+    definition bound it; the name holds the partial, as in a fresh import."""
+    mod = project.module(PARTIAL_WRAPPED)
+    rt.patch_module(mod.__name__, PARTIAL_WRAPPED.replace("f = deco(f)\n", ""))
+    assert isinstance(mod.f, functools.partial) and mod.f(1) == 1
+    rt.rollback()
+    assert mod.f(1) == ("deco", 1)

@@ -177,3 +177,104 @@ def test_a_function_whose_decorator_became_memoize_leaves_the_list_it_was_in(
     assert any("taken out of" in note for note in change.notes), change.notes
     rt.rollback()
     assert mod.REG.entries == [ref] and ref(1) == 1
+
+
+DISPATCH_AFTER_F = """
+    import functools
+
+
+    def f(x):
+        return x
+
+
+    @functools.singledispatch
+    def d(x):
+        return ("base", x)
+
+
+    @d.register
+    def _(x: float):
+        return ("float", x * 7)
+
+
+    @d.register
+    def _(x: str):
+        return ("str", x * 2)
+
+
+    al = f
+    """
+
+
+def test_overloads_moved_up_keep_each_its_own_function(project: Project, rt: Runtime) -> None:
+    """A definition above two `singledispatch` overloads `_` goes, and one after them too:
+    the first overload runs again (the name `_` last stood for the second), the second only
+    moves up, into the old lines of the first. The first overload's function is found by
+    its old lines, not the second's moved one: each type calls its own code, as in a fresh
+    import (the `str` overload used to run the `float` code)."""
+    mod = project.module(DISPATCH_AFTER_F)
+    new = src(DISPATCH_AFTER_F).replace("def f(x):\n    return x\n\n\n", "")
+    rt.patch_module(mod.__name__, new.replace("\n\nal = f\n", ""))
+    assert (mod.d("ab"), mod.d(1.5), mod.d(5)) == (("str", "abab"), ("float", 10.5), ("base", 5))
+    rt.rollback()
+    assert (mod.d("ab"), mod.d(1.5), mod.al(3)) == (("str", "abab"), ("float", 10.5), 3)
+
+
+DISPATCH = """
+    import functools
+
+
+    @functools.singledispatch
+    def d(x):
+        return ("base", x)
+
+
+    @d.register
+    def _(x: float):
+        return ("float", x * 7)
+
+
+    @d.register
+    def _(x: tuple):
+        return ("tuple", x * 2)
+    """
+
+
+def test_every_overload_runs_again_and_a_rollback_keeps_them_all(
+    project: Project, rt: Runtime
+) -> None:
+    """A change of `from __future__` flags runs every definition again, both overloads `_`
+    included: the first one's new function is merged into the one the registry holds (the
+    name `_` holds the second's), so the registry keeps its objects, and rolling back keeps
+    every type (the first overload's entry used to be dropped by the rollback)."""
+    mod = project.module(DISPATCH)
+    before = dict(mod.d.registry)
+    rt.patch_module(mod.__name__, "from __future__ import annotations\n" + src(DISPATCH))
+    assert mod.d.registry == before and (mod.d(1.5), mod.d((1,))) == (
+        ("float", 10.5),
+        ("tuple", (1, 1)),
+    )
+    rt.rollback()
+    assert mod.d.registry == before and (mod.d(1.5), mod.d((1,))) == (
+        ("float", 10.5),
+        ("tuple", (1, 1)),
+    )
+
+
+def test_the_last_overload_removed_while_another_changes_leaves_the_registry(
+    project: Project, rt: Runtime
+) -> None:
+    """The `float` overload's body changes and the `tuple` overload after it goes: the
+    registry loses `tuple` and the name `_` holds the `float` overload, as in a fresh import
+    (the removed one stayed registered, and named by `_`, since the name still held it when
+    the change was made in place); a rollback puts it back."""
+    mod = project.module(DISPATCH)
+    before = dict(mod.d.registry)
+    rt.patch_module(
+        mod.__name__, src(DISPATCH).rsplit("\n\n@d.register", 1)[0].replace("x * 7", "x * 3") + "\n"
+    )
+    assert sorted(t.__name__ for t in mod.d.registry) == ["float", "object"]
+    assert (mod.d(1.5), mod.d((1,))) == (("float", 4.5), ("base", (1,)))
+    assert mod._ is mod.d.registry[float]
+    rt.rollback()
+    assert mod.d.registry == before and mod._ is before[tuple] and mod.d((1,)) == ("tuple", (1, 1))

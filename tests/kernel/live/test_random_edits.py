@@ -25,8 +25,10 @@ registered by an object's method (one registry plain, one whose entries declare
 members, aliases (`al0 = f2`, `Al1 = Beta`) and later wrappings (`f2 = deco(f2)`) come and go.
 Registries must hold what a fresh import's do, aliases the same objects; a reference taken
 before that a change's note says still holds an old object is not compared, nor a removed
-function a note says a registry still holds. Rollbacks undo the newest change, one with every
-later one, or all after one. Seeds in `KNOWN` still end in a divergence without a note.
+function a note says a registry still holds, nor the entry of `_REG.by_name` a note says
+still holds a function whose decorator changed (`@_REG.register` became `@toolz.memoize`).
+Rollbacks undo the newest change, one with every later one, or all after one. Seeds in
+`KNOWN` still end in a divergence without a note.
 A failure prints the seed and the edit sequence; replay one seed with
 `pytest tests/kernel/live/test_random_edits.py -k "seed_37-"`.
 """
@@ -122,11 +124,15 @@ def inner(value: Any) -> Any:
     return value
 
 
-def entries(module: types.ModuleType, held: Any, kept: set[str]) -> list[tuple[str, bool, str]]:
+def entries(
+    module: types.ModuleType, held: Any, kept: set[str], retained: frozenset[str] = frozenset()
+) -> list[tuple[str, bool, str]]:
     """What a registry holds: each entry's name, whether the module's name holds that very
     object, and what it returns; in a fresh import's order of definition, which a live
     update keeps only for entries it did not add (so sorted). Removed functions a change's
-    note said stay in the registry (`kept`) are left out."""
+    note said stay in the registry (`kept`) are left out, and so are functions a note said
+    the registry still holds after their decorators changed (`retained`, left out of the
+    fresh import's entries too)."""
     filename = module.__file__ or ""
     items = held.items() if isinstance(held, dict) else ((None, v) for v in held)
     found = []
@@ -134,7 +140,7 @@ def entries(module: types.ModuleType, held: Any, kept: set[str]) -> list[tuple[s
         name = getattr(inner(value), "__name__", repr(value))
         now = getattr(module, name, None)
         same = value is now or value is inner(now)
-        if name in kept and not same:
+        if (name in kept and not same) or name in retained:
             continue
         found.append((f"{key}:{name}", same, probe(value, filename)[0]))
     return sorted(found)
@@ -155,6 +161,7 @@ def behaviour(
     instance: Callable[[str], Any],
     noted: set[str] | None = None,
     kept: set[str] | None = None,
+    retained: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Everything observable about the generated part of `module`, except what a change's
     note said keeps old objects (`noted`: names, or "callbacks" made at import; `kept`:
@@ -181,7 +188,7 @@ def behaviour(
     # registries an object's method fills (one with `__conform__`), and a click group
     kept = kept or set()
     seen["registry entries"] = entries(module, module._REG.entries, kept)
-    seen["registry by name"] = entries(module, module._REG.by_name, kept)
+    seen["registry by name"] = entries(module, module._REG.by_name, kept, retained)
     seen["conforming"] = entries(module, module._CONF.functions, kept)
     seen["commands"] = entries(module, module._cli.commands, kept)
     # aliases: which names hold one and the same object
@@ -333,6 +340,7 @@ class Captured:
         broken: set[str],
         noted: set[str],
         kept: set[str],
+        retained: frozenset[str] = frozenset(),
     ) -> list[str]:
         """Where the captured references do not run the final code."""
         found = [
@@ -347,6 +355,7 @@ class Captured:
                     ),
                     noted,
                     kept,
+                    retained,
                 ),
                 fresh_seen,
             )
@@ -422,6 +431,8 @@ def test_random_edit_sequence_matches_fresh_import(
     """A random sequence of live edits leaves the module behaving like a fresh import of the
     final source, and references captured at the start run the final code."""
     seq = Sequence.start(random.Random(seed))
+    #: functions a note said `_REG.by_name` still holds though their decorator changed
+    retained: set[str] = set()
     mod = project.name("rand")
     path = project.write(mod, render(seq.items))
     project.write(f"{mod}_fast", FAST)  # what the module's later statement binds Epsilon to
@@ -452,15 +463,27 @@ def test_random_edit_sequence_matches_fresh_import(
         # a change that could not reach references taken before says so, naming them
         seq.stale |= {n.partition(":")[0] for n in notes if "still held by" in n}
         seq.kept |= {n.partition(":")[0] for n in notes if "removed from the source, but" in n}
+        retained |= {
+            n.partition(":")[0]
+            for n in notes
+            if "its decorators changed, but" in n and "_REG.by_name still" in n
+        }
     context += "\n  ".join(seq.log)
     final = render(seq.items)
     assert rt.source(mod) == final, f"in-memory source differs from the model; {context}"
     fresh = fresh_import(mod, final, tmp_path / f"fresh{seed}")
-    fresh_seen = behaviour(fresh, lambda n: getattr(fresh, n)(), seq.noted)
-    live_seen = behaviour(module, lambda n: getattr(module, n)(), seq.noted, seq.kept)
+    kept_by_name = frozenset(retained)
+    fresh_seen = behaviour(fresh, lambda n: getattr(fresh, n)(), seq.noted, None, kept_by_name)
+    live_seen = behaviour(module, lambda n: getattr(module, n)(), seq.noted, seq.kept, kept_by_name)
     differences = _diff(live_seen, fresh_seen)
     differences += captured.differences(
-        module, fresh, fresh_seen, seq.broken | seq.noted | seq.stale, seq.noted, seq.kept
+        module,
+        fresh,
+        fresh_seen,
+        seq.broken | seq.noted | seq.stale,
+        seq.noted,
+        seq.kept,
+        kept_by_name,
     )
     differences += importer_differences(module, fresh, user, star)
     sys.modules.pop(mod, None)
