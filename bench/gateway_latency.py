@@ -5,7 +5,7 @@ PACE ms apart by the fake provider over loopback HTTP. The provider stands in fo
 service on another machine: it runs in a process of its own at a lower CPU priority (nice
 10), so that on a small machine its fifty streaming threads do not take the cores the paths
 being measured need (its threads would otherwise also compete with the consumers for this
-process's interpreter). It notes when it flushed each chunk (`RecordedRequest.written`);
+process's interpreter). It notes when it wrote each chunk (`RecordedRequest.written`);
 each path notes when its consumer got the text delta of that chunk: per-event latency is the
 difference, on every path (same machine clock; each run's input is a tag that finds its
 provider request).

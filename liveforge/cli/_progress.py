@@ -76,6 +76,7 @@ def follow_check(
     status = console.status(label) if console is not None and console.is_terminal else None
     if status is not None:
         status.start()
+    shown = _Lines(stream, console if status is not None else None)
     worker.start()
     try:
         while worker.is_alive():
@@ -85,9 +86,7 @@ def follow_check(
                 chunk, offset = _read_from(output, offset)
                 if chunk:
                     tally.feed(chunk)
-                    if stream is not None:
-                        stream.write(chunk)
-                        stream.flush()
+                    shown.feed(chunk)
             if status is not None:
                 elapsed = f"{time.monotonic() - started:.1f}s"
                 status.update(f"{label} · {elapsed}" + (f" · {tally.line()}" if tests else ""))
@@ -98,10 +97,54 @@ def follow_check(
     finally:
         if status is not None:
             status.stop()
+        shown.end()
     if "error" in outcome:
         raise outcome["error"]
     result: T = outcome["result"]
     return result
+
+
+class _Lines:
+    """The run's output shown with -v, a whole line at a time: the status line is redrawn
+    several times a second on the same terminal, and a line written in two pieces would have
+    it drawn in the middle ("test_first " ... "PASSED"). While the status line shows, lines
+    bound for that terminal go through its console, which prints them above it."""
+
+    def __init__(self, stream: IO[str] | None, console: Console | None) -> None:
+        self.stream = stream
+        same = console is not None and stream is not None and stream is console.file
+        self.console = console if same or (stream is not None and _is_terminal(stream)) else None
+        self.pending = ""
+
+    def feed(self, chunk: str) -> None:
+        if self.stream is None:
+            return
+        whole, newline, self.pending = (self.pending + chunk).rpartition("\n")
+        if newline:
+            self._write(whole)
+
+    def end(self) -> None:
+        """Show what is left of an unfinished last line (the status line is gone by now)."""
+        if self.stream is not None and self.pending:
+            self.stream.write(self.pending)
+            self.stream.flush()
+            self.pending = ""
+
+    def _write(self, lines: str) -> None:
+        if self.console is not None:
+            from rich.text import Text
+
+            self.console.print(Text(lines), soft_wrap=True, highlight=False)
+        elif self.stream is not None:
+            self.stream.write(lines + "\n")
+            self.stream.flush()
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _status_console() -> Console | None:

@@ -31,9 +31,10 @@ class RecordedRequest:
     outcome: str = "pending"
     """"complete", "fault" or "client disconnected" (the client closed a stream early)."""
     written: list[tuple[float, bytes]] = field(default_factory=list)
-    """Each streamed event as it went out: when its chunk was flushed (`time.time()`, so
-    another process on this machine can compare) and its bytes. Latency measurements start
-    here."""
+    """Each streamed event as it went out: when its chunk was handed to the socket
+    (`time.time()` taken just before the write, so another process on this machine can
+    compare, and no client can have received it earlier) and its bytes. Latency measurements
+    start here."""
 
     @property
     def stream(self) -> bool:

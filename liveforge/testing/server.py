@@ -320,8 +320,9 @@ class FakeProvider:
                 if stream_fault is not None and stream_fault.same_chunk:
                     held += event
                     continue
+                at = time.time()  # before the write: the client cannot have it sooner
                 _write_chunk(handler, event)
-                written.append((time.time(), event))
+                written.append((at, event))
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
             return True

@@ -92,6 +92,26 @@ def test_ctrl_c_stops_the_running_tests(tmp_path: Path):
     assert leftovers == []
 
 
+def test_a_line_printed_in_two_pieces_is_shown_whole_under_the_status_line(tmp_path: Path):
+    """With -v, a line of output written in two pieces a second apart reaches the terminal
+    in one piece: the status line, redrawn meanwhile, is not drawn into its middle."""
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_slow_line.py").write_text(
+        "import sys, time\n\n\ndef test_halves():\n"
+        "    sys.stdout.write('first-half-'); sys.stdout.flush()\n"
+        "    time.sleep(1.5)\n"
+        "    sys.stdout.write('second-half\\n'); sys.stdout.flush()\n"
+    )
+    child = _spawn(root, "test", "-v", "--", "-s", "tests")
+    child.expect(r"first-half-(.*?)second-half", timeout=120)
+    between = child.match.group(1)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert between == "", repr(between)
+    assert child.exitstatus == 0
+
+
 def test_verify_shows_its_elapsed_time_rising(tmp_path: Path):
     """While a snippet runs, the status line counts the seconds (0.5s, 1.0s, ... rising);
     then the result replaces it."""
