@@ -142,6 +142,8 @@ class SessionInfo(BaseModel):
     unpersisted: int
     path: str
     holder_pid: int | None = None
+    parent: str = ""
+    """For a sub-agent's session: the id of its parent's session (empty otherwise)."""
 
 
 @dataclass

@@ -37,6 +37,7 @@ __all__ = [
     "REDACTED",
     "close_transcript",
     "estimate_tokens",
+    "fork_transcript",
     "read_session",
     "scrub_text",
     "secret_values",
@@ -391,9 +392,57 @@ def list_sessions(root: str | Path) -> list[SessionInfo]:
     rows = []
     for path in folder.glob("*.jsonl") if folder.is_dir() else []:
         session = _blank(Path(root).resolve(), path.stem, None)
+        parent: list[str] = []
         try:
-            replay(session, _read_records(path))
+            replay(session, _noting_parent(_read_records(path), parent))
         except (ValidationError, KeyError, TypeError, ValueError) as exc:
             session.title = f"(unreadable transcript: {type(exc).__name__})"
-        rows.append(session.info())
+        info = session.info()
+        rows.append(info.model_copy(update={"parent": parent[0]}) if parent else info)
     return sorted(rows, key=lambda r: r.updated, reverse=True)
+
+
+def _noting_parent(
+    records: Iterator[dict[str, Any]], parent: list[str]
+) -> Iterator[dict[str, Any]]:
+    """`records` as they are; a sub-agent's link to its parent session goes to `parent`."""
+    for record in records:
+        if record.get("t") == "note" and record.get("what") == "parent":
+            parent.append(str(record.get("parent_session", "")))
+        yield record
+
+
+_NOT_FORKED = {"header", "file_step", "file_step_gone"}
+_CHANGE_RECORDS = {"change", "status", "confirmed"}
+
+
+def fork_transcript(root: str | Path, session_id: str, *, changes: bool = True) -> str:
+    """A new session of the project at `root` whose transcript starts as a copy of session
+    `session_id`'s: its whole conversation (compactions included), title and turns; with
+    `changes`, its unpersisted changes too (opening the copy re-applies them, as a resume
+    does). Files its code wrote stay undoable in the original only. Nothing is written to
+    the original. Returns the new session's id.
+
+    Raises `SessionError` for an unknown id, `SessionBusy` while another front end is in a
+    turn of that session (the copy would end mid-turn)."""
+    root = Path(root).resolve()
+    source = _blank(root, session_id, None)
+    _require_file(source)
+    _refuse_if_running(root, session_id)
+    records = list(_read_records(source.path))
+    fork = Session.create(root)
+    try:
+        handle = _handle(fork)
+        for record in records:
+            kind = record.get("t")
+            if kind in _NOT_FORKED or (not changes and kind in _CHANGE_RECORDS):
+                continue
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        text = f"forked from session {session_id}"
+        write_record(fork, "note", what="forked", text=text, source=session_id)
+    except BaseException:
+        close_transcript(fork)
+        fork.path.unlink(missing_ok=True)  # no half copy left behind
+        raise
+    close_transcript(fork)
+    return fork.id

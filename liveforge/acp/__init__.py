@@ -64,7 +64,11 @@ async def _serve(channel: Any, mode: Mode | None, model: str | None) -> None:
     finally:
         sys.stdout = saved
     try:
-        # the SDK's router answers "method not found" for the optional methods left out
-        await run_agent(cast("acp.interfaces.Agent", agent), writer, reader)
+        # the SDK's router answers "method not found" for the optional methods left out;
+        # session/resume, session/fork and session/close are routed only with the SDK's
+        # unstable protocol switched on
+        await run_agent(
+            cast("acp.interfaces.Agent", agent), writer, reader, use_unstable_protocol=True
+        )
     finally:
         await agent.close()

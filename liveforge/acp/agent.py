@@ -1,18 +1,30 @@
 """The ACP agent: editors' sessions on liveforge agents over one live program per project.
 
-    initialize          protocol version 1; sessions can be loaded; prompts take text,
-                        resource links and embedded text resources; MCP servers over stdio
-                        and HTTP
+    initialize          protocol version 1; sessions can be loaded, listed, resumed,
+                        forked and closed; prompts take text, resource links and embedded
+                        text resources; MCP servers over stdio and HTTP
     session/new         cwd is the project; the agent is built as `liveforge chat` builds it
                         (the project's model, tools, permissions), on the project's one
                         `Runtime`, shared by all its sessions (as the gateway shares it)
     session/load        a liveforge session (its id as `liveforge chat --resume` takes it):
                         its conversation is sent back as message chunks, its unpersisted
                         changes are applied again
+    session/list        the project's sessions (the cwd's), newest first, 50 a page: id,
+                        cwd, title (the first prompt, shortened), last activity; sessions
+                        with no message yet and sub-agents' sessions are left out
+    session/resume      as session/load, without sending the conversation back: the model
+                        gets the whole of it (compactions included) at the next prompt
+    session/fork        a new session whose conversation (and title) is a copy of the
+                        given one's; prompts in either do not reach the other
+    session/close       ends the session (its turn, its MCP servers, its transcript)
     session/prompt      one turn: message chunks, tool calls and their diffs as they happen;
                         the stop reason (end_turn, max_turn_requests, cancelled)
     session/cancel      stops the turn as Ctrl-C does: open tool calls are closed
     session/set_mode    the permission mode (read-only, ask, auto-edit, full-auto)
+
+Errors are JSON-RPC errors whose message says what happened and what to do: an unknown
+session id (-32002, with how to list them), a session whose turn another process is running
+(the project's turn lock: which process), a cwd that is not a folder.
 
 Every call the permission policy asks about becomes a `session/request_permission` with
 allow once / always (for this session) / reject once / always, and the preview (a diff, the
@@ -22,11 +34,16 @@ code to run) as its content. MCP servers the editor offers join those of `.mcp.j
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import concurrent.futures
+import json
+import textwrap
 import threading
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import (
     PROTOCOL_VERSION,
@@ -47,16 +64,26 @@ from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
+    CloseSessionResponse,
+    ForkSessionResponse,
     Implementation,
+    ListSessionsResponse,
     McpCapabilities,
     PermissionOption,
     PermissionOptionKind,
     PromptCapabilities,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionForkCapabilities,
+    SessionListCapabilities,
     SessionMode,
     SessionModeState,
+    SessionResumeCapabilities,
     StopReason,
     ToolCallUpdate,
 )
+from acp.schema import SessionInfo as AcpSessionInfo
 
 import liveforge
 from liveforge.acp.updates import ToolCalls, title, tool_kind
@@ -65,7 +92,16 @@ from liveforge.declarations.permissions import MODES, ApprovalRequest, Mode, Pol
 from liveforge.kernel import Runtime
 from liveforge.kernel.errors import ConfigError
 
-__all__ = ["LiveforgeAcpAgent"]
+if TYPE_CHECKING:
+    from liveforge.declarations.session import SessionInfo
+
+__all__ = ["PAGE_SIZE", "LiveforgeAcpAgent"]
+
+PAGE_SIZE = 50
+"""Sessions in one page of `session/list` (`nextCursor` leads to the next)."""
+_TITLE_WIDTH = 60
+_NOT_FOUND = -32002  # ACP's "resource not found"
+_FAILED = -32603
 
 _STOP: dict[str, StopReason] = {
     "answer": "end_turn",
@@ -95,6 +131,8 @@ class _Session:
     pending: set[concurrent.futures.Future[bool]] = field(default_factory=set)
     stopping: bool = False
     """A cancel came for the running prompt (perhaps before its turn began)."""
+    notice: str = ""
+    """Said before the next prompt's answer: what resuming re-applied, and how."""
 
 
 class LiveforgeAcpAgent:
@@ -125,6 +163,12 @@ class LiveforgeAcpAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    fork=SessionForkCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
             ),
             agent_info=Implementation(
                 name="liveforge", title="liveforge", version=liveforge.__version__
@@ -152,7 +196,79 @@ class LiveforgeAcpAgent:
         )
         for update in _replay(session.agent):
             await self._send(session.agent.session.id, update)
+        if session.notice:
+            await self._send(session_id, update_agent_message_text(session.notice))
+            session.notice = ""
         return LoadSessionResponse(modes=_modes(session))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        """The sessions of the project at `cwd` (default: this process's projects), newest
+        first, a page at a time; sub-agents' sessions and ones with no message are left out."""
+        import liveforge.impls  # noqa: F401  (registers the Session bodies)
+        from liveforge.declarations.session import Session
+
+        roots = [_root(cwd)] if cwd else list(dict.fromkeys([Path.cwd(), *self.runtimes]))
+        rows = [
+            (root, info)
+            for root in roots
+            for info in await asyncio.to_thread(Session.list_sessions, root)
+            if info.messages and not info.parent
+        ]
+        rows.sort(key=lambda row: (row[1].updated, row[1].id), reverse=True)
+        if cursor:
+            after = _read_cursor(cursor)
+            rows = [row for row in rows if (row[1].updated, row[1].id) < after]
+        page = rows[:PAGE_SIZE]
+        more = len(rows) > PAGE_SIZE
+        return ListSessionsResponse(
+            sessions=[_listed(root, info) for root, info in page],
+            next_cursor=_cursor(page[-1][1]) if more else None,
+        )
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ResumeSessionResponse:
+        """Reopen liveforge session `session_id` without sending its conversation back; the
+        model gets the whole of it at the next prompt."""
+        session = self.sessions.get(session_id) or await self._open(
+            cwd, session_id, mcp_servers or []
+        )
+        return ResumeSessionResponse(modes=_modes(session))
+
+    async def fork_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ForkSessionResponse:
+        """A new session whose conversation starts as a copy of `session_id`'s. Open here,
+        the original's unpersisted changes stay its own (the program is shared already); a
+        session not open here brings them along, re-applied as a resume does."""
+        from liveforge.declarations.session import sessions_dir
+        from liveforge.impls.session_store import fork_transcript
+
+        root, source = _root(cwd), self.sessions.get(session_id)
+        _check_id(session_id)
+        if source is not None and source.agent.session.open_turn:
+            raise RequestError(
+                _FAILED,
+                f"session {session_id} is in a turn; fork it once the turn has ended (or "
+                "cancel the turn first).",
+                {"sessionId": session_id},
+            )
+        try:
+            fork_id = await asyncio.to_thread(
+                fork_transcript, root, session_id, changes=source is None
+            )
+        except Exception as exc:
+            raise _error(exc, session_id, root) from None
+        try:
+            session = await self._open(cwd, fork_id, mcp_servers or [])
+        except BaseException:
+            (sessions_dir(root) / f"{fork_id}.jsonl").unlink(missing_ok=True)  # no half fork
+            raise
+        if source is not None:  # the same permissions, "always" answers included
+            session.agent.toolbox.policy = source.agent.toolbox.policy
+        return ForkSessionResponse(session_id=fork_id, modes=_modes(session))
 
     async def set_session_mode(
         self, mode_id: str, session_id: str, **_: Any
@@ -172,6 +288,9 @@ class LiveforgeAcpAgent:
         session = self._session(session_id)
         session.stopping = False
         reason = "error"
+        if session.notice:
+            await self._send(session_id, update_agent_message_text(session.notice))
+            session.notice = ""
         try:
             async for event in session.agent.run(_prompt_text(prompt)):
                 if session.stopping:  # a cancel that came before the turn began
@@ -181,7 +300,7 @@ class LiveforgeAcpAgent:
                 if event.type == "turn_ended":
                     reason = event.reason
         except SessionBusy as exc:
-            raise RequestError.internal_error({"message": str(exc)}) from None
+            raise _error(exc, session_id, session.agent.runtime.project_root) from None
         return PromptResponse(stop_reason=_STOP[reason])
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -194,12 +313,13 @@ class LiveforgeAcpAgent:
         for future in list(session.pending):
             future.cancel()
 
-    async def close_session(self, session_id: str, **_: Any) -> None:
+    async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
         """End one session: its turn, its MCP servers, its transcript."""
         session = self.sessions.pop(session_id, None)
         if session is not None:
             session.agent.cancel()
             await session.agent.aclose()
+        return CloseSessionResponse()
 
     async def close(self) -> None:
         """End every session: its MCP servers, its transcript; then the runtimes."""
@@ -212,15 +332,23 @@ class LiveforgeAcpAgent:
     # -- building sessions ------------------------------------------------------------------
 
     async def _open(self, cwd: str, resume: str | None, offered: list[Any]) -> _Session:
-        root = Path(cwd).expanduser().resolve()
-        if not root.is_dir():
-            raise RequestError.invalid_params({"message": f"cwd {cwd!r} is not a folder"})
+        from liveforge.declarations.session import SessionError
+
+        root = _root(cwd)
+        if resume is not None:
+            _check_id(resume)
         holder: list[_Session] = []
         try:
             agent = await asyncio.to_thread(self._build, root, resume, offered, holder)
+        except SessionError as exc:
+            raise _error(exc, resume or "", root) from None
         except (ConfigError, ValueError, LookupError) as exc:
-            raise RequestError.internal_error({"message": f"{exc}"}) from None
+            raise RequestError(_FAILED, f"{exc}", {"message": f"{exc}"}) from None
         session = _Session(agent, ToolCalls(agent))
+        if agent.session.live.restored:
+            lines = "\n".join(f"- {line}" for line in agent.session.live.restored)
+            heading = "_This session's unpersisted changes, on reopening it:_"
+            session.notice = f"{heading}\n{lines}\n\n"
         holder.append(session)
         self.sessions[agent.session.id] = session
         return session
@@ -257,7 +385,13 @@ class LiveforgeAcpAgent:
     def _session(self, session_id: str) -> _Session:
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError.invalid_params({"message": f"no session {session_id!r}"})
+            raise RequestError(
+                _NOT_FOUND,
+                f"session {session_id!r} is not open in this liveforge agent: open it with "
+                "session/resume or session/load first (session/list gives the project's "
+                "sessions).",
+                {"sessionId": session_id},
+            )
         return session
 
     async def _send(self, session_id: str, update: Any) -> None:
@@ -311,6 +445,82 @@ class LiveforgeAcpAgent:
         allowed = choice.startswith("allow")
         await self._send(sid, update_tool_call(call, status="in_progress" if allowed else None))
         return allowed
+
+
+def _root(cwd: str) -> Path:
+    """The project folder `cwd` names; an error the editor shows when there is none."""
+    root = Path(cwd).expanduser().resolve()
+    if not root.is_dir():
+        raise RequestError.invalid_params({"message": f"cwd {cwd!r} is not a folder"})
+    return root
+
+
+def _check_id(session_id: str) -> None:
+    """A session id is a file name in the project's sessions folder, never a path."""
+    if not session_id or Path(session_id).name != session_id or session_id.startswith("."):
+        raise RequestError.invalid_params(
+            {"message": f"{session_id!r} is not a liveforge session id (see session/list)"}
+        )
+
+
+def _error(exc: BaseException, session_id: str, root: Path) -> RequestError:
+    """A session's problem as the JSON-RPC error the editor shows: its message is the
+    sentence, its data the particulars."""
+    from liveforge.declarations.session import SessionBusy, SessionError
+
+    if isinstance(exc, SessionBusy):
+        data = {"sessionId": exc.session_id or session_id, "holderPid": exc.holder_pid}
+        return RequestError(_FAILED, str(exc), data)
+    if isinstance(exc, SessionError) and not Path(exc.path or "/").exists():
+        return RequestError(
+            _NOT_FOUND,
+            f"no liveforge session {session_id!r} in {root}: session/list gives this "
+            "project's sessions (the editor's history of liveforge threads; `liveforge chat` "
+            "lists them with /sessions).",
+            {"sessionId": session_id, "cwd": str(root)},
+        )
+    return RequestError(_FAILED, f"{exc}", {"sessionId": session_id})
+
+
+def _listed(root: Path, info: SessionInfo) -> AcpSessionInfo:
+    """One row of `session/list`; liveforge's own particulars go under `_meta`."""
+    return AcpSessionInfo(
+        session_id=info.id,
+        cwd=str(root),
+        title=_short(info.title),
+        updated_at=datetime.fromtimestamp(info.updated, UTC).isoformat(),
+        field_meta={
+            "liveforge": {
+                "turns": info.turns,
+                "state": info.state,
+                "unpersistedChanges": info.unpersisted,
+            }
+        },
+    )
+
+
+def _short(title: str) -> str:
+    """`title` in at most `_TITLE_WIDTH` characters, cut at a word where it can be."""
+    short = textwrap.shorten(title, _TITLE_WIDTH, placeholder=" …")
+    if short.strip(" …"):
+        return short
+    return title[: _TITLE_WIDTH - 1] + "…"  # one long word
+
+
+def _cursor(info: SessionInfo) -> str:
+    """An opaque cursor: the next page holds what is older than this row."""
+    raw = json.dumps([info.updated, info.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _read_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        updated, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(updated), str(session_id)
+    except (ValueError, TypeError, binascii.Error):
+        raise RequestError.invalid_params(
+            {"message": f"cursor {cursor!r} is not one session/list gave; list from the start"}
+        ) from None
 
 
 def _remember(agent: Agent, tool: str, choice: str) -> None:
