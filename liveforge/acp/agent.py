@@ -276,7 +276,7 @@ class LiveforgeAcpAgent:
         """Switch the session's permission mode."""
         session = self._session(session_id)
         if mode_id not in MODES:
-            raise RequestError.invalid_params({"message": f"unknown mode {mode_id!r}"})
+            raise _invalid(f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")
         toolbox = session.agent.toolbox
         toolbox.policy = replace(toolbox.policy, mode=mode_id)
         return SetSessionModeResponse()
@@ -451,16 +451,19 @@ def _root(cwd: str) -> Path:
     """The project folder `cwd` names; an error the editor shows when there is none."""
     root = Path(cwd).expanduser().resolve()
     if not root.is_dir():
-        raise RequestError.invalid_params({"message": f"cwd {cwd!r} is not a folder"})
+        raise _invalid(f"cwd {cwd!r} is not a folder")
     return root
 
 
 def _check_id(session_id: str) -> None:
     """A session id is a file name in the project's sessions folder, never a path."""
     if not session_id or Path(session_id).name != session_id or session_id.startswith("."):
-        raise RequestError.invalid_params(
-            {"message": f"{session_id!r} is not a liveforge session id (see session/list)"}
-        )
+        raise _invalid(f"{session_id!r} is not a liveforge session id (see session/list)")
+
+
+def _invalid(text: str) -> RequestError:
+    """An "invalid params" error whose message is `text` (what editors show)."""
+    return RequestError(-32602, text, {"message": text})
 
 
 def _error(exc: BaseException, session_id: str, root: Path) -> RequestError:
@@ -518,8 +521,8 @@ def _read_cursor(cursor: str) -> tuple[float, str]:
         updated, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         return float(updated), str(session_id)
     except (ValueError, TypeError, binascii.Error):
-        raise RequestError.invalid_params(
-            {"message": f"cursor {cursor!r} is not one session/list gave; list from the start"}
+        raise _invalid(
+            f"cursor {cursor!r} is not one session/list gave; list from the start"
         ) from None
 
 

@@ -25,8 +25,9 @@ def register(commands: Any) -> None:
         description="An Agent Client Protocol agent over stdin/stdout: the editor opens "
         "sessions on its project (one live program per project, shared by its sessions), "
         "sends prompts, sees message chunks and tool calls with their diffs, answers "
-        "permission questions and cancels turns. Needs the optional ACP SDK (liveforge's "
-        "`acp` extra; without it the command says how to install it).",
+        "permission questions and cancels turns; it lists the project's liveforge sessions "
+        "and loads, resumes or forks them (docs/mcp-and-acp.md). Needs the optional ACP "
+        "SDK (liveforge's `acp` extra; without it the command says how to install it).",
         epilog=examples(EXAMPLES_ACP),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -173,7 +173,7 @@ def test_list_pages_by_cursor_and_leaves_out_sub_agents(sample: Path):
     listed = [s.session_id for page in pages for s in page.sessions]
     assert listed == made[::-1]  # each once, newest first; the sub-agent's left out
     assert pages[0].sessions[0].title == f"question {PAGE_SIZE + 2}"
-    assert bad.code == -32602 and "not-a-cursor" in str(bad.data)
+    assert bad.code == -32602 and "not-a-cursor" in str(bad)
 
 
 def test_resume_gives_the_model_the_whole_conversation_and_the_programs_changes(sample: Path):
@@ -332,7 +332,7 @@ def test_unknown_ids_and_a_session_in_another_process_are_errors_the_editor_show
         assert unknown in str(error) and "session/list" in str(error)
         assert error.data["sessionId"] == unknown
     assert prompt.code == -32002 and unknown in str(prompt) and "session/resume" in str(prompt)
-    assert path.code == -32602 and "not a liveforge session id" in str(path.data)
+    assert path.code == -32602 and "not a liveforge session id" in str(path)
     for error in busy:
         assert f"process {pid}" in str(error) and "running a turn" in str(error)
         assert error.data["holderPid"] == pid
