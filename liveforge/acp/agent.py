@@ -17,7 +17,8 @@
     session/fork        a new session whose conversation (and title) is a copy of the
                         given one's; prompts in either do not reach the other
     session/close       ends the session (its turn, its MCP servers, its transcript)
-    session/prompt      one turn: message chunks, tool calls and their diffs as they happen;
+    session/prompt      one turn: message chunks, tool calls and their diffs as they happen
+                        (the first one also a session_info_update with the session's title);
                         the stop reason (end_turn, max_turn_requests, cancelled)
     session/cancel      stops the turn as Ctrl-C does: open tool calls are closed
     session/set_mode    the permission mode (read-only, ask, auto-edit, full-auto)
@@ -76,6 +77,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionForkCapabilities,
+    SessionInfoUpdate,
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
@@ -291,10 +293,14 @@ class LiveforgeAcpAgent:
         if session.notice:
             await self._send(session_id, update_agent_message_text(session.notice))
             session.notice = ""
+        untitled = not session.agent.session.title
         try:
             async for event in session.agent.run(_prompt_text(prompt)):
                 if session.stopping:  # a cancel that came before the turn began
                     session.agent.cancel()
+                if untitled and session.agent.session.title:  # the first prompt names it
+                    untitled = False
+                    await self._send(session_id, _titled(session.agent.session.title))
                 for update in session.calls.updates(event):
                     await self._send(session_id, update)
                 if event.type == "turn_ended":
@@ -508,6 +514,15 @@ def _short(title: str) -> str:
     if short.strip(" …"):
         return short
     return title[: _TITLE_WIDTH - 1] + "…"  # one long word
+
+
+def _titled(title: str) -> SessionInfoUpdate:
+    """The update that gives the editor a new session's title (as session/list has it)."""
+    return SessionInfoUpdate(
+        session_update="session_info_update",
+        title=_short(title),
+        updated_at=datetime.now(UTC).isoformat(),
+    )
 
 
 def _cursor(info: SessionInfo) -> str:

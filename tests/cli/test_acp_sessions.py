@@ -101,8 +101,9 @@ def _texts(messages: list[dict[str, Any]]) -> list[str]:
 
 def test_list_gives_the_projects_sessions_newest_first_with_titles(sample: Path):
     """After two sessions with prompts (and one without), session/list gives the two, newest
-    first, with the project as cwd, the first prompt as title (shortened), an ISO time; the
-    capabilities say list, resume, fork and close."""
+    first, with the project as cwd, the first prompt as title (shortened), an ISO time; each
+    title reached the editor in a session_info_update at the first prompt; the capabilities
+    say list, resume, fork and close."""
     long = "please explain " + "the bulk discount rules of the cart in every detail " * 3
     script = [reply.text("First answer."), reply.text("Second answer.")]
 
@@ -120,6 +121,10 @@ def test_list_gives_the_projects_sessions_newest_first_with_titles(sample: Path)
     editor = Editor()
     with FakeProvider(script=script) as fake:
         (first, second, empty), listed, everywhere = _one(editor, fake, sample, run)
+    named = [
+        (sid, u.title) for sid, u in editor.updates if u.session_update == "session_info_update"
+    ]
+    assert named == [(first, "what is a Line?"), (second, listed.sessions[0].title)]
     capabilities = editor.init.agent_capabilities.session_capabilities
     assert capabilities.list is not None and capabilities.resume is not None
     assert capabilities.fork is not None and capabilities.close is not None
