@@ -228,10 +228,13 @@ def test_resume_gives_the_model_the_whole_conversation_and_the_programs_changes(
 
 def test_fork_copies_the_conversation_and_each_branch_keeps_its_own(sample: Path):
     """A fork of an open session, then a prompt in each: each request holds the shared start
-    and only its own branch; the fork has the original's permission mode; session/close
-    ends it. A later process forks the (closed) original: its copy holds the
-    original's whole conversation, and the original's transcript is left as it was."""
+    and only its own branch; the fork has the original's permission mode, shares the patch
+    the original made (nothing to re-apply); session/close ends it. A later process forks
+    the (closed) original: its copy holds the original's whole conversation, applies the
+    original's patch again (the fixed price), and the original's transcript is left as it
+    was."""
     script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
         reply.text("Apples cost 30 cents."),
         reply.text("Pears cost 40 cents."),
         reply.text("Plums cost 50 cents."),
@@ -251,16 +254,18 @@ def test_fork_copies_the_conversation_and_each_branch_keeps_its_own(sample: Path
             await conn.prompt(session_id=fork.session_id, prompt=[text_block("more?")])
         return sid, fork, listed, closed.value
 
+    editor = Editor()
     with FakeProvider(script=script) as fake:
-        sid, fork, listed, closed = _one(Editor(), fake, sample, run)
-        original = _texts(fake.requests[1].body["messages"])
-        branch = _texts(fake.requests[2].body["messages"])
+        sid, fork, listed, closed = _one(editor, fake, sample, run)
+        original = _texts(fake.requests[2].body["messages"])
+        branch = _texts(fake.requests[3].body["messages"])
     assert fork.session_id != sid
     assert fork.modes.current_mode_id == "auto-edit"  # the original's permissions
     assert original == ["apples?", "Apples cost 30 cents.", "pears?"]
     assert branch == ["apples?", "Apples cost 30 cents.", "plums?"]
     assert {s.session_id for s in listed.sessions} == {sid, fork.session_id}
     assert closed.code == -32002  # session/close ended the fork in that process
+    assert "unpersisted changes" not in editor.said(fork.session_id)  # shared, not re-applied
 
     transcript = sample / ".liveforge" / "sessions" / f"{sid}.jsonl"
     kept = transcript.read_bytes()
@@ -271,10 +276,15 @@ def test_fork_copies_the_conversation_and_each_branch_keeps_its_own(sample: Path
         await conn.prompt(session_id=copy.session_id, prompt=[text_block("cherries?")])
         return copy, unchanged
 
-    with FakeProvider(script=[reply.text("Cherries cost 60 cents.")]) as fake:
-        copy, unchanged = _one(Editor(), fake, sample, again)
+    third = Editor()
+    cherries = [reply.tool_call("execute", {"code": PRICE}), reply.text("Cherries: 60.")]
+    with FakeProvider(script=cherries) as fake:
+        copy, unchanged = _one(third, fake, sample, again)
         later = _texts(fake.requests[0].body["messages"])
+        ran = fake.requests[1].body["messages"][-1]["content"][0]
     assert unchanged
+    assert "900" in str(ran["content"])  # the original's patch, applied again in the copy
+    assert "re-applied" in third.said(copy.session_id)
     assert copy.session_id not in (sid, fork.session_id)
     assert later == [
         "apples?",
