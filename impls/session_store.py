@@ -176,7 +176,8 @@ def read_session(root: str | Path, session_id: str) -> Session:
 
 def _require_file(session: Session) -> None:
     if not session.path.is_file():
-        known = ", ".join(r.id for r in Session.list_sessions(session.root)[:5]) or "none"
+        own = [r for r in Session.list_sessions(session.root) if not r.parent]
+        known = ", ".join(r.id for r in own[:5]) or "none"
         raise SessionError(
             f"no session {session.id!r} in {sessions_dir(session.root)}; recent: {known}.",
             session_id=session.id,

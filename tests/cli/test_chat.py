@@ -183,7 +183,16 @@ def test_chat_without_a_provider_names_what_to_set(sample: Path):
 
 def test_slash_commands_check_and_switch_without_the_model(sample: Path):
     """/tests and /runs use the sandbox (an unknown run id points to /runs), /model
-    switches, /clear and /sessions manage sessions; none of them sends a model request."""
+    switches, /clear and /sessions manage sessions (a sub-agent's session is counted, not
+    listed); none of them sends a model request."""
+    from liveforge.declarations.messages import Message
+    from liveforge.declarations.session import Session
+    from liveforge.impls.session_store import close_transcript
+
+    sub = Session.create(sample, session_id="20250101-000000-child0")
+    sub.note("parent", "sub-agent a1 of session 20250101-000000-parent", parent_session="x")
+    sub.append(Message.user("a sub-agent's task"))
+    close_transcript(sub)
     with FakeProvider(script=[]) as fake:
         child = _spawn(sample, fake)
         _say(child, "/tests -q")
@@ -205,13 +214,16 @@ def test_slash_commands_check_and_switch_without_the_model(sample: Path):
         _shown(child, "new session")
         child.expect_exact(PROMPT)
         _say(child, "/sessions")
+        _shown(child, "not shown: 1 of sub-agents")
+        listed = child.before
         _shown(child, "resume one with")
         child.expect_exact(PROMPT)
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
         child.close()
+        assert "unpersisted" in listed and "child0" not in listed
         assert fake.requests == []
-    assert len(list((sample / ".liveforge" / "sessions").glob("*.jsonl"))) == 2
+    assert len(list((sample / ".liveforge" / "sessions").glob("*.jsonl"))) == 3
 
 
 def test_tab_completes_dotted_paths_and_commands(sample: Path):

@@ -267,12 +267,19 @@ async def _sessions(state: ChatState, args: list[str]) -> bool:
     from liveforge.declarations.session import Session
 
     current = state.agent.session.id
-    for info in Session.list_sessions(state.project)[:20]:
+    every = Session.list_sessions(state.project)
+    own = [info for info in every if not info.parent]
+    for info in own[:20]:
         mark = "*" if info.id == current else " "
         state.say(
             f"{mark} {info.id}  {info.turns} turns  {info.unpersisted} unpersisted  "
             f"{info.title[:50]}"
         )
+    hidden = [f"{len(own) - 20} older"] if len(own) > 20 else []
+    if len(every) > len(own):
+        hidden.append(f"{len(every) - len(own)} of sub-agents")
+    if hidden:
+        state.say(f"not shown: {' and '.join(hidden)}", "dim")
     state.say("resume one with: liveforge chat --resume ID", "dim")
     return True
 
