@@ -34,6 +34,7 @@ from liveforge.cli._common import (
 )
 from liveforge.cli.turns._agent import add_profile, drive_turn, make_agent, model_name, policy_of
 from liveforge.cli.turns._cost import cost
+from liveforge.cli.turns._lifecycle import memory_only
 from liveforge.cli.turns._render import Renderer
 from liveforge.impls.plugins import end_session
 from liveforge.impls.subagents import close_subagents
@@ -144,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))
-    ended, fault = None, None
+    ended, fault, left = None, None, []
     try:
         ended = asyncio.run(_one_turn(agent, renderer, prompt))
     except Exception as exc:  # a fault of liveforge itself: report it, in JSON too
@@ -153,8 +154,11 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         close_subagents(agent)
         end_session(agent)
+        left = memory_only(agent.runtime)
         agent.runtime.close()
     code = _exit_code(ended.reason if ended else "error", collector, fault)
+    if left and not args.json:  # --json: the report's `diff`
+        console.print(_memory_only_line(left, agent.session.id), style="yellow")
     if code is ExitCode.REFUSED and not args.json:
         console.print(_refused_line(collector), style="yellow")
     if args.json:
@@ -172,6 +176,14 @@ def _exit_code(reason: str, collector: _Collector, fault: dict[str, str] | None)
     if collector.refused:
         return ExitCode.REFUSED
     return ExitCode.OK if reason == "answer" else ExitCode.CHECK_FAILED
+
+
+def _memory_only_line(modules: list[str], session_id: str) -> str:
+    return (
+        f"{len(modules)} module(s) changed only in memory, not written to their files: "
+        f"{', '.join(modules)}. `liveforge diff` shows the changes; `liveforge chat --resume "
+        f"{session_id}` brings them back to check and persist them."
+    )
 
 
 def _refused_line(collector: _Collector) -> str:

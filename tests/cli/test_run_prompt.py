@@ -108,6 +108,30 @@ def test_yes_lets_the_persist_through(sample: Path):
     assert "quantity >= BULK" in (sample / "pricing" / "cart.py").read_text()
 
 
+def test_a_change_left_only_in_memory_is_said_at_the_end(sample: Path):
+    """A run that patched and did not persist says which modules changed only in memory
+    and how to get the changes back; a run that persisted says nothing of the kind."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Fixed in memory."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix", "--mode", "auto-edit", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "1 module(s) changed only in memory, not written to their files: pricing.cart" in said
+    assert "`liveforge diff`" in said and "liveforge chat --resume 2" in said
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("persist", {"force": True}),
+        reply.text("Saved."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix and save", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    assert "only in memory" not in result.stdout
+
+
 def test_read_only_refuses_the_patch_with_a_message_the_model_can_act_on(sample: Path):
     """--mode read-only: inspecting works, the patch is refused and says how to allow it."""
     script = [
