@@ -158,9 +158,9 @@ def _run(args: argparse.Namespace) -> int:
         agent.runtime.close()
     code = _exit_code(ended.reason if ended else "error", collector, fault)
     if left and not args.json:  # --json: the report's `diff`
-        console.print(_memory_only_line(left, agent.session.id), style="yellow")
+        console.print(_memory_only_line(left, agent.session.id), style="yellow", markup=False)
     if code is ExitCode.REFUSED and not args.json:
-        console.print(_refused_line(collector), style="yellow")
+        console.print(_refused_line(collector), style="yellow", markup=False)
     if args.json:
         report = _report(agent, ended, collector, renderer.model, fault)
         emit(args, report, "", out=stdout)
@@ -186,12 +186,28 @@ def _memory_only_line(modules: list[str], session_id: str) -> str:
     )
 
 
+_WAY_OUT = {
+    "approval": "{calls} needed approval nobody was there to give: give `run` a mode that "
+    "allows them (`--mode auto-edit`, `--mode full-auto` or `--yes`) or an `allow` rule under "
+    "[tool.liveforge.permissions]",
+    "policy": "the mode, the tool profile or a `deny` rule forbids {calls}: see `--mode`, "
+    "`--profile` and the `deny` lists under [tool.liveforge.permissions] and "
+    "[tool.liveforge.tools]",
+    "plugin": "a plugin vetoed {calls} (each refusal above says why)",
+}
+"""What to do about refused calls, by what refused them."""
+
+
 def _refused_line(collector: _Collector) -> str:
     calls = ", ".join(sorted({r["tool"] for r in collector.refused}))
+    ways = []
+    for by, way in _WAY_OUT.items():
+        tools = sorted({r["tool"] for r in collector.refused if r["by"] == by})
+        if tools:
+            ways.append(way.format(calls=", ".join(tools)))
     return (
         f"{len(collector.refused)} tool call(s) were refused ({calls}): what the task asked "
-        "for may not be done. Give `run` a mode that allows them (`--mode auto-edit`, "
-        "`--mode full-auto` or `--yes`) or an `allow` rule; exit code 4."
+        f"for may not be done. {'; '.join(ways)}. Exit code 4."
     )
 
 

@@ -167,6 +167,8 @@ def test_ask_mode_refuses_a_patch_with_nobody_to_ask_and_yes_contradicting_mode_
         refused = fake.requests[1].body["messages"][-1]["content"][0]
         both = run_cli("run", "-p", "x", "--yes", "--mode", "read-only", cwd=sample, **_env(fake))
     assert result.returncode == 4 and "1 tool call(s) were refused (patch)" in result.stdout
+    said = " ".join(result.stdout.split())
+    assert "or an `allow` rule under [tool.liveforge.permissions]" in said
     assert "patch (memory) needs the user's approval in 'ask' mode" in str(refused["content"])
     assert both.returncode == 2 and "--yes means --mode full-auto" in both.stderr
 
@@ -217,6 +219,26 @@ def test_a_deny_rule_refusal_exits_4_even_in_full_auto(sample: Path):
     data = json.loads(result.stdout)
     assert result.returncode == 4, result.stderr
     assert [(r["tool"], r["by"]) for r in data["refused"]] == [("patch", "policy")]
+    message = data["error"]["message"]
+    assert "a `deny` rule forbids patch" in message and "--yes" not in message
+
+
+def test_a_call_a_plugin_vetoes_is_said_to_be_the_plugin_s_doing(sample: Path):
+    """A call a project plugin vetoes under --yes ends the run with exit 4 and a last line
+    that names the plugin as the cause, not a mode to choose."""
+    plugins = sample / ".liveforge" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "guard.py").write_text(
+        "from liveforge.declarations.plugins import ToolVeto, hookimpl\n\n\n"
+        "@hookimpl\ndef before_tool_call(name, arguments):\n"
+        "    if name == 'execute':\n        return ToolVeto('use verify')\n"
+    )
+    script = [reply.tool_call("execute", {"code": "print(1)"}), reply.text("Done.")]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "run it", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 4, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "a plugin vetoed execute" in said and "--yes" not in said
 
 
 def test_provider_failure_ends_with_exit_1(sample: Path):
