@@ -212,9 +212,10 @@ def _expand(base_url: str, model: str, override: str, env: Mapping[str, str]) ->
     def value(match: re.Match[str]) -> str:
         var = match.group(1)
         if not env.get(var):
+            whole = "" if var == override else f", or set {override} to the whole URL"
             raise ConfigError(
                 f"model {model!r} needs {var} in the environment (its base URL is "
-                f"{base_url!r}); set {var}, or set {override} to the whole URL.",
+                f"{base_url!r}); set {var}{whole}.",
                 key=var,
             )
         return env[var].rstrip("/")

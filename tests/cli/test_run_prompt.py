@@ -279,6 +279,15 @@ def test_no_provider_configured_names_what_to_set(sample: Path):
     assert "ANTHROPIC_API_KEY" in result.stderr and "liveforge demo" in result.stderr
 
 
+def test_a_model_chosen_with_model_and_no_key_names_that_model_s_key(sample: Path):
+    """`--model azure:dep` without its key: the error names AZURE_OPENAI_API_KEY and does not
+    call the chosen model the default one."""
+    result = run_cli("run", "-p", "hello", "--model", "azure:dep", cwd=sample)
+    assert result.returncode == 2
+    assert "set AZURE_OPENAI_API_KEY" in result.stderr and "Set that key" in result.stderr
+    assert "default model" not in result.stderr
+
+
 def test_a_run_that_cannot_start_prints_an_error_object_the_schema_accepts(sample: Path):
     """`--json run` without a key: exit 2 and one object, valid against schema.json, that
     holds the error and no run report."""
