@@ -198,7 +198,10 @@ def _latest(root: Path) -> str:
     folder = sessions_dir(root)
     paths = list(folder.glob("*.jsonl")) if folder.is_dir() else []
     if not paths:
-        raise SessionError(f"no sessions in {folder} to resume; start one first.", path=str(folder))
+        raise SessionError(
+            f"no sessions in {folder} yet: a chat, a `run` or an agent's first turn starts one.",
+            path=str(folder),
+        )
     return max(paths, key=lambda p: p.stat().st_mtime).stem
 
 

@@ -59,3 +59,13 @@ def test_history_and_diff_show_what_a_session_holds_in_memory(sample: Path):
     assert transcript.read_bytes() == before
     missing = run_cli("diff", "--resume", "nope", cwd=sample)
     assert missing.returncode == 3 and f"recent: {session_id}" in missing.stderr
+
+
+def test_history_without_any_session_says_none_is_there_yet(sample: Path):
+    """`liveforge history` and `diff` in a project no chat or run has used: exit 3, saying
+    there is no session yet and what starts one (there is nothing to resume)."""
+    for command in ("history", "diff"):
+        result = run_cli(command, cwd=sample)
+        assert result.returncode == 3
+        assert "no sessions in" in result.stderr and "yet: a chat, a `run`" in result.stderr
+        assert "to resume" not in result.stderr
