@@ -442,8 +442,10 @@ def _missing_sdk() -> str:
     try:
         import mcp.client.session  # noqa: F401
     except ImportError:
+        # liveforge is on no package index: `liveforge mcp` prints the pip command that
+        # installs the extra into the copy of liveforge that runs
         return (
-            "the MCP SDK is not installed (liveforge's optional `mcp` extra: "
-            "pip install 'liveforge[mcp]')"
+            "the MCP SDK is not installed: it is liveforge's optional `mcp` extra, and "
+            "`liveforge mcp` prints the command that installs it for this liveforge"
         )
     return ""
