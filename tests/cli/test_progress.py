@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 from cli_support import cli_env
 
-from liveforge.cli._progress import PytestTally
+from liveforge.cli.checks._progress import PytestTally
 
 GATED = """\
 import time

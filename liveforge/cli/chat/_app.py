@@ -24,7 +24,6 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
 
-from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import (
     ExitCode,
     add_common,
@@ -34,6 +33,7 @@ from liveforge.cli._common import (
     project_dir,
 )
 from liveforge.cli.chat._slash import COMMANDS, ChatState, dispatch
+from liveforge.cli.checks._cancel import stop_running_checks
 from liveforge.cli.turns._agent import (
     add_profile,
     configured_provider,

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from liveforge.cli._cancel import stop_running_checks
 from liveforge.cli._common import CommandError
+from liveforge.cli.checks._cancel import stop_running_checks
 from liveforge.cli.turns._render import Renderer
 from liveforge.declarations.tool_settings import PROFILES
 from liveforge.kernel.errors import ConfigError

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from liveforge.cli._cancel import stop_running_checks
+from liveforge.cli.checks._cancel import stop_running_checks
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -206,7 +206,7 @@ def _check(
     args: argparse.Namespace, rt: Runtime, outcome: _Outcome, name: str, work: Any
 ) -> str | None:
     """Run one check with progress; its name when it failed, else None."""
-    from liveforge.cli._progress import follow_check, stream_for
+    from liveforge.cli.checks._progress import follow_check, stream_for
 
     label = "running the tests in the sandbox" if name == "tests" else "verifying in the sandbox"
     stream = stream_for(args.verbose, args.json)

@@ -23,7 +23,7 @@ from liveforge.cli._common import (
     positive_seconds,
 )
 from liveforge.cli._patches import add_patch_option, apply_patches, imports_of, patch_rows
-from liveforge.cli._progress import follow_check, stream_for
+from liveforge.cli.checks._progress import follow_check, stream_for
 from liveforge.kernel.defaults import TESTS_TIMEOUT, VERIFY_TIMEOUT
 
 if TYPE_CHECKING:
