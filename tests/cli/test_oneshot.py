@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 from cli_support import FIX, run_cli
 
-from liveforge.cli.checking import EXAMPLES_VERIFY
+from liveforge.cli.checks.checking import EXAMPLES_VERIFY
 
 SCHEMA = json.loads((resources.files("liveforge.cli") / "schema.json").read_text())
 
