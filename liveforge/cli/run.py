@@ -160,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
     if left and not args.json:  # --json: the report's `diff`
         console.print(_memory_only_line(left, agent.session.id), style="yellow", markup=False)
     if code is ExitCode.REFUSED and not args.json:
-        console.print(_refused_line(collector), style="yellow", markup=False)
+        console.print(_refused_line(collector, policy_of(agent).mode), style="yellow", markup=False)
     if args.json:
         report = _report(agent, ended, collector, renderer.model, fault)
         emit(args, report, "", out=stdout)
@@ -187,9 +187,9 @@ def _memory_only_line(modules: list[str], session_id: str) -> str:
 
 
 _WAY_OUT = {
-    "approval": "{calls} needed approval nobody was there to give: give `run` a mode that "
-    "allows them (`--mode auto-edit`, `--mode full-auto` or `--yes`) or an `allow` rule under "
-    "[tool.liveforge.permissions]",
+    "approval": "{calls} needed a yes nobody was there to give: {modes}add an `allow` rule under "
+    '[tool.liveforge.permissions] ("unbounded" for shell commands outside the check boundary, '
+    "which ask in every mode, `--yes` included)",
     "policy": "the mode, the tool profile or a `deny` rule forbids {calls}: see `--mode`, "
     "`--profile` and the `deny` lists under [tool.liveforge.permissions] and "
     "[tool.liveforge.tools]",
@@ -198,13 +198,17 @@ _WAY_OUT = {
 """What to do about refused calls, by what refused them."""
 
 
-def _refused_line(collector: _Collector) -> str:
+def _refused_line(collector: _Collector, mode: str) -> str:
     calls = ", ".join(sorted({r["tool"] for r in collector.refused}))
+    modes = ""
+    if mode != "full-auto":  # in full-auto only an `ask` rule or an unbounded command asks
+        modes = "give `run` a mode that allows them (`--mode auto-edit`, `--mode full-auto` or "
+        modes += "`--yes`), or "
     ways = []
     for by, way in _WAY_OUT.items():
         tools = sorted({r["tool"] for r in collector.refused if r["by"] == by})
         if tools:
-            ways.append(way.format(calls=", ".join(tools)))
+            ways.append(way.format(calls=", ".join(tools), modes=modes))
     return (
         f"{len(collector.refused)} tool call(s) were refused ({calls}): what the task asked "
         f"for may not be done. {'; '.join(ways)}. Exit code 4."
@@ -246,7 +250,7 @@ def _report(
     if not ok:
         message = "; ".join(collector.errors) or f"the turn ended without an answer ({reason})"
         if code is ExitCode.REFUSED:
-            message = _refused_line(collector)
+            message = _refused_line(collector, policy_of(agent).mode)
         kind = "Refused" if code is ExitCode.REFUSED else _ERROR_TYPES.get(reason, "RunFailed")
         payload["error"] = {
             "type": fault["type"] if fault else kind,

@@ -168,7 +168,7 @@ def test_ask_mode_refuses_a_patch_with_nobody_to_ask_and_yes_contradicting_mode_
         both = run_cli("run", "-p", "x", "--yes", "--mode", "read-only", cwd=sample, **_env(fake))
     assert result.returncode == 4 and "1 tool call(s) were refused (patch)" in result.stdout
     said = " ".join(result.stdout.split())
-    assert "or an `allow` rule under [tool.liveforge.permissions]" in said
+    assert "or `--yes`), or add an `allow` rule under [tool.liveforge.permissions]" in said
     assert "patch (memory) needs the user's approval in 'ask' mode" in str(refused["content"])
     assert both.returncode == 2 and "--yes means --mode full-auto" in both.stderr
 
@@ -221,6 +221,23 @@ def test_a_deny_rule_refusal_exits_4_even_in_full_auto(sample: Path):
     assert [(r["tool"], r["by"]) for r in data["refused"]] == [("patch", "policy")]
     message = data["error"]["message"]
     assert "a `deny` rule forbids patch" in message and "--yes" not in message
+
+
+def test_a_command_outside_the_boundary_refused_under_yes_is_not_told_to_use_yes(
+    sample: Path,
+):
+    """`exec` with boundary=false under --yes is refused (nobody to ask): the last line
+    names the "unbounded" allow rule, not a mode `run` already has."""
+    script = [
+        reply.tool_call("exec", {"command": "echo hi", "boundary": False}),
+        reply.text("Could not."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "run it", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 4, result.stderr
+    said = " ".join(result.stdout.split())
+    assert 'add an `allow` rule under [tool.liveforge.permissions] ("unbounded"' in said
+    assert "give `run` a mode" not in said
 
 
 def test_a_call_a_plugin_vetoes_is_said_to_be_the_plugin_s_doing(sample: Path):
