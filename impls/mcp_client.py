@@ -43,6 +43,7 @@ from liveforge.declarations.permissions import Effect, effect
 from liveforge.declarations.tool_schema import GivenSchema
 from liveforge.declarations.toolbox import Tool, ToolResult
 from liveforge.impls.mcp_config import HttpServer, McpConfig, ServerEntry, StdioServer
+from liveforge.kernel.files._statefolder import make_parent
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
@@ -188,7 +189,7 @@ class _Server:
         from mcp.client.stdio import stdio_client
 
         assert isinstance(entry, StdioServer)
-        self.log.parent.mkdir(parents=True, exist_ok=True)
+        make_parent(self.log)  # `.liveforge/` with its `.gitignore`: git status stays clean
         errlog: TextIO = stack.enter_context(self.log.open("a", encoding="utf-8"))
         errlog.write(f"--- liveforge starts: {entry.describe()}\n")
         errlog.flush()
@@ -442,8 +443,10 @@ def _missing_sdk() -> str:
     try:
         import mcp.client.session  # noqa: F401
     except ImportError:
+        # liveforge is on no package index: `liveforge mcp` prints the pip command that
+        # installs the extra into the copy of liveforge that runs
         return (
-            "the MCP SDK is not installed (liveforge's optional `mcp` extra: "
-            "pip install 'liveforge[mcp]')"
+            "the MCP SDK is not installed: it is liveforge's optional `mcp` extra, and "
+            "`liveforge mcp` prints the command that installs it for this liveforge"
         )
     return ""

@@ -14,7 +14,8 @@ environment; a stdio server gets no other variable of liveforge's environment th
 harmless ones the MCP SDK passes (HOME, PATH, USER, ...), so no provider key reaches it
 unless its entry names it. An optional ``timeout`` (seconds per call) may be given.
 
-The same file in the user's settings (``$XDG_CONFIG_HOME/liveforge/mcp.json``, else
+The same file in the user's settings (``$LIVEFORGE_CONFIG_HOME/mcp.json``, else
+``$XDG_CONFIG_HOME/liveforge/mcp.json``, else
 ``~/.config/liveforge/mcp.json``) lists servers for every project; a project's entry of the
 same name wins. A malformed file or entry is a problem line naming the file and the server,
 and the other servers are still used.
@@ -93,8 +94,11 @@ class McpConfig:
 
 
 def user_file(env: Mapping[str, str] | None = None) -> Path:
-    """The user's MCP settings: ``$XDG_CONFIG_HOME/liveforge/mcp.json``."""
+    """The user's MCP settings: ``$LIVEFORGE_CONFIG_HOME/mcp.json``, else
+    ``$XDG_CONFIG_HOME/liveforge/mcp.json`` (the folders of the user's skills too)."""
     env = os.environ if env is None else env
+    if env.get("LIVEFORGE_CONFIG_HOME"):
+        return Path(env["LIVEFORGE_CONFIG_HOME"]).expanduser() / "mcp.json"
     base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
     return base / "liveforge" / "mcp.json"
 

@@ -196,12 +196,38 @@ def _refuse_if_running(root: Path, session_id: str) -> None:
 
 
 def _latest(root: Path) -> str:
-    """The id of the most recently written session."""
+    """The id of the most recently written session, a sub-agent's left out (a sub-agent
+    cancelled as its parent's run ends writes last; `latest` means the user's session)."""
     folder = sessions_dir(root)
     paths = list(folder.glob("*.jsonl")) if folder.is_dir() else []
     if not paths:
-        raise SessionError(f"no sessions in {folder} to resume; start one first.", path=str(folder))
-    return max(paths, key=lambda p: p.stat().st_mtime).stem
+        raise SessionError(
+            f"no sessions in {folder} yet: a chat, a `run` or an agent's first turn starts one.",
+            path=str(folder),
+        )
+    paths.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return next((p for p in paths if not _is_subagents(p)), paths[0]).stem
+
+
+def _is_subagents(path: Path) -> bool:
+    """Whether a transcript is a sub-agent's: a `parent` note follows its header."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            head = [line for line, _ in zip(handle, range(3), strict=False)]
+    except OSError:
+        return False
+    for line in head:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if (
+            isinstance(record, dict)
+            and record.get("t") == "note"
+            and record.get("what") == "parent"
+        ):
+            return True
+    return False
 
 
 def _read_records(path: Path) -> Iterator[dict[str, Any]]:

@@ -212,9 +212,10 @@ def _expand(base_url: str, model: str, override: str, env: Mapping[str, str]) ->
     def value(match: re.Match[str]) -> str:
         var = match.group(1)
         if not env.get(var):
+            whole = "" if var == override else f", or set {override} to the whole URL"
             raise ConfigError(
                 f"model {model!r} needs {var} in the environment (its base URL is "
-                f"{base_url!r}); set {var}, or set {override} to the whole URL.",
+                f"{base_url!r}); set {var}{whole}.",
                 key=var,
             )
         return env[var].rstrip("/")
@@ -277,10 +278,11 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 def _describe(error: ValidationError, files: dict[str, str], from_env: set[str]) -> ConfigError:
     """The first validation problem under its key, and where the user wrote it: the
-    environment variable, or the file (`files` maps top-level keys to the file setting them)."""
+    environment variable, or the file (`files` maps dotted keys to the file setting them)."""
     first = error.errors()[0]
     loc = [str(p) for p in first["loc"]]
-    source = files.get(loc[0], "pyproject.toml") if loc else "pyproject.toml"
+    paths = [".".join(loc[:n]) for n in range(len(loc), 0, -1)]  # the deepest key first
+    source = next((files[p] for p in paths if p in files), "pyproject.toml")
     if loc and loc[0] in from_env:
         key, where = ENV_KEYS[loc[0]], ""
     else:

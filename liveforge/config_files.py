@@ -19,8 +19,8 @@ from liveforge.kernel.errors import ConfigError
 __all__ = ["CHECK_KEYS", "ENV_KEYS", "ConfigTables", "only_check_keys", "read_tables"]
 
 ConfigTables = tuple[dict[str, Any], dict[str, str], set[str]]
-"""What the configuration sources say: the merged table, the file that set each top-level
-key, and the keys set by environment variables."""
+"""What the configuration sources say: the merged table, the file that set each key (by its
+dotted path: `permissions.deny`), and the keys set by environment variables."""
 
 ENV_KEYS = {"model": "LIVEFORGE_MODEL", "fallback_models": "LIVEFORGE_FALLBACK_MODELS"}
 """Top-level keys an environment variable sets, and that variable."""
@@ -31,20 +31,34 @@ CHECK_KEYS = frozenset({"sandbox", "allow_paths", "outside_project"})
 
 def read_tables(root: Path, env: Mapping[str, str]) -> ConfigTables:
     """`[tool.liveforge]` of pyproject.toml, then liveforge.toml, then the environment's
-    overrides, merged (later ones win), unvalidated."""
+    overrides, merged (later ones win, key by key: a table in both files keeps the keys
+    only pyproject.toml sets), unvalidated."""
     data: dict[str, Any] = {}
     files: dict[str, str] = {}
     if (root / "pyproject.toml").is_file():
         table = _read_toml(root / "pyproject.toml").get("tool", {}).get("liveforge", {})
-        data.update(table)
-        files.update(dict.fromkeys(table, "pyproject.toml"))
+        _merge(data, table, "pyproject.toml", files, "")
     if (root / "liveforge.toml").is_file():
-        table = _read_toml(root / "liveforge.toml")
-        data.update(table)
-        files.update(dict.fromkeys(table, "liveforge.toml"))
+        _merge(data, _read_toml(root / "liveforge.toml"), "liveforge.toml", files, "")
     overrides = _env_overrides(env)
     data.update(overrides)
     return data, files, set(overrides)
+
+
+def _merge(
+    into: dict[str, Any], table: Mapping[str, Any], file: str, files: dict[str, str], at: str
+) -> None:
+    """Merge `table` into `into`, tables key by key, noting in `files` where each key came
+    from."""
+    for key, value in table.items():
+        path = f"{at}{key}"
+        files[path] = file
+        if isinstance(value, dict):
+            if not isinstance(into.get(key), dict):
+                into[key] = {}
+            _merge(into[key], value, file, files, f"{path}.")
+        else:
+            into[key] = value
 
 
 def only_check_keys(data: Mapping[str, Any]) -> bool:

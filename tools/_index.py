@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from liveforge.kernel.defaults import RUNS_FOLDER
+from liveforge.kernel.files._statefolder import make_parent
 from liveforge.kernel.source._roots import NOT_PACKAGES, ImportRoots
 from liveforge.tools._outline import Entry, outline, parsed
 from liveforge.tools._outline import find as find_entry
@@ -415,7 +416,7 @@ def _load(store: Path, key: list[Any]) -> dict[Path, _FileIndex]:
 def _save(store: Path, key: list[Any], files: dict[Path, _FileIndex]) -> None:
     rows = [_row(path, index) for path, index in files.items()]
     try:
-        store.parent.mkdir(parents=True, exist_ok=True)
+        make_parent(store)  # `.liveforge/` made with its `.gitignore`: `git status` stays clean
         temporary = store.with_name(f"{store.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps({"key": key, "files": rows}), encoding="utf-8")
         os.replace(temporary, store)  # a reader sees the old store or the new, never half

@@ -205,11 +205,13 @@ def _dedent(source: str) -> str:
 def parse_definition(source: str, name: str, target: str, first: int = 1) -> tuple[str, ast.stmt]:
     """Dedent and check a definition's source: one statement that defines `name`. Its node
     has the line numbers it has once its first line is line `first` of the module."""
-    text = _dedent(source).strip("\n") + "\n"
+    dedented = _dedent(source)
+    text = dedented.strip("\n") + "\n"
     try:
         tree = ast.parse("\n" * (first - 1) + text)
     except SyntaxError as exc:
-        line = exc.lineno - first + 1 if exc.lineno is not None else None
+        blank = len(dedented) - len(dedented.lstrip("\n"))  # leading lines stripped above
+        line = exc.lineno - first + 1 + blank if exc.lineno is not None else None
         raise PatchSyntaxError(
             f"the new source for {target} does not compile: {exc.msg} (line {line} of "
             "the given source). Fix it and patch again; nothing was changed.",

@@ -18,6 +18,7 @@ from liveforge.cli._exits import ExitCode
 
 __all__ = ["CliParser", "wants_json"]
 
+_UNRECOGNIZED = "unrecognized arguments: "
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
@@ -39,6 +40,13 @@ class CliParser(argparse.ArgumentParser):
         return super().parse_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith(_UNRECOGNIZED):
+            # argparse says it for the top-level parser; the command's own parser knows the
+            # options, and its usage is the one to show
+            named = self._command_parser()
+            if named is not self:
+                named.error(message)
+            message += _option_suggestions(message, self)
         message = _with_suggestion(message)
         if wants_json(CliParser.argv):
             command = self.prog.removeprefix("liveforge").strip() or self._command_given()
@@ -55,12 +63,37 @@ class CliParser(argparse.ArgumentParser):
             sys.stdout.flush()
         super().error(message)
 
+    def _command_parser(self, words: list[str] | None = None) -> CliParser:
+        """The parser of the (nested) command the command line names; this one if none."""
+        if words is None:
+            argv = CliParser.argv
+            words = argv[: argv.index("--")] if "--" in argv else argv
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for at, word in enumerate(words):
+                    parser = action.choices.get(word)
+                    if isinstance(parser, CliParser):
+                        return parser._command_parser(words[at + 1 :])
+        return self
+
     def _command_given(self) -> str | None:
         """The first word of the command line that names one of this parser's commands."""
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction):
                 return next((w for w in CliParser.argv if w in action.choices), None)
         return None
+
+
+def _option_suggestions(message: str, parser: argparse.ArgumentParser) -> str:
+    """`; did you mean '--start' (for '--strat')?` for each unknown option near a known one."""
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for word in message.removeprefix(_UNRECOGNIZED).split():
+        name = word.partition("=")[0]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if name.startswith("--") and close:
+            hints.append(f"{close[0]!r} (for {name!r})")
+    return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
 def _with_suggestion(message: str) -> str:

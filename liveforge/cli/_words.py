@@ -27,6 +27,7 @@ _COMMANDS = [
     ("patch() adds a definition that does not exist yet.", "--patch adds a new definition."),
     ("list the runs with rt.runs()", "list the runs with `liveforge runs`"),
     ("(rt.verify(...) / rt.run_tests(...))", "(liveforge verify / liveforge test)"),
+    ("Roll it back to check other changes.", "Leave that --patch out to check the others."),
 ]
 
 _CHAT = [
@@ -37,6 +38,7 @@ _CHAT = [
     ("list the runs with rt.runs()", "list the runs with /runs"),
     ("or unpersist() puts the file back", "or /undo puts the file back"),
     ("Undo the persist first (unpersist())", "Undo the persist first (/undo)"),
+    ("Roll it back to check other changes.", "/undo it to check other changes."),
     (
         "Pass outside_project=True (to patch(), or to Runtime()) to patch it anyway.",
         "Set outside_project = true under [tool.liveforge] in pyproject.toml to patch it anyway.",

@@ -148,7 +148,8 @@ def _report(console: Console, target: Path) -> int:
     console.print(
         f"Look around yourself:\n  cd {target}\n  liveforge test -- -q\n"
         "  liveforge view pricing.cart.Line.subtotal\n  liveforge runs\n"
-        "  liveforge chat        (needs a model; see the README)",
+        "  liveforge chat        (needs a model: set ANTHROPIC_API_KEY, OPENAI_API_KEY or "
+        "GEMINI_API_KEY, or give --model ollama:NAME for a local Ollama)",
         soft_wrap=True,
     )
     return ExitCode.OK

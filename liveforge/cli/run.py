@@ -34,6 +34,7 @@ from liveforge.cli._common import (
 )
 from liveforge.cli.turns._agent import add_profile, drive_turn, make_agent, model_name, policy_of
 from liveforge.cli.turns._cost import cost
+from liveforge.cli.turns._lifecycle import memory_only
 from liveforge.cli.turns._render import Renderer
 from liveforge.impls.plugins import end_session
 from liveforge.impls.subagents import close_subagents
@@ -144,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(file=sys.stderr if args.json else stdout, highlight=False)
     collector = _Collector()
     renderer = _Tee(console, collector, model_name(agent.provider))
-    ended, fault = None, None
+    ended, fault, left = None, None, []
     try:
         ended = asyncio.run(_one_turn(agent, renderer, prompt))
     except Exception as exc:  # a fault of liveforge itself: report it, in JSON too
@@ -153,10 +154,13 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         close_subagents(agent)
         end_session(agent)
+        left = memory_only(agent.runtime)
         agent.runtime.close()
     code = _exit_code(ended.reason if ended else "error", collector, fault)
+    if left and not args.json:  # --json: the report's `diff`
+        console.print(_memory_only_line(left, agent.session.id), style="yellow", markup=False)
     if code is ExitCode.REFUSED and not args.json:
-        console.print(_refused_line(collector), style="yellow")
+        console.print(_refused_line(collector, policy_of(agent).mode), style="yellow", markup=False)
     if args.json:
         report = _report(agent, ended, collector, renderer.model, fault)
         emit(args, report, "", out=stdout)
@@ -174,12 +178,40 @@ def _exit_code(reason: str, collector: _Collector, fault: dict[str, str] | None)
     return ExitCode.OK if reason == "answer" else ExitCode.CHECK_FAILED
 
 
-def _refused_line(collector: _Collector) -> str:
+def _memory_only_line(modules: list[str], session_id: str) -> str:
+    return (
+        f"{len(modules)} module(s) changed only in memory, not written to their files: "
+        f"{', '.join(modules)}. `liveforge diff` shows the changes; `liveforge chat --resume "
+        f"{session_id}` brings them back to check and persist them."
+    )
+
+
+_WAY_OUT = {
+    "approval": "{calls} needed a yes nobody was there to give: {modes}add an `allow` rule under "
+    '[tool.liveforge.permissions] ("unbounded" for shell commands outside the check boundary, '
+    "which ask in every mode, `--yes` included)",
+    "policy": "the mode, the tool profile or a `deny` rule forbids {calls}: see `--mode`, "
+    "`--profile` and the `deny` lists under [tool.liveforge.permissions] and "
+    "[tool.liveforge.tools]",
+    "plugin": "a plugin vetoed {calls} (each refusal above says why)",
+}
+"""What to do about refused calls, by what refused them."""
+
+
+def _refused_line(collector: _Collector, mode: str) -> str:
     calls = ", ".join(sorted({r["tool"] for r in collector.refused}))
+    modes = ""
+    if mode != "full-auto":  # in full-auto only an `ask` rule or an unbounded command asks
+        modes = "give `run` a mode that allows them (`--mode auto-edit`, `--mode full-auto` or "
+        modes += "`--yes`), or "
+    ways = []
+    for by, way in _WAY_OUT.items():
+        tools = sorted({r["tool"] for r in collector.refused if r["by"] == by})
+        if tools:
+            ways.append(way.format(calls=", ".join(tools), modes=modes))
     return (
         f"{len(collector.refused)} tool call(s) were refused ({calls}): what the task asked "
-        "for may not be done. Give `run` a mode that allows them (`--mode auto-edit`, "
-        "`--mode full-auto` or `--yes`) or an `allow` rule; exit code 4."
+        f"for may not be done. {'; '.join(ways)}. Exit code 4."
     )
 
 
@@ -218,7 +250,7 @@ def _report(
     if not ok:
         message = "; ".join(collector.errors) or f"the turn ended without an answer ({reason})"
         if code is ExitCode.REFUSED:
-            message = _refused_line(collector)
+            message = _refused_line(collector, policy_of(agent).mode)
         kind = "Refused" if code is ExitCode.REFUSED else _ERROR_TYPES.get(reason, "RunFailed")
         payload["error"] = {
             "type": fault["type"] if fault else kind,

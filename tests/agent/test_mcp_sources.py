@@ -41,6 +41,22 @@ def test_user_settings_and_the_project_file_merge_the_project_winning(tmp_path: 
     assert "MCP server 'old'" in problem and "type 'sse' is not supported" in problem
 
 
+def test_liveforge_config_home_holds_the_user_s_mcp_json_as_it_holds_skills(tmp_path: Path):
+    """With $LIVEFORGE_CONFIG_HOME set, the user's servers are read from its mcp.json (the
+    folder whose skills/ holds the user's skills), not from $XDG_CONFIG_HOME's."""
+    home, xdg = tmp_path / "lf", tmp_path / "xdg"
+    (xdg / "liveforge").mkdir(parents=True)
+    home.mkdir()
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"mine": _stdio()}}))
+    (xdg / "liveforge" / "mcp.json").write_text(json.dumps({"mcpServers": {"xdg": _stdio()}}))
+    (tmp_path / "project").mkdir()
+    env = {"LIVEFORGE_CONFIG_HOME": str(home), "XDG_CONFIG_HOME": str(xdg)}
+    assert list(load_mcp_config(tmp_path / "project", env).servers) == ["mine"]
+    assert list(load_mcp_config(tmp_path / "project", {"XDG_CONFIG_HOME": str(xdg)}).servers) == [
+        "xdg"
+    ]
+
+
 def test_a_read_sub_agent_gets_the_read_only_mcp_tools_only(project, fake):
     """A sub-agent spawned with `tools="read"` is offered the servers' read-only tools, not
     the writing one, and calls them through its parent's running server; after `aclose`

@@ -94,6 +94,19 @@ CASES = [
     ("completion-unknown-shell", ["completion", "tcsh"], 2, "invalid choice: 'tcsh'"),
     ("verify-code-twice", ["verify", "1", "-c", "2"], 2, "got the code twice"),
     ("verify-empty-code", ["verify", " "], 2, "the code to verify is empty"),
+    (
+        "unknown-option-of-a-command",
+        ["view", "--strat", "3", "pkg.ok.f"],
+        2,
+        "liveforge view: error: unrecognized arguments: --strat pkg.ok.f; did you mean "
+        "'--start' (for '--strat')?",
+    ),
+    (
+        "unknown-option-of-a-nested-command",
+        ["--project", ".", "memory", "list", "--limt", "3"],
+        2,
+        "usage: liveforge memory list [-h] [--limit LIMIT]",
+    ),
 ]
 
 

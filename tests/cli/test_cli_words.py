@@ -36,6 +36,19 @@ def test_a_patch_of_several_definitions_says_what_to_give_instead(sample: Path):
     assert "patch the whole module: --patch MODULE=FILE" in result.stderr
 
 
+def test_a_patch_that_breaks_the_check_itself_says_to_leave_it_out(sample: Path):
+    """A --outside-project patch of `json.dumps`, which the check's machinery uses: exit 3,
+    and the advice is to leave that --patch out, not to roll a change back."""
+    (sample / "jd.py").write_text("def dumps(obj, **kw):\n    return 'x'\n")
+    result = run_cli(
+        "verify", "--patch", "json.dumps=jd.py", "--outside-project", "-c", "1", cwd=sample
+    )
+    assert result.returncode == 3
+    assert "the patch broke the check itself (c1 (json.dumps))" in result.stderr
+    assert "Leave that --patch out to check the others." in result.stderr
+    assert "Roll it back" not in result.stderr
+
+
 def test_a_folder_given_as_the_patch_file_is_called_a_folder(sample: Path):
     """--patch T=DIR says the path is a folder (exit 2), not that it does not exist."""
     result = run_cli("verify", "--patch", f"pricing.cart={sample}", cwd=sample)

@@ -22,6 +22,8 @@ def test_demo_fixes_the_sample_on_disk_and_says_where(tmp_path: Path):
     for step in ("inspect_module", "run_tests", "view_source", "patch", "verify", "persist"):
         assert f"● {step}(" in out
     assert "+        if self.quantity >= BULK_QUANTITY:" in out
+    said = " ".join(out.split())  # the next steps say what a chat needs, not where to read it
+    assert "liveforge chat (needs a model: set ANTHROPIC_API_KEY, OPENAI_API_KEY" in said
     cart = (project / "pricing" / "cart.py").read_text()
     assert "if self.quantity >= BULK_QUANTITY:" in cart and "quantity > BULK" not in cart
     tests = subprocess.run(

@@ -62,6 +62,28 @@ def test_a_checkout_is_installed_editable_from_its_folder(tmp_path: Path):
     assert 'liveforge[mcp]"' not in result.stderr and "install liveforge" not in result.stderr
 
 
+def test_an_mcp_server_without_the_sdk_points_to_the_command_that_names_the_install(
+    tmp_path: Path,
+):
+    """`liveforge mcp list` without the MCP SDK reports the configured server as failed,
+    pointing to `liveforge mcp` for the install command, never to a package index."""
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"t": {"command": "true"}}}')
+    code = WITHOUT_MCP.replace("main(['mcp'])", "main(['mcp', 'list'])")
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+    )
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    assert "the MCP SDK is not installed" in said and "`liveforge mcp` prints the command" in said
+    assert "pip install 'liveforge[mcp]'" not in said
+
+
 def test_a_copy_installed_from_a_folder_names_that_folder(tmp_path: Path, source: Path):
     """Installed (not editable) from a folder, liveforge's advice installs that folder."""
     python = _venv(tmp_path / "env")

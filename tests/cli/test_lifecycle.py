@@ -59,6 +59,12 @@ def test_a_rolled_back_persist_reads_as_chat_commands():
     assert "(/undo)" in in_chat_words(refusal) and "unpersist" not in in_chat_words(refusal)
 
 
+def test_a_patch_that_broke_the_check_reads_as_undo_in_the_chat():
+    """The check machinery's refusal of an outside-project patch names /undo in the chat."""
+    text = "the check itself (c1 (json.dumps)). Roll it back to check other changes."
+    assert in_chat_words(text).endswith("(c1 (json.dumps)). /undo it to check other changes.")
+
+
 def test_a_verified_change_found_divergent_is_held_back_saying_why(tmp_path: Path):
     """A change verified once, then found divergent (the running module's state moved away
     from its source), is not ready to persist, and the reason names the divergent run."""

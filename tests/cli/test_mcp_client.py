@@ -183,6 +183,21 @@ def test_mcp_list_shows_servers_states_and_tools(sample: Path, http_server: str)
     assert "broken" in text.stdout and "failed" in text.stdout
 
 
+def test_the_logs_of_stdio_servers_leave_git_status_clean(sample: Path):
+    """`liveforge mcp list` in a git project writes a stdio server's log under
+    `.liveforge/mcp/`, and `.liveforge/` comes with its `.gitignore`: git shows nothing."""
+    servers = {"shop": {"command": sys.executable, "args": [str(SERVER), "stdio"]}}
+    (sample / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "shop"]):
+        subprocess.run([*git, *command], cwd=sample, check=True, capture_output=True)
+    result = run_cli("mcp", "list", cwd=sample)
+    assert result.returncode == 0, result.stderr
+    assert (sample / ".liveforge" / "mcp" / "shop.log").is_file()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=sample, capture_output=True)
+    assert status.stdout.decode() == ""
+
+
 def test_a_bad_entry_is_reported_and_the_rest_work(sample: Path):
     """An entry naming an unset variable is left out with a message naming the server."""
     servers = {

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 from cli_support import FIX, run_cli
+
+from liveforge.cli.checks.checking import EXAMPLES_VERIFY
 
 SCHEMA = json.loads((resources.files("liveforge.cli") / "schema.json").read_text())
 
@@ -343,3 +346,16 @@ def test_a_divergent_verify_says_which_values_differ(sample: Path):
         "both passed, with different values: fresh import False, live process True"
         in (run["message"])
     )
+
+
+def test_the_examples_of_verify_s_help_pass_in_the_demo_s_sample(sample: Path):
+    """Each example line `liveforge verify --help` shows runs and passes in the sample project
+    the examples name (with `fix.py` holding the corrected method)."""
+    (sample / "fix.py").write_text(FIX)
+    for line in EXAMPLES_VERIFY.splitlines():
+        stdin, _, command = line.strip().rpartition("| ")
+        words = shlex.split(command)
+        assert words[:2] == ["liveforge", "verify"], line
+        given = shlex.split(stdin)[1] if stdin else None
+        result = run_cli(*words[1:], cwd=sample, input=given)
+        assert result.returncode == 0, f"{line}\n{result.stdout}{result.stderr}"

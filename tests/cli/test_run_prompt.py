@@ -108,6 +108,30 @@ def test_yes_lets_the_persist_through(sample: Path):
     assert "quantity >= BULK" in (sample / "pricing" / "cart.py").read_text()
 
 
+def test_a_change_left_only_in_memory_is_said_at_the_end(sample: Path):
+    """A run that patched and did not persist says which modules changed only in memory
+    and how to get the changes back; a run that persisted says nothing of the kind."""
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.text("Fixed in memory."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix", "--mode", "auto-edit", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "1 module(s) changed only in memory, not written to their files: pricing.cart" in said
+    assert "`liveforge diff`" in said and "liveforge chat --resume 2" in said
+    script = [
+        reply.tool_call("patch", {"path": "pricing.cart.Line.subtotal", "source": FIX}),
+        reply.tool_call("persist", {"force": True}),
+        reply.text("Saved."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "fix and save", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 0, result.stderr
+    assert "only in memory" not in result.stdout
+
+
 def test_read_only_refuses_the_patch_with_a_message_the_model_can_act_on(sample: Path):
     """--mode read-only: inspecting works, the patch is refused and says how to allow it."""
     script = [
@@ -143,6 +167,8 @@ def test_ask_mode_refuses_a_patch_with_nobody_to_ask_and_yes_contradicting_mode_
         refused = fake.requests[1].body["messages"][-1]["content"][0]
         both = run_cli("run", "-p", "x", "--yes", "--mode", "read-only", cwd=sample, **_env(fake))
     assert result.returncode == 4 and "1 tool call(s) were refused (patch)" in result.stdout
+    said = " ".join(result.stdout.split())
+    assert "or `--yes`), or add an `allow` rule under [tool.liveforge.permissions]" in said
     assert "patch (memory) needs the user's approval in 'ask' mode" in str(refused["content"])
     assert both.returncode == 2 and "--yes means --mode full-auto" in both.stderr
 
@@ -193,6 +219,43 @@ def test_a_deny_rule_refusal_exits_4_even_in_full_auto(sample: Path):
     data = json.loads(result.stdout)
     assert result.returncode == 4, result.stderr
     assert [(r["tool"], r["by"]) for r in data["refused"]] == [("patch", "policy")]
+    message = data["error"]["message"]
+    assert "a `deny` rule forbids patch" in message and "--yes" not in message
+
+
+def test_a_command_outside_the_boundary_refused_under_yes_is_not_told_to_use_yes(
+    sample: Path,
+):
+    """`exec` with boundary=false under --yes is refused (nobody to ask): the last line
+    names the "unbounded" allow rule, not a mode `run` already has."""
+    script = [
+        reply.tool_call("exec", {"command": "echo hi", "boundary": False}),
+        reply.text("Could not."),
+    ]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "run it", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 4, result.stderr
+    said = " ".join(result.stdout.split())
+    assert 'add an `allow` rule under [tool.liveforge.permissions] ("unbounded"' in said
+    assert "give `run` a mode" not in said
+
+
+def test_a_call_a_plugin_vetoes_is_said_to_be_the_plugin_s_doing(sample: Path):
+    """A call a project plugin vetoes under --yes ends the run with exit 4 and a last line
+    that names the plugin as the cause, not a mode to choose."""
+    plugins = sample / ".liveforge" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "guard.py").write_text(
+        "from liveforge.declarations.plugins import ToolVeto, hookimpl\n\n\n"
+        "@hookimpl\ndef before_tool_call(name, arguments):\n"
+        "    if name == 'execute':\n        return ToolVeto('use verify')\n"
+    )
+    script = [reply.tool_call("execute", {"code": "print(1)"}), reply.text("Done.")]
+    with FakeProvider(script=script) as fake:
+        result = run_cli("run", "-p", "run it", "--yes", cwd=sample, **_env(fake))
+    assert result.returncode == 4, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "a plugin vetoed execute" in said and "--yes" not in said
 
 
 def test_provider_failure_ends_with_exit_1(sample: Path):
@@ -231,6 +294,15 @@ def test_no_provider_configured_names_what_to_set(sample: Path):
     result = run_cli("run", "-p", "hello", cwd=sample)
     assert result.returncode == 2
     assert "ANTHROPIC_API_KEY" in result.stderr and "liveforge demo" in result.stderr
+
+
+def test_a_model_chosen_with_model_and_no_key_names_that_model_s_key(sample: Path):
+    """`--model azure:dep` without its key: the error names AZURE_OPENAI_API_KEY and does not
+    call the chosen model the default one."""
+    result = run_cli("run", "-p", "hello", "--model", "azure:dep", cwd=sample)
+    assert result.returncode == 2
+    assert "set AZURE_OPENAI_API_KEY" in result.stderr and "Set that key" in result.stderr
+    assert "default model" not in result.stderr
 
 
 def test_a_run_that_cannot_start_prints_an_error_object_the_schema_accepts(sample: Path):

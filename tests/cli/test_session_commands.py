@@ -4,6 +4,7 @@ without opening (or writing to) the session."""
 from __future__ import annotations
 
 import json
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -59,3 +60,40 @@ def test_history_and_diff_show_what_a_session_holds_in_memory(sample: Path):
     assert transcript.read_bytes() == before
     missing = run_cli("diff", "--resume", "nope", cwd=sample)
     assert missing.returncode == 3 and f"recent: {session_id}" in missing.stderr
+
+
+def test_history_without_any_session_says_none_is_there_yet(sample: Path):
+    """`liveforge history` and `diff` in a project no chat or run has used: exit 3, saying
+    there is no session yet and what starts one (there is nothing to resume)."""
+    for command in ("history", "diff"):
+        result = run_cli(command, cwd=sample)
+        assert result.returncode == 3
+        assert "no sessions in" in result.stderr and "yet: a chat, a `run`" in result.stderr
+        assert "to resume" not in result.stderr
+
+
+def test_the_latest_session_is_the_user_s_not_a_sub_agent_s_cancelled_last(sample: Path):
+    """A run whose sub-agent is still working when it answers cancels it, so the sub-agent's
+    transcript is written last; `liveforge history` (the latest session) still reads the
+    run's own session, not the sub-agent's."""
+    with FakeProvider() as fake:
+        fake.add(
+            reply.tool_call("spawn_agent", {"task": "look", "model": "kid", "tools": "read"}),
+            reply.text("Answered without waiting."),
+        )
+        fake.add(reply.text("late").slow(5), model="kid")
+        env = {
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": fake.openai_base_url,
+            "LIVEFORGE_MODEL": "openai:main",
+        }
+        ran = run_cli("run", "-p", "spawn and answer", "--yes", "--json", cwd=sample, **env)
+    assert ran.returncode == 0, ran.stderr
+    own = json.loads(ran.stdout)["session_id"]
+    transcripts = list((sample / ".liveforge" / "sessions").glob("*.jsonl"))
+    [sub] = [p for p in transcripts if p.stem != own]
+    own_time = (sample / ".liveforge" / "sessions" / f"{own}.jsonl").stat().st_mtime
+    later = own_time + 5  # the sub-agent's cancelled turn written last, whatever the timing
+    os.utime(sub, (later, later))
+    shown = run_cli("history", "--json", cwd=sample)
+    assert json.loads(shown.stdout)["session_id"] == own

@@ -207,3 +207,23 @@ def test_a_bad_value_says_which_file_it_came_from(tmp_path: Path) -> None:
         load_config(root, env={})
     assert "`max_tokens` in liveforge.toml" in str(info.value)
     assert info.value.key == "tool.liveforge.max_tokens"
+
+
+def test_a_table_in_both_files_is_merged_key_by_key(tmp_path: Path) -> None:
+    """`[permissions]` in liveforge.toml sets the mode and keeps the deny rule pyproject.toml
+    gives (a table there does not drop the other file's keys); a bad value in the table is
+    named in the file that set that key."""
+    root = _project(
+        tmp_path,
+        '[tool.liveforge.permissions]\ndeny = ["exec"]\n',
+        '[permissions]\nmode = "auto-edit"\n',
+    )
+    permissions = load_config(root, env={}).permissions
+    assert (permissions.mode, permissions.deny) == ("auto-edit", ["exec"])
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'x'\n[tool.liveforge.permissions]\nmode = 'sometimes'\n"
+    )
+    (tmp_path / "liveforge.toml").write_text('[permissions]\ndeny = ["exec"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root, env={})
+    assert "tool.liveforge.permissions.mode (in pyproject.toml)" in str(info.value)

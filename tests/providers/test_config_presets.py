@@ -45,6 +45,16 @@ def test_a_missing_endpoint_variable_is_named(tmp_path: Path) -> None:
         _routes(tmp_path, "azure:dep", {"AZURE_OPENAI_API_KEY": "k"})
 
 
+def test_a_missing_url_variable_that_is_the_whole_url_is_named_once(tmp_path: Path) -> None:
+    """openai-compatible's URL variable is itself the whole-URL override: the error says to
+    set it, once, with no alternative that names the same variable."""
+    with pytest.raises(ConfigError) as error:
+        _routes(tmp_path, "openai-compatible:qwen", {})
+    message = str(error.value)
+    assert message.endswith("; set OPENAI_COMPATIBLE_BASE_URL.")
+    assert "whole URL" not in message
+
+
 def test_openai_compatible_preset_and_project_defined_url_variables(tmp_path: Path) -> None:
     """openai-compatible: needs only its URL; a project provider may use ${VAR} too."""
     (tmp_path / "liveforge.toml").write_text(

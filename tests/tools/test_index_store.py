@@ -94,3 +94,16 @@ def test_liveforge_find_keeps_its_index_between_commands(tmp_path: Path):
         "shapes.square.Square.perimeter"
     ]
     assert (root / STORE).stat().st_mtime_ns != stored
+
+
+def test_the_stored_index_leaves_git_status_of_the_project_clean(tmp_path: Path):
+    """`liveforge find` in a git project makes `.liveforge/` with its `.gitignore`, so the
+    index it stores there does not show in `git status`."""
+    root = _project(tmp_path)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "shapes"]):
+        subprocess.run([*git, *command], cwd=root, check=True, capture_output=True)
+    assert run_cli("find", "area", cwd=root).returncode == 0
+    assert (root / STORE).is_file()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True)
+    assert status.stdout.decode() == ""

@@ -35,7 +35,7 @@ __all__ = ["register"]
 
 EXAMPLES_VERIFY = """\
   liveforge verify "from pricing.cart import Line; Line('a', 100, 10).subtotal()"
-  liveforge verify -c "import pricing; print(pricing.__version__)"
+  liveforge verify -c "import pricing; print(pricing.parse_coupon('SAVE10'))"
   liveforge verify --patch pricing.cart.Line.subtotal=fix.py -c "from pricing.cart import Line"
   echo "assert 1 + 1 == 2" | liveforge verify
 """

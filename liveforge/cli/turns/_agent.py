@@ -39,7 +39,7 @@ __all__ = [
 
 T = TypeVar("T")
 NO_PROVIDER_HINT = (
-    "Set the key of the default model's provider, or pick another model with LIVEFORGE_MODEL "
+    "Set that key, or pick another model with LIVEFORGE_MODEL "
     "(or --model): anthropic:claude-sonnet-4-5 needs ANTHROPIC_API_KEY, openai:gpt-4o needs "
     "OPENAI_API_KEY, ollama:llama3.1 needs a running Ollama and no key. To see liveforge "
     "work without any key or network, run `liveforge demo`."

@@ -250,3 +250,15 @@ def test_removing_a_definition_uncovers_the_star_imported_name(
     assert user.helper() == "base"
     rt.rollback()
     assert user.helper() == "own"
+
+
+def test_a_syntax_error_is_placed_on_its_line_of_the_given_source(
+    project: Project, rt: Runtime
+) -> None:
+    """Blank lines before a definition that does not compile count: the error names the
+    line of the source as given (a file's line), and the patch changes nothing."""
+    mod = project.module("def f():\n    return 1\n")
+    with pytest.raises(PatchSyntaxError) as info:
+        rt.patch(f"{mod.__name__}.f", "\n\ndef f(:\n    return 2\n")
+    assert "(line 3 of the given source)" in str(info.value)
+    assert info.value.lineno == 3 and mod.f() == 1
