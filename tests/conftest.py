@@ -1,16 +1,21 @@
-"""Fixtures shared by the test folders: a fresh copy of the demo's sample project; and the
-order the tests run in."""
+"""Fixtures shared by the test folders: a fresh copy of the demo's sample project, a copy of
+liveforge's own source tree to build from; and the order the tests run in."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import liveforge
 from liveforge.demo import SAMPLE_DIR
+
+#: the source tree liveforge runs from (a checkout: tests run from one)
+CHECKOUT = Path(liveforge.__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -19,6 +24,37 @@ def sample(tmp_path: Path) -> Path:
     target = tmp_path / "shop"
     shutil.copytree(SAMPLE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
     return target
+
+
+@pytest.fixture(scope="session")
+def checkout_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of liveforge's source tree to build or install from: building in the checkout
+    leaves `build/` there, whose files (a module since moved or deleted among them) go into
+    every later wheel built from it. The copy holds what git lists, tracked or new, and no
+    ignored file (virtualenvs, build output, caches); without git, the tree less those."""
+    copy = tmp_path_factory.mktemp("checkout") / "liveforge-src"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=CHECKOUT,
+        capture_output=True,
+    )
+    if listed.returncode != 0:
+        junk = shutil.ignore_patterns(
+            ".git", ".venv*", ".ci-*", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+        )
+        shutil.copytree(CHECKOUT, copy, symlinks=True, ignore=junk)
+        return copy
+    for name in listed.stdout.decode().split("\0"):
+        source = CHECKOUT / name
+        if not name or not (source.exists() or source.is_symlink()):
+            continue  # deleted from the tree, not yet from git's index
+        target = copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            os.symlink(os.readlink(source), target)
+        else:
+            shutil.copy2(source, target)
+    return copy
 
 
 @pytest.fixture

@@ -148,10 +148,11 @@ def test_jedi_goto_lands_on_the_implementation_file():
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source tree")
-def test_wheel_holds_every_module(tmp_path):
+def test_wheel_holds_every_module(tmp_path, checkout_copy):
     """The built wheel contains each first-party module under its liveforge.* name."""
+    wheel_command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        [*wheel_command, str(tmp_path), str(checkout_copy)],
         check=True,
         capture_output=True,
     )

@@ -4,11 +4,9 @@ wheel — never a package index liveforge is not published on."""
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,15 +39,10 @@ def _without_mcp(python: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+@pytest.fixture
+def source(checkout_copy: Path) -> Path:
     """A copy of the source tree (building in place would leave build/ in the checkout)."""
-    copy = tmp_path_factory.mktemp("install") / "liveforge-src"
-    junk = shutil.ignore_patterns(
-        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", "sandbox_runs"
-    )
-    shutil.copytree(CHECKOUT, copy, symlinks=True, ignore=junk)
-    yield copy
+    return checkout_copy
 
 
 def test_a_checkout_is_installed_editable_from_its_folder(tmp_path: Path):
