@@ -261,8 +261,8 @@ def view_source(path: str, start: int | None = None, end: int | None = None) -> 
         first, last = entry.start, entry.end
     lo, hi = max(first, start or first), min(last, end or last)
     if lo > hi:
-        asked = f"start={start}" + (f", end={end}" if end is not None else "")
-        return f"{path}: lines {first}-{last}; nothing to show for {asked}."
+        asked = f"line {start}" if end is None else f"lines {start or first}-{end}"
+        return f"{path}: lines {first}-{last}; nothing to show at {asked}."
     where = f"{view.filename if not view.virtual else 'memory only'}"
     header = f"# {view.name}:{lo}-{hi} of {len(lines)} ({where}){_marks(view)}"
     body = number_lines(lines[lo - 1 : hi], lo)

@@ -10,11 +10,12 @@ Standard library only, with no sibling to load: sandbox children load this file 
 
 from __future__ import annotations
 
+import re
 import traceback
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MESSAGE_LIMIT", "REPR_LIMIT", "clip", "exception_info", "safe_repr"]
+__all__ = ["MESSAGE_LIMIT", "REPR_LIMIT", "clip", "error_line", "exception_info", "safe_repr"]
 
 REPR_LIMIT = 10_000
 MESSAGE_LIMIT = 2_000
@@ -63,6 +64,24 @@ def exception_info(exc: BaseException) -> dict[str, Any]:
         "exc_message": clip(str(exc), MESSAGE_LIMIT),
         "traceback": clip("".join(report.format()), TRACEBACK_LIMIT),
     }
+
+
+_FRAME = re.compile(r'File "([^"]*)", line (\d+), in [^\n]*\n[ \t]+(\S[^\n]*)')
+
+
+def error_line(kind: str | None, message: str | None, trace: str | None) -> str:
+    """One line for an exception: `Type: first line of its message`; an exception without
+    a message (a bare `assert`) names the line that raised it instead."""
+    kind = kind or "error"
+    text = (message or "").strip().splitlines()
+    if text:
+        return f"{kind}: {text[0]}"
+    frames = _FRAME.findall(trace or "")
+    if not frames:
+        return kind
+    filename, line, code = frames[-1]
+    where = "the snippet" if filename.startswith(("<verify:", "<live-check>")) else filename
+    return f"{kind} at line {line} of {where}: {code.strip()}"
 
 
 def _machinery(filename: str) -> bool:

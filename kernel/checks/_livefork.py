@@ -53,6 +53,7 @@ from liveforge.kernel.boundary._policy import expected_report
 from liveforge.kernel.boundary._wipe import forget_secrets
 from liveforge.kernel.checks._background import later
 from liveforge.kernel.checks._child import run_snippet
+from liveforge.kernel.checks._childerrors import error_line
 from liveforge.kernel.checks._hosts import Host
 from liveforge.kernel.checks._probes import Probe, compare
 
@@ -86,7 +87,8 @@ class LiveCheck(BaseModel):
 
     def headline(self) -> str:
         """`live process: <status>[, value]` on one line, with its isolation."""
-        detail = f" ({self.exc_type}: {self.exc_message})" if self.exc_type else ""
+        said = error_line(self.exc_type, self.exc_message, self.traceback)
+        detail = f" ({said})" if self.exc_type else ""
         value = f", value {self.value_repr}" if self.value_repr is not None else ""
         return f"live process: {self.status} in {self.duration:.3f}s{value}{detail} [{_said(self)}]"
 

@@ -16,6 +16,7 @@ from liveforge.kernel.boundary._overlay import Changes
 from liveforge.kernel.boundary._policy import expected_report, limits_hit
 from liveforge.kernel.boundary._secrets import Scrubber
 from liveforge.kernel.checks._child import SELF_SIGNAL
+from liveforge.kernel.checks._childerrors import error_line
 from liveforge.kernel.checks._records import (
     RunResult,
     RunStatus,
@@ -99,7 +100,11 @@ def _classify(
         return status, _tests_message(child, ended)
     if status == "passed":
         return status, "the snippet ran to completion"
-    return status, f"{child.get('exc_type')}: {_first_line(child.get('exc_message') or '')}"
+    return status, _error(child)
+
+
+def _error(child: dict[str, Any]) -> str:
+    return error_line(child.get("exc_type"), child.get("exc_message"), child.get("traceback"))
 
 
 def _own_signal(ended: RunExit) -> bool:
@@ -128,7 +133,7 @@ def _killed_by(name: str, ended: RunExit, policy: BoundaryPolicy, hit: list[str]
 def _tests_message(child: dict[str, Any], ended: RunExit) -> str:
     tally = TestCounts(**child["tests"]).line()
     if child.get("exc_type"):
-        return f"{child['exc_type']}: {_first_line(child.get('exc_message') or '')}"
+        return _error(child)
     if child.get("exc_message"):
         return str(child["exc_message"])
     if child["status"] == "error" and not child.get("failures"):

@@ -154,9 +154,11 @@ class Checks:
         update: dict[str, object] = {"live": checked, "divergent": divergent}
         if divergent:
             update["ok"] = False
+            fresh = "" if result.status == "passed" else f" Fresh import: {result.message}"
             update["message"] = (
-                f"the live process and a fresh import disagree: {_difference(result, checked)}. "
-                f"{result.message}"
+                f"the live process and a fresh import disagree: {_difference(result, checked)}."
+                + fresh.rstrip(".")
+                + ("." if fresh else "")
             )
         return result.model_copy(update=update)
 

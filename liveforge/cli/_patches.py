@@ -47,6 +47,11 @@ def parse_patch(spec: str) -> tuple[str, Path]:
         raise CommandError(
             f"--patch {target}: {path} is a folder; give the file that holds the new source."
         )
+    if path.exists() and not path.is_file():
+        raise CommandError(
+            f"--patch {target}: {path} is not a regular file; give the file that holds the "
+            "new source."
+        )
     if not path.is_file():
         raise CommandError(f"--patch {target}: file {path} does not exist.")
     return target.strip(), path

@@ -49,11 +49,28 @@ def test_a_patch_that_breaks_the_check_itself_says_to_leave_it_out(sample: Path)
     assert "Roll it back" not in result.stderr
 
 
+def test_a_window_past_a_definition_names_its_lines_not_the_tool_s_arguments(sample: Path):
+    """`view X --start N` past X's last line says which lines X has and the line asked for,
+    not the tool's `start=N`."""
+    result = run_cli("view", "pricing.cart.Line", "--start", "900", cwd=sample)
+    assert result.returncode == 0, result.stderr
+    assert "nothing to show at line 900." in result.stdout
+    assert "start=" not in result.stdout
+
+
 def test_a_folder_given_as_the_patch_file_is_called_a_folder(sample: Path):
     """--patch T=DIR says the path is a folder (exit 2), not that it does not exist."""
     result = run_cli("verify", "--patch", f"pricing.cart={sample}", cwd=sample)
     assert result.returncode == 2
     assert f"{sample} is a folder; give the file that holds the new source" in result.stderr
+
+
+def test_a_device_given_as_the_patch_file_is_not_called_missing(sample: Path):
+    """--patch T=/dev/null: the path exists but is no regular file, and says so (exit 2)."""
+    result = run_cli("verify", "--patch", "pricing.cart=/dev/null", cwd=sample)
+    assert result.returncode == 2
+    assert "/dev/null is not a regular file" in result.stderr
+    assert "does not exist" not in result.stderr
 
 
 def test_usage_errors_under_json_print_one_json_object(sample: Path):

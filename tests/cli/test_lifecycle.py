@@ -35,6 +35,14 @@ def test_failing_tests_are_named_in_one_line():
     )
 
 
+def test_one_error_is_counted_in_the_singular():
+    """An error collecting one test file reads "1 error", more read "2 errors"."""
+    one = check_line(_run(tests=TestCounts(passed=2, failed=0, errors=1), failures=[]))
+    assert "2 passed, 0 failed, 1 error ·" in one
+    two = check_line(_run(tests=TestCounts(passed=2, failed=0, errors=2), failures=[]))
+    assert "2 passed, 0 failed, 2 errors ·" in two
+
+
 def test_a_passing_snippet_shows_its_value():
     """A verify that passed shows the final expression's value."""
     line = check_line(_run(kind="snippet", status="passed", ok=True, value_repr="900"))

@@ -148,3 +148,7 @@ def test_tally_reads_quiet_and_verbose_pytest_output():
     assert (verbose.passed, verbose.current) == (1, "tests/t.py::test_y[1]")
     verbose.feed("FAILED [100%]\n")
     assert (verbose.passed, verbose.failed) == (1, 1)
+    verbose.feed("tests/t.py::test_z ERROR\n")
+    assert verbose.line().startswith("1 passed, 1 failed, 1 error ·")
+    verbose.feed("tests/t.py::test_w ERROR\n")
+    assert verbose.line().startswith("1 passed, 1 failed, 2 errors ·")

@@ -85,4 +85,4 @@ def test_view_source_shows_the_running_text_after_the_file_changed(project, rt):
 def test_view_source_past_the_end_names_the_valid_lines(project, rt):
     """A window past the end says which lines exist and echoes only what was asked."""
     text = view_source(f"{project.pkg}.gauge", start=50)
-    assert text == f"{project.pkg}.gauge: lines 1-11; nothing to show for start=50."
+    assert text == f"{project.pkg}.gauge: lines 1-11; nothing to show at line 50."

@@ -52,7 +52,7 @@ class PytestTally:
     def line(self) -> str:
         parts = [f"{self.passed} passed", f"{self.failed} failed"]
         if self.errors:
-            parts.append(f"{self.errors} errors")
+            parts.append(f"{self.errors} error" + ("s" if self.errors != 1 else ""))
         return ", ".join(parts) + (f" · {self.current}" if self.current else "")
 
 

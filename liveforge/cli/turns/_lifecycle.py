@@ -22,7 +22,7 @@ def check_line(result: RunResult) -> str:
     if result.tests is not None:
         t = result.tests
         counts = f"{t.passed} passed, {t.failed} failed" + (
-            f", {t.errors} errors" if t.errors else ""
+            f", {t.errors} error" + ("s" if t.errors != 1 else "") if t.errors else ""
         )
         parts.append(counts)
         names = [f.nodeid for f in result.failures[:_MAX_FAILURES]]

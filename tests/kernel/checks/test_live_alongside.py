@@ -103,3 +103,11 @@ def test_the_record_of_a_verify_holds_its_live_check(rt: Runtime) -> None:
     stored = rt.checks.run(result.run_id)
     assert stored.live is not None and stored.live.value_repr == "42"
     assert stored.model_dump() == result.model_dump()
+
+
+def test_the_live_check_names_the_line_of_a_bare_assert(rt: Runtime) -> None:
+    """The live check's line says a bare `assert` by its line, as the fresh one does."""
+    result = rt.verify("x = 1\nassert x == 2")
+    assert result.live is not None
+    assert "(AssertionError at line 2 of the snippet: assert x == 2)" in result.live.headline()
+    assert result.message == "AssertionError at line 2 of the snippet: assert x == 2"

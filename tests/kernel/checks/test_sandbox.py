@@ -112,6 +112,13 @@ def test_failed_assertion_is_failed_and_the_value_is_absent(sandbox: Sandbox) ->
     assert result.value_repr is None
 
 
+def test_a_bare_assert_names_its_line_where_a_message_would_be(sandbox: Sandbox) -> None:
+    """An exception without a message (`assert x == 2`) is said by the line that raised it,
+    not as "AssertionError: " with nothing after it."""
+    result = sandbox.verify("x = 1\nassert x == 2")
+    assert result.message == "AssertionError at line 2 of the snippet: assert x == 2"
+
+
 def test_syntax_error_in_the_snippet_is_an_error(sandbox: Sandbox) -> None:
     result = sandbox.verify("def broken(:\n")
     assert (result.status, result.exc_type) == ("error", "SyntaxError")
