@@ -32,22 +32,36 @@ def query_problem(query: str) -> str | None:
     return None
 
 
+#: files named in a note after find's answer, at most
+MAX_PROBLEMS = 5
+
+
 def search(index: DefinitionIndex, query: str, kind: str | None) -> list[Definition]:
     """Definitions named `query` (a name or dotted tail), of `kind` when given."""
     return list(index.search(query.strip(), KINDS[kind] if kind else None))
 
 
-def render(found: list[Definition], query: str, kind: str | None) -> str:
-    """The text `find` answers with: one line per definition, bounded."""
+def render(
+    found: list[Definition], query: str, kind: str | None, problems: list[tuple[str, str]]
+) -> str:
+    """The text `find` answers with: one line per definition, bounded; then the files whose
+    definitions are missing or garbled (`DefinitionIndex.problems`), so that "no
+    definitions" is not said of a file that could not be read."""
     lines = sorted({_line(d) for d in found})
+    notes = [f"note: {path}: {what}" for path, what in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        notes.append(f"note: {len(problems) - MAX_PROBLEMS} more files like these")
     if not lines:
-        return f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
-    return bounded(lines, "narrow the query (dotted tail) or pass kind")
+        empty = f"no definitions named {query!r}" + (f" of kind {kind}" if kind else "")
+        return "\n".join([empty, *notes]) + ("\n" if notes else "")
+    text = bounded(lines, "narrow the query (dotted tail) or pass kind")
+    return text + "".join(f"{note}\n" for note in notes)
 
 
 def hits(found: list[Definition], index: DefinitionIndex) -> list[dict[str, Any]]:
-    """The definitions as dicts (path, kind, signature, line, file, stub, exported_as)
-    sorted by path, for front ends that print JSON."""
+    """The definitions as dicts (path, kind, signature, line, file, stub, exported_as, and
+    why the file is not text in its encoding or None) sorted by path, for front ends that
+    print JSON."""
     rows = {
         (d.dotted, d.line): {
             "path": d.dotted,
@@ -57,6 +71,7 @@ def hits(found: list[Definition], index: DefinitionIndex) -> list[dict[str, Any]
             "file": index.file_of(d.module),
             "stub": d.stub,
             "exported_as": list(d.exported_as),
+            "undecodable": d.undecodable or None,
         }
         for d in found
     }
@@ -78,4 +93,6 @@ def _line(definition: Definition) -> str:
         text += " (stub: no source)"
     if definition.exported_as:
         text += f" (exported as {', '.join(definition.exported_as)})"
+    if definition.undecodable:
+        text += f" (its file is {definition.undecodable}; names may show replaced bytes)"
     return text

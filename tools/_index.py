@@ -50,6 +50,8 @@ class Definition:
     stub: bool = False
     entry: Entry | None = field(default=None, repr=False, compare=False)
     exported_as: tuple[str, ...] = ()
+    undecodable: str = ""
+    """Why its file is not text in its encoding (read with replacement characters), if so."""
 
     @property
     def name(self) -> str:
@@ -79,6 +81,8 @@ class _FileIndex:
     stars: tuple[str, ...] = ()  # modules of its `from m import *`
     public: tuple[str, ...] | None = None  # a literal `__all__`
     digest: str = ""  # of a file's bytes: a file touched but not changed is not re-read
+    undecodable: str = ""  # why the file is not text in its encoding (read replaced)
+    unparsed: str = ""  # why the file does not parse (its definitions are not indexed)
 
     def top_names(self) -> list[str]:
         """What `from <this module> import *` binds, as far as the source says."""
@@ -150,9 +154,10 @@ class DefinitionIndex:
             known.stamp = stamp  # saved again, or touched: the same text
             return known
         package = path.stem == "__init__"
-        source = data.decode("utf-8", "replace")
+        source, problem = source_text(data, path)
         found = self._index(module, source, stamp, stub=path.suffix == ".pyi", package=package)
         found.digest = digest
+        _mark_undecodable(found, problem)
         return found
 
     def _index(
@@ -163,7 +168,10 @@ class DefinitionIndex:
         definitions = [Definition(module, "", "module", 1, stub)]
         definitions += [d for e in entries for d in _flatten(module, e, stub)]
         reexports, stars = _reexports(module, source) if package else ({}, ())
-        return _FileIndex(module, stamp, definitions, reexports, stars=stars, public=_all(source))
+        found = _FileIndex(module, stamp, definitions, reexports, stars=stars, public=_all(source))
+        if not entries and source.strip() and parsed(source) is None:
+            found.unparsed = _syntax_error(source)
+        return found
 
     def _sources(self) -> list[tuple[Path, str]]:
         """``(file, module)`` of every source under the import roots, one file per module:
@@ -191,6 +199,22 @@ class DefinitionIndex:
         """Every definition: files, with in-memory modules in place of their files."""
         return [d for group in self._grouped().values() for d in group]
 
+    def problems(self) -> list[tuple[str, str]]:
+        """``(file, what is wrong)`` for each indexed file whose definitions are missing
+        (it does not parse) or may show replaced bytes (it is not text in its encoding)."""
+        found = []
+        for path, index in sorted(self._files.items()):
+            said = []
+            if index.undecodable:
+                said.append(index.undecodable)
+            if index.unparsed:
+                said.append(f"does not parse: {index.unparsed}; its definitions are not searched")
+            elif index.undecodable:
+                said.append("names may show replaced bytes")
+            if said:
+                found.append((str(path), "; ".join(said)))
+        return found
+
     def file_of(self, module: str) -> str | None:
         """The file module `module` was indexed from (its backing file when in memory)."""
         memory = self._memory.get(module)
@@ -217,7 +241,7 @@ class DefinitionIndex:
             if index.module in self._memory or path.suffix == ".pyi":
                 continue
             try:
-                text = path.read_bytes().decode("utf-8", "replace")
+                text = source_text(path.read_bytes(), path)[0]
             except OSError:
                 continue
             if pattern.search(text):
@@ -377,7 +401,7 @@ def definition_index(rt: Any, memory: list[tuple[str, str, str | None]]) -> Defi
 STORE = Path(".liveforge") / "index" / "definitions.json"
 """Where `stored_index` keeps a project's index, under the project's root."""
 
-_FORMAT = 1  # raised whenever what is stored, or how files are outlined, changes
+_FORMAT = 2  # raised whenever what is stored, or how files are outlined, changes
 
 
 def stored_index(roots: ImportRoots, project_root: Path) -> DefinitionIndex:
@@ -439,6 +463,8 @@ def _row(path: Path, index: _FileIndex) -> dict[str, Any]:
         "reexports": index.reexports,
         "stars": list(index.stars),
         "public": list(index.public) if index.public is not None else None,
+        "undecodable": index.undecodable,
+        "unparsed": index.unparsed,
     }
 
 
@@ -456,13 +482,57 @@ def _from_row(row: dict[str, Any]) -> _FileIndex:
         module, stamp, definitions, dict(row["reexports"]), stars=tuple(row["stars"])
     )
     found.public, found.digest = public, row["digest"]
+    _mark_undecodable(found, row["undecodable"])
+    found.unparsed = row["unparsed"]
     return found
+
+
+def _syntax_error(source: str) -> str:
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        return f"{exc.msg} (line {exc.lineno})"
+    except ValueError as exc:  # a null byte
+        return str(exc)
+    return ""
+
+
+def source_text(data: bytes, path: Path) -> tuple[str, str]:
+    """The text of a Python file's bytes in its encoding (coding cookie, BOM or UTF-8), and
+    "" — or, for bytes that are not text in it, the text with replacement characters and
+    what is wrong (the encoding and the first bad byte)."""
+    if not any(b"coding" in line for line in data.split(b"\n", 2)[:2]):
+        try:  # most files: UTF-8 and no coding cookie, read without looking further
+            return data.decode("utf-8-sig"), ""
+        except UnicodeDecodeError:
+            pass
+    import io
+    import tokenize
+
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError as exc:  # an unknown coding, or a BOM against the cookie
+        if "unknown encoding" in str(exc):
+            return data.decode("utf-8", "replace"), f"{exc}, read as utf-8"
+        encoding = "utf-8"  # no cookie: the bytes of its first lines are not UTF-8
+    try:
+        return data.decode(encoding), ""
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        said = f"not {encoding} text: byte {data[exc.start]:#04x} on line {line}"
+        return data.decode(encoding, "replace"), said
+
+
+def _mark_undecodable(found: _FileIndex, problem: str) -> None:
+    if problem:
+        found.undecodable = problem
+        found.definitions = [replace(d, undecodable=problem) for d in found.definitions]
 
 
 def _signature_in(path: str, qualname: str) -> str:
     """The signature of `qualname` in the file at `path`, outlined when first shown."""
     try:
-        source = Path(path).read_bytes().decode("utf-8", "replace")
+        source = source_text(Path(path).read_bytes(), Path(path))[0]
     except OSError:
         return ""
     entry = find_entry(outline(source), qualname.split("."))

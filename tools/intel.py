@@ -37,8 +37,8 @@ def find(query: str, kind: Kind | None = None) -> str:
         query: a name or dotted tail, e.g. area or Square.area
         kind: only this kind of definition
     """
-    found, _ = _definitions(query, kind)
-    return render(found, query, kind)
+    found, index = _definitions(query, kind)
+    return render(found, query, kind, index.problems())
 
 
 def _definitions(query: str, kind: Kind | None) -> tuple[list[Definition], DefinitionIndex]:

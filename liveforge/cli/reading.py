@@ -145,5 +145,7 @@ def _find(args: argparse.Namespace) -> int:
         "kind": args.kind,
         "hits": hits(found, index),
     }
-    emit(args, payload, render(found, args.query, args.kind))
+    problems = index.problems()
+    payload["problems"] = [{"file": path, "problem": what} for path, what in problems]
+    emit(args, payload, render(found, args.query, args.kind, problems))
     return ExitCode.OK

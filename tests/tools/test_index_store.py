@@ -31,7 +31,7 @@ def _project(root: Path) -> Path:
 
 def _find(root: Path, query: str) -> tuple[str, int]:
     index = stored_index(discover(root), root)
-    return render(search(index, query, None), query, None), index.parsed_last
+    return render(search(index, query, None), query, None, index.problems()), index.parsed_last
 
 
 def test_a_second_process_reuses_the_stored_index(tmp_path: Path):
@@ -107,3 +107,17 @@ def test_the_stored_index_leaves_git_status_of_the_project_clean(tmp_path: Path)
     assert (root / STORE).is_file()
     status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True)
     assert status.stdout.decode() == ""
+
+
+def test_what_is_wrong_with_a_file_is_stored_with_its_definitions(tmp_path: Path):
+    """A file that is not UTF-8 text, and one that does not parse: the next process, which
+    reads neither again, marks and notes them as the first did."""
+    root = _project(tmp_path)
+    (root / "shapes" / "legacy.py").write_bytes(b"def old():\n    return 'caf\xe9'\n")
+    (root / "shapes" / "broken.py").write_text("def half(:\n")
+    first, parsed = _find(root, "old")
+    assert parsed == 5
+    assert "(its file is not utf-8 text: byte 0xe9 on line 2;" in first
+    assert "broken.py: does not parse: " in first
+    again, parsed = _find(root, "old")
+    assert parsed == 0 and again == first

@@ -52,6 +52,35 @@ def test_find_searches_around_the_undecodable_module(project, rt):
     assert f"{project.pkg}.shapes.area" in find("area")
 
 
+def test_find_marks_what_it_read_from_the_undecodable_module(project, rt):
+    """A definition found in the undecodable file is marked, and the answer ends with a
+    note naming the file and the byte."""
+    text = find("bad")
+    path = project.root / project.pkg / "legacy.py"
+    assert f"def {project.pkg}.legacy.bad() :1 (its file is not utf-8 text: byte 0xe9" in text
+    assert f"note: {path}: not utf-8 text: byte 0xe9 on line 2; names may show" in text
+
+
+def test_find_reads_a_file_in_its_declared_encoding(project, rt):
+    """A latin-1 file with its coding declaration is Python like any other: its names are
+    found as written, with no note."""
+    source = "# -*- coding: latin-1 -*-\ndef café():\n    return 1\n"
+    (project.root / project.pkg / "old.py").write_bytes(source.encode("latin-1"))
+    text = find("café")
+    assert f"def {project.pkg}.old.café() :2" in text
+    assert "old.py" not in text.split("café() :2")[1]
+
+
+def test_find_says_a_file_that_does_not_parse_was_not_searched(project, rt):
+    """No definitions found is not said of a file find could not read: the answer names it."""
+    (project.root / project.pkg / "broken.py").write_text("def half(:\n    pass\n")
+    text = find("half")
+    assert text.startswith("no definitions named 'half'")
+    path = project.root / project.pkg / "broken.py"
+    assert f"note: {path}: does not parse: " in text
+    assert "its definitions are not searched" in text
+
+
 def test_a_module_whose_file_became_undecodable_after_import_says_so(tmp_path):
     """Imported while it was UTF-8, then saved in another encoding, then met by a runtime:
     patching it is refused because of the encoding, not as 'no Python source file'."""
