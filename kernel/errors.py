@@ -92,7 +92,16 @@ class TargetNotFound(LiveforgeError, LookupError):
         self.target = target
         # the user's own names (`project`) come before the others (say, the standard library)
         own = difflib.get_close_matches(target, list(project), n=5, cutoff=0.5)
-        others = difflib.get_close_matches(target, list(candidates), n=5, cutoff=0.5)
+        parent, _, leaf = target.rpartition(".")
+        siblings = [c for c in candidates if parent and c.rpartition(".")[0] == parent]
+        if siblings:
+            # the last name is what is mistyped: `pkg.nope` is not close to `pkg.__all__`
+            # because both start with `pkg.`
+            by_leaf = {c.rpartition(".")[2]: c for c in siblings}
+            near = difflib.get_close_matches(leaf, list(by_leaf), n=5, cutoff=0.6)
+            others = [by_leaf[name] for name in near]
+        else:
+            others = difflib.get_close_matches(target, list(candidates), n=5, cutoff=0.5)
         self.suggestions = [*own, *(m for m in others if m not in own)][:5]
         message = f"{target!r} was not found"
         if project and not own:

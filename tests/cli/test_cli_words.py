@@ -24,6 +24,16 @@ def test_an_unknown_module_lists_the_project_before_the_standard_library(sample:
     assert "close matches: pricing," in close
 
 
+def test_a_mistyped_last_name_is_matched_on_that_name_alone(sample: Path):
+    """`view pricing.nope` offers no `pricing.__all__` (close only by the shared `pricing.`);
+    `view pricing.cart.Line.subtotl` offers `subtotal`, and nothing else of `Line`."""
+    far = run_cli("view", "pricing.nope", cwd=sample)
+    assert far.returncode == 3
+    assert "__all__" not in far.stderr and "close matches" not in far.stderr
+    near = run_cli("view", "pricing.cart.Line.subtotl", cwd=sample)
+    assert "close matches: pricing.cart.Line.subtotal." in near.stderr
+
+
 def test_a_patch_of_several_definitions_says_what_to_give_instead(sample: Path):
     """A definition target given a file of other definitions: the advice is a --patch of
     the whole module, not `patch_module()`."""
