@@ -65,6 +65,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     #: names whose new object could not be merged into the old one: (name, old, new).
     unmerged: list[tuple[str, Any, Any]] = field(default_factory=list)
+    #: names among `unmerged` that are aliases computed again (`g = f`): alias -> name.
+    aliases: dict[str, str] = field(default_factory=dict)
     #: undoes exactly this application (see `Revert`).
     revert: Revert | None = None
     #: statements that read a rebound name when the module ran and were not run again.
@@ -226,7 +228,31 @@ def _execute(
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
+    if outcome.unmerged:
+        _unmerged_aliases(outcome, ran, namespace, saved)
     return outcome
+
+
+def _unmerged_aliases(
+    outcome: Outcome, ran: list[Stmt], namespace: dict[str, Any], saved: dict[str, Any]
+) -> None:
+    """Aliases of a name whose new object could not be merged into the old one (`al = f`,
+    computed again, see `_follow`) now hold the new object too, while references taken
+    from them before still hold the old one: each is named like the name itself."""
+    bound = {n for s in ran for n in s.binds}
+    names = {n for n, _, _ in outcome.unmerged}
+    for name, old, _ in list(outcome.unmerged):
+        now = namespace.get(name, _MISSING)
+        for alias, value in saved.items():
+            if (
+                value is old
+                and alias not in names
+                and alias not in bound
+                and namespace.get(alias, _MISSING) is now
+            ):
+                outcome.unmerged.append((alias, old, now))
+                outcome.aliases[alias] = name
+                names.add(alias)
 
 
 class _Bindings:

@@ -563,3 +563,39 @@ def test_a_name_whose_wrapping_statement_went_is_not_bound_back_to_the_wrapper(
     assert isinstance(mod.f, functools.partial) and mod.f(1) == 1
     rt.rollback()
     assert mod.f(1) == ("deco", 1)
+
+
+ALIASED = src(
+    """
+    class Func:
+        def __init__(self, func):
+            self.func = func
+
+        def __call__(self, *args):
+            return ("func", self.func(*args))
+
+
+    def f(x):
+        return x
+
+
+    alias = f
+    """
+)
+
+
+def test_an_alias_of_a_name_wrapped_again_names_what_still_holds_the_old_object(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Func(f)` added between `def f` and `alias = f`: the alias is computed again and
+    holds the wrapper, as in a fresh import; a reference taken from the alias before still
+    holds the plain function, and a note under the alias's own name says what holds it (only
+    f had one, so the stale alias went unsaid); the rollback puts both back."""
+    mod = project.module(ALIASED)
+    kept = [mod.alias]
+    change = rt.patch_module(mod.__name__, ALIASED.replace("return x\n", "return x\nf = Func(f)\n"))
+    assert mod.alias is mod.f and mod.alias(1) == ("func", 1) and kept[0](1) == 1
+    notes = [n for n in change.notes if n.startswith("alias:")]
+    assert len(notes) == 1 and "still held by a list" in notes[0], change.notes
+    rt.rollback()
+    assert mod.alias is mod.f is kept[0]
