@@ -44,9 +44,11 @@ from liveforge.kernel.live._reexports import removed_names
 from liveforge.kernel.live._revert import Revert, changed_bindings
 from liveforge.kernel.live._undo import UndoLog
 from liveforge.kernel.live._update import (
+    become,
     forward,
     mergeable,
     retarget,
+    takes_state,
     update_callable,
 )
 from liveforge.kernel.source._sources import register_source
@@ -200,8 +202,9 @@ def _execute(
         for n in s.binds
         if n in saved and namespace.get(n, _MISSING) is not saved[n]
     }
+    ran = [s for s, _ in plan.run] + bindings.rerun
     if rebound:
-        _follow(namespace, plan, rebound, saved, existing, ctx, outcome, unwrapped)
+        _follow(namespace, ran, plan, rebound, saved, existing, ctx, outcome, unwrapped)
     if in_place:
         gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
@@ -209,7 +212,6 @@ def _execute(
                 bindings.rebind_to_last(name, func, gone_defs)
             if namespace.get(name, func) is not func:  # another definition binds the name
                 _registered.forget(name, func, ctx, decorated=True)
-    ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
@@ -276,6 +278,8 @@ class _Bindings:
         #: each new `def` -> the old one it stands for (see `_bodies.pair`)
         self.pairs = pairs
         self.taken = {id(s) for s in self.pairs.values()}
+        #: unchanged statements run again around a definition they wrap (see `rewrap`)
+        self.rerun: list[Stmt] = []
 
     @functools.cached_property
     def later(self) -> dict[str, Stmt]:
@@ -347,6 +351,7 @@ class _Bindings:
         name = stmt.name or ""
         new = self.namespace.get(name)
         outcome.updated.append(name)
+        bound = saved.get(name)
         if live is _MISSING:  # registrations of the new object are undone with the change
             _registered.after_rerun(name, None, new, None, stmt.node, ctx)
         else:
@@ -354,12 +359,80 @@ class _Bindings:
             self.namespace[name] = merged
             wrapper = saved.get(name)
             if merged is not live and wrapper is not live and wrapper is not None:
-                _swap_inside(wrapper, live, merged, ctx.log)
+                rewrapped = self.rewrap(stmt, wrapper, ctx, outcome)
+                if rewrapped is None:
+                    _swap_inside(wrapper, live, merged, ctx.log)
+                bound = wrapper if rewrapped is None else rewrapped
             if not self._wrapped_later(stmt) and _holders.wraps(wrapper, live):
                 # the statement that wrapped it is gone: references to the wrapper are named
                 outcome.unmerged.append((name, wrapper, self.namespace[name]))
         if name in self.later:
-            self.namespace[name] = saved[name]
+            self.namespace[name] = bound
+
+    def rewrap(self, stmt: Stmt, wrapper: Any, ctx: _classes.MergeContext, outcome: Outcome) -> Any:
+        """The definition `stmt` made another object than the one later statements that
+        did not change wrapped (`f = Twice(f)`), and the name holds it: those statements
+        run again around it, as in a fresh import (where they may take more than the
+        object: `functools.update_wrapper` copies its attributes), and what they make is
+        merged into `wrapper`, what the name held, so the name and every reference to it
+        hold what a fresh import's does. Where `wrapper` cannot take what the new one holds
+        (a C object such as `functools.partial`, or another kind of object) the name takes
+        the new one, and what still holds the old one is named. Returns what the name holds
+        then; None (nothing run) when no such statement binds the name."""
+        name = stmt.name or ""
+        chain = self._wrappings(stmt)
+        if not chain:
+            return None
+        for later in chain:
+            flags = self.plan.index.future_flags
+            exec(_plans.compile_stmt(later, self.filename, flags, ""), self.namespace)
+        self.rerun += chain
+        new = self.namespace.get(name)
+        ctx.created.append(new)
+        first = chain[0]
+        text = f"line {first.start} `{first.text.strip().splitlines()[0]}`"
+        if new is wrapper:
+            return wrapper
+        if type(new) is not type(wrapper) or not takes_state(wrapper):
+            ctx.notes.append(
+                f"{name}: {text} ran again around the new definition, as a fresh import runs "
+                f"it; the {_bodies._kind(wrapper)} it made before cannot take what it made "
+                f"now, so {name} holds the new one"
+            )
+            outcome.unmerged.append((name, wrapper, new))
+            return new
+        held = (
+            _reach.holders(new, [ctx.created], cells=True)
+            if _reach.references(new) > _reach.BASELINE
+            else []
+        )
+        note = become(wrapper, new, ctx.log, ctx.idmap)
+        ctx.idmap.link(new, wrapper)
+        if held:
+            _registered.replace_held(name, held, new, wrapper, ctx, [text])
+        self.namespace[name] = wrapper
+        ctx.notes += [n for n in [note] if n]
+        ctx.notes.append(
+            f"{name}: {text} ran again around the new definition, as a fresh import runs it, "
+            f"and the {_bodies._kind(wrapper)} it made before took what it made now, so "
+            f"{name} and references taken before hold what a fresh import's does"
+        )
+        return wrapper
+
+    def _wrappings(self, stmt: Stmt) -> list[Stmt]:
+        """The later statements binding the name of `stmt`, when each only wraps it again
+        (`f = Twice(f)`, binding nothing else) and none ran; else empty."""
+        name = stmt.name or ""
+        stmts = self.plan.index.stmts
+        later = [s for s in stmts[stmts.index(stmt) + 1 :] if name in s.binds]
+        wrapping = all(
+            id(s) not in self.ran
+            and not s.name
+            and s.binds == {name}
+            and name in _follow_.definition_reads(s.fresh_node())
+            for s in later
+        )
+        return later if wrapping else []
 
     def unwrap_read(self, stmt: Stmt) -> None:
         """A statement that wraps a name again (`f = deco(f)`) reads what the definition
@@ -586,6 +659,7 @@ def _registers_impl(value: Any) -> bool:
 
 def _follow(
     namespace: dict[str, Any],
+    ran: list[Stmt],
     plan: _plans.Plan,
     rebound: set[str],
     saved: dict[str, Any],
@@ -596,8 +670,7 @@ def _follow(
 ) -> None:
     """Make what follows from the rebound names what a fresh import would have (see
     `_follow`); `unwrapped`: names the later statement that wrapped them no longer binds
-    (their unchanged definition binds them last)."""
-    ran = [s for s, _ in plan.run]
+    (their unchanged definition binds them last); `ran`: the statements that ran."""
     # Only a value from elsewhere (an import) tells that the later statement bound the name.
     imported = {
         n

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+import pytest
 from kernel_support import Project, src
 
 from liveforge import Runtime
@@ -429,6 +430,99 @@ def test_a_decorator_changed_to_make_an_object_under_a_later_wrapper(
     assert any("forwards every call" in n for n in change.notes), change.notes
     rt.rollback()
     assert mod.f(2) == ("func", (8,)) and wrapper.func is old and mod.HANDLERS == {"f:1": old}
+
+
+SLOT_WRAPPED = src(
+    """
+    import functools
+
+
+    class Twice:
+        def __init__(self, fn):
+            self.fn = fn
+            functools.update_wrapper(self, fn)
+
+        def __call__(self, *args):
+            return ("twice", self.fn(*args))
+
+
+    class Curry:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args):
+            return ("curry", self.fn(*args))
+
+
+    class Slot:
+        __slots__ = ("fn",)
+
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args):
+            return ("slot", self.fn(*args))
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return ("deco", fn(*args))
+        return wrapper
+
+
+    @Slot
+    def f(x):
+        return x
+    f = Twice(f)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("wrapping", "before", "after"),
+    [
+        ("Twice", ("twice", ("slot", 1)), ("twice", 1)),
+        ("deco", ("deco", ("slot", 1)), ("deco", ("curry", 1))),
+    ],
+)
+def test_a_later_wrapping_runs_again_around_a_decorator_that_made_another_object(
+    project: Project, rt: Runtime, wrapping: str, before: object, after: object
+) -> None:
+    """`@Slot def f` under `f = Twice(f)` (or a closure `deco`), the decorator changed to
+    `@Curry`: the unchanged wrapping runs again around the new Curry, as in a fresh import
+    (where `update_wrapper` copies the Curry's `fn` over Twice's own, so calls skip the
+    Curry), and what it made is merged into the live wrapper every reference holds (which
+    used to call the old Slot, forwarding to the new function: one layer more, silently);
+    the rollback puts it back."""
+    source = SLOT_WRAPPED.replace("f = Twice(f)", f"f = {wrapping}(f)")
+    mod = project.module(source)
+    kept = mod.f
+    new = source.replace("@Slot", "@Curry")
+    change = rt.patch_module(mod.__name__, new)
+    assert mod.f is kept and kept(1) == project.module(new).f(1) == after
+    assert any("ran again around the new definition" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f is kept and kept(1) == before
+
+
+def test_a_later_wrapping_of_a_c_type_gives_the_name_the_one_made_again(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = functools.partial(f)` after `@Slot def f`, the decorator changed to `@Curry`:
+    the old partial (a C object) cannot be made to hold the new Curry, so the name takes
+    the partial the wrapping made again around it, as in a fresh import, and a note names
+    what still holds the old one (it used to keep calling the old Slot, silently)."""
+    source = SLOT_WRAPPED.replace("f = Twice(f)", "f = functools.partial(f)")
+    mod = project.module(source)
+    kept = [mod.f]
+    change = rt.patch_module(mod.__name__, source.replace("@Slot", "@Curry"))
+    assert mod.f(1) == ("curry", 1) and kept[0](1) == ("slot", 1)
+    assert any(n.startswith("f:") and "still held by a list" in n for n in change.notes), (
+        change.notes
+    )
+    rt.rollback()
+    assert mod.f is kept[0] and mod.f(1) == ("slot", 1)
 
 
 CURRY_REWRAPPED = src(
