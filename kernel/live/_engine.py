@@ -166,6 +166,9 @@ def _execute(
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     bindings = _Bindings(plan, namespace, ctx.filename, every_pair, ctx.shifted)
+    # a name whose wrapping statement went holds the function again, before the statements
+    # that run read it (`alias = f` added where `f = deco(f)` was); what did not run follows
+    unwrapped = bindings.unwrap_removed(saved, outcome)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
@@ -194,8 +197,6 @@ def _execute(
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
             _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
-    # a name whose wrapping statement went holds the function again: what reads it follows
-    unwrapped = bindings.unwrap_removed(saved, outcome)
     rebound = unwrapped | {
         n
         for s, _ in plan.run

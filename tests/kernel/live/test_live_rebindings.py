@@ -74,6 +74,19 @@ def test_a_removed_wrapping_gives_the_name_back_to_its_definition(
     assert mod.f is kept[0]
 
 
+def test_an_alias_put_where_a_wrapping_went_names_what_the_definition_made(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` replaced by `alias = f` in one patch: the name holds the function again
+    before the new statement reads it, so both hold it, as in a fresh import (the alias
+    took the old wrapper: one `deco` layer more)."""
+    mod = project.module(DECO + "\nf = deco(f)\n")
+    rt.patch_module(mod.__name__, DECO + "\nalias = f\n")
+    assert mod.alias is mod.f and mod.alias(1) == 1
+    rt.rollback()
+    assert not hasattr(mod, "alias") and mod.f(1) == ("deco", 1)
+
+
 def test_a_changed_wrapping_wraps_the_definition_not_the_old_wrapper(
     project: Project, rt: Runtime
 ) -> None:
