@@ -301,6 +301,10 @@ class _Bindings:
         if live is _MISSING or not isinstance(stmt.node, _bodies._FUNCTION_DEFS):
             return live
         earlier = self._earlier(stmt)
+        if id(stmt) not in self.pairs and self._made_by_other(live, stmt, earlier):
+            # a `def` of the name added beside others (an overload `_`): the function the
+            # name holds is another's, though it may lie on lines the new one now takes
+            return _MISSING
         if earlier is not None and _bodies.made_by(live, earlier, self.filename):
             return live
         rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()

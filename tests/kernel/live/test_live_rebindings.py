@@ -132,6 +132,23 @@ def test_an_overload_added_beside_another_keeps_both(project: Project, rt: Runti
     assert set(mod.show.registry) == {object, str} and mod.show(1.5) == ("base", 1.5)
 
 
+def test_an_overload_added_on_the_lines_of_another_that_changed_keeps_both(
+    project: Project, rt: Runtime
+) -> None:
+    """A `def _` for floats put above the one for strings, whose body changed in the same
+    patch: the new overload lies on the lines the old one had, yet it is a new function, and
+    the old one takes its new body; both types keep their entries (the new function used
+    to be merged into the old one, and the string entry was taken out)."""
+    mod = project.module(DISPATCH)
+    kept = mod.show.registry[str]
+    text = DISPATCH.replace("\n\n@show.register", FLOAT + "\n\n@show.register", 1)
+    rt.patch_module(mod.__name__, text.replace('("str", x)', '("str", x + x)'))
+    assert set(mod.show.registry) == {object, str, float} and mod.show.registry[str] is kept
+    assert (mod.show("a"), mod.show(1.5)) == (("str", "aa"), ("float", 1.5))
+    rt.rollback()
+    assert set(mod.show.registry) == {object, str} and mod.show("a") == ("str", "a")
+
+
 def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     project: Project, rt: Runtime
 ) -> None:
