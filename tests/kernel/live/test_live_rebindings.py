@@ -149,6 +149,20 @@ def test_an_overload_added_on_the_lines_of_another_that_changed_keeps_both(
     assert set(mod.show.registry) == {object, str} and mod.show("a") == ("str", "a")
 
 
+def test_an_overload_edited_in_place_of_one_removed_keeps_its_entry(
+    project: Project, rt: Runtime
+) -> None:
+    """The first of two `def _` taken out while the body of the second changed: the second,
+    updated in place, now lies on the lines the removed one had, yet it keeps its entry and
+    the removed one's type leaves the registry (the other way round, it used to be)."""
+    mod = project.module(DISPATCH + FLOAT)
+    text = DISPATCH.replace('\n\n@show.register\ndef _(x: str):\n    return ("str", x)\n', "")
+    rt.patch_module(mod.__name__, text + FLOAT.replace('("float", x)', '("float", -x)'))
+    assert set(mod.show.registry) == {object, float} and mod.show(1.5) == ("float", -1.5)
+    rt.rollback()
+    assert set(mod.show.registry) == {object, str, float} and mod.show(1.5) == ("float", 1.5)
+
+
 def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     project: Project, rt: Runtime
 ) -> None:
