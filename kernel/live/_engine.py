@@ -134,6 +134,8 @@ def apply(
         changed_bindings(namespace, saved),
         # What changed in the registries is worked out when (if ever) the change is undone.
         functools.partial(_forward.Snapshot.revert_between, _forward.Snapshot(), registries),
+        # functions it made that were merged into none (an added overload `_`)
+        made=[o for o in ctx.created if type(o) is types.FunctionType and ctx.idmap.live(o) is o],
     )
     return plan.index, outcome
 

@@ -163,6 +163,23 @@ def test_an_overload_edited_in_place_of_one_removed_keeps_its_entry(
     assert set(mod.show.registry) == {object, str, float} and mod.show(1.5) == ("float", 1.5)
 
 
+def test_overloads_added_by_a_change_leave_the_registry_when_it_is_rolled_back(
+    project: Project, rt: Runtime
+) -> None:
+    """Two `def _` overloads added in one patch to a dispatch function that had none, then
+    that patch rolled back (with a later one): both leave the dispatch registry and its
+    cache, as the source no longer has them (the one no name held used to stay registered,
+    silently)."""
+    base = DISPATCH.split("\n\n@show.register")[0] + "\n"
+    mod = project.module(base)
+    change = rt.patch_module(mod.__name__, base + FLOAT + FLOAT.replace("float", "bytes"))
+    assert mod.show(1.5) == ("float", 1.5) and mod.show(b"a") == ("bytes", b"a")
+    rt.patch_module(mod.__name__, rt.source(mod.__name__) + "\n\nLATER = 1\n")
+    rt.rollback(change.id)
+    assert set(mod.show.registry) == {object}
+    assert mod.show(1.5) == ("base", 1.5) and mod.show(b"a") == ("base", b"a")
+
+
 def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     project: Project, rt: Runtime
 ) -> None:
