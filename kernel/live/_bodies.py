@@ -224,6 +224,7 @@ def _take(target: Any, new: types.FunctionType, path: list[Any], ctx: MergeConte
     else:
         kept = dict(target.__dict__)
         note = update_function(target, new, ctx.log, ctx.idmap)
+        ctx.shifted.add(id(target.__code__))  # at its new lines: no old range's any more
         for key, value in kept.items():
             target.__dict__.setdefault(key, value)
         if note:

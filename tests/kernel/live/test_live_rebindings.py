@@ -195,6 +195,27 @@ def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     assert (mod.show("a"), mod.show(1.5)) == (("str", "a"), ("float", 1.5))
 
 
+def test_overloads_swapped_line_for_line_and_edited_keep_their_bodies(
+    project: Project, rt: Runtime
+) -> None:
+    """Two overloads of three lines swapped exactly, both edited: the first updated in place
+    takes the lines the second had, and is not taken for it (the second's body used to
+    land in the first, which then answered for both types)."""
+    source = DISPATCH + FLOAT
+    str_def = '@show.register\ndef _(x: str):\n    return ("str", x)\n'
+    float_def = FLOAT.strip("\n") + "\n"
+    swapped = source.replace(str_def, "{first}").replace(float_def, "{second}")
+    swapped = swapped.format(
+        first=float_def.replace('"float", x', '"F", x'),
+        second=str_def.replace('"str", x', '"S", x'),
+    )
+    mod = project.module(source)
+    rt.patch_module(mod.__name__, swapped)
+    assert (mod.show("a"), mod.show(1.5)) == (("S", "a"), ("F", 1.5))
+    rt.rollback()
+    assert (mod.show("a"), mod.show(1.5)) == (("str", "a"), ("float", 1.5))
+
+
 def test_an_overload_only_the_registry_holds_moves_with_its_statement(
     project: Project, rt: Runtime
 ) -> None:
