@@ -183,6 +183,8 @@ def _execute(
         if stmt.name:
             _registered.before_rerun(stmt.node, old_node, live, ctx)
         bindings.unwrap_read(stmt)
+        # what an assignment's names held as it ran (`f = deco(f)` reads what is just above)
+        prior = {n: namespace.get(n, _MISSING) for n in stmt.binds} if not stmt.name else {}
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
         if live is not saved.get(stmt.name or "", live):
@@ -194,7 +196,9 @@ def _execute(
         for name in sorted(stmt.binds):
             # only a definition of that very name stands for an old definition of it
             earlier = old_nodes.get(name) if stmt.name == name else None
-            _merge_name(namespace, name, stmt, earlier, saved, existing, ctx, outcome)
+            _merge_name(
+                namespace, name, stmt, earlier, saved, existing, ctx, outcome, prior.get(name)
+            )
         ctx.reread = False
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
@@ -309,7 +313,8 @@ class _Bindings:
             return _MISSING
         if earlier is not None and _bodies.made_by(live, earlier, self.filename):
             return live
-        rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()
+        # a wrapping the new source adds has not run yet: the name holds what `stmt` made
+        rewrapped = self._wrapped_later(stmt, new=False) or name in self._rewrapped()
         if rewrapped or self._made_by_other(live, stmt, earlier):
             inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
             if inner is None and not rewrapped:
@@ -323,11 +328,14 @@ class _Bindings:
             return inner if inner is not None else _MISSING
         return live
 
-    def _wrapped_later(self, stmt: Stmt) -> bool:
-        """A later statement that is no definition binds the name of `stmt` again."""
+    def _wrapped_later(self, stmt: Stmt, *, new: bool = True) -> bool:
+        """A later statement that is no definition binds the name of `stmt` again (with
+        `new` false, one that did not run: it wrapped what the name holds)."""
         stmts = self.plan.index.stmts
         after = stmts[stmts.index(stmt) + 1 :]
-        return any(stmt.name in s.binds and not s.name for s in after)
+        return any(
+            stmt.name in s.binds and not s.name and (new or id(s) not in self.ran) for s in after
+        )
 
     def _earlier(self, stmt: Stmt) -> Stmt:
         """The old definition `stmt` stands for; itself when it ran again unchanged (every
@@ -781,7 +789,10 @@ def _merge_name(
     existing: Container[int],
     ctx: _classes.MergeContext,
     outcome: Outcome,
+    prior: Any = None,
 ) -> None:
+    """Merge what the statement `stmt` bound to `name` into what it held (`saved`), or name
+    what still holds the old object. `prior`: what the name held as the statement ran."""
     old = saved.get(name, _MISSING)
     new = module_ns.get(name, _MISSING)
     if new is _MISSING:
@@ -832,6 +843,10 @@ def _merge_name(
             ctx.notes.append(note)
         elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
             _unmerged(name, old, new, (old_stmt, stmt), ctx, outcome)
+        elif prior is not None and prior is not old and _holders.wraps(new, prior):
+            # `f = deco(f)` added under a definition that ran again and made another object
+            # than the old one: that one is wrapped, the old one cannot become the wrapper
+            outcome.unmerged.append((name, old, new))
 
 
 def _unmerged(

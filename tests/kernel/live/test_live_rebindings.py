@@ -656,6 +656,28 @@ def test_a_curry_a_later_statement_wraps_takes_a_rerun_in_place(
     assert curried(2) == 7 and function.__code__.co_firstlineno == line - 1
 
 
+def test_a_wrapping_added_as_every_definition_runs_again_names_the_old_curry(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Twice(f)` added under a `@curry` def in the patch that adds a `from __future__`
+    line (every definition runs again): the new curry is what the name held, and Twice
+    wraps it, as in a fresh import (the old curry's function was taken for what an earlier
+    Twice wrapped). A reference taken before (and from the alias) holds the old curry,
+    which cannot become the Twice: a note names each (there was none)."""
+    source = CURRY_REWRAPPED.replace("f = Twice(f)\n", "") + "\n\nalias = f\n"
+    mod = project.module(source)
+    kept = [mod.f]
+    text = "from __future__ import annotations\n" + source.replace(
+        "    return x * 2 + y\n", "    return x * 2 + y\nf = Twice(f)\n"
+    )
+    change = rt.patch_module(mod.__name__, text)
+    assert mod.f(2) == ("twice", 7) and mod.alias is mod.f and kept[0](2) == 7
+    held = [n.partition(":")[0] for n in change.notes if "still held by a list" in n]
+    assert sorted(held) == ["alias", "f"], change.notes
+    rt.rollback()
+    assert mod.f is mod.alias is kept[0] and mod.f(2) == 7
+
+
 def test_a_curry_a_later_statement_wraps_moves_with_its_statement(
     project: Project, rt: Runtime
 ) -> None:
