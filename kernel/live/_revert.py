@@ -7,6 +7,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from liveforge.kernel.live._holders import wraps
 from liveforge.kernel.live._reach import discard_created
 from liveforge.kernel.live._registered import unregister_overloads
 from liveforge.kernel.live._undo import UndoLog
@@ -49,7 +50,10 @@ class Revert:
                 del self.namespace[name]
             else:
                 self.namespace[name] = before
-            dropped.append(after)
+            if before is MISSING or not wraps(before, after):
+                # what the old object wrapped (a name given back its function when the
+                # wrapping statement went) was not made by the application
+                dropped.append(after)
         self.bindings = {}
         # What ran when they were made (a decorator, `__init_subclass__`) stored them.
         discard_created(dropped, self.namespace, anywhere=False)

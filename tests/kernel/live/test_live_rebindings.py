@@ -87,6 +87,25 @@ def test_an_alias_put_where_a_wrapping_went_names_what_the_definition_made(
     assert not hasattr(mod, "alias") and mod.f(1) == ("deco", 1)
 
 
+def test_undoing_a_removed_wrapping_leaves_the_function_in_its_registry(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def f` then `f = deco(f)`, the later statement taken out and the change
+    rolled back: f is the wrapper again and the list still holds the function, which the
+    change did not make (the rollback took it out, as if the change had made it)."""
+    source = DECO.replace("def f(x):", "@collect\ndef f(x):").replace(
+        "def deco(fn):",
+        "COLLECTED = []\n\n\ndef collect(fn):\n    COLLECTED.append(fn)\n"
+        "    return fn\n\n\ndef deco(fn):",
+    )
+    mod = project.module(source + "\nf = deco(f)\n")
+    wrapper, function = mod.f, mod.COLLECTED[0]
+    rt.patch_module(mod.__name__, source)
+    assert mod.f is function and mod.COLLECTED == [function]
+    rt.rollback()
+    assert mod.f is wrapper and mod.COLLECTED == [function]
+
+
 def test_a_changed_wrapping_wraps_the_definition_not_the_old_wrapper(
     project: Project, rt: Runtime
 ) -> None:
