@@ -75,6 +75,8 @@ class Outcome:
     stale: list[Stmt] = field(default_factory=list)
     #: texts of the unchanged statements that ran anyway (`again`).
     ran_again: frozenset[str] = frozenset()
+    #: names given back what their unchanged definition made, their wrapping statement gone.
+    unwrapped: set[str] = field(default_factory=set)
 
 
 def apply(
@@ -136,6 +138,7 @@ def apply(
         functools.partial(_forward.Snapshot.revert_between, _forward.Snapshot(), registries),
         # functions it made that were merged into none (an added overload `_`)
         made=[o for o in ctx.created if type(o) is types.FunctionType and ctx.idmap.live(o) is o],
+        given_back=frozenset(outcome.unwrapped),
     )
     return plan.index, outcome
 
@@ -170,7 +173,7 @@ def _execute(
     bindings = _Bindings(plan, namespace, ctx.filename, every_pair, ctx.shifted)
     # a name whose wrapping statement went holds the function again, before the statements
     # that run read it (`alias = f` added where `f = deco(f)` was); what did not run follows
-    unwrapped = bindings.unwrap_removed(saved, outcome)
+    unwrapped = outcome.unwrapped = bindings.unwrap_removed(saved, outcome)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)

@@ -7,7 +7,6 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from liveforge.kernel.live._holders import wraps
 from liveforge.kernel.live._reach import discard_created
 from liveforge.kernel.live._registered import unregister_overloads
 from liveforge.kernel.live._undo import UndoLog
@@ -33,6 +32,9 @@ class Revert:
     #: the functions the application made that took the place of no live one (an added
     #: `singledispatch` overload `_`, which its registry alone may hold).
     made: list[Any] = field(default_factory=list)
+    #: names given back the function their unchanged definition made, which the removed
+    #: statement that wrapped it held (not made by the application: registries keep it).
+    given_back: frozenset[str] = frozenset()
 
     def rebound(self) -> dict[str, Any]:
         """Names the application bound to another object: name -> the object before."""
@@ -50,9 +52,7 @@ class Revert:
                 del self.namespace[name]
             else:
                 self.namespace[name] = before
-            if before is MISSING or not wraps(before, after):
-                # what the old object wrapped (a name given back its function when the
-                # wrapping statement went) was not made by the application
+            if name not in self.given_back:
                 dropped.append(after)
         self.bindings = {}
         # What ran when they were made (a decorator, `__init_subclass__`) stored them.

@@ -129,8 +129,10 @@ def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any
     # Named and numbered after the definition itself (through any decorator's wrapper; a
     # callable object with no code of its own keeps the old function's names).
     template = inspect.unwrap(new)
+    module = getattr(new, "__module__", old.__module__)
     if not isinstance(getattr(template, "__code__", None), types.CodeType):
-        template = old
+        # and its module: a `functools.partial` says it is `functools`'s
+        template, module = old, old.__module__
     code = _make_forwarder_code(len(old.__code__.co_freevars), template.__code__)
     _assign(
         old,
@@ -142,7 +144,7 @@ def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any
             getattr(new, "__annotations__", {}),
             getattr(new, "__name__", old.__name__),
             getattr(new, "__qualname__", old.__qualname__),
-            getattr(new, "__module__", old.__module__),
+            module,
         ],
     )
     old.__dict__.clear()

@@ -106,6 +106,47 @@ def test_undoing_a_removed_wrapping_leaves_the_function_in_its_registry(
     assert mod.f is wrapper and mod.COLLECTED == [function]
 
 
+def test_a_registered_definition_made_a_partial_under_a_later_wrapper_leaves_the_list(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def f` under `f = Func(f)`, `@collect` replaced by a decorator returning a
+    `functools.partial`: the function leaves the list, as in a fresh import (the old one,
+    made a forwarder to the partial, took `functools` for its module, so the list, bound in
+    its own module, was not looked at)."""
+    source = src(
+        """
+        import functools
+
+        COLLECTED = []
+
+
+        def collect(fn):
+            COLLECTED.append(fn)
+            return fn
+
+
+        class Func:
+            def __init__(self, func):
+                self.func = func
+
+            def __call__(self, *args):
+                return ("func", self.func(*args))
+
+
+        @collect
+        def f(x):
+            return x
+        f = Func(f)
+        """
+    )
+    mod = project.module(source)
+    change = rt.patch_module(mod.__name__, source.replace("@collect", "@functools.partial"))
+    assert mod.COLLECTED == [] and mod.f(1) == ("func", 1)
+    assert any("taken out of" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert len(mod.COLLECTED) == 1 and mod.f.func is mod.COLLECTED[0]
+
+
 def test_a_changed_wrapping_wraps_the_definition_not_the_old_wrapper(
     project: Project, rt: Runtime
 ) -> None:
