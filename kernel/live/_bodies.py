@@ -224,6 +224,7 @@ def _take(target: Any, new: types.FunctionType, path: list[Any], ctx: MergeConte
     else:
         kept = dict(target.__dict__)
         note = update_function(target, new, ctx.log, ctx.idmap)
+        ctx.shifted.add(id(target.__code__))  # at its new lines: no old range's any more
         for key, value in kept.items():
             target.__dict__.setdefault(key, value)
         if note:
@@ -310,12 +311,20 @@ def gone(
     declare `__conform__` are told (`None`), as they ask to be. Returns the others, each
     with its name."""
     others: list[tuple[str, types.FunctionType]] = []
+    if not stmts:
+        return others
+    # Code this change gave functions (made anew, updated in place, moved) is at new lines,
+    # which may fall in a gone statement's old range (another `def` of the name took its
+    # place): not what that statement made.
+    made = {id(f.__code__) for f in ctx.created if isinstance(f, types.FunctionType)}
+    new_code = made | ctx.shifted
     for stmt in stmts:
         name = stmt.node.name  # type: ignore[attr-defined]
+        match = _defined_by(stmt, name, ctx.filename, new_code)
         roots = [saved[name]] if name in saved else []
-        found = _find(roots, _defined_by(stmt, name, ctx.filename)) if roots else []
+        found = _find(roots, match) if roots else []
         if not found:
-            found = _find(_module_objects(namespace), _defined_by(stmt, name, ctx.filename))
+            found = _find(_module_objects(namespace), match)
         for target, _ in found:
             if conforms(target):
                 conform(target, None, ctx.log, namespace)

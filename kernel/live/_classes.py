@@ -69,8 +69,9 @@ class MergeContext:
     #: a stale class statement runs again: class-level values computed from names are taken
     #: anew even where their text did not change (see `_stale`).
     reread: bool = False
-    #: ids of the code objects the functions of moved statements took (their new lines),
-    #: which an old statement's line range must not take for its own (see `_moves`).
+    #: ids of the code objects the functions of moved statements took (their new lines,
+    #: see `_moves`), or functions updated in place took (see `_bodies`), which an old
+    #: statement's line range must not take for its own.
     shifted: set[int] = field(default_factory=set)
 
 

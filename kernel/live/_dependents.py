@@ -57,7 +57,7 @@ def follow_up(registry: ModuleRegistry, name: str, outcome: Outcome, root: str |
     if outcome.unmerged:
         records = [*revert.bindings.values(), *outcome.unmerged, outcome.unmerged]
         held = _reach.still_held(outcome.unmerged, records)
-        notes += _reach.unmerged_notes(outcome.unmerged, held)
+        notes += _reach.unmerged_notes(outcome.unmerged, held, outcome.aliases)
         for (name, _, _), where in zip(outcome.unmerged, held, strict=True):
             if where:
                 revert.held[name] = where

@@ -44,9 +44,11 @@ from liveforge.kernel.live._reexports import removed_names
 from liveforge.kernel.live._revert import Revert, changed_bindings
 from liveforge.kernel.live._undo import UndoLog
 from liveforge.kernel.live._update import (
+    become,
     forward,
     mergeable,
     retarget,
+    takes_state,
     update_callable,
 )
 from liveforge.kernel.source._sources import register_source
@@ -65,12 +67,16 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     #: names whose new object could not be merged into the old one: (name, old, new).
     unmerged: list[tuple[str, Any, Any]] = field(default_factory=list)
+    #: names among `unmerged` that are aliases computed again (`g = f`): alias -> name.
+    aliases: dict[str, str] = field(default_factory=dict)
     #: undoes exactly this application (see `Revert`).
     revert: Revert | None = None
     #: statements that read a rebound name when the module ran and were not run again.
     stale: list[Stmt] = field(default_factory=list)
     #: texts of the unchanged statements that ran anyway (`again`).
     ran_again: frozenset[str] = frozenset()
+    #: names given back what their unchanged definition made, their wrapping statement gone.
+    unwrapped: set[str] = field(default_factory=set)
 
 
 def apply(
@@ -130,6 +136,9 @@ def apply(
         changed_bindings(namespace, saved),
         # What changed in the registries is worked out when (if ever) the change is undone.
         functools.partial(_forward.Snapshot.revert_between, _forward.Snapshot(), registries),
+        # functions it made that were merged into none (an added overload `_`)
+        made=[o for o in ctx.created if type(o) is types.FunctionType and ctx.idmap.live(o) is o],
+        given_back=frozenset(outcome.unwrapped),
     )
     return plan.index, outcome
 
@@ -162,6 +171,9 @@ def _execute(
     shift_moved(namespace, plan.moved, ctx)
     created = ctx.created
     bindings = _Bindings(plan, namespace, ctx.filename, every_pair, ctx.shifted)
+    # a name whose wrapping statement went holds the function again, before the statements
+    # that run read it (`alias = f` added where `f = deco(f)` was); what did not run follows
+    unwrapped = outcome.unwrapped = bindings.unwrap_removed(saved, outcome)
     for stmt, code in plan.run:
         paired = pairs.get(id(stmt)) if stmt.name not in impls else None
         updated = _body_in_place(namespace, stmt, paired, plan, saved, ctx)
@@ -174,6 +186,8 @@ def _execute(
         if stmt.name:
             _registered.before_rerun(stmt.node, old_node, live, ctx)
         bindings.unwrap_read(stmt)
+        # what an assignment's names held as it ran (`f = deco(f)` reads what is just above)
+        prior = {n: namespace.get(n, _MISSING) for n in stmt.binds} if not stmt.name else {}
         exec(code, namespace)
         created.extend(namespace.get(name) for name in stmt.binds)
         if live is not saved.get(stmt.name or "", live):
@@ -185,21 +199,22 @@ def _execute(
         for name in sorted(stmt.binds):
             # only a definition of that very name stands for an old definition of it
             earlier = old_nodes.get(name) if stmt.name == name else None
-            _merge_name(namespace, name, stmt, earlier, saved, existing, ctx, outcome)
+            _merge_name(
+                namespace, name, stmt, earlier, saved, existing, ctx, outcome, prior.get(name)
+            )
         ctx.reread = False
         if stmt.name and stmt.name in saved:
             live, now = saved[stmt.name], namespace.get(stmt.name)
             _registered.after_rerun(stmt.name, live, now, old_node, stmt.node, ctx)
-    # a name whose wrapping statement went holds the function again: what reads it follows
-    unwrapped = bindings.unwrap_removed(saved, outcome)
     rebound = unwrapped | {
         n
         for s, _ in plan.run
         for n in s.binds
         if n in saved and namespace.get(n, _MISSING) is not saved[n]
     }
+    ran = [s for s, _ in plan.run] + bindings.rerun
     if rebound:
-        _follow(namespace, plan, rebound, saved, existing, ctx, outcome, unwrapped)
+        _follow(namespace, ran, plan, rebound, saved, existing, ctx, outcome, unwrapped)
     if in_place:
         gone_defs = _bodies.unpaired(plan.old_run, pairs, bindings.stayed)
         for name, func in _bodies.gone(gone_defs, saved, namespace, ctx):
@@ -207,7 +222,6 @@ def _execute(
                 bindings.rebind_to_last(name, func, gone_defs)
             if namespace.get(name, func) is not func:  # another definition binds the name
                 _registered.forget(name, func, ctx, decorated=True)
-    ran = [s for s, _ in plan.run]
     ctx.notes += _follow_.still_bound(plan.index.stmts, ran, plan.removed_defs, namespace)
     gone, fallback = removed_names(module, plan.index, plan.removed, plan.dropped_stars)
     decorated = {s.name for s in plan.old_run if getattr(s.node, "decorator_list", None)}
@@ -226,7 +240,31 @@ def _execute(
     for name, value in sorted(fallback.items()):
         namespace[name] = value  # a removed definition no longer hides a star import's name
         outcome.updated.append(name)
+    if outcome.unmerged:
+        _unmerged_aliases(outcome, ran, namespace, saved)
     return outcome
+
+
+def _unmerged_aliases(
+    outcome: Outcome, ran: list[Stmt], namespace: dict[str, Any], saved: dict[str, Any]
+) -> None:
+    """Aliases of a name whose new object could not be merged into the old one (`al = f`,
+    computed again, see `_follow`) now hold the new object too, while references taken
+    from them before still hold the old one: each is named like the name itself."""
+    bound = {n for s in ran for n in s.binds}
+    names = {n for n, _, _ in outcome.unmerged}
+    for name, old, _ in list(outcome.unmerged):
+        now = namespace.get(name, _MISSING)
+        for alias, value in saved.items():
+            if (
+                value is old
+                and alias not in names
+                and alias not in bound
+                and namespace.get(alias, _MISSING) is now
+            ):
+                outcome.unmerged.append((alias, old, now))
+                outcome.aliases[alias] = name
+                names.add(alias)
 
 
 class _Bindings:
@@ -250,6 +288,8 @@ class _Bindings:
         #: each new `def` -> the old one it stands for (see `_bodies.pair`)
         self.pairs = pairs
         self.taken = {id(s) for s in self.pairs.values()}
+        #: unchanged statements run again around a definition they wrap (see `rewrap`)
+        self.rerun: list[Stmt] = []
 
     @functools.cached_property
     def later(self) -> dict[str, Stmt]:
@@ -270,9 +310,14 @@ class _Bindings:
         if live is _MISSING or not isinstance(stmt.node, _bodies._FUNCTION_DEFS):
             return live
         earlier = self._earlier(stmt)
+        if id(stmt) not in self.pairs and self._made_by_other(live, stmt, earlier):
+            # a `def` of the name added beside others (an overload `_`): the function the
+            # name holds is another's, though it may lie on lines the new one now takes
+            return _MISSING
         if earlier is not None and _bodies.made_by(live, earlier, self.filename):
             return live
-        rewrapped = self._wrapped_later(stmt) or name in self._rewrapped()
+        # a wrapping the new source adds has not run yet: the name holds what `stmt` made
+        rewrapped = self._wrapped_later(stmt, new=False) or name in self._rewrapped()
         if rewrapped or self._made_by_other(live, stmt, earlier):
             inner = _bodies.inside(live, earlier, self.filename, made=True) if earlier else None
             if inner is None and not rewrapped:
@@ -286,11 +331,14 @@ class _Bindings:
             return inner if inner is not None else _MISSING
         return live
 
-    def _wrapped_later(self, stmt: Stmt) -> bool:
-        """A later statement that is no definition binds the name of `stmt` again."""
+    def _wrapped_later(self, stmt: Stmt, *, new: bool = True) -> bool:
+        """A later statement that is no definition binds the name of `stmt` again (with
+        `new` false, one that did not run: it wrapped what the name holds)."""
         stmts = self.plan.index.stmts
         after = stmts[stmts.index(stmt) + 1 :]
-        return any(stmt.name in s.binds and not s.name for s in after)
+        return any(
+            stmt.name in s.binds and not s.name and (new or id(s) not in self.ran) for s in after
+        )
 
     def _earlier(self, stmt: Stmt) -> Stmt:
         """The old definition `stmt` stands for; itself when it ran again unchanged (every
@@ -321,6 +369,7 @@ class _Bindings:
         name = stmt.name or ""
         new = self.namespace.get(name)
         outcome.updated.append(name)
+        bound = saved.get(name)
         if live is _MISSING:  # registrations of the new object are undone with the change
             _registered.after_rerun(name, None, new, None, stmt.node, ctx)
         else:
@@ -328,12 +377,80 @@ class _Bindings:
             self.namespace[name] = merged
             wrapper = saved.get(name)
             if merged is not live and wrapper is not live and wrapper is not None:
-                _swap_inside(wrapper, live, merged, ctx.log)
+                rewrapped = self.rewrap(stmt, wrapper, ctx, outcome)
+                if rewrapped is None:
+                    _swap_inside(wrapper, live, merged, ctx.log)
+                bound = wrapper if rewrapped is None else rewrapped
             if not self._wrapped_later(stmt) and _holders.wraps(wrapper, live):
                 # the statement that wrapped it is gone: references to the wrapper are named
                 outcome.unmerged.append((name, wrapper, self.namespace[name]))
         if name in self.later:
-            self.namespace[name] = saved[name]
+            self.namespace[name] = bound
+
+    def rewrap(self, stmt: Stmt, wrapper: Any, ctx: _classes.MergeContext, outcome: Outcome) -> Any:
+        """The definition `stmt` made another object than the one later statements that
+        did not change wrapped (`f = Twice(f)`), and the name holds it: those statements
+        run again around it, as in a fresh import (where they may take more than the
+        object: `functools.update_wrapper` copies its attributes), and what they make is
+        merged into `wrapper`, what the name held, so the name and every reference to it
+        hold what a fresh import's does. Where `wrapper` cannot take what the new one holds
+        (a C object such as `functools.partial`, or another kind of object) the name takes
+        the new one, and what still holds the old one is named. Returns what the name holds
+        then; None (nothing run) when no such statement binds the name."""
+        name = stmt.name or ""
+        chain = self._wrappings(stmt)
+        if not chain:
+            return None
+        for later in chain:
+            flags = self.plan.index.future_flags
+            exec(_plans.compile_stmt(later, self.filename, flags, ""), self.namespace)
+        self.rerun += chain
+        new = self.namespace.get(name)
+        ctx.created.append(new)
+        first = chain[0]
+        text = f"line {first.start} `{first.text.strip().splitlines()[0]}`"
+        if new is wrapper:
+            return wrapper
+        if type(new) is not type(wrapper) or not takes_state(wrapper):
+            ctx.notes.append(
+                f"{name}: {text} ran again around the new definition, as a fresh import runs "
+                f"it; the {_bodies._kind(wrapper)} it made before cannot take what it made "
+                f"now, so {name} holds the new one"
+            )
+            outcome.unmerged.append((name, wrapper, new))
+            return new
+        held = (
+            _reach.holders(new, [ctx.created], cells=True)
+            if _reach.references(new) > _reach.BASELINE
+            else []
+        )
+        note = become(wrapper, new, ctx.log, ctx.idmap)
+        ctx.idmap.link(new, wrapper)
+        if held:
+            _registered.replace_held(name, held, new, wrapper, ctx, [text])
+        self.namespace[name] = wrapper
+        ctx.notes += [n for n in [note] if n]
+        ctx.notes.append(
+            f"{name}: {text} ran again around the new definition, as a fresh import runs it, "
+            f"and the {_bodies._kind(wrapper)} it made before took what it made now, so "
+            f"{name} and references taken before hold what a fresh import's does"
+        )
+        return wrapper
+
+    def _wrappings(self, stmt: Stmt) -> list[Stmt]:
+        """The later statements binding the name of `stmt`, when each only wraps it again
+        (`f = Twice(f)`, binding nothing else) and none ran; else empty."""
+        name = stmt.name or ""
+        stmts = self.plan.index.stmts
+        later = [s for s in stmts[stmts.index(stmt) + 1 :] if name in s.binds]
+        wrapping = all(
+            id(s) not in self.ran
+            and not s.name
+            and s.binds == {name}
+            and name in _follow_.definition_reads(s.fresh_node())
+            for s in later
+        )
+        return later if wrapping else []
 
     def unwrap_read(self, stmt: Stmt) -> None:
         """A statement that wraps a name again (`f = deco(f)`) reads what the definition
@@ -560,6 +677,7 @@ def _registers_impl(value: Any) -> bool:
 
 def _follow(
     namespace: dict[str, Any],
+    ran: list[Stmt],
     plan: _plans.Plan,
     rebound: set[str],
     saved: dict[str, Any],
@@ -570,8 +688,7 @@ def _follow(
 ) -> None:
     """Make what follows from the rebound names what a fresh import would have (see
     `_follow`); `unwrapped`: names the later statement that wrapped them no longer binds
-    (their unchanged definition binds them last)."""
-    ran = [s for s, _ in plan.run]
+    (their unchanged definition binds them last); `ran`: the statements that ran."""
     # Only a value from elsewhere (an import) tells that the later statement bound the name.
     imported = {
         n
@@ -675,7 +792,10 @@ def _merge_name(
     existing: Container[int],
     ctx: _classes.MergeContext,
     outcome: Outcome,
+    prior: Any = None,
 ) -> None:
+    """Merge what the statement `stmt` bound to `name` into what it held (`saved`), or name
+    what still holds the old object. `prior`: what the name held as the statement ran."""
     old = saved.get(name, _MISSING)
     new = module_ns.get(name, _MISSING)
     if new is _MISSING:
@@ -726,6 +846,10 @@ def _merge_name(
             ctx.notes.append(note)
         elif _reach.unrelated(old, new, stmt.node, module_ns.get("__name__")):
             _unmerged(name, old, new, (old_stmt, stmt), ctx, outcome)
+        elif prior is not None and prior is not old and _holders.wraps(new, prior):
+            # `f = deco(f)` added under a definition that ran again and made another object
+            # than the old one: that one is wrapped, the old one cannot become the wrapper
+            outcome.unmerged.append((name, old, new))
 
 
 def _unmerged(

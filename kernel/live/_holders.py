@@ -17,18 +17,32 @@ _BINDABLE = (list, dict, set, tuple)
 
 
 def unmerged(
-    name: str, old: Any, new: Any, skip: list[Any] | None = None, held: list[str] | None = None
+    name: str,
+    old: Any,
+    new: Any,
+    skip: list[Any] | None = None,
+    held: list[str] | None = None,
+    *,
+    alias_of: str | None = None,
 ) -> str:
     """A note for a name whose new object cannot be merged into the old one (a decorator
     now returns another kind of object, with nothing to update in place or forward
     through), naming what still holds the old one (`held`: `describe(old, skip)`, when the
-    caller already looked it up)."""
+    caller already looked it up). `alias_of`: the name is an alias (`g = f`) computed again
+    from that name, which took the new object."""
     where = ", ".join(describe(old, skip) if held is None else held)
     held_by = (
         f"the old one is still held by {where}. Make those anew from the new definition"
         if where
         else "no other reference to the old one was found. Roll back to get it again"
     )
+    if alias_of is not None:
+        return (
+            f"{name}: an alias of {alias_of}, computed again, so it holds what {alias_of} "
+            f"holds now, a {_kind(new)} that the old {_kind(old)} could not become (see the "
+            f"note on {alias_of}); {name} (and its from-import copies) now hold the new "
+            f"object, and {held_by}"
+        )
     if wraps(new, old):
         return (
             f"{name}: the new statement binds it to a {_kind(new)} made around the old "

@@ -225,11 +225,17 @@ def _cells(obj: Any) -> tuple[Any, ...]:
     return getattr(obj, "__closure__", None) or ()
 
 
-def unmerged_notes(unmerged: list[tuple[str, Any, Any]], held: list[list[str]]) -> list[str]:
+def unmerged_notes(
+    unmerged: list[tuple[str, Any, Any]],
+    held: list[list[str]],
+    aliases: dict[str, str] | None = None,
+) -> list[str]:
     """Notes for names whose new object could not be merged into the old one (`held`: what
-    holds each old one, see `still_held`)."""
+    holds each old one, see `still_held`; `aliases`: those computed again from another of
+    the names, see `_holders.unmerged`)."""
+    aliases = aliases or {}
     return [
-        _holders.unmerged(name, old, new, held=where)
+        _holders.unmerged(name, old, new, held=where, alias_of=aliases.get(name))
         for (name, old, new), where in zip(unmerged, held)
     ]
 

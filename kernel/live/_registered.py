@@ -367,19 +367,37 @@ def forget(name: str, value: Any, ctx: MergeContext, decorated: bool = False) ->
     )
 
 
+def unregister_overloads(made: list[Any], namespace: dict[str, Any]) -> None:
+    """The functions an undone change made leave the registries of the module's
+    `functools.singledispatch` functions (`namespace`), where their `register` put them
+    (an added `def _` overload, which no name holds), each cache emptied."""
+    ids = {id(f) for f in made}
+    for _, mapping, clear in _dispatchers_in(namespace):
+        gone = [k for k, v in mapping.items() if id(v) in ids]
+        for key in gone:
+            del mapping[key]
+        if gone:
+            clear()
+
+
 def _dispatchers(value: Any) -> list[tuple[str, dict[Any, Any], Any]]:
     """The `functools.singledispatch` functions of `value`'s module: each one's name, the
     dict behind its `registry` and its `_clear_cache`."""
     module = sys.modules.get(home(value) or "")
+    return _dispatchers_in(getattr(module, "__dict__", {}))
+
+
+def _dispatchers_in(namespace: dict[str, Any]) -> list[tuple[str, dict[Any, Any], Any]]:
+    """`_dispatchers` of the module whose namespace is `namespace`."""
     found = []
-    for key, dispatcher in list(getattr(module, "__dict__", {}).items()):
+    for key, dispatcher in list(namespace.items()):
         registry = getattr(dispatcher, "registry", None)
         clear = getattr(dispatcher, "_clear_cache", None)
         if not isinstance(registry, types.MappingProxyType) or not callable(clear):
             continue
         mapping = next(iter(gc.get_referents(registry)), None)
         if isinstance(mapping, dict):
-            found.append((f"{home(value)}.{key}", mapping, clear))
+            found.append((f"{namespace.get('__name__')}.{key}", mapping, clear))
     return found
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from liveforge.kernel.live._reach import discard_created
+from liveforge.kernel.live._registered import unregister_overloads
 from liveforge.kernel.live._undo import UndoLog
 
 MISSING = object()  # a name that was not bound
@@ -28,6 +29,12 @@ class Revert:
     #: names bound to a new object while something else still held the old one: what held
     #: it, in words (the live check probes those, see `checks._probes`).
     held: dict[str, list[str]] = field(default_factory=dict)
+    #: the functions the application made that took the place of no live one (an added
+    #: `singledispatch` overload `_`, which its registry alone may hold).
+    made: list[Any] = field(default_factory=list)
+    #: names given back the function their unchanged definition made, which the removed
+    #: statement that wrapped it held (not made by the application: registries keep it).
+    given_back: frozenset[str] = frozenset()
 
     def rebound(self) -> dict[str, Any]:
         """Names the application bound to another object: name -> the object before."""
@@ -45,10 +52,14 @@ class Revert:
                 del self.namespace[name]
             else:
                 self.namespace[name] = before
-            dropped.append(after)
+            if name not in self.given_back:
+                dropped.append(after)
         self.bindings = {}
         # What ran when they were made (a decorator, `__init_subclass__`) stored them.
         discard_created(dropped, self.namespace, anywhere=False)
+        if self.made:
+            unregister_overloads(self.made, self.namespace)
+            self.made = []
 
 
 def changed_bindings(

@@ -18,6 +18,7 @@ Every mutation is recorded in an `UndoLog` so a failed patch restores the exact 
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import types
 import weakref
@@ -128,8 +129,10 @@ def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any
     # Named and numbered after the definition itself (through any decorator's wrapper; a
     # callable object with no code of its own keeps the old function's names).
     template = inspect.unwrap(new)
+    module = getattr(new, "__module__", old.__module__)
     if not isinstance(getattr(template, "__code__", None), types.CodeType):
-        template = old
+        # and its module: a `functools.partial` says it is `functools`'s
+        template, module = old, old.__module__
     code = _make_forwarder_code(len(old.__code__.co_freevars), template.__code__)
     _assign(
         old,
@@ -141,7 +144,7 @@ def _become_forwarder(old: types.FunctionType, new: Any, new_dict: dict[str, Any
             getattr(new, "__annotations__", {}),
             getattr(new, "__name__", old.__name__),
             getattr(new, "__qualname__", old.__qualname__),
-            getattr(new, "__module__", old.__module__),
+            module,
         ],
     )
     old.__dict__.clear()
@@ -371,6 +374,62 @@ def _merge_instance(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str
 def _reset_state(state: dict[str, Any], before: dict[str, Any]) -> None:
     state.clear()
     state.update(before)
+
+
+def takes_state(obj: Any) -> bool:
+    """`obj` keeps all it holds where Python code can set it: a function (code, cells and
+    attributes), or an object that refers to nothing but its type, its attributes and its
+    slots (an instance of classes written in Python) — not one holding more in C fields,
+    as `functools.partial` or an `lru_cache` wrapper do."""
+    if isinstance(obj, types.FunctionType):
+        return True
+    if isinstance(obj, (type, types.ModuleType)):
+        return False
+    state = getattr(obj, "__dict__", None)
+    known = {id(type(obj)), id(state)}
+    if isinstance(state, dict):
+        known.update(map(id, state.values()))
+    known.update(id(getattr(obj, s)) for s in _slot_names(type(obj)) if hasattr(obj, s))
+    return all(id(r) in known for r in gc.get_referents(obj))
+
+
+def become(old: Any, new: Any, log: UndoLog, idmap: IdentityMap) -> str | None:
+    """Make `old` (see `takes_state`) what `new`, an object of its type, is: a function
+    runs the new code with the new cells and attributes; an instance takes the new one's
+    attributes and slots, all of them, as they are. Returns a note, or None."""
+    if isinstance(old, types.FunctionType):
+        return update_function(old, new, log, idmap)
+    state = getattr(old, "__dict__", None)
+    if isinstance(state, dict):
+        log.add(functools.partial(_reset_state, state, dict(state)))
+        state.clear()
+        state.update({k: idmap.live(v) for k, v in new.__dict__.items()})
+    for slot in _slot_names(type(old)):
+        before, after = getattr(old, slot, _EMPTY), getattr(new, slot, _EMPTY)
+        log.add(functools.partial(_set_slot, old, slot, before))
+        _set_slot(old, slot, idmap.live(after))
+    return None
+
+
+def _slot_names(cls: type) -> list[str]:
+    """The attribute names of the slots the classes of `cls`'s MRO declare."""
+    names = []
+    for owner in cls.__mro__[:-1]:
+        slots = owner.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{owner.__name__.lstrip('_')}{slot}"  # the name Python mangled it to
+            names.append(slot)
+    return names
+
+
+def _set_slot(obj: Any, slot: str, value: Any) -> None:
+    if value is not _EMPTY:
+        setattr(obj, slot, value)
+    elif hasattr(obj, slot):
+        delattr(obj, slot)
 
 
 def _dispatchers(old: Any, new: Any) -> bool:

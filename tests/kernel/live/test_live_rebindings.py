@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+import pytest
 from kernel_support import Project, src
 
 from liveforge import Runtime
@@ -73,6 +74,79 @@ def test_a_removed_wrapping_gives_the_name_back_to_its_definition(
     assert mod.f is kept[0]
 
 
+def test_an_alias_put_where_a_wrapping_went_names_what_the_definition_made(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = deco(f)` replaced by `alias = f` in one patch: the name holds the function again
+    before the new statement reads it, so both hold it, as in a fresh import (the alias
+    took the old wrapper: one `deco` layer more)."""
+    mod = project.module(DECO + "\nf = deco(f)\n")
+    rt.patch_module(mod.__name__, DECO + "\nalias = f\n")
+    assert mod.alias is mod.f and mod.alias(1) == 1
+    rt.rollback()
+    assert not hasattr(mod, "alias") and mod.f(1) == ("deco", 1)
+
+
+def test_undoing_a_removed_wrapping_leaves_the_function_in_its_registry(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def f` then `f = deco(f)`, the later statement taken out and the change
+    rolled back: f is the wrapper again and the list still holds the function, which the
+    change did not make (the rollback took it out, as if the change had made it)."""
+    source = DECO.replace("def f(x):", "@collect\ndef f(x):").replace(
+        "def deco(fn):",
+        "COLLECTED = []\n\n\ndef collect(fn):\n    COLLECTED.append(fn)\n"
+        "    return fn\n\n\ndef deco(fn):",
+    )
+    mod = project.module(source + "\nf = deco(f)\n")
+    wrapper, function = mod.f, mod.COLLECTED[0]
+    rt.patch_module(mod.__name__, source)
+    assert mod.f is function and mod.COLLECTED == [function]
+    rt.rollback()
+    assert mod.f is wrapper and mod.COLLECTED == [function]
+
+
+def test_a_registered_definition_made_a_partial_under_a_later_wrapper_leaves_the_list(
+    project: Project, rt: Runtime
+) -> None:
+    """`@collect def f` under `f = Func(f)`, `@collect` replaced by a decorator returning a
+    `functools.partial`: the function leaves the list, as in a fresh import (the old one,
+    made a forwarder to the partial, took `functools` for its module, so the list, bound in
+    its own module, was not looked at)."""
+    source = src(
+        """
+        import functools
+
+        COLLECTED = []
+
+
+        def collect(fn):
+            COLLECTED.append(fn)
+            return fn
+
+
+        class Func:
+            def __init__(self, func):
+                self.func = func
+
+            def __call__(self, *args):
+                return ("func", self.func(*args))
+
+
+        @collect
+        def f(x):
+            return x
+        f = Func(f)
+        """
+    )
+    mod = project.module(source)
+    change = rt.patch_module(mod.__name__, source.replace("@collect", "@functools.partial"))
+    assert mod.COLLECTED == [] and mod.f(1) == ("func", 1)
+    assert any("taken out of" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert len(mod.COLLECTED) == 1 and mod.f.func is mod.COLLECTED[0]
+
+
 def test_a_changed_wrapping_wraps_the_definition_not_the_old_wrapper(
     project: Project, rt: Runtime
 ) -> None:
@@ -118,6 +192,54 @@ def test_an_overload_added_beside_another_keeps_both(project: Project, rt: Runti
     assert set(mod.show.registry) == {object, str} and mod.show(1.5) == ("base", 1.5)
 
 
+def test_an_overload_added_on_the_lines_of_another_that_changed_keeps_both(
+    project: Project, rt: Runtime
+) -> None:
+    """A `def _` for floats put above the one for strings, whose body changed in the same
+    patch: the new overload lies on the lines the old one had, yet it is a new function, and
+    the old one takes its new body; both types keep their entries (the new function used
+    to be merged into the old one, and the string entry was taken out)."""
+    mod = project.module(DISPATCH)
+    kept = mod.show.registry[str]
+    text = DISPATCH.replace("\n\n@show.register", FLOAT + "\n\n@show.register", 1)
+    rt.patch_module(mod.__name__, text.replace('("str", x)', '("str", x + x)'))
+    assert set(mod.show.registry) == {object, str, float} and mod.show.registry[str] is kept
+    assert (mod.show("a"), mod.show(1.5)) == (("str", "aa"), ("float", 1.5))
+    rt.rollback()
+    assert set(mod.show.registry) == {object, str} and mod.show("a") == ("str", "a")
+
+
+def test_an_overload_edited_in_place_of_one_removed_keeps_its_entry(
+    project: Project, rt: Runtime
+) -> None:
+    """The first of two `def _` taken out while the body of the second changed: the second,
+    updated in place, now lies on the lines the removed one had, yet it keeps its entry and
+    the removed one's type leaves the registry (the other way round, it used to be)."""
+    mod = project.module(DISPATCH + FLOAT)
+    text = DISPATCH.replace('\n\n@show.register\ndef _(x: str):\n    return ("str", x)\n', "")
+    rt.patch_module(mod.__name__, text + FLOAT.replace('("float", x)', '("float", -x)'))
+    assert set(mod.show.registry) == {object, float} and mod.show(1.5) == ("float", -1.5)
+    rt.rollback()
+    assert set(mod.show.registry) == {object, str, float} and mod.show(1.5) == ("float", 1.5)
+
+
+def test_overloads_added_by_a_change_leave_the_registry_when_it_is_rolled_back(
+    project: Project, rt: Runtime
+) -> None:
+    """Two `def _` overloads added in one patch to a dispatch function that had none, then
+    that patch rolled back (with a later one): both leave the dispatch registry and its
+    cache, as the source no longer has them (the one no name held used to stay registered,
+    silently)."""
+    base = DISPATCH.split("\n\n@show.register")[0] + "\n"
+    mod = project.module(base)
+    change = rt.patch_module(mod.__name__, base + FLOAT + FLOAT.replace("float", "bytes"))
+    assert mod.show(1.5) == ("float", 1.5) and mod.show(b"a") == ("bytes", b"a")
+    rt.patch_module(mod.__name__, rt.source(mod.__name__) + "\n\nLATER = 1\n")
+    rt.rollback(change.id)
+    assert set(mod.show.registry) == {object}
+    assert mod.show(1.5) == ("base", 1.5) and mod.show(b"a") == ("base", b"a")
+
+
 def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     project: Project, rt: Runtime
 ) -> None:
@@ -127,6 +249,27 @@ def test_overloads_swapped_and_edited_keep_their_types_through_rollback(
     mod = project.module(source)
     swapped = DISPATCH.split("\n\n\n@show.register")[0] + FLOAT.replace('"float", x', '"F", x')
     swapped += '\n\n@show.register\ndef _(x: str):\n    return ("S", x)\n'
+    rt.patch_module(mod.__name__, swapped)
+    assert (mod.show("a"), mod.show(1.5)) == (("S", "a"), ("F", 1.5))
+    rt.rollback()
+    assert (mod.show("a"), mod.show(1.5)) == (("str", "a"), ("float", 1.5))
+
+
+def test_overloads_swapped_line_for_line_and_edited_keep_their_bodies(
+    project: Project, rt: Runtime
+) -> None:
+    """Two overloads of three lines swapped exactly, both edited: the first updated in place
+    takes the lines the second had, and is not taken for it (the second's body used to
+    land in the first, which then answered for both types)."""
+    source = DISPATCH + FLOAT
+    str_def = '@show.register\ndef _(x: str):\n    return ("str", x)\n'
+    float_def = FLOAT.strip("\n") + "\n"
+    swapped = source.replace(str_def, "{first}").replace(float_def, "{second}")
+    swapped = swapped.format(
+        first=float_def.replace('"float", x', '"F", x'),
+        second=str_def.replace('"str", x', '"S", x'),
+    )
+    mod = project.module(source)
     rt.patch_module(mod.__name__, swapped)
     assert (mod.show("a"), mod.show(1.5)) == (("S", "a"), ("F", 1.5))
     rt.rollback()
@@ -431,6 +574,99 @@ def test_a_decorator_changed_to_make_an_object_under_a_later_wrapper(
     assert mod.f(2) == ("func", (8,)) and wrapper.func is old and mod.HANDLERS == {"f:1": old}
 
 
+SLOT_WRAPPED = src(
+    """
+    import functools
+
+
+    class Twice:
+        def __init__(self, fn):
+            self.fn = fn
+            functools.update_wrapper(self, fn)
+
+        def __call__(self, *args):
+            return ("twice", self.fn(*args))
+
+
+    class Curry:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args):
+            return ("curry", self.fn(*args))
+
+
+    class Slot:
+        __slots__ = ("fn",)
+
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args):
+            return ("slot", self.fn(*args))
+
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return ("deco", fn(*args))
+        return wrapper
+
+
+    @Slot
+    def f(x):
+        return x
+    f = Twice(f)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("wrapping", "before", "after"),
+    [
+        ("Twice", ("twice", ("slot", 1)), ("twice", 1)),
+        ("deco", ("deco", ("slot", 1)), ("deco", ("curry", 1))),
+    ],
+)
+def test_a_later_wrapping_runs_again_around_a_decorator_that_made_another_object(
+    project: Project, rt: Runtime, wrapping: str, before: object, after: object
+) -> None:
+    """`@Slot def f` under `f = Twice(f)` (or a closure `deco`), the decorator changed to
+    `@Curry`: the unchanged wrapping runs again around the new Curry, as in a fresh import
+    (where `update_wrapper` copies the Curry's `fn` over Twice's own, so calls skip the
+    Curry), and what it made is merged into the live wrapper every reference holds (which
+    used to call the old Slot, forwarding to the new function: one layer more, silently);
+    the rollback puts it back."""
+    source = SLOT_WRAPPED.replace("f = Twice(f)", f"f = {wrapping}(f)")
+    mod = project.module(source)
+    kept = mod.f
+    new = source.replace("@Slot", "@Curry")
+    change = rt.patch_module(mod.__name__, new)
+    assert mod.f is kept and kept(1) == project.module(new).f(1) == after
+    assert any("ran again around the new definition" in n for n in change.notes), change.notes
+    rt.rollback()
+    assert mod.f is kept and kept(1) == before
+
+
+def test_a_later_wrapping_of_a_c_type_gives_the_name_the_one_made_again(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = functools.partial(f)` after `@Slot def f`, the decorator changed to `@Curry`:
+    the old partial (a C object) cannot be made to hold the new Curry, so the name takes
+    the partial the wrapping made again around it, as in a fresh import, and a note names
+    what still holds the old one (it used to keep calling the old Slot, silently)."""
+    source = SLOT_WRAPPED.replace("f = Twice(f)", "f = functools.partial(f)")
+    mod = project.module(source)
+    kept = [mod.f]
+    change = rt.patch_module(mod.__name__, source.replace("@Slot", "@Curry"))
+    assert mod.f(1) == ("curry", 1) and kept[0](1) == ("slot", 1)
+    assert any(n.startswith("f:") and "still held by a list" in n for n in change.notes), (
+        change.notes
+    )
+    rt.rollback()
+    assert mod.f is kept[0] and mod.f(1) == ("slot", 1)
+
+
 CURRY_REWRAPPED = src(
     """
     import functools
@@ -478,6 +714,28 @@ def test_a_curry_a_later_statement_wraps_takes_a_rerun_in_place(
     assert function.__code__.co_firstlineno == line
     rt.rollback()
     assert curried(2) == 7 and function.__code__.co_firstlineno == line - 1
+
+
+def test_a_wrapping_added_as_every_definition_runs_again_names_the_old_curry(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Twice(f)` added under a `@curry` def in the patch that adds a `from __future__`
+    line (every definition runs again): the new curry is what the name held, and Twice
+    wraps it, as in a fresh import (the old curry's function was taken for what an earlier
+    Twice wrapped). A reference taken before (and from the alias) holds the old curry,
+    which cannot become the Twice: a note names each (there was none)."""
+    source = CURRY_REWRAPPED.replace("f = Twice(f)\n", "") + "\n\nalias = f\n"
+    mod = project.module(source)
+    kept = [mod.f]
+    text = "from __future__ import annotations\n" + source.replace(
+        "    return x * 2 + y\n", "    return x * 2 + y\nf = Twice(f)\n"
+    )
+    change = rt.patch_module(mod.__name__, text)
+    assert mod.f(2) == ("twice", 7) and mod.alias is mod.f and kept[0](2) == 7
+    held = [n.partition(":")[0] for n in change.notes if "still held by a list" in n]
+    assert sorted(held) == ["alias", "f"], change.notes
+    rt.rollback()
+    assert mod.f is mod.alias is kept[0] and mod.f(2) == 7
 
 
 def test_a_curry_a_later_statement_wraps_moves_with_its_statement(
@@ -563,3 +821,39 @@ def test_a_name_whose_wrapping_statement_went_is_not_bound_back_to_the_wrapper(
     assert isinstance(mod.f, functools.partial) and mod.f(1) == 1
     rt.rollback()
     assert mod.f(1) == ("deco", 1)
+
+
+ALIASED = src(
+    """
+    class Func:
+        def __init__(self, func):
+            self.func = func
+
+        def __call__(self, *args):
+            return ("func", self.func(*args))
+
+
+    def f(x):
+        return x
+
+
+    alias = f
+    """
+)
+
+
+def test_an_alias_of_a_name_wrapped_again_names_what_still_holds_the_old_object(
+    project: Project, rt: Runtime
+) -> None:
+    """`f = Func(f)` added between `def f` and `alias = f`: the alias is computed again and
+    holds the wrapper, as in a fresh import; a reference taken from the alias before still
+    holds the plain function, and a note under the alias's own name says what holds it (only
+    f had one, so the stale alias went unsaid); the rollback puts both back."""
+    mod = project.module(ALIASED)
+    kept = [mod.alias]
+    change = rt.patch_module(mod.__name__, ALIASED.replace("return x\n", "return x\nf = Func(f)\n"))
+    assert mod.alias is mod.f and mod.alias(1) == ("func", 1) and kept[0](1) == 1
+    notes = [n for n in change.notes if n.startswith("alias:")]
+    assert len(notes) == 1 and "still held by a list" in notes[0], change.notes
+    rt.rollback()
+    assert mod.alias is mod.f is kept[0]

@@ -70,3 +70,19 @@ def test_verify_sees_a_reference_to_a_function_a_later_statement_now_wraps(
     assert any(f"{holder.__name__}.KEPT" in n for n in change.notes), change.notes
     result = rt.verify(f"from {mod.__name__} import plain\nplain(1)")
     assert result.divergent and f"{holder.__name__}.KEPT" in result.message
+
+
+def test_verify_sees_a_reference_taken_from_an_alias_of_a_function_now_wrapped(
+    project: Project, rt: Runtime
+) -> None:
+    """`plain = Tagged(plain)` added between the definition and `alias = plain`: the alias
+    is computed again, and a list holding it from before still calls the bare function;
+    verify of a snippet using only the alias is divergent and names the alias and the list."""
+    source = TAGGED.replace("self.func(*args)", "(self.func(*args), 'tagged')")
+    mod = project.module(source + "\n\nalias = plain\n")
+    holder = project.module(f"from {mod.__name__} import alias\nKEPT = [alias]\n")
+    wrapped = source + "\n\nplain = Tagged(plain)\n\n\nalias = plain\n"
+    rt.patch_module(mod.__name__, wrapped)
+    result = rt.verify(f"from {mod.__name__} import alias\nalias(1)")
+    assert result.divergent and f"{mod.__name__}.alias" in result.message
+    assert f"{holder.__name__}.KEPT" in result.message
