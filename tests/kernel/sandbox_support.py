@@ -88,9 +88,11 @@ def process_gone(pid: int, wait: float = 10.0) -> bool:
     return False
 
 
-def in_namespace(link: str, wait: float = 10.0) -> list[int]:
-    """Pids of processes still alive in the pid namespace `link` names ("pid:[4026...]", as
-    `readlink /proc/<pid>/ns/pid` gives it), after waiting up to `wait` s for none."""
+def in_namespace(link: str, wait: float = 10.0) -> list[str]:
+    """Processes still alive in the pid namespace `link` names ("pid:[4026...]", as
+    `readlink /proc/<pid>/ns/pid` gives it), after waiting up to `wait` s for none: each
+    described by its pid, command, state, parent and what it waits in, so a failure says
+    which process outlived its check and why."""
     deadline = time.monotonic() + wait
     while True:
         alive = []
@@ -100,14 +102,25 @@ def in_namespace(link: str, wait: float = 10.0) -> list[int]:
             try:
                 if os.readlink(f"/proc/{name}/ns/pid") != link:
                     continue
-                state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                stat = Path(f"/proc/{name}/stat").read_text()
             except OSError:
                 continue
+            command = stat[stat.index("(") + 1 : stat.rindex(")")]
+            state, parent = stat.rsplit(")", 1)[1].split()[:2]
             if state not in ("Z", "X"):
-                alive.append(int(name))
+                alive.append(
+                    f"pid {name} ({command}) state {state}, parent {parent}, " + _waits(name)
+                )
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
+
+
+def _waits(pid: str) -> str:
+    try:
+        return "waiting in " + (Path(f"/proc/{pid}/wchan").read_text() or "nothing")
+    except OSError:
+        return "waiting in ?"
 
 
 #: An expression a check evaluates to name one of its processes from outside: its pid
