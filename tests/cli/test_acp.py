@@ -14,8 +14,9 @@ from cli_support import FIX
 from liveforge.testing import FakeProvider, reply
 
 acp = pytest.importorskip("acp")
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
+from acp import PROTOCOL_VERSION, text_block  # noqa: E402
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse  # noqa: E402
+from acp_support import acp_agent  # noqa: E402
 
 PRICE = "from pricing.cart import Line\nLine('tea', 100, 10).subtotal()"
 
@@ -58,34 +59,15 @@ class Editor:
         return [u for u in self.updates if u.session_update == kind]
 
 
-def _env(fake: FakeProvider) -> dict[str, str]:
-    return {
-        "ANTHROPIC_BASE_URL": fake.base_url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "LIVEFORGE_MODEL": "anthropic:test-model",
-        "XDG_CONFIG_HOME": "/nonexistent-liveforge-test",
-    }
-
-
 async def _session(editor: Editor, fake: FakeProvider, project: Path, run: Any) -> Any:
-    with (project / "acp-stderr.log").open("w") as log:
-        async with spawn_agent_process(
-            editor,
-            sys.executable,
-            "-m",
-            "liveforge",
-            "acp",
-            env=_env(fake),
-            cwd=project,
-            transport_kwargs={"stderr": log.fileno()},
-        ) as (conn, process):
-            init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-            assert init.protocol_version == PROTOCOL_VERSION
-            assert init.agent_capabilities.load_session is True
-            session = await conn.new_session(cwd=str(project), mcp_servers=[])
-            assert session.modes.current_mode_id == "ask"
-            result = await run(conn, session.session_id)
-        await asyncio.wait_for(process.wait(), 30)
+    async with acp_agent(editor, fake, project) as (conn, process):
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert init.protocol_version == PROTOCOL_VERSION
+        assert init.agent_capabilities.load_session is True
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        assert session.modes.current_mode_id == "ask"
+        result = await run(conn, session.session_id)
+    await asyncio.wait_for(process.wait(), 30)
     return result
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ from cli_support import FIX
 from liveforge.testing import FakeProvider, reply
 
 acp = pytest.importorskip("acp")
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block  # noqa: E402
+from acp import PROTOCOL_VERSION, RequestError, text_block  # noqa: E402
 from acp.schema import AllowedOutcome, RequestPermissionResponse  # noqa: E402
+from acp_support import acp_agent  # noqa: E402
 
 PRICE = "from pricing.cart import Line\nLine('tea', 100, 10).subtotal()"
 
@@ -48,31 +48,12 @@ class Editor:
         )
 
 
-def _env(fake: FakeProvider) -> dict[str, str]:
-    return {
-        "ANTHROPIC_BASE_URL": fake.base_url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "LIVEFORGE_MODEL": "anthropic:test-model",
-        "XDG_CONFIG_HOME": "/nonexistent-liveforge-test",
-    }
-
-
 async def _agent(editor: Editor, fake: FakeProvider, project: Path, run: Any) -> Any:
     """Start `liveforge acp` in `project`, initialize, `run(conn, pid)`, let it exit."""
-    with (project / "acp-stderr.log").open("a") as log:
-        async with spawn_agent_process(
-            editor,
-            sys.executable,
-            "-m",
-            "liveforge",
-            "acp",
-            env=_env(fake),
-            cwd=project,
-            transport_kwargs={"stderr": log.fileno()},
-        ) as (conn, process):
-            editor.init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-            result = await run(conn, process.pid)
-        await asyncio.wait_for(process.wait(), 30)
+    async with acp_agent(editor, fake, project, append=True) as (conn, process):
+        editor.init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        result = await run(conn, process.pid)
+    await asyncio.wait_for(process.wait(), 30)
     return result
 
 
