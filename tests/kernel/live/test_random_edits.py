@@ -60,7 +60,7 @@ from random_module import ALIASES, CLASSES, DISPATCH, ENUMS, FAST, FUNCS, Sequen
 
 from liveforge import Runtime
 
-SEEDS = range(80)
+SEEDS = range(64)  # seeds 0-399 were run outside the suite; 64 keep CI inside its time
 #: Seeds whose sequences still end in a divergence liveforge does not yet say in a note,
 #: each with what differs. Not strict: other Python versions may number lines otherwise.
 KNOWN: dict[int, str] = {}
