@@ -854,6 +854,8 @@ def test_an_alias_of_a_name_wrapped_again_names_what_still_holds_the_old_object(
     change = rt.patch_module(mod.__name__, ALIASED.replace("return x\n", "return x\nf = Func(f)\n"))
     assert mod.alias is mod.f and mod.alias(1) == ("func", 1) and kept[0](1) == 1
     notes = [n for n in change.notes if n.startswith("alias:")]
-    assert len(notes) == 1 and "still held by a list" in notes[0], change.notes
+    # what holds it besides `kept` (the wrapper, a tuple) differs between Python versions
+    holders = notes[0].partition("still held by ")[2].partition(". ")[0] if notes else ""
+    assert len(notes) == 1 and "a list" in holders.split(", "), change.notes
     rt.rollback()
     assert mod.alias is mod.f is kept[0]
