@@ -146,6 +146,13 @@ class UndecodableSource(LiveforgeError, UnicodeError):
     def __str__(self) -> str:
         return str(self.args[0])
 
+    @property
+    def reason(self) -> str:
+        """What is wrong, short: "not utf-8 text: byte 0xe9 on line 2, at byte 26: ..."."""
+        if self.encoding == "its declared encoding":
+            return self.detail
+        return f"not {self.encoding} text: {self.detail}"
+
 
 class ProtectedTarget(LiveforgeError, PermissionError):
     """The target belongs to liveforge's kernel (or another protected file), which refuses

@@ -506,21 +506,17 @@ def source_text(data: bytes, path: Path) -> tuple[str, str]:
             return data.decode("utf-8-sig"), ""
         except UnicodeDecodeError:
             pass
-    import io
-    import tokenize
+    from liveforge.kernel.errors import UndecodableSource
+    from liveforge.kernel.files._sourcefile import decode_python
 
     try:
-        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-    except SyntaxError as exc:  # an unknown coding, or a BOM against the cookie
-        if "unknown encoding" in str(exc):
-            return data.decode("utf-8", "replace"), f"{exc}, read as utf-8"
-        encoding = "utf-8"  # no cookie: the bytes of its first lines are not UTF-8
-    try:
-        return data.decode(encoding), ""
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        said = f"not {encoding} text: byte {data[exc.start]:#04x} on line {line}"
-        return data.decode(encoding, "replace"), said
+        return decode_python(data, str(path))[0], ""
+    except UndecodableSource as exc:
+        try:
+            text = data.decode(exc.encoding, "replace")
+        except LookupError:  # an unknown coding cookie
+            text = data.decode("utf-8", "replace")
+        return text, exc.reason
 
 
 def _mark_undecodable(found: _FileIndex, problem: str) -> None:

@@ -89,11 +89,7 @@ def _read_marked(path: str) -> tuple[str | None, str]:
     try:
         return _read(path), ""
     except UndecodableSource as exc:
-        return None, _why(exc)
-
-
-def _why(exc: UndecodableSource) -> str:
-    return f"not {exc.encoding} text: {exc.detail}"
+        return None, exc.reason
 
 
 def check_decodable(view: ModuleView) -> None:

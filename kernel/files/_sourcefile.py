@@ -10,7 +10,6 @@ and a fingerprint to tell whether it changed since.
 from __future__ import annotations
 
 import codecs
-import hashlib
 import io
 import os
 import re
@@ -49,6 +48,8 @@ class Fingerprint:
             info = os.stat(path)
         except FileNotFoundError:
             return None
+        import hashlib  # here: a cold command that only decodes sources does not pay for it
+
         return cls(info.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
 
 
@@ -71,6 +72,8 @@ def read_source(path: str | Path) -> SourceFile:
     info = path.stat()
     text, encoding = decode_python(data, str(path))
     newline = detect_newline(text)
+    import hashlib
+
     fingerprint = Fingerprint(info.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
     return SourceFile(
         path, _to_lf(text), encoding, newline, stat.S_IMODE(info.st_mode), fingerprint
@@ -82,8 +85,11 @@ def decode_python(data: bytes, path: str) -> tuple[str, str]:
     `UndecodableSource` naming `path` when the bytes are not text in that encoding."""
     try:
         encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-    except SyntaxError as exc:  # an unknown or conflicting coding cookie
-        raise UndecodableSource(path, "its declared encoding", str(exc.msg)) from None
+    except SyntaxError as exc:
+        if "invalid or missing encoding declaration" not in str(exc.msg):
+            # an unknown or conflicting coding cookie
+            raise UndecodableSource(path, "its declared encoding", str(exc.msg)) from None
+        encoding = "utf-8"  # no cookie, and its first lines are not UTF-8: name the byte
     try:
         return data.decode(encoding), encoding
     except UnicodeDecodeError as exc:

@@ -117,7 +117,7 @@ def test_what_is_wrong_with_a_file_is_stored_with_its_definitions(tmp_path: Path
     (root / "shapes" / "broken.py").write_text("def half(:\n")
     first, parsed = _find(root, "old")
     assert parsed == 5
-    assert "(its file is not utf-8 text: byte 0xe9 on line 2;" in first
+    assert "(its file is not utf-8 text: byte 0xe9 on line 2, at byte" in first
     assert "broken.py: does not parse: " in first
     again, parsed = _find(root, "old")
     assert parsed == 0 and again == first

@@ -58,7 +58,8 @@ def test_find_marks_what_it_read_from_the_undecodable_module(project, rt):
     text = find("bad")
     path = project.root / project.pkg / "legacy.py"
     assert f"def {project.pkg}.legacy.bad() :1 (its file is not utf-8 text: byte 0xe9" in text
-    assert f"note: {path}: not utf-8 text: byte 0xe9 on line 2; names may show" in text
+    assert f"note: {path}: not utf-8 text: byte 0xe9 on line 2, at byte 26" in text
+    assert text.rstrip().endswith("; names may show replaced bytes")
 
 
 def test_find_reads_a_file_in_its_declared_encoding(project, rt):
@@ -107,3 +108,11 @@ def test_a_module_whose_file_became_undecodable_after_import_says_so(tmp_path):
     assert run.stdout.startswith("UndecodableSource "), run.stdout + run.stderr
     assert "utf-8 text (byte 0xff on line 2" in run.stdout
     assert "no Python source file" not in run.stdout
+
+
+def test_a_bad_byte_on_the_first_line_is_named_too(project, rt):
+    """Where Python's own reader only says "invalid or missing encoding declaration" (the
+    bad byte is on a line a coding cookie could be on), the error names the byte."""
+    (project.root / project.pkg / "first.py").write_bytes(b"X = 'caf\xe9'\n")
+    with pytest.raises(UndecodableSource, match=r"as utf-8 text \(byte 0xe9 on line 1"):
+        view_source(f"{project.pkg}.first")
