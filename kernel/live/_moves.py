@@ -27,6 +27,7 @@ from liveforge.kernel.source._stmts import Stmt
 
 #: classes record their first line from Python 3.13 (`__firstlineno__`).
 _CLASS_LINES = sys.version_info >= (3, 13)
+_CODE = types.CodeType
 
 
 def shift_moved(
@@ -34,9 +35,11 @@ def shift_moved(
 ) -> None:
     """Move the line numbers of the functions each moved statement made (and of the closures
     those made) by its delta, recording the change in `ctx.log` (one entry for all)."""
-    seen: set[int] = set()
+    seen: set[types.FunctionType] = set()
+    seen_classes: set[int] = set()
     in_module: list[types.FunctionType] | None = None
     codes: list[tuple[types.FunctionType, types.CodeType]] = []
+    plain: dict[int, list[types.FunctionType]] = {}  # by delta: shifted in one pass each
     for stmt, delta in moved:
         first, last = stmt.start - delta, stmt.end - delta
         owners = tuple(map(namespace.get, stmt.binds))
@@ -58,34 +61,44 @@ def shift_moved(
             stmt.spawns = any(makes_functions(f.__code__) for f in stmt.functions)
         funcs = stmt.functions
         if _CLASS_LINES and (stmt.classes != [] or stmt.spawns):
-            _shift_classes(namespace, stmt, (first, last, delta), seen, ctx)
-        if stmt.spawns:
-            # Closures made at run time by the statement's functions (a decorator's wrappers)
-            # are bound elsewhere in the module; they are found by their line range.
-            if in_module is None:
-                in_module = module_functions(namespace, ctx.filename)
-            funcs = funcs + [f for f in in_module if first <= f.__code__.co_firstlineno <= last]
+            _shift_classes(namespace, stmt, (first, last, delta), seen_classes, ctx)
+        if not stmt.spawns:
+            plain.setdefault(delta, []).extend(funcs)
+            continue
+        # Closures made at run time by the statement's functions (a decorator's wrappers)
+        # are bound elsewhere in the module; they are found by their line range.
+        if in_module is None:
+            in_module = module_functions(namespace, ctx.filename)
+        funcs = funcs + [f for f in in_module if first <= f.__code__.co_firstlineno <= last]
         # A closure found here takes the very nested code object its shifted maker holds;
         # those held elsewhere (a registry, a partial) keep theirs, which the maker's new code
         # remembers, so its next patch still finds them (see `_spawned.moved`).
-        if not stmt.spawns:
-            for func in funcs:
-                if id(func) not in seen:
-                    seen.add(id(func))
-                    codes.append((func, func.__code__))
-                    func.__code__ = shift_code(func.__code__, delta)
-                    ctx.shifted.add(id(func.__code__))
-            continue
         shifted: dict[int, types.CodeType] = {}
         for func in funcs:
-            if id(func) in seen:
+            if func in seen:
                 continue
-            seen.add(id(func))
+            seen.add(func)
             before = func.__code__
             codes.append((func, before))
             func.__code__ = shifted.get(id(before)) or shift_code(before, delta)
             ctx.shifted.add(id(func.__code__))
             shifted.update(_spawned.moved(before, func.__code__))
+    for delta, funcs in plain.items():
+        # The common case (a patch above moves every definition below it), done in as few
+        # Python steps per function as possible: each function once, the first move wins.
+        funcs = [f for f in dict.fromkeys(funcs) if f not in seen]
+        seen.update(funcs)
+        olds = [f.__code__ for f in funcs]
+        news = [
+            c.replace(co_firstlineno=c.co_firstlineno + delta)
+            if _CODE not in map(type, c.co_consts)
+            else shift_code(c, delta)
+            for c in olds
+        ]
+        for func, code in zip(funcs, news):
+            func.__code__ = code
+        codes.extend(zip(funcs, olds))
+        ctx.shifted.update(map(id, news))
     if codes:
         ctx.log.add(functools.partial(_put_back, codes))
 
