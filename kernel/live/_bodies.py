@@ -45,6 +45,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from liveforge.kernel.live import _holders
 from liveforge.kernel.live._classes import MergeContext
 from liveforge.kernel.live._functions import classes_in, defined_functions
 from liveforge.kernel.live._undo import UndoLog
@@ -291,7 +292,7 @@ def _containers(obj: Any) -> list[Any]:
     """The lists, dicts and sets holding `obj` (a heap search: only for `__conform__`)."""
     return [
         h
-        for h in gc.get_referrers(obj)
+        for h in _holders.referrers(obj)
         if isinstance(h, (list, set)) or (isinstance(h, dict) and "__builtins__" not in h)
     ]
 

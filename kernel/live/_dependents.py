@@ -30,7 +30,7 @@ import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from liveforge.kernel.live import _reach, _registered, _stale
+from liveforge.kernel.live import _holders, _reach, _registered, _stale
 from liveforge.kernel.live._classes import MergeContext
 from liveforge.kernel.live._reexports import export_changes, star_value
 from liveforge.kernel.live._revert import MISSING, Revert, changed_bindings
@@ -61,6 +61,9 @@ def follow_up(registry: ModuleRegistry, name: str, outcome: Outcome, root: str |
         for (name, _, _), where in zip(outcome.unmerged, held, strict=True):
             if where:
                 revert.held[name] = where
+    thawed = _holders.thawed_note()  # a search above unfroze the program's frozen objects
+    if thawed:
+        notes.append(thawed)
     return notes
 
 

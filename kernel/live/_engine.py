@@ -127,6 +127,9 @@ def apply(
             detail, target=target or module.__name__, line=_failing_line(exc, filename)
         ) from exc
     outcome.notes.extend(ctx.notes)
+    thawed = _holders.thawed_note()  # a search of the heap unfroze the program's objects
+    if thawed:
+        outcome.notes.append(thawed)
     outcome.notes.extend(
         f"not re-run: line {s.start} `{s.text.strip().splitlines()[0]}`" for s in plan.skipped
     )

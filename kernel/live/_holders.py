@@ -1,7 +1,14 @@
-"""Who holds an object, in words, for notes about references a change could not update:
-module attributes by name, containers by kind (and by the module attribute holding them).
-This searches the heap (`gc.get_referrers`), so it runs only on the rare paths that write
-such a note, never on a plain patch."""
+"""Who holds an object: the one search of the heap every part of the engine goes through
+(`referrers`), and the holders in words, for notes about references a change could not
+update: module attributes by name, containers by kind (and by the module attribute holding
+them). Searching the heap costs, so it runs only on the rare paths that need it, never on a
+plain patch.
+
+`gc.get_referrers` does not see objects the program froze with `gc.freeze()` (a server that
+forks workers, liveforge's own gateway): a registry or a closure made before the freeze
+would be missed, and keep the old code without a word. So a search first unfreezes them
+(`gc.unfreeze()`), and the change that searched says so in a note (`thawed_note`): the
+collector visits those objects again from then on."""
 
 from __future__ import annotations
 
@@ -11,6 +18,36 @@ import sys
 import types
 from collections.abc import Sequence
 from typing import Any
+
+#: objects a search unfroze since the last change said so (see `thawed_note`).
+_thawed = 0
+
+
+def referrers(*objs: Any) -> list[Any]:
+    """The objects that refer to any of `objs` (`gc.get_referrers`), objects the program
+    froze with `gc.freeze()` included: those are unfrozen first, and counted for
+    `thawed_note`."""
+    global _thawed
+    frozen = gc.get_freeze_count()
+    if frozen:
+        gc.unfreeze()
+        _thawed += frozen
+    return gc.get_referrers(*objs)
+
+
+def thawed_note() -> str | None:
+    """The note for the objects searches unfroze since it was last asked (None when none
+    was): what the program had frozen is now in the collector's generations again."""
+    global _thawed
+    count, _thawed = _thawed, 0
+    if not count:
+        return None
+    return (
+        f"the program had frozen {count:,} objects with gc.freeze(); they were unfrozen so "
+        "the search for what holds the old code could see them (the garbage collector "
+        "visits them again; call gc.freeze() again to leave them out of its passes)"
+    )
+
 
 #: the containers `_container` names by the module attribute that holds them.
 _BINDABLE = (list, dict, set, tuple)
@@ -109,7 +146,7 @@ def describe_each(objs: Sequence[Any], skip: list[Any] | None = None) -> list[li
     # the call's own argument tuple holds them too (a tracked object on 3.12 and later)
     args = tuple(objs)
     skipped.add(id(args))
-    for holder in gc.get_referrers(*args):
+    for holder in referrers(*args):
         if (
             id(holder) in skipped
             or isinstance(holder, types.FrameType)

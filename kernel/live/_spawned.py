@@ -20,7 +20,6 @@ remembered when it moves (`moved`), again without a search.
 from __future__ import annotations
 
 import functools
-import gc
 import sys
 import types
 import weakref
@@ -128,7 +127,7 @@ def made_from(code: types.CodeType) -> list[types.FunctionType]:
     if not codes:
         return []
     ids = {id(c) for c in codes}
-    found = gc.get_referrers(*codes)
+    found = _holders.referrers(*codes)
     return [f for f in found if isinstance(f, types.FunctionType) and id(f.__code__) in ids]
 
 

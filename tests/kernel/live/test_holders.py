@@ -4,8 +4,13 @@ search of the heap (`describe_each`) are named as each one alone would be."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+
+import pytest
 from kernel_support import Project
 
+from liveforge import Runtime
 from liveforge.kernel.live import _holders
 
 HELD = """
@@ -52,3 +57,70 @@ def test_skipped_holders_are_left_out(project: Project) -> None:
     assert _holders.describe_each((mod.g,), [mod.REGISTRY, mod.BY_NAME, mod.LATER]) == [
         [f"{mod.__name__}.g"]
     ]
+
+
+FROZEN = """
+    def maker(k):
+        def made(x):
+            return x + k
+        return made
+
+
+    MADE = [maker(i) for i in range(3)]
+    HANDLERS = {}
+
+
+    def register(name):
+        def deco(f):
+            HANDLERS[name] = f
+            return f
+        return deco
+
+
+    @register("upper")
+    def to_upper(s):
+        return s.upper()
+"""
+
+
+@pytest.fixture
+def frozen() -> Iterator[None]:
+    """The test process's objects frozen (`gc.freeze()`), as a server that forks its
+    workers, or liveforge's gateway, leaves them; unfrozen again after the test."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def test_what_frozen_objects_hold_is_found_and_the_thaw_is_said(
+    project: Project, rt: Runtime, frozen: None
+) -> None:
+    """Closures and a registry made before the program froze its objects are invisible to
+    `gc.get_referrers`: the search unfreezes them first, so they take the new code, and the
+    change says the objects were unfrozen (the collector visits them again)."""
+    mod = project.module(FROZEN)
+    closure, upper = mod.MADE[1], mod.to_upper
+    gc.freeze()  # the module's objects too
+    assert gc.get_freeze_count() > 0
+    change = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k + 100\n    return made\n",
+    )
+    assert closure(1) == 102
+    assert gc.get_freeze_count() == 0
+    [note] = [n for n in change.notes if "gc.freeze()" in n]
+    assert note.startswith("the program had frozen ") and "were unfrozen" in note
+    gc.freeze()
+    change = rt.patch(
+        f"{mod.__name__}.to_upper", "@register('UP')\ndef to_upper(s):\n    return s\n"
+    )
+    assert mod.HANDLERS == {"UP": upper} and upper("a") == "a"
+    assert any("gc.freeze()" in n for n in change.notes), change.notes
+    # nothing frozen, nothing said
+    change = rt.patch(
+        f"{mod.__name__}.to_upper", "@register('UP')\ndef to_upper(s):\n    return s * 2\n"
+    )
+    assert not any("gc.freeze()" in n for n in change.notes)
