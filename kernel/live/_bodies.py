@@ -292,7 +292,7 @@ def _containers(obj: Any) -> list[Any]:
     """The lists, dicts and sets holding `obj` (a heap search: only for `__conform__`)."""
     return [
         h
-        for h in _holders.referrers(obj)
+        for h in _holders.referrers((obj,))
         if isinstance(h, (list, set)) or (isinstance(h, dict) and "__builtins__" not in h)
     ]
 

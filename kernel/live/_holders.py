@@ -21,17 +21,23 @@ from typing import Any
 
 #: objects a search unfroze since the last change said so (see `thawed_note`).
 _thawed = 0
+#: objects Python 3.12 itself keeps frozen from its start (375 on CPython 3.12.1): unfrozen
+#: by a search as well, but not the program's doing, so no note counts them. Read when
+#: liveforge is imported; on other versions nothing is frozen at start.
+_AT_START = gc.get_freeze_count() if sys.version_info[:2] == (3, 12) else 0
 
 
-def referrers(*objs: Any) -> list[Any]:
+def referrers(objs: tuple[Any, ...]) -> list[Any]:
     """The objects that refer to any of `objs` (`gc.get_referrers`), objects the program
     froze with `gc.freeze()` included: those are unfrozen first, and counted for
-    `thawed_note`."""
-    global _thawed
+    `thawed_note`. The tuple itself is among them where the caller holds it (a tracked
+    object from Python 3.12): a caller skips it by its id."""
+    global _thawed, _AT_START
     frozen = gc.get_freeze_count()
     if frozen:
         gc.unfreeze()
-        _thawed += frozen
+        _thawed += max(frozen - _AT_START, 0)
+        _AT_START = 0
     return gc.get_referrers(*objs)
 
 
@@ -146,7 +152,7 @@ def describe_each(objs: Sequence[Any], skip: list[Any] | None = None) -> list[li
     # the call's own argument tuple holds them too (a tracked object on 3.12 and later)
     args = tuple(objs)
     skipped.add(id(args))
-    for holder in referrers(*args):
+    for holder in referrers(args):
         if (
             id(holder) in skipped
             or isinstance(holder, types.FrameType)

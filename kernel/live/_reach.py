@@ -123,7 +123,7 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
         if held and isinstance(container, dict)
     }
     skip = {id(created), id(namespace), id(made)}
-    for holder in _holders.referrers(*made.values()):
+    for holder in _holders.referrers(tuple(made.values())):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):
             continue
         if (isinstance(holder, dict) and is_namespace(holder)) or (
@@ -248,7 +248,7 @@ def holders(obj: Any, skip: list[Any], *, cells: bool = False) -> list[Any]:
     skipped = {id(s) for s in skip}
     return [
         h
-        for h in _holders.referrers(obj)
+        for h in _holders.referrers((obj,))
         if id(h) not in skipped
         and (
             isinstance(h, (list, set))
@@ -263,7 +263,7 @@ def _class_namespace(holder: dict[str, Any]) -> bool:
     and never written to but through the class."""
     return "__module__" in holder and any(
         isinstance(owner, type) and any(d is holder for d in gc.get_referents(owner.__dict__))
-        for owner in _holders.referrers(holder)
+        for owner in _holders.referrers((holder,))
     )
 
 

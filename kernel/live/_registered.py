@@ -61,7 +61,7 @@ def before_rerun(node: ast.stmt, old: ast.stmt | None, live: Any, ctx: MergeCont
         return
     skip = {id(ctx.idmap), id(ctx.registered), id(ctx.searched)}
     found = ctx.searched.setdefault(id(live), [])
-    for holder in _holders.referrers(live):
+    for holder in _holders.referrers((live,)):
         if not isinstance(holder, _CONTAINERS) or id(holder) in skip:
             continue
         if isinstance(holder, dict) and is_namespace(holder):

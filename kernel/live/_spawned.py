@@ -127,7 +127,7 @@ def made_from(code: types.CodeType) -> list[types.FunctionType]:
     if not codes:
         return []
     ids = {id(c) for c in codes}
-    found = _holders.referrers(*codes)
+    found = _holders.referrers(tuple(codes))
     return [f for f in found if isinstance(f, types.FunctionType) and id(f.__code__) in ids]
 
 
