@@ -95,13 +95,16 @@ def unrelated(old: Any, new: Any, node: ast.stmt, module: Any) -> bool:
     return callable(old) and old is not new
 
 
-def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: bool) -> None:
+def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: bool) -> list[str]:
     """The functions and classes a failed or undone application created, which something
     stored (a decorator's registry, a base's `__init_subclass__`), leave those containers
     again, or give way to the object `namespace` (as restored) binds to that name. After a
     failure the objects are moments old, so every list, dict and set that holds them is
     theirs; after a rollback (`anywhere` false) only registries bound in their module or
-    their bases' modules are. One search of the heap, when there is anything to look for."""
+    their bases' modules are. One search of the heap, when there is anything to look for.
+
+    Returns a note for each function left in a framework's table (see below): a fresh
+    import of the restored source would not have it there."""
     existed = {id(v) for v in namespace.values()}
     made = {
         id(o): o
@@ -112,16 +115,17 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
         and id(o) not in existed
     }
     if not made:
-        return
+        return []
     allowed = None if anywhere else registries(made.values())
     # A function is also known by name to the framework holding it in an object's dict
-    # (Flask's URL rules name their view): it stays there (see `_registered.forget`). A
-    # list or set names nothing: the function leaves it.
+    # (Flask's URL rules name their view): it stays there, and a note says so (see
+    # `_registered.forget`). A list or set names nothing: the function leaves it.
     by_name = {
-        k
-        for k, (_, container, held) in registry_containers(made.values()).items()
+        k: label
+        for k, (label, container, held) in registry_containers(made.values()).items()
         if held and isinstance(container, dict)
     }
+    kept: list[str] = []
     skip = {id(created), id(namespace), id(made)}
     for holder in _holders.referrers(tuple(made.values())):
         if id(holder) in skip or not isinstance(holder, (list, dict, set)):
@@ -137,6 +141,21 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
                 replace_in([holder], obj, before, UndoLog())
             elif not (id(holder) in by_name and isinstance(obj, types.FunctionType)):
                 drop(holder, obj, UndoLog())
+            elif isinstance(holder, dict):
+                note = _left_in_table(obj, holder, by_name[id(holder)])
+                kept += [note] if note not in kept else []
+    return kept
+
+
+def _left_in_table(func: Any, table: dict[Any, Any], label: str) -> str:
+    """The note for a function an undone change made, which a framework's table (`label`)
+    keeps: where, that it may still be called there, and what drops it."""
+    keys = ", ".join(f"{label}[{k!r}]" for k, v in list(table.items()) if v is func)
+    return (
+        f"{func.__name__}: this change defined it, and rolling it back leaves it in {keys}, "
+        "where its decorator stored it; it may still be called there (a fresh import of the "
+        "restored source would not have it). Restart the program to drop it"
+    )
 
 
 def registries(objects: Iterable[Any]) -> dict[int, str]:

@@ -40,8 +40,10 @@ class Revert:
         """Names the application bound to another object: name -> the object before."""
         return {n: b for n, (b, a) in self.bindings.items() if b is not MISSING}
 
-    def __call__(self) -> None:
-        """Undo the application (once)."""
+    def __call__(self) -> list[str]:
+        """Undo the application (once). Returns notes on what it could not take back: a
+        function the application made that a framework's table keeps (see
+        `discard_created`)."""
         self.registries()
         self.log.undo()
         dropped = []
@@ -56,10 +58,11 @@ class Revert:
                 dropped.append(after)
         self.bindings = {}
         # What ran when they were made (a decorator, `__init_subclass__`) stored them.
-        discard_created(dropped, self.namespace, anywhere=False)
+        kept = discard_created(dropped, self.namespace, anywhere=False)
         if self.made:
             unregister_overloads(self.made, self.namespace)
             self.made = []
+        return kept
 
 
 def changed_bindings(

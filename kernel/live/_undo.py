@@ -9,13 +9,13 @@ class UndoLog:
     """Reversible record of in-place mutations, undone newest first."""
 
     def __init__(self) -> None:
-        self._steps: list[Callable[[], None]] = []
+        self._steps: list[Callable[[], object]] = []
 
-    def add(self, step: Callable[[], None]) -> None:
+    def add(self, step: Callable[[], object]) -> None:
         """Remember how to undo one mutation."""
         self._steps.append(step)
 
-    def steps(self) -> list[Callable[[], None]]:
+    def steps(self) -> list[Callable[[], object]]:
         """The recorded steps, oldest first (what they hold is liveforge's own record)."""
         return list(self._steps)
 

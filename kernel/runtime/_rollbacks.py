@@ -125,7 +125,8 @@ class Changes:
         """Undo one change: its recorded undo when the module still holds what it made,
         else its old source applied again; a file change puts its file back first. The
         module's file is read again after, and a rolled-back persisted change says what its
-        file holds."""
+        file holds. What the undo could not take back (a function the change defined that
+        a framework's table keeps by name) is added to the change's notes."""
         persisted = change.status is ChangeStatus.PERSISTED and change.kind != FILE_KIND
         self._undo_in_memory(change)
         record = self.modules.registry.get(change.module)
@@ -151,8 +152,9 @@ class Changes:
             for name in [change.module, *reversed(change.created_packages)]:
                 self.modules.remove_virtual(name)
         elif change._revert is not None and record.source == change.after:
-            # The exact objects and bindings that were there come back (identity included).
-            change._revert()
+            # The exact objects and bindings that were there come back (identity included);
+            # a function it made that a framework's table keeps by name is said.
+            change.notes.extend(change._revert())
             register_source(record.filename, change.before)
             record.source, record.index = change.before, change._index_before
         else:
@@ -162,7 +164,12 @@ class Changes:
                 module, record.index, change.before, record.filename, change.target
             )
             record.source, record.index = change.before, new_index
-            follow_up(self.modules.registry, change.module, outcome, self.modules.root_prefix)
+            # what the old source could not take back (a removed function a framework's
+            # table still holds, old references) is said on the change rolled back
+            change.notes.extend(outcome.notes)
+            change.notes.extend(
+                follow_up(self.modules.registry, change.module, outcome, self.modules.root_prefix)
+            )
         if change.kind == FILE_KIND:
             record.loaded = read_source(record.filename)
         change.status = ChangeStatus.ROLLED_BACK

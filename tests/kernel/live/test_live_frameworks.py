@@ -432,6 +432,26 @@ def test_a_flask_route_added_before_the_first_request_serves(project: Project, r
     assert not hasattr(mod, "about") and mod.app.test_client().get("/about").text == "about"
 
 
+def test_a_flask_route_a_rolled_back_change_added_still_serves_and_its_note_says_why(
+    project: Project, rt: Runtime
+) -> None:
+    """A change adds a route, the app serves it, the change is rolled back: the view stays
+    in `app.view_functions` (its URL rule names it) and still serves, where a fresh import
+    of the restored source has no such route; the rolled-back change's note names the
+    table's entry, says the view may still be called there and that a restart drops it."""
+    mod = project.module(FLASK)
+    about = '@app.route("/about")\ndef about():\n    return "about"\n'
+    change = rt.patch(f"{mod.__name__}.about", about)
+    client = mod.app.test_client()
+    assert client.get("/about").text == "about"
+    assert rt.rollback() == [change]
+    assert not hasattr(mod, "about") and client.get("/about").text == "about"
+    assert "about" not in _fresh(project, rt, mod).app.view_functions
+    (note,) = [n for n in change.notes if n.startswith("about: this change defined it")]
+    assert f"{mod.__name__}.app.view_functions['about']" in note
+    assert "may still be called there" in note and "Restart the program to drop it" in note
+
+
 def test_a_renamed_flask_view_is_said_to_be_still_held_by_the_app(
     project: Project, rt: Runtime
 ) -> None:

@@ -5,6 +5,7 @@ on sys.path."""
 
 from __future__ import annotations
 
+import pytest
 from kernel_support import Project, src
 
 from liveforge import Runtime
@@ -278,3 +279,68 @@ def test_the_last_overload_removed_while_another_changes_leaves_the_registry(
     assert mod._ is mod.d.registry[float]
     rt.rollback()
     assert mod.d.registry == before and mod._ is before[tuple] and mod.d((1,)) == ("tuple", (1, 1))
+
+
+BY_NAME = src(
+    """
+    class Registry:
+        def __init__(self):
+            self.entries = []
+            self.by_name = {}
+
+        def register(self, fn):
+            self.entries.append(fn)
+            self.by_name[fn.__name__] = fn
+            return fn
+
+
+    _REG = Registry()
+    """
+)
+ADDED_F = "@_REG.register\ndef f(x):\n    return x + 1\n"
+
+
+def _by_name_note(notes: list[str]) -> str:
+    return next(n for n in notes if n.startswith("f: this change defined it"))
+
+
+def test_a_function_an_object_s_dict_keeps_after_its_rollback_is_said(
+    project: Project, rt: Runtime
+) -> None:
+    """A change adds `@_REG.register def f`: rolled back, `f` leaves the module and the
+    object's list, but stays in `_REG.by_name` (a dict may name it for its framework), where
+    a fresh import of the restored source has nothing; the rolled-back change's note names
+    the entry, says it may still be called there and that a restart drops it."""
+    mod = project.module(BY_NAME)
+    change = rt.patch(f"{mod.__name__}.f", ADDED_F)
+    assert change.notes == []
+    (undone,) = rt.rollback()
+    assert undone is change and not hasattr(mod, "f") and mod._REG.entries == []
+    assert mod._REG.by_name["f"](1) == 2
+    assert project.module(rt.source(mod.__name__))._REG.by_name == {}
+    note = _by_name_note(change.notes)
+    assert f"{mod.__name__}._REG.by_name['f']" in note
+    assert "may still be called there" in note and "Restart the program to drop it" in note
+
+
+def test_every_way_of_undoing_says_what_an_object_s_dict_keeps(
+    project: Project, rt: Runtime
+) -> None:
+    """The note comes with every undo: a rollback of an earlier change with the later ones,
+    a rollback back to a point, and a transaction undone by an exception; a change that
+    registered nothing gets none."""
+    mod = project.module(BY_NAME)
+    name = mod.__name__
+    first = rt.patch(f"{name}.f", ADDED_F)
+    later = rt.patch(f"{name}.g", "def g():\n    return 2\n")
+    assert [c.id for c in rt.rollback(first.id)] == [later.id, first.id]
+    assert f"{name}._REG.by_name['f']" in _by_name_note(first.notes) and later.notes == []
+    point = rt.patch(f"{name}.g", "def g():\n    return 3\n")
+    again = rt.patch(f"{name}.f", ADDED_F)
+    assert rt.rollback_to(point.id) == [again]
+    assert f"{name}._REG.by_name['f']" in _by_name_note(again.notes)
+    with pytest.raises(RuntimeError), rt.transaction():
+        inside = rt.patch(f"{name}.f", ADDED_F)
+        raise RuntimeError("the block failed")
+    assert f"{name}._REG.by_name['f']" in _by_name_note(inside.notes)
+    assert not hasattr(mod, "f") and point.notes == []
