@@ -227,9 +227,10 @@ class Worker:
         for agent in self.agents.values():
             agent.session.track(agent.runtime, agent.settings.self_packages)
 
-    def _undo(self, lane: str, change: str) -> list[dict[str, str]]:
+    def _undo(self, lane: str, change: str) -> list[dict[str, Any]]:
         """Roll back `change` (default: the session's newest live one) and the later changes
-        of its module; which session made each is said."""
+        of its module; which session made each is said, and the notes the rollback gave it
+        (what it could not take back: a function a framework's table keeps)."""
         with holding(self.runtime, lane):
             mine = changes_of(self.runtime, lane)
             if change and change not in mine:
@@ -239,9 +240,15 @@ class Worker:
                 )
             if not mine:
                 raise ValueError("this session has no change in effect to undo")
+            noted = {c.id: len(c.notes) for c in self.runtime.history()}
             undone = self.runtime.rollback(change or mine[-1])
         return [
-            {"change": c.id, "target": c.target, "by": owner_of(self.runtime, c.id) or ""}
+            {
+                "change": c.id,
+                "target": c.target,
+                "by": owner_of(self.runtime, c.id) or "",
+                "notes": c.notes[noted.get(c.id, 0) :],
+            }
             for c in undone
         ]
 

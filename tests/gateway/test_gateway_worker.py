@@ -36,3 +36,61 @@ def test_an_abort_sent_with_its_run_stops_that_run(sample: Path):
         finally:
             worker.stdin.close()
             worker.wait(timeout=30)
+
+
+HOOKS = """class Registry:
+    def __init__(self):
+        self.by_name = {}
+
+    def register(self, fn):
+        self.by_name[fn.__name__] = fn
+        return fn
+
+
+HOOKS = Registry()
+"""
+
+
+def test_an_undo_that_leaves_a_registered_function_in_its_table_says_so(sample: Path):
+    """The session's change adds `@HOOKS.register def audit`; `changes.undo` rolls it back,
+    and its result carries the rollback's note: `HOOKS.by_name['audit']` still holds the
+    function, and a restart of the program drops it."""
+    (sample / "pricing" / "hooks.py").write_text(HOOKS)
+    added = "@HOOKS.register\ndef audit(total):\n    return total\n"
+    script = [
+        reply.tool_call("patch", {"path": "pricing.hooks.audit", "source": added}),
+        reply.text("added"),
+    ]
+    with FakeProvider(script=script) as fake:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "liveforge.gateway.worker", str(sample), "full-auto"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=gateway_env(fake),
+            cwd=sample,
+        )
+        assert worker.stdin is not None and worker.stdout is not None
+        try:
+            assert json.loads(worker.stdout.readline())["kind"] == "ready"
+            run = {"op": "run", "run": "r-1", "agent_session": "", "input": "add audit"}
+            worker.stdin.write(json.dumps(run) + "\n")
+            worker.stdin.flush()
+            session = ""
+            while (message := json.loads(worker.stdout.readline()))["kind"] != "ended":
+                session = message.get("agent_session", session)
+            assert message["reason"] == "answer", message
+            undo = {"op": "query", "req": "q-1", "what": "changes.undo", "session": session}
+            worker.stdin.write(json.dumps(undo) + "\n")
+            worker.stdin.flush()
+            while (message := json.loads(worker.stdout.readline()))["kind"] != "reply":
+                pass
+            assert message["ok"], message
+            (undone,) = message["result"]["undone"]
+            (note,) = undone["notes"]
+            assert undone["target"] == "pricing.hooks.audit"
+            assert "pricing.hooks.HOOKS.by_name['audit']" in note
+            assert "may still be called there" in note and "Restart the program" in note
+        finally:
+            worker.stdin.close()
+            worker.wait(timeout=30)

@@ -322,7 +322,10 @@ async function undo(change = "") {
   if (!state.session) return;
   try {
     const { undone } = await scoped("changes.undo", { session: state.session, change });
-    for (const u of undone) add("tool", `↶ rolled back ${escapeHtml(u.change)} ${escapeHtml(u.target)}`);
+    for (const u of undone) {
+      add("tool", `↶ rolled back ${escapeHtml(u.change)} ${escapeHtml(u.target)}`);
+      for (const note of u.notes || []) add("tool", `note: ${escapeHtml(note)}`);
+    }
   } catch (error) {
     add("tool error", escapeHtml(error.message));
   }
