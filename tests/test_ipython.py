@@ -228,3 +228,25 @@ def test_the_extension_loads_by_its_own_module_name_too(tmp_path, monkeypatch, c
         assert ip._liveforge_magics is None
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_undo_says_what_a_registry_s_dict_keeps_in_the_kernel_s_words(shell, tmp_path, capsys):
+    """%lf_undo of a change that added `@REG.register def f`: `f` stays in `REG.by_name`
+    (a dict may name it for its framework), and the undo's note says so, naming the entry
+    and that restarting the kernel drops it; the patch's own line has no such note."""
+    ip, name = shell
+    registry = (
+        "class Registry:\n    def __init__(self):\n        self.by_name = {}\n\n"
+        "    def register(self, fn):\n        self.by_name[fn.__name__] = fn\n        return fn\n"
+        "\n\nREG = Registry()\n"
+    )
+    (tmp_path / f"{name}.py").write_text(SOURCE + "\n\n" + registry)
+    _cell(ip, f"import {name} as mod")
+    _cell(ip, f"%%lf_patch {name}.f\n@REG.register\ndef f():\n    return 7\n")
+    capsys.readouterr()
+    _cell(ip, "%lf_undo")
+    out = capsys.readouterr().out
+    assert out.startswith("rolled back c1 ") and "\n  note: f: this change defined it" in out
+    assert f"{name}.REG.by_name['f']" in out and "Restart the kernel to drop it" in out
+    _cell(ip, "got = (hasattr(mod, 'f'), mod.REG.by_name['f']())")
+    assert ip.user_ns["got"] == (False, 7)

@@ -72,8 +72,16 @@ def rollback(change_id: str | None = None) -> str:
         if not mine:
             return "nothing to roll back: no change of yours is in effect (history lists all)"
         change_id = mine[-1]
-    undone = runtime().rollback(change_id)
-    return "rolled back:\n" + "\n".join(_line(change) for change in undone)
+    rt = runtime()
+    noted = {c.id: len(c.notes) for c in rt.history()}
+    undone = rt.rollback(change_id)
+    # each change's own line, then what the rollback could not take back (the notes of the
+    # patch it undid are history now)
+    return "rolled back:\n" + "\n".join(
+        change.summary().splitlines()[0]
+        + "".join(f"\n  note: {n}" for n in change.notes[noted.get(change.id, 0) :])
+        for change in undone
+    )
 
 
 @effect("read")

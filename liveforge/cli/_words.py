@@ -40,6 +40,11 @@ _CHAT = [
     ("Undo the persist first (unpersist())", "Undo the persist first (/undo)"),
     ("Roll it back to check other changes.", "/undo it to check other changes."),
     (
+        "Restart the program to drop it",
+        "Restart the chat to drop it (/quit, then `liveforge chat --resume` goes on with this "
+        "session)",
+    ),
+    (
         "Pass outside_project=True (to patch(), or to Runtime()) to patch it anyway.",
         "Set outside_project = true under [tool.liveforge] in pyproject.toml to patch it anyway.",
     ),

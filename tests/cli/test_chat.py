@@ -401,3 +401,31 @@ def test_multi_line_input_with_alt_enter_and_trailing_backslash(sample: Path):
         child.close()
         sent = fake.requests[0].body["messages"][-1]["content"]
     assert "first\nsecond\nthird" in json.dumps(sent).replace("\\n", "\n")
+
+
+def test_undo_says_what_a_registry_s_dict_keeps_in_the_chat_s_words(sample: Path):
+    """/undo of the agent's change that added `@HOOKS.register def audit`: the function
+    stays in `HOOKS.by_name`, and the undo says so, naming the entry, and how to drop it in
+    the chat's words (restart the chat, resume the session)."""
+    (sample / "pricing" / "hooks.py").write_text(
+        "class Registry:\n    def __init__(self):\n        self.by_name = {}\n\n"
+        "    def register(self, fn):\n        self.by_name[fn.__name__] = fn\n        return fn\n"
+        "\n\nHOOKS = Registry()\n"
+    )
+    added = "@HOOKS.register\ndef audit(total):\n    return total\n"
+    script = [
+        reply.tool_call("patch", {"path": "pricing.hooks.audit", "source": added}),
+        reply.text("Added audit."),
+    ]
+    with FakeProvider(script=script) as fake:
+        child = _spawn(sample, fake, "--mode", "auto-edit")
+        _say(child, "add an audit hook")
+        _shown(child, "Added audit.")
+        child.expect_exact(PROMPT)
+        _say(child, "/undo")
+        _shown(child, "note: audit: this change defined it")
+        _shown(child, "pricing.hooks.HOOKS.by_name['audit']")
+        _shown(child, "may still be called there")
+        _shown(child, "Restart the chat to drop it (/quit, then `liveforge chat --resume`")
+        child.expect_exact(PROMPT)
+        child.close(force=True)

@@ -102,3 +102,33 @@ def test_reload_of_an_unchanged_file_says_nothing_changed(project, rt):
     importlib.import_module(f"{project.pkg}.shapes")
     text = reload(f"{project.pkg}.shapes")
     assert text.startswith(f"{project.pkg}.shapes: nothing changed") and "persist" not in text
+
+
+HOOKS = """
+    class Registry:
+        def __init__(self):
+            self.by_name = {}
+
+        def register(self, fn):
+            self.by_name[fn.__name__] = fn
+            return fn
+
+
+    HOOKS = Registry()
+    """
+
+
+def test_rollback_says_what_a_framework_s_table_keeps_and_not_the_patch_s_notes(project, rt):
+    """A change adds `@HOOKS.register def audit`; rollback's result names the change, then
+    its note: `HOOKS.by_name['audit']` still holds the function, which may still be called
+    there, and a restart drops it. Notes the patch itself had are not repeated."""
+    project.write("{pkg}/hooks.py", HOOKS)
+    hooks = importlib.import_module(f"{project.pkg}.hooks")
+    patch(f"{project.pkg}.hooks.audit", "@HOOKS.register\ndef audit(x):\n    return x\n")
+    rt.history()[-1].notes.append("a note of the patch")
+    head, note = rollback().splitlines()[1:]
+    assert head.startswith(f"c1 function {project.pkg}.hooks.audit [rolled_back]")
+    assert note.startswith("  note: audit: this change defined it")
+    assert f"{project.pkg}.hooks.HOOKS.by_name['audit']" in note
+    assert "may still be called there" in note and note.endswith("Restart the program to drop it")
+    assert hooks.HOOKS.by_name["audit"](3) == 3 and not hasattr(hooks, "audit")

@@ -26,7 +26,9 @@ members, aliases (`al0 = f2`, `Al1 = Beta`) and later wrappings (`f2 = deco(f2)`
 Registries must hold what a fresh import's do, aliases the same objects; a reference taken
 before that a change's note says still holds an old object is not compared, nor a removed
 function a note says a registry still holds, nor the entry of `_REG.by_name` a note says
-still holds a function whose decorator changed (`@_REG.register` became `@toolz.memoize`).
+still holds a function whose decorator changed (`@_REG.register` became `@toolz.memoize`)
+or that a rolled-back change defined (notes a rollback gives the changes it undid count as
+well as a new change's).
 Rollbacks undo the newest change, one with every later one, or all after one. Seeds in
 `KNOWN` still end in a divergence without a note.
 A failure prints the seed and the edit sequence; replay one seed with
@@ -60,8 +62,9 @@ from random_module import ALIASES, CLASSES, DISPATCH, ENUMS, FAST, FUNCS, Sequen
 
 from liveforge import Runtime
 
-#: the suite's share of the seeds (0-399 were run outside it: all pass but 287, 308 and 372,
-#: a rolled-back registration a dict keeps without a note); 64 keep CI inside its time.
+#: the suite's share of the seeds (0-399 were run outside it, and all pass: 287, 308 and 372
+#: end with a registration a rolled-back change made, which a dict keeps and the rollback's
+#: note names); 64 keep CI inside its time.
 SEEDS = range(64)
 #: Seeds whose sequences still end in a divergence liveforge does not yet say in a note,
 #: each with what differs. Not strict: other Python versions may number lines otherwise.
