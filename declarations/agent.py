@@ -226,7 +226,7 @@ def rolled_back_note(rescue: Rescue) -> str:
         f"[liveforge] Your self-patches {', '.join(rescue.change_ids)} broke the agent loop "
         f"({rescue.reason}) and were rolled back automatically. The session goes on without "
         "them; fix the cause before patching liveforge again."
-    )
+    ) + "".join(f"\nNote: {n}" for n in rescue.notes)
 
 
 async def _guarded_turn(
@@ -293,7 +293,9 @@ def _rescued(
     turn = agent.state.turn
     agent.settle(rescue)
     events: list[AgentEvent] = [
-        SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
+        SelfPatchesRolledBack(
+            change_ids=list(rescue.change_ids), reason=rescue.reason, notes=list(rescue.notes)
+        )
     ]
     if not end:
         return events

@@ -130,6 +130,8 @@ class SelfPatchesRolledBack(_Event):
     type: Literal["self_patches_rolled_back"] = "self_patches_rolled_back"
     change_ids: list[str]
     reason: str
+    #: what the rollbacks could not take back (a function a framework's table still holds)
+    notes: list[str] = Field(default_factory=list)
 
 
 class Compacted(_Event):

@@ -146,7 +146,9 @@ def _report_rescue(agent: Agent, turn: Turn, rescue: Rescue) -> SelfPatchesRolle
     agent.session.track(agent.runtime, agent.settings.self_packages)
     agent.session.note("self_patch_rollback", rescue.reason, change_ids=list(rescue.change_ids))
     add_note(agent, rolled_back_note(rescue))
-    return SelfPatchesRolledBack(change_ids=list(rescue.change_ids), reason=rescue.reason)
+    return SelfPatchesRolledBack(
+        change_ids=list(rescue.change_ids), reason=rescue.reason, notes=list(rescue.notes)
+    )
 
 
 def _track_unreported(agent: Agent) -> None:

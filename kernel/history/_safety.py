@@ -58,10 +58,12 @@ class Runtime(Protocol):
 
 @dataclass(frozen=True)
 class Rescue:
-    """What `SafetyNet.rescue` undid: the change ids (newest first) and the fault."""
+    """What `SafetyNet.rescue` undid: the change ids (newest first), the fault, and the
+    notes the rollbacks gave the undone changes (what they could not take back)."""
 
     change_ids: tuple[str, ...]
     reason: str
+    notes: tuple[str, ...] = ()
 
 
 class SafetyNet:
@@ -133,17 +135,21 @@ class SafetyNet:
         history = self.runtime.history()
         ids = [c.id for c in history if c.id in suspects]
         live = {c.id for c in history if c.status is not ChangeStatus.ROLLED_BACK}
+        noted = {c.id: len(c.notes) for c in history}
         undone: list[str] = []
+        notes: list[str] = []
         for change_id in reversed(ids):
             if change_id in live and change_id not in undone:
                 try:
-                    undone += [c.id for c in self.runtime.rollback(change_id)]
+                    changes = self.runtime.rollback(change_id)
                 except LiveforgeError:
                     continue  # cannot be undone (say, a later persist): the rest still can
+                undone += [c.id for c in changes]
+                notes += [n for c in changes for n in c.notes[noted.get(c.id, 0) :]]
         if not undone:
             return None
         self._seen.update(undone)
-        return Rescue(tuple(undone), fault_summary(fault))
+        return Rescue(tuple(undone), fault_summary(fault), tuple(notes))
 
 
 def watched(module: str, prefixes: Iterable[str]) -> bool:

@@ -88,7 +88,9 @@ class _Collector:
         if event.type == "tool_finished" and event.is_error:
             self._failed_call(event)
         elif event.type == "self_patches_rolled_back":
-            self.rolled_back.append({"change_ids": event.change_ids, "reason": event.reason})
+            self.rolled_back.append(
+                {"change_ids": event.change_ids, "reason": event.reason, "notes": event.notes}
+            )
         elif event.type == "final_answer":
             self.answer = event.text
         elif event.type == "patch_applied":

@@ -196,7 +196,9 @@ class Renderer:
 
     def _on_self_patches_rolled_back(self, event: ev.SelfPatchesRolledBack) -> None:
         self._line(
-            f"self-patches {', '.join(event.change_ids)} rolled back: {event.reason}", "yellow"
+            f"self-patches {', '.join(event.change_ids)} rolled back: {event.reason}"
+            + "".join(f"\n  note: {n}" for n in event.notes),
+            "yellow",
         )
 
     def _on_compacted(self, event: ev.Compacted) -> None:

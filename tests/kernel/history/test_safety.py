@@ -89,3 +89,34 @@ def test_unwatched_modules_and_reloads_are_never_on_probation(rt, project):
     rt.rollback()
     rt.reload(mod.__name__)
     assert watching.scan() == []
+
+
+REGISTRY = """class Registry:
+    def __init__(self):
+        self.by_name = {}
+
+    def register(self, fn):
+        self.by_name[fn.__name__] = fn
+        return fn
+
+
+HOOKS = Registry()
+"""
+
+
+def test_a_rescue_says_what_a_framework_s_table_keeps(rt, project):
+    """A change on probation added `@HOOKS.register def audit`: the rescue rolls it back and
+    carries the rollback's note (`HOOKS.by_name['audit']` still holds it), and what the
+    model is told of the rescue repeats it."""
+    from liveforge.declarations.agent import rolled_back_note
+
+    mod = project.module(REGISTRY)
+    net = SafetyNet(rt, (project.prefix,))
+    net.begin()
+    rt.patch(f"{mod.__name__}.audit", "@HOOKS.register\ndef audit(x):\n    return x\n")
+    rescue = net.rescue(RuntimeError("the loop broke"))
+    assert rescue is not None and not hasattr(mod, "audit") and "audit" in mod.HOOKS.by_name
+    (note,) = rescue.notes
+    assert note.startswith("audit: this change defined it")
+    assert f"{mod.__name__}.HOOKS.by_name['audit']" in note and "Restart the program" in note
+    assert rolled_back_note(rescue).endswith(f"\nNote: {note}")
