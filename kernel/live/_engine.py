@@ -117,12 +117,16 @@ def apply(
         ctx.log.undo()
         registries.restore()
         restore_namespace(namespace, saved)
-        _reach.discard_created(ctx.created, saved, anywhere=True)
+        kept = _reach.discard_created(ctx.created, saved, anywhere=True)
         _restore_linecache(filename, cached)
         if isinstance(exc, PatchError):
             raise
         if not isinstance(exc, Exception):
             raise
+        if kept:  # a framework's table keeps what the failed source defined: said
+            detail = detail.replace(
+                "Nothing was changed;", f"Nothing was changed but this: {'; '.join(kept)};"
+            )
         raise PatchExecutionError(
             detail, target=target or module.__name__, line=_failing_line(exc, filename)
         ) from exc

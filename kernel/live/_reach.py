@@ -142,15 +142,22 @@ def discard_created(created: list[Any], namespace: dict[str, Any], anywhere: boo
             elif not (id(holder) in by_name and isinstance(obj, types.FunctionType)):
                 drop(holder, obj, UndoLog())
             elif isinstance(holder, dict):
-                note = _left_in_table(obj, holder, by_name[id(holder)])
+                note = _left_in_table(obj, holder, by_name[id(holder)], anywhere)
                 kept += [note] if note not in kept else []
     return kept
 
 
-def _left_in_table(func: Any, table: dict[Any, Any], label: str) -> str:
-    """The note for a function an undone change made, which a framework's table (`label`)
-    keeps: where, that it may still be called there, and what drops it."""
+def _left_in_table(func: Any, table: dict[Any, Any], label: str, failed: bool) -> str:
+    """The note for a function an undone change (or a `failed` application) made, which a
+    framework's table (`label`) keeps: where, that it may still be called there, and what
+    drops it."""
     keys = ", ".join(f"{label}[{k!r}]" for k, v in list(table.items()) if v is func)
+    if failed:
+        return (
+            f"{func.__name__}, which the new source defined before it failed, stays in {keys}, "
+            "where its decorator stored it, and may still be called there. Restart the "
+            "program to drop it"
+        )
     return (
         f"{func.__name__}: this change defined it, and rolling it back leaves it in {keys}, "
         "where its decorator stored it; it may still be called there (a fresh import of the "

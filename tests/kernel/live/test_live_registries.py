@@ -9,6 +9,7 @@ import pytest
 from kernel_support import Project, src
 
 from liveforge import Runtime
+from liveforge.errors import PatchExecutionError
 
 KEYED = """
     HANDLERS = {}
@@ -344,3 +345,20 @@ def test_every_way_of_undoing_says_what_an_object_s_dict_keeps(
         raise RuntimeError("the block failed")
     assert f"{name}._REG.by_name['f']" in _by_name_note(inside.notes)
     assert not hasattr(mod, "f") and point.notes == []
+
+
+def test_a_failed_patch_says_what_an_object_s_dict_keeps_of_it(
+    project: Project, rt: Runtime
+) -> None:
+    """New source that registers `f` in `_REG.by_name` and then raises: the module is as it
+    was, and the error, which says nothing else changed, names the entry that keeps `f`."""
+    mod = project.module(BY_NAME)
+    broken = rt.source(mod.__name__) + "\n\n" + ADDED_F + "\n\nBROKEN = 1 // 0\n"
+    with pytest.raises(PatchExecutionError) as caught:
+        rt.patch_module(mod.__name__, broken)
+    message = str(caught.value)
+    assert "Nothing was changed but this: f, which the new source defined before it failed" in (
+        message
+    )
+    assert f"{mod.__name__}._REG.by_name['f']" in message and "Restart the program" in message
+    assert not hasattr(mod, "f") and mod._REG.entries == [] and rt.history() == []
