@@ -16,7 +16,7 @@ from typing import Protocol
 from liveforge.kernel.errors import ChangeError
 from liveforge.kernel.files._sourcefile import read_source
 from liveforge.kernel.history._changes import FILE_KIND, Change, ChangeStatus, History
-from liveforge.kernel.live import _engine
+from liveforge.kernel.live import _engine, _holders
 from liveforge.kernel.live._dependents import follow_up
 from liveforge.kernel.runtime._modules import Modules
 from liveforge.kernel.source._ondisk import disk_text, resync
@@ -155,6 +155,9 @@ class Changes:
             # The exact objects and bindings that were there come back (identity included);
             # a function it made that a framework's table keeps by name is said.
             change.notes.extend(change._revert())
+            thawed = _holders.thawed_note()  # its search of the heap unfroze the program's
+            if thawed:
+                change.notes.append(thawed)
             register_source(record.filename, change.before)
             record.source, record.index = change.before, change._index_before
         else:

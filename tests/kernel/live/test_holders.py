@@ -124,3 +124,29 @@ def test_what_frozen_objects_hold_is_found_and_the_thaw_is_said(
         f"{mod.__name__}.to_upper", "@register('UP')\ndef to_upper(s):\n    return s * 2\n"
     )
     assert not any("gc.freeze()" in n for n in change.notes)
+
+
+def test_a_rollback_that_unfreezes_says_so_on_the_change_it_rolled_back(
+    project: Project, rt: Runtime, frozen: None
+) -> None:
+    """The note goes with the operation whose search unfroze the objects: a rollback's own
+    search is said on the change it rolled back, never on a later change."""
+    mod = project.module(FROZEN)
+    closure = mod.MADE[0]
+    patched = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k + 100\n    return made\n",
+    )
+    assert closure(1) == 101 and any("gc.freeze()" in n for n in patched.notes)
+    said = len(patched.notes)
+    gc.freeze()
+    [undone] = rt.rollback()
+    assert undone is patched and closure(1) == 1
+    unfroze = gc.get_freeze_count() == 0
+    assert any("gc.freeze()" in n for n in undone.notes[said:]) == unfroze
+    change = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k + 7\n    return made\n",
+    )
+    assert closure(1) == 8
+    assert any("gc.freeze()" in n for n in change.notes) == (not unfroze), change.notes
