@@ -21,10 +21,23 @@ from typing import Any
 
 #: objects a search unfroze since the last change said so (see `thawed_note`).
 _thawed = 0
-#: objects Python 3.12 itself keeps frozen from its start (375 on CPython 3.12.1): unfrozen
-#: by a search as well, but not the program's doing, so no note counts them. Read when
-#: liveforge is imported; on other versions nothing is frozen at start.
-_AT_START = gc.get_freeze_count() if sys.version_info[:2] == (3, 12) else 0
+#: frozen objects that are not the program's doing, unfrozen by a search as well but counted
+#: by no note: those Python 3.12 itself keeps frozen from its start (375 on CPython 3.12.1,
+#: read when liveforge is imported; other versions freeze nothing at start), or all that
+#: liveforge's own server froze (see `freeze_own`).
+_NOT_THE_PROGRAMS = gc.get_freeze_count() if sys.version_info[:2] == (3, 12) else 0
+
+
+def freeze_own() -> None:
+    """Collect, then leave every object alive now out of later collections (`gc.freeze()`),
+    as liveforge's own servers do once started (the gateway and its project workers): a full
+    pass over what startup made would stall every stream. A search that unfreezes these
+    says nothing of them (they are liveforge's doing, not the program's); the collector
+    visits them again from then on."""
+    global _NOT_THE_PROGRAMS
+    gc.collect()
+    gc.freeze()
+    _NOT_THE_PROGRAMS = gc.get_freeze_count()
 
 
 def referrers(objs: tuple[Any, ...]) -> list[Any]:
@@ -32,12 +45,12 @@ def referrers(objs: tuple[Any, ...]) -> list[Any]:
     froze with `gc.freeze()` included: those are unfrozen first, and counted for
     `thawed_note`. The tuple itself is among them where the caller holds it (a tracked
     object from Python 3.12): a caller skips it by its id."""
-    global _thawed, _AT_START
+    global _thawed, _NOT_THE_PROGRAMS
     frozen = gc.get_freeze_count()
     if frozen:
         gc.unfreeze()
-        _thawed += max(frozen - _AT_START, 0)
-        _AT_START = 0
+        _thawed += max(frozen - _NOT_THE_PROGRAMS, 0)
+        _NOT_THE_PROGRAMS = 0
     return gc.get_referrers(*objs)
 
 

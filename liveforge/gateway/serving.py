@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import ipaddress
 import os
 import sys
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from liveforge.gateway.settings import GatewaySettings, ScheduleEntry
 from liveforge.kernel.errors import ConfigError
+from liveforge.kernel.live._holders import freeze_own
 
 if TYPE_CHECKING:
     from liveforge.gateway.core import Gateway
@@ -139,8 +139,7 @@ def _settle() -> None:
     """Collect once, then leave what startup made (modules, the app) out of every later
     collection: the collector's full passes over it would stall every stream the gateway
     carries for tens of milliseconds."""
-    gc.collect()
-    gc.freeze()
+    freeze_own()
 
 
 def _projects(projects: list[tuple[str, Path]], mode: str) -> tuple[Hub, list[Any]]:

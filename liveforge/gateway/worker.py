@@ -17,7 +17,6 @@ call_id, by, reason}), ``ask`` {run, request, question} and ``reply`` {req, ok, 
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 import json
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from liveforge.impls.live_program import changes_of, holding, owner_of
+from liveforge.kernel.live._holders import freeze_own
 
 __all__ = ["main"]
 
@@ -334,8 +334,7 @@ async def _main(project: Path, channel: _Channel, mode: str) -> None:
     loop = asyncio.get_running_loop()
     threading.Thread(target=_read, args=(loop, inbox), daemon=True).start()
     _warm()
-    gc.collect()
-    gc.freeze()  # what startup made stays out of later collections (they stall the streams)
+    freeze_own()  # what startup made stays out of later collections (they stall the streams)
     # agents are built (and tools run) in threads while other sessions stream: the event
     # loop waits for the interpreter at most this long, not the default 5 ms, each time
     sys.setswitchinterval(0.001)

@@ -150,3 +150,30 @@ def test_a_rollback_that_unfreezes_says_so_on_the_change_it_rolled_back(
     )
     assert closure(1) == 8
     assert any("gc.freeze()" in n for n in change.notes) == (not unfroze), change.notes
+
+
+def test_what_liveforge_froze_itself_is_unfrozen_without_a_note(
+    project: Project, rt: Runtime, frozen: None
+) -> None:
+    """liveforge's own servers freeze what their startup made (`freeze_own`): a search
+    unfreezes those too, but the note counts only what the program froze after."""
+    mod = project.module(FROZEN)
+    closure = mod.MADE[2]
+    _holders.freeze_own()
+    change = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k + 100\n    return made\n",
+    )
+    assert closure(1) == 103 and gc.get_freeze_count() == 0
+    assert not any("gc.freeze()" in n for n in change.notes), change.notes
+    _holders.freeze_own()
+    made = [mod.maker(5)]  # made after liveforge's freeze, frozen by the program
+    gc.freeze()
+    change = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k\n    return made\n",
+    )
+    assert made[0](1) == 6 and closure(1) == 3
+    [note] = [n for n in change.notes if "gc.freeze()" in n]
+    frozen_by_program = int(note.split("frozen ")[1].split(" objects")[0].replace(",", ""))
+    assert 0 < frozen_by_program < 1000, note
