@@ -123,6 +123,9 @@ def test_connection_errors_show_the_url_tried(sample: Path):
     with FakeProvider(script=[]) as fake:
         port = fake.base_url.rsplit(":", 1)[1].strip("/")
     refused = f"http://user:secret@127.0.0.1:{port}"  # the fake is gone: nothing listens
+    # one attempt: the error is the same after the backoff's retries, only later
+    with (sample / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("\n[tool.liveforge.retry]\nmax_attempts = 1\n")
     for base, shown in (
         (refused, f"(POST http://127.0.0.1:{port}/v1/messages)"),
         ("htp:/bad url", "(POST 'htp:/bad url/v1/messages')"),
