@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -88,12 +89,90 @@ def process_gone(pid: int, wait: float = 10.0) -> bool:
     return False
 
 
-def in_namespace(link: str, wait: float = 10.0) -> list[str]:
-    """Processes still alive in the pid namespace `link` names ("pid:[4026...]", as
-    `readlink /proc/<pid>/ns/pid` gives it), after waiting up to `wait` s for none: each
-    described by its pid, command, state, parent and what it waits in, so a failure says
-    which process outlived its check and why."""
-    deadline = time.monotonic() + wait
+NAMESPACE = (
+    "__import__('os').readlink('/proc/self/ns/pid') + ' '"
+    " + str(__import__('os').fstat(__import__('os').pidfd_open(1)).st_ino)"
+)
+"""An expression a check evaluates to name its pid namespace for `in_namespace`: the
+namespace's number ("pid:[4026...]") and which process its pid 1 is (the inode number of a
+pidfd of it, which Linux >= 6.9 gives no other process until it restarts; before that every
+pidfd has the same one, and the number alone decides). The number alone names nothing once
+the namespace has ended: the kernel gives the lowest free number to the next namespace
+made, on a busy machine within milliseconds, and processes found by it are then another
+namespace's (a host made ahead for the next live check, a check of another test)."""
+
+#: An expression a check evaluates to name one of its processes from outside: its pid
+#: namespace (as `NAMESPACE`) and its pid there (a check may have a pid namespace of its own).
+WHO = NAMESPACE + " + ' ' + str({pid})"
+
+
+def in_namespace(namespace: str, wait: float = 10.0) -> list[str]:
+    """Processes still alive in the pid namespace `namespace` names (as `NAMESPACE` gives
+    it), after waiting up to `wait` s for none: each described by its pid, command, state,
+    parent and what it waits in, so a failure says which process outlived its check and why.
+
+    The namespace is followed through its pid 1: while that runs, a pidfd of it keeps the
+    namespace, and so its number, from being freed and given to another one, so what runs
+    under that number is the namespace's own. Once it has ended nothing of the namespace
+    runs: the kernel ends every other process of a pid namespace before its pid 1's exit
+    completes."""
+    link, init = namespace.rsplit(" ", 1)
+    pin = _pin(link, int(init))
+    if pin is None:
+        return []
+    try:
+        return _alive_in(link, time.monotonic() + wait)
+    finally:
+        os.close(pin)
+
+
+def namespace_of(pid: int) -> str:
+    """The name `in_namespace` takes for the pid namespace of the running process `pid`,
+    as `NAMESPACE` gives it from inside."""
+    link = os.readlink(f"/proc/{pid}/ns/pid")
+    for init in _inits(link):
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(init)
+            try:
+                return f"{link} {os.fstat(pidfd).st_ino}"
+            finally:
+                os.close(pidfd)
+    raise AssertionError(f"no pid 1 runs in the pid namespace of {pid} ({link})")
+
+
+def _pin(link: str, init: int) -> int | None:
+    """A pidfd of the pid 1 of the namespace numbered `link` if it is the process `init`
+    names (as `NAMESPACE` gives it), or None when that has ended."""
+    for pid in _inits(link):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        if os.fstat(pidfd).st_ino == init:
+            return pidfd
+        os.close(pidfd)
+    return None
+
+
+def _inits(link: str) -> list[int]:
+    """The pids here of the processes that are pid 1 of a namespace numbered `link`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") != link:
+                continue
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        inner = [line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:")]
+        if inner == ["1"]:
+            found.append(int(name))
+    return found
+
+
+def _alive_in(link: str, deadline: float) -> list[str]:
     while True:
         alive = []
         for name in os.listdir("/proc"):
@@ -123,18 +202,13 @@ def _waits(pid: str) -> str:
         return "waiting in ?"
 
 
-#: An expression a check evaluates to name one of its processes from outside: its pid
-#: namespace and its pid there (a check may have a pid namespace of its own).
-WHO = "__import__('os').readlink('/proc/self/ns/pid') + ' ' + str({pid})"
-
-
 def who_gone(who: str, wait: float = 10.0) -> bool:
     """True once the process `WHO` named no longer runs: by pid in this pid namespace, or,
     when it was in a namespace of its own, once nothing runs in that namespace."""
-    link, pid = who.rsplit(" ", 1)
-    if link == os.readlink("/proc/self/ns/pid"):
+    namespace, pid = who.rsplit(" ", 1)
+    if namespace.split(" ")[0] == os.readlink("/proc/self/ns/pid"):
         return process_gone(int(pid), wait)
-    return in_namespace(link, wait) == []
+    return in_namespace(namespace, wait) == []
 
 
 def snapshot_tree(root: Path) -> dict[str, bytes]:

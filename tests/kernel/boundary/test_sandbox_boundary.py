@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import in_namespace, loopback_listener, process_gone, snapshot_tree
+from sandbox_support import (
+    NAMESPACE,
+    in_namespace,
+    loopback_listener,
+    process_gone,
+    snapshot_tree,
+)
 
 from liveforge.kernel.boundary import _overlay
 from liveforge.kernel.boundary._boundary import probe
@@ -187,7 +193,7 @@ def test_udp_and_sctp_sockets_are_denied_with_the_network_off(sandbox: Sandbox) 
 def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
     sandbox: Sandbox,
 ) -> None:
-    code = textwrap.dedent("""
+    code = textwrap.dedent(f"""
         import os, subprocess, time
         pids = []
         for _ in range(50):
@@ -203,7 +209,7 @@ def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
             if os.fork() == 0:
                 time.sleep(300)
             os._exit(0)
-        pids, os.readlink("/proc/self/ns/pid")
+        pids, {NAMESPACE}
     """)
     result = sandbox.verify(code)
     assert result.ok and result.boundary is not None, result.summary()
@@ -222,7 +228,7 @@ def test_processes_left_running_are_counted_killed_and_reported(
     """Three setsid `sleep`s and a forked child outlive the snippet (an exited child not
     yet reaped does not count): the result says 4 were still running and were killed,
     whether its pid namespace took them down or (isolation off) the template did."""
-    code = textwrap.dedent("""
+    code = textwrap.dedent(f"""
         import os, subprocess, time
         pids = [
             subprocess.Popen(["sleep", "300"], start_new_session=True).pid for _ in range(3)
@@ -233,7 +239,7 @@ def test_processes_left_running_are_counted_killed_and_reported(
         if (done := os.fork()) == 0:
             os._exit(0)
         os.waitid(os.P_PID, done, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
-        [*pids, child], os.readlink("/proc/self/ns/pid")
+        [*pids, child], {NAMESPACE}
     """)
     box = sandbox if isolation else Sandbox(places.project, settings=CheckSettings(isolation=False))
     try:

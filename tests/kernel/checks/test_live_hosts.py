@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from process_tree import alive, descendants
-from sandbox_support import SETSID_DAEMONS, in_namespace
+from sandbox_support import NAMESPACE, SETSID_DAEMONS, in_namespace
 
 from liveforge.kernel.boundary import _overlay
 from liveforge.kernel.boundary._boundary import probe
@@ -74,8 +74,8 @@ def test_a_joined_live_check_is_alone_in_its_namespaces_and_sees_the_project_cop
 
 
 def test_what_a_joined_live_check_starts_dies_with_it(sandbox: Sandbox) -> None:
-    _, link = joined(sandbox, SETSID_DAEMONS, "os.readlink('/proc/self/ns/pid')")
-    assert isinstance(link, str) and in_namespace(link) == []  # the namespace ends asynchronously
+    _, namespace = joined(sandbox, SETSID_DAEMONS, NAMESPACE)
+    assert isinstance(namespace, str) and in_namespace(namespace) == []  # it ends asynchronously
 
 
 def test_a_host_that_is_gone_leaves_the_check_to_make_its_own_namespaces(

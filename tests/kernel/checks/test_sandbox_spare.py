@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from process_tree import children
-from sandbox_support import in_namespace
+from sandbox_support import in_namespace, namespace_of
 
 from liveforge.kernel.boundary._boundary import probe
 from liveforge.kernel.checks._sandbox import Sandbox
@@ -76,8 +76,8 @@ def test_a_check_made_ahead_sees_files_persisted_after_it_was_made(
 def test_a_check_made_ahead_dies_with_its_template(sandbox: Sandbox) -> None:
     assert sandbox.verify("1").ok
     assert sandbox.template_pid is not None
-    link = os.readlink(f"/proc/{waiting_check(sandbox.template_pid)}/ns/pid")
+    namespace = namespace_of(waiting_check(sandbox.template_pid))
     os.kill(sandbox.template_pid, signal.SIGKILL)
-    assert in_namespace(link) == []
+    assert in_namespace(namespace) == []
     again = sandbox.verify("6 * 7")  # a new template, and a new check made ahead
     assert (again.status, again.value_repr) == ("passed", "42")
