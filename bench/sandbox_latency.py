@@ -240,7 +240,9 @@ def setup(work: Path) -> tuple[Runtime, list[OverlayModule], dict[str, list[str]
 # Table 1's rows measured for `--before`, and table 2's.
 ROWS = {
     "sandbox": "Sandbox.verify (check made ahead)",
+    "forked": "Sandbox.verify, check forked when asked",
     "live": "live fork in the boundary (run_live)",
+    "live-asked": "live fork, namespaces entered when asked",
     "bare": "live fork, no boundary",
     "fresh-only": "Runtime.verify(live=False): fresh import",
     "runtime": "Runtime.verify: fresh import + live fork",
@@ -253,10 +255,15 @@ def serve_rounds(work: Path) -> None:
     on stdout); for `cpu N`, table 2's `Runtime.verify` rows over N calls each."""
     rt, overlay, fresh = setup(work)
     box = rt.checks.sandbox
+    forking = Sandbox(
+        work / "project", runs_dir=work / "runs-forked", keep_runs=5, make_ahead=False
+    )
     env = {**os.environ, "PYTHONPATH": fresh["PYTHONPATH"][0]}
     calls: dict[str, Callable[[], object]] = {
         "sandbox": lambda: box.verify(SNIPPET, overlay),
+        "forked": lambda: forking.verify(SNIPPET, overlay),
         "live": lambda: box.run_live(SNIPPET, timeout=30),
+        "live-asked": lambda: forking.run_live(SNIPPET, timeout=30),
         "bare": lambda: run_live(SNIPPET, timeout=30),
         "fresh-only": lambda: rt.verify(SNIPPET, live=False),
         "runtime": lambda: rt.verify(SNIPPET),
@@ -276,6 +283,7 @@ def serve_rounds(work: Path) -> None:
                 label: timed({label: call}, 1, warmup=0)[label][0] for label, call in calls.items()
             }
         print(json.dumps(answer), flush=True)
+    forking.close()
     rt.close()
 
 
