@@ -44,14 +44,22 @@ read from the environment (e.g. `OPENAI_API_KEY=sk-... python bench/sandbox_late
 its snippet runs.
 
 Targets: verify (the fresh-import fork) and the live fork median <= 20 ms each, and
-<= 0.1x the fresh interpreter; run_tests <= 1.15x plain pytest.
+<= 0.1x the fresh interpreter; `Runtime.verify` with both checks <= 20 ms (<= 0.12x);
+run_tests <= 1.15x plain pytest.
+
+`--before REF` measures table 1 (and table 2's `Runtime.verify` rows) for another revision
+too (`git archive REF` unpacked in a temporary folder) and prints the two side by side: two
+worker processes, one per revision, each a loaded program as above, take turns call by
+call, so both see the same load of the machine.
+
 Run: `python bench/sandbox_latency.py [--runs 30] [--test-runs 10] [--ballast 500000]
-[--provider]`.
+[--provider] [--before REF]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -62,6 +70,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from _trees import unpack
 
 from liveforge import Runtime
 from liveforge.kernel.checks._livefork import run_live
@@ -181,22 +192,33 @@ def main() -> None:
     parser.add_argument("--test-runs", type=int, default=10)
     parser.add_argument("--ballast", type=int, default=500_000)
     parser.add_argument("--provider", action="store_true", help="hold a configured provider")
+    parser.add_argument("--before", metavar="REF", help="also measure this git revision")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     ballast = [{"i": i} for i in range(options.ballast)]  # noqa: F841 - a loaded program
     provider = _provider() if options.provider else None  # noqa: F841 - held, as a session does
     work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
-    print(
-        f"{os.cpu_count()} CPUs, load average at start: "
-        + " ".join(f"{load:.2f}" for load in os.getloadavg())
-    )
+    if not options.worker:
+        print(
+            f"{os.cpu_count()} CPUs, load average at start: "
+            + " ".join(f"{load:.2f}" for load in os.getloadavg())
+        )
     try:
-        run(work, options.runs, options.test_runs)
+        if options.worker:
+            serve_rounds(work)
+        elif options.before:
+            compare(work, options)
+        else:
+            run(work, options.runs, options.test_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\nload average at end: " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
+    if not options.worker:
+        print("\nload average at end: " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
 
 
-def run(work: Path, runs: int, test_runs: int) -> None:
+def setup(work: Path) -> tuple[Runtime, list[OverlayModule], dict[str, list[str]]]:
+    """The fixture project copied into `work`, loaded in this process and patched; the
+    runtime, the overlay, and the environment and command of the fresh interpreter."""
     project = work / "project"
     shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("__pycache__"))
     mod_path = project / "fixture_pkg" / "mod.py"
@@ -209,12 +231,138 @@ def run(work: Path, runs: int, test_runs: int) -> None:
     persisted = work / "persisted"
     shutil.copytree(project, persisted)
     (persisted / "fixture_pkg" / "mod.py").write_text(patched_source)
-    fresh_env = {**os.environ, "PYTHONPATH": str(persisted)}
-
-    fresh_cmd = [sys.executable, "-c", SNIPPET]
-    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     rt = Runtime(project_root=project)
     rt.patch_module("fixture_pkg.mod", patched_source)
+    fresh = {"PYTHONPATH": [str(persisted)], "cmd": [sys.executable, "-c", SNIPPET]}
+    return rt, overlay, fresh
+
+
+# Table 1's rows measured for `--before`, and table 2's.
+ROWS = {
+    "sandbox": "Sandbox.verify (check made ahead)",
+    "forked": "Sandbox.verify, check forked when asked",
+    "live": "live fork in the boundary (run_live)",
+    "live-asked": "live fork, namespaces entered when asked",
+    "bare": "live fork, no boundary",
+    "fresh-only": "Runtime.verify(live=False): fresh import",
+    "runtime": "Runtime.verify: fresh import + live fork",
+    "fresh": "fresh `python -c`, overlay on sys.path",
+}
+
+
+def serve_rounds(work: Path) -> None:
+    """`--worker`: for each line `round` on stdin, each of `ROWS` once (seconds, a JSON line
+    on stdout); for `cpu N`, table 2's `Runtime.verify` rows over N calls each."""
+    rt, overlay, fresh = setup(work)
+    box = rt.checks.sandbox
+    forking = Sandbox(
+        work / "project", runs_dir=work / "runs-forked", keep_runs=5, make_ahead=False
+    )
+    env = {**os.environ, "PYTHONPATH": fresh["PYTHONPATH"][0]}
+    calls: dict[str, Callable[[], object]] = {
+        "sandbox": lambda: box.verify(SNIPPET, overlay),
+        "forked": lambda: forking.verify(SNIPPET, overlay),
+        "live": lambda: box.run_live(SNIPPET, timeout=30),
+        "live-asked": lambda: forking.run_live(SNIPPET, timeout=30),
+        "bare": lambda: run_live(SNIPPET, timeout=30),
+        "fresh-only": lambda: rt.verify(SNIPPET, live=False),
+        "runtime": lambda: rt.verify(SNIPPET),
+        "fresh": lambda: subprocess.run(fresh["cmd"], env=env, cwd=work, check=True),
+    }
+    checked(rt.verify(SNIPPET).ok and box.run_live(SNIPPET, timeout=30).ok, "verify")
+    timed(calls, 0)  # warm-up
+    for line in sys.stdin:
+        if line.startswith("cpu"):
+            runs = int(line.split()[1])
+            answer: dict[str, Any] = {
+                ROWS["runtime"]: cpu_per_call(rt, calls["runtime"], runs),
+                ROWS["fresh-only"]: cpu_per_call(rt, calls["fresh-only"], runs),
+            }
+        else:
+            answer = {
+                label: timed({label: call}, 1, warmup=0)[label][0] for label, call in calls.items()
+            }
+        print(json.dumps(answer), flush=True)
+    forking.close()
+    rt.close()
+
+
+def compare(work: Path, options: argparse.Namespace) -> None:
+    """`--before`: this checkout and revision `options.before`, each in a worker, taking
+    turns call by call; table 1's rows side by side, then table 2's `Runtime.verify` rows."""
+    tree = unpack(options.before, work / "before")
+    argv = [sys.executable, __file__, "--worker", "--ballast", str(options.ballast)]
+    workers = {}
+    for name, path in (("before", str(tree)), ("this", None)):
+        env = dict(os.environ)
+        if path is not None:
+            env["PYTHONPATH"] = path
+        workers[name] = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+
+    def ask(name: str, line: str) -> dict[str, Any]:
+        worker = workers[name]
+        assert worker.stdin is not None and worker.stdout is not None
+        worker.stdin.write(line + "\n")
+        worker.stdin.flush()
+        answer: dict[str, Any] = json.loads(worker.stdout.readline())
+        return answer
+
+    samples: dict[str, dict[str, list[float]]] = {name: {k: [] for k in ROWS} for name in workers}
+    try:
+        for _ in range(options.runs):
+            for name in workers:
+                for label, seconds in ask(name, "round").items():
+                    samples[name][label].append(seconds)
+        cpu = {name: ask(name, f"cpu {options.runs}") for name in workers}
+    finally:
+        for worker in workers.values():
+            assert worker.stdin is not None
+            worker.stdin.close()
+            worker.wait()
+    side_by_side(options.before, options.runs, samples, cpu)
+
+
+def side_by_side(
+    ref: str, runs: int, samples: dict[str, dict[str, list[float]]], cpu: dict[str, Any]
+) -> None:
+    print(
+        f"\nverify round trip, {runs} runs each, revision {ref} ('before') and this checkout "
+        "taking turns (ratios: this / before, this / fresh interpreter)\n"
+    )
+    print(
+        f"| {'measure':<42} | {'before ms':>9} | {'this ms':>9} | {'this p90':>9} "
+        f"| {'/before':>7} | {'/fresh':>7} |"
+    )
+    print(f"|{'-' * 44}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 9}|")
+    fresh = statistics.median(samples["this"]["fresh"])
+    for key, label in ROWS.items():
+        before = statistics.median(samples["before"][key])
+        this = samples["this"][key]
+        median = statistics.median(this)
+        p90 = sorted(this)[int(0.9 * (len(this) - 1))]
+        print(
+            f"| {label:<42} | {before * 1000:9.1f} | {median * 1000:9.1f} | {p90 * 1000:9.1f} "
+            f"| {median / before:6.3f}x | {median / fresh:6.3f}x |"
+        )
+    print(f"\nCPU ms per call across processes, mean of {runs} calls one after another\n")
+    columns = ("front end", "live forks", "template + checks", "host maker", "total")
+    print(f"| {'measure':<50} | " + " | ".join(f"{c:>9}" for c in columns) + " | faults |")
+    print(f"|{'-' * 52}|" + "|".join("-" * 11 for _ in columns) + "|--------|")
+    for label in (ROWS["runtime"], ROWS["fresh-only"]):
+        for name in ("before", "this"):
+            spent = cpu[name][label]
+            cells = " | ".join(f"{spent[c]:>9.1f}" for c in columns)
+            print(f"| {label + ', ' + name:<50} | {cells} | {spent['faults']:6.0f} |")
+
+
+def run(work: Path, runs: int, test_runs: int) -> None:
+    rt, overlay, fresh_run = setup(work)
+    project, persisted = work / "project", work / "persisted"
+    fresh_env = {**os.environ, "PYTHONPATH": str(persisted)}
+    fresh_cmd = fresh_run["cmd"]
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     forking = Sandbox(project, runs_dir=work / "runs-forked", keep_runs=5, make_ahead=False)
     with Sandbox(project, runs_dir=work / "runs", keep_runs=5) as box, forking:
         checked(box.verify(SNIPPET, overlay).ok and rt.verify(SNIPPET).ok, "verify")

@@ -28,10 +28,16 @@ its parent died: each level has a parent-death SIGKILL) the kernel kills every p
 the namespace, `setsid` escapees included.
 
 A live check (a fork of the front end, a big process: every fork copies its page tables)
-joins namespaces made ahead instead (`join`, with a host from `_hosts`): one fork less, and
-no id maps to wait for.
+joins namespaces made ahead instead (with a host from `_hosts`): no id maps to wait for.
+Where this process may enter the host's pid namespace (`fork_into`: it needs CAP_SYS_ADMIN
+in its own user namespace, i.e. root) the live check is forked straight into it, then
+joins the host's user and mount namespaces (`join_forked`): one fork of the big process.
+Elsewhere the fork joins them and forks the check (`join`): two.
 
-    the live fork         joins the host's namespaces; waits, then kills the host's pid 1
+    the front end         fork_into: forks the check into the host's pid namespace
+      the check           pid 2 there; joins the host's user and mount namespaces
+
+    the live fork         join: joins the host's namespaces; waits, then kills its pid 1
       the check           pid 2 of the host's pid namespace, returns from `join`
 
 Standard library only: sandbox children load this file by path.
@@ -66,8 +72,10 @@ __all__ = [
     "close_all_but",
     "die_with_lifeline",
     "enter",
+    "fork_into",
     "id_maps",
     "join",
+    "join_forked",
     "mount_proc",
     "mount_view",
 ]
@@ -267,6 +275,70 @@ def join(host: int, proc_note: str | None, handshake: Handshake | None = None) -
     with contextlib.suppress(OSError):
         signal.pidfd_send_signal(host, signal.SIGKILL)
     end_as(status)
+
+
+def fork_into(host: int) -> tuple[int, int] | None:
+    """Fork a child straight into the pid namespace of a host made ahead (`host` is a pidfd
+    of its pid 1): (its pid, or 0 in the child; the child's lifeline, see `join_forked`), or
+    None, with nothing forked, where this thread may not enter that namespace (it needs
+    CAP_SYS_ADMIN in this process's user namespace) or the host is gone. Only the calling
+    thread's children go there: it is back in its own pid namespace when this returns."""
+    own = os.open("/proc/thread-self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _libc.setns(host, _overlay.CLONE_NEWPID) != 0:
+            return None
+        lifeline_read, lifeline_write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:  # the host's pid 1 died since: its namespace takes no process
+            _close(lifeline_read, lifeline_write)
+            pid = -1
+        except BaseException:
+            _set_pid_namespace(own)
+            raise
+        if pid != 0:
+            _set_pid_namespace(own)
+    finally:
+        os.close(own)
+    if pid < 0:
+        return None
+    if pid == 0:
+        os.close(lifeline_write)
+        return 0, lifeline_read
+    os.close(lifeline_read)
+    return pid, lifeline_write
+
+
+def _set_pid_namespace(fd: int) -> None:
+    """The pid namespace of this thread's next children: the one `fd` refers to."""
+    if _libc.setns(fd, _overlay.CLONE_NEWPID) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"returning to this pid namespace: {os.strerror(code)}")
+
+
+def join_forked(
+    host: int, proc_note: str | None, lifeline: int, handshake: Handshake | None = None
+) -> Entered:
+    """In a child `fork_into` forked into a host's pid namespace (`lifeline` is what it
+    returned there): join the host's user and mount namespaces and become their root. The
+    child dies with the thread that forked it (and, being in the host's pid namespace, with
+    the host's pid 1: the front end kills it when the check is done). OSError when the
+    kernel refuses; `handshake` hears that the parent need not write id maps."""
+    flags = _overlay.CLONE_NEWUSER | _overlay.CLONE_NEWNS
+    if _libc.setns(host, flags) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"joining the check's namespaces: {os.strerror(code)}")
+    if handshake is not None:
+        handshake.decline()
+    os.close(host)
+    become_root()
+    die_with_lifeline(lifeline)  # new credentials cleared any parent-death signal
+    return Entered(
+        namespaces=True,
+        private_proc=proc_note is None,
+        processes_at_start=3,  # the host's relay and pid 1, and the check
+        notes=[] if proc_note is None else [proc_note],
+    )
 
 
 def mount_view(entered: Entered, view: Any | None) -> None:

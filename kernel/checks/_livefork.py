@@ -23,8 +23,10 @@ The fork is a boundary too:
   runs inside the check boundary (`_boundary.contain`): Landlock, network off, signals
   scoped, limits, the project copy-on-write and a pid namespace of its own where the
   platform has them. `LiveCheck.boundary` says what applied. Given a host made ahead
-  (`_hosts`) it joins that host's namespaces and forks the check into them (one fork of
-  this big process instead of three); without one it enters namespaces of its own.
+  (`_hosts`) the check is forked into that host's pid namespace and joins its other
+  namespaces where this process may (one fork of this big process), else the fork joins
+  them and forks the check into them (two instead of three); without a host it enters
+  namespaces of its own.
 """
 
 from __future__ import annotations
@@ -135,11 +137,12 @@ def run_live(
     handshake = Handshake() if boundary is not None and boundary.namespaces else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        pid, lifeline = _fork(boundary, host)
         if pid == 0:  # the child: never returns
             os.close(read_end)
             fds = (out.fileno(), err.fileno(), write_end)
-            _child(code, fds, memory_mb, (boundary, handshake, prepared, host), cwd, probes)
+            walls = (boundary, handshake, prepared, host, lifeline)
+            _child(code, fds, memory_mb, walls, cwd, probes)
         os.close(write_end)
         if prepared is not None:
             os.close(prepared)
@@ -157,6 +160,8 @@ def run_live(
                 handshake.close()
             if host is not None:
                 host.end()
+            if lifeline is not None:
+                os.close(lifeline)
         fields = _outcome(raw, status, timeout)
         fields["stdout"], fields["stderr"] = _read(out), _read(err)
     if boundary is not None:
@@ -164,6 +169,17 @@ def run_live(
         fields["boundary"] = Boundary(**report)
     duration = time.monotonic() - started
     return LiveCheck(duration=duration, ok=fields["status"] == "passed", **fields)
+
+
+def _fork(boundary: BoundaryPolicy | None, host: Host | None) -> tuple[int, int | None]:
+    """Fork the live check: straight into `host`'s pid namespace where this process may
+    (one fork of this big process instead of two, see `_namespaces.fork_into`), else
+    plainly. (its pid, or 0 in the child; the lifeline of one forked into the host)"""
+    if boundary is not None and boundary.namespaces and host is not None:
+        forked = _namespaces.fork_into(host.pidfd)
+        if forked is not None:
+            return forked
+    return os.fork(), None
 
 
 def stop(pid: int) -> None:
@@ -189,12 +205,12 @@ def _child(
     code: str,
     fds: tuple[int, int, int],
     memory_mb: int | None,
-    walls: tuple[BoundaryPolicy | None, Handshake | None, int | None, Host | None],
+    walls: tuple[BoundaryPolicy | None, Handshake | None, int | None, Host | None, int | None],
     cwd: str | None = None,
     probes: list[Probe] | None = None,
 ) -> None:
     out_fd, err_fd, result_fd = fds
-    boundary, handshake, prepared, host = walls
+    boundary, handshake, prepared, host, lifeline = walls
     exit_code = 0
     report = None
     try:
@@ -213,7 +229,7 @@ def _child(
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         threading.current_thread().name = "MainThread"  # forked from another thread maybe
         forget_secrets()  # before any code of the snippet runs
-        entered = _joined(boundary, handshake, host)  # in the check now, if it joined
+        entered = _joined(boundary, handshake, host, lifeline)  # in the check, if it joined
         if cwd is not None:  # before the boundary: a copy-on-write view follows it there
             os.chdir(cwd)
         if boundary is not None:
@@ -243,12 +259,18 @@ def _child(
 
 
 def _joined(
-    boundary: BoundaryPolicy | None, handshake: Handshake | None, host: Host | None
+    boundary: BoundaryPolicy | None,
+    handshake: Handshake | None,
+    host: Host | None,
+    lifeline: int | None,
 ) -> _namespaces.Entered | None:
-    """Join `host`'s namespaces (returns in the check; this process relays), or None where
+    """Join `host`'s namespaces (returns in the check; unless this process was forked into
+    the host's pid namespace already, given a `lifeline` there, it relays), or None where
     there is no host or it is gone (the check then enters namespaces of its own)."""
     if boundary is None or host is None or not boundary.namespaces:
         return None
+    if lifeline is not None:  # in the host's pid namespace already: no way back
+        return _namespaces.join_forked(host.pidfd, host.proc_note, lifeline, handshake)
     if boundary.parent_pid is not None:
         _processes.die_with_parent(boundary.parent_pid)
     try:

@@ -91,7 +91,21 @@ class _Pumps:
             data = json.loads(bytes(self.result))
         except ValueError:
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        data.pop("ended", None)
+        return data
+
+    def ended(self) -> tuple[int, int] | None:
+        """(exit code, processes left running) as a child in a pid namespace said them
+        with its whole result, once all its output has ended; else None."""
+        if self.open:
+            return None
+        try:
+            said = json.loads(bytes(self.result)).get("ended")
+            return int(said["exit_code"]), int(said["left_running"])
+        except (ValueError, AttributeError, TypeError, KeyError):
+            return None
 
 
 def run_child(
@@ -157,6 +171,11 @@ def _wait(
         now = time.monotonic()
         if ended.exit_code is not None and (not pumps.open or now - exit_seen > PIPE_GRACE):
             return
+        if ended.pid is not None and (said := pumps.ended()) is not None:
+            # the check said how it ends with its result: its exit, which the template
+            # reports later (the next run skips that message, below), is nobody's wait
+            ended.exit_code, ended.left_running = said
+            return
         if not ended.timed_out and now >= deadline:
             ended.timed_out = True
             kill_group(ended.pid)
@@ -181,6 +200,8 @@ def _wait(
                 return
             template.channel.feed(chunk)
             while (message := template.channel.pop()) is not None:
+                if "exit_code" in message and ended.pid is None:
+                    continue  # the last run's, which ended before its exit was reported
                 if "pid" in message and stopped is not None and stopped():
                     kill_group(message["pid"])
                 ended.pid = message.get("pid", ended.pid)

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,7 @@ class Sandbox(LiveRuns):
         network: bool | None = None,
         cpu_seconds: float | None = None,
         save: bool = True,
+        started: Callable[[], None] | None = None,
     ) -> RunResult:
         """Run `code` in a child with the overlay; the last expression's repr is the value.
 
@@ -124,12 +125,17 @@ class Sandbox(LiveRuns):
         the snippet may add to the pre-imported template's, `cpu_seconds` its CPU time,
         `network=True` lets it use TCP; None takes the sandbox's settings. With
         `save=False` the record's `result.json` is left to the caller (`store.save`), who
-        adds to the result first (a verify's live check): it is written once.
+        adds to the result first (a verify's live check): it is written once. `started` is
+        called once the template has the request (so work begun then, a verify's live
+        check, does not hold up the check's start), or at once when the template must boot
+        first.
         """
         if not isinstance(code, str):
             raise TypeError(f"code must be a str of Python source, not {type(code).__name__}")
         options = {"memory_mb": memory_mb, "network": network, "cpu_seconds": cpu_seconds}
-        return self._run("snippet", {"code": code}, overlay, change_ids, timeout, options, save)
+        return self._run(
+            "snippet", {"code": code}, overlay, change_ids, timeout, options, save, started
+        )
 
     def run_tests(
         self,
@@ -208,8 +214,10 @@ class Sandbox(LiveRuns):
         timeout: float,
         options: dict[str, Any],
         save: bool = True,
+        sent: Callable[[], None] | None = None,
     ) -> RunResult:
         stops = self._stops
+        once = _Once(sent)
         modules = checked_overlay(overlay)
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -224,6 +232,8 @@ class Sandbox(LiveRuns):
             try:
                 # a template started now boots while the run's boundary is worked out
                 template = self._template_for(names)
+                if not template.is_ready:  # its boot takes longer than what waits for it
+                    once()
                 readable = (
                     *self.readable(),
                     *named_paths(payload.get("args") or [], self.project_root),
@@ -238,7 +248,7 @@ class Sandbox(LiveRuns):
             scrubber = Scrubber.current()
             try:
                 ended = self._child(
-                    template, request, folder, modules, timeout, scrubber, stops=stops
+                    template, request, folder, modules, timeout, scrubber, stops=stops, started=once
                 )
             finally:
                 keep_junit(scratch, folder, scrubber)
@@ -292,9 +302,16 @@ class Sandbox(LiveRuns):
         scrubber: Scrubber,
         *,
         stops: int,
+        started: Callable[[], None],
     ) -> RunExit:
         """Run the request in a child of `template`; a lost template is replaced next time.
-        `stops` is `_stops` when the run began: a stop since kills the child as it starts."""
+        `stops` is `_stops` when the run began: a stop since kills the child as it starts;
+        `started` is called once the template has the request."""
+
+        def while_running() -> None:
+            started()
+            write_record(folder, request, modules, scrubber)
+
         try:
             ended = run_child(
                 template,
@@ -302,7 +319,7 @@ class Sandbox(LiveRuns):
                 folder,
                 timeout=timeout,
                 output_cap=self.output_cap,
-                while_running=lambda: write_record(folder, request, modules, scrubber),
+                while_running=while_running,
                 scrubber=scrubber,
                 stopped=lambda: self._stops != stops,
             )
@@ -377,6 +394,18 @@ class Sandbox(LiveRuns):
             ) from exc
         self.template_starts += 1
         return template
+
+
+class _Once:
+    """`call` (if any) the first time this is called, never again."""
+
+    def __init__(self, call: Callable[[], None] | None) -> None:
+        self._call = call
+
+    def __call__(self) -> None:
+        call, self._call = self._call, None
+        if call is not None:
+            call()
 
 
 def _remove_scratch_root(afterwards: Afterwards, scratch: Scratch) -> None:

@@ -300,16 +300,18 @@ def _wait_child(pid: int, channel: LineChannel, reporting: Any | None) -> int | 
                 continue
             if pidfd in ready:
                 return os.waitpid(pid, 0)[1]
-            chunk = channel.sock.recv(65536)
-            if not chunk:
-                for kill, target in ((os.killpg, pid), (os.kill, pid)):
-                    try:
-                        kill(target, signal.SIGKILL)
-                    except OSError:
-                        pass
-                os.waitpid(pid, 0)
-                return None
-            channel.feed(chunk)
+            # peeked, not read: the next request (sent once the check said how it ends,
+            # before this exit) is read with the descriptors it carries after this run
+            if channel.sock.recv(1, socket.MSG_PEEK):
+                watched.remove(channel.sock.fileno())
+                continue
+            for kill, target in ((os.killpg, pid), (os.kill, pid)):
+                try:
+                    kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+            os.waitpid(pid, 0)
+            return None
     finally:
         os.close(pidfd)
 

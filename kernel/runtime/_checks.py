@@ -103,10 +103,12 @@ class Checks:
             )
         carried = self._carried()
         overlay = self.overlay()
-        alongside = None
+        live_check: list[LiveAlongside] = []
+        start_live = None
         if live is not False and _livefork.available():
             # the live check runs while the fresh-import one does (both are mostly waiting
-            # for other processes)
+            # for other processes); it is forked once the template has the fresh-import
+            # check's request (forking this big process holds up this thread meanwhile)
             # the old objects changes replaced, which something still holds, are probed too
             probes = stale_probes(carried)
             options = {
@@ -115,7 +117,10 @@ class Checks:
                 "network": network,
                 "probes": probes,
             }
-            alongside = LiveAlongside(self.sandbox, code, options)
+
+            def start_live() -> None:
+                live_check.append(LiveAlongside(self.sandbox, code, options))
+
         try:
             with self._machinery_guard():
                 # with a live check, the record's result is written once, with it (below)
@@ -126,12 +131,14 @@ class Checks:
                     timeout=timeout,
                     memory_mb=memory_mb,
                     network=network,
-                    save=alongside is None,
+                    save=start_live is None,
+                    started=start_live,
                 )
         except BaseException:
-            if alongside is not None:
-                alongside.cancel()
+            for started in live_check:
+                started.cancel()
             raise
+        alongside = live_check[0] if live_check else None  # started once the template had it
         # a fresh-import run that was stopped (timeout, a kill, Ctrl-C) has nothing to compare
         # against: the live run is stopped rather than waited for
         stopped = result.status in ("timed_out", "crashed", "killed_memory")

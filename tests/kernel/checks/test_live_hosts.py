@@ -5,6 +5,7 @@ end."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -71,6 +72,30 @@ def test_a_joined_live_check_is_alone_in_its_namespaces_and_sees_the_project_cop
     assert check.boundary is not None and check.boundary.processes == "pid namespace"
     assert check.boundary.project == "copy-on-write"
     assert check.boundary.project_writes == ["pkg/mod.py"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="entering a host's pid namespace needs root")
+def test_a_live_check_is_forked_straight_into_the_hosts_pid_namespace(sandbox: Sandbox) -> None:
+    """Where the front end may enter a host's pid namespace, the process it forks is the
+    check itself, in that namespace (one fork of the front end, not a relay that forks
+    again), and the forking thread is back in its own pid namespace afterwards."""
+    own = os.readlink("/proc/self/ns/pid")
+    forked: list[str] = []
+    for _ in range(50):
+        forked.clear()
+        check = sandbox.run_live(
+            "import os\nos.getppid() == 0",
+            timeout=30,
+            on_start=lambda pid: forked.append(os.readlink(f"/proc/{pid}/ns/pid")),
+        )
+        assert check.ok, check
+        if check.value_repr == "True":  # it joined a host
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("no live check joined a host made ahead")
+    assert forked and forked[0] != own
+    assert os.readlink("/proc/thread-self/ns/pid_for_children") == own
 
 
 def test_what_a_joined_live_check_starts_dies_with_it(sandbox: Sandbox) -> None:

@@ -3,6 +3,7 @@ as it is when it runs, and nothing of it may outlive the template."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from process_tree import children
-from sandbox_support import in_namespace, namespace_of
+from sandbox_support import NAMESPACE, in_namespace, namespace_of
 
 from liveforge.kernel.boundary._boundary import probe
 from liveforge.kernel.checks._sandbox import Sandbox
@@ -25,15 +26,20 @@ READ_BACK = (
 )
 
 
-def waiting_check(template: int, wait: float = 10.0) -> int:
+def waiting_check(template: int, last: str, wait: float = 10.0) -> int:
     """The pid of the check the template made ahead (its relay's pid 1's child), once it
-    exists."""
+    exists; `last` names the pid namespace of the run before it (as `NAMESPACE` gives it),
+    whose processes may still be ending (its result came before its exit)."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         for relay in children(template):
             for init in children(relay):
-                if checks := children(init):
-                    return checks[0]
+                for check in children(init):
+                    with contextlib.suppress(OSError, AssertionError):
+                        # by its pid 1, not its number: the kernel may give an ended
+                        # namespace's number to the next one (see `NAMESPACE`)
+                        if namespace_of(check) != last:
+                            return check
         time.sleep(0.01)  # polled: the spare is made after the previous run returned
     raise AssertionError("the template made no check ahead of the next run")
 
@@ -56,11 +62,12 @@ def sandbox(project: Path) -> Iterator[Sandbox]:
 def test_a_check_made_ahead_sees_files_persisted_after_it_was_made(
     project: Path, sandbox: Sandbox
 ) -> None:
-    first = sandbox.verify("1")
-    assert first.ok and first.boundary is not None
+    first = sandbox.verify(NAMESPACE)
+    assert first.ok and first.boundary is not None and first.value_repr is not None
     assert first.boundary.project == "copy-on-write", first.boundary
     assert sandbox.template_pid is not None
-    made_ahead = os.readlink(f"/proc/{waiting_check(sandbox.template_pid)}/ns/pid")
+    check = waiting_check(sandbox.template_pid, eval(first.value_repr))
+    made_ahead = os.readlink(f"/proc/{check}/ns/pid")
 
     (project / "pkg" / "mod.py").write_text("after = 2\n")
     (project / "pkg" / "new.py").write_text("")
@@ -74,9 +81,9 @@ def test_a_check_made_ahead_sees_files_persisted_after_it_was_made(
 
 
 def test_a_check_made_ahead_dies_with_its_template(sandbox: Sandbox) -> None:
-    assert sandbox.verify("1").ok
-    assert sandbox.template_pid is not None
-    namespace = namespace_of(waiting_check(sandbox.template_pid))
+    first = sandbox.verify(NAMESPACE)
+    assert first.ok and first.value_repr is not None and sandbox.template_pid is not None
+    namespace = namespace_of(waiting_check(sandbox.template_pid, eval(first.value_repr)))
     os.kill(sandbox.template_pid, signal.SIGKILL)
     assert in_namespace(namespace) == []
     again = sandbox.verify("6 * 7")  # a new template, and a new check made ahead
