@@ -216,9 +216,9 @@ def test_fifty_children_and_setsid_grandchildren_are_killed_when_the_check_ends(
     pids, namespace = eval(result.value_repr or "[]")
     assert len(pids) == 53
     if result.boundary.processes == "pid namespace":  # its pids mean nothing out here
-        assert in_namespace(namespace, wait=2) == []
+        assert in_namespace(namespace) == []
     else:
-        assert all(process_gone(pid, wait=2) for pid in pids)
+        assert all(process_gone(pid) for pid in pids)
 
 
 @pytest.mark.parametrize("isolation", [True, False])
@@ -251,9 +251,9 @@ def test_processes_left_running_are_counted_killed_and_reported(
     assert result.ok and result.boundary is not None, result.summary()
     pids, namespace = eval(result.value_repr or "")
     if result.boundary.processes == "pid namespace":
-        assert in_namespace(namespace, wait=2) == []
+        assert in_namespace(namespace) == []
     else:
-        assert all(process_gone(pid, wait=2) for pid in pids)
+        assert all(process_gone(pid) for pid in pids)
     note = "4 processes still running at the end were killed"
     assert result.boundary.processes_killed == 4 and note in result.boundary.notes
     assert f"boundary: {result.boundary.line()}" in result.summary() and note in result.summary()
