@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,36 @@ class Client:
 
     def close(self) -> None:
         self.ws.close()
+
+
+@contextmanager
+def worker_process(
+    sample: Path, fake: FakeProvider, mode: str = "full-auto"
+) -> Iterator[tuple[subprocess.Popen[str], Callable[[dict[str, Any]], None]]]:
+    """A real project worker (`python -m liveforge.gateway.worker`) for `sample`, talking to
+    `fake`, once it said it is ready: the process and a function sending it one message.
+    Its input is closed and the worker waited for at the end."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "liveforge.gateway.worker", str(sample), mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=gateway_env(fake),
+        cwd=sample,
+    )
+    assert worker.stdin is not None and worker.stdout is not None
+    stdin = worker.stdin
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message) + "\n")
+        stdin.flush()
+
+    try:
+        assert json.loads(worker.stdout.readline())["kind"] == "ready"
+        yield worker, send
+    finally:
+        stdin.close()
+        worker.wait(timeout=30)
 
 
 def ended(run: str) -> Callable[[dict[str, Any]], bool]:

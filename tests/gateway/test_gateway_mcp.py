@@ -4,12 +4,11 @@ when it stops."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from gateway_support import gateway_env
+from gateway_support import worker_process
 
 from liveforge.testing import FakeProvider, reply
 
@@ -25,28 +24,14 @@ def test_a_gateway_session_calls_an_mcp_tool_and_the_server_stops_with_the_worke
     (sample / ".mcp.json").write_text(json.dumps({"mcpServers": {"shop": entry}}))
     script = [reply.tool_call("mcp__shop__lookup", {"item": "pear"}), reply.text("45 cents.")]
     with FakeProvider(script=script) as fake:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "liveforge.gateway.worker", str(sample), "ask"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=gateway_env(fake),
-            cwd=sample,
-        )
-        assert worker.stdin is not None and worker.stdout is not None
         events = []
-        try:
-            assert json.loads(worker.stdout.readline())["kind"] == "ready"
-            run = {"op": "run", "run": "r-1", "agent_session": "", "input": "pear?"}
-            worker.stdin.write(json.dumps(run) + "\n")
-            worker.stdin.flush()
+        with worker_process(sample, fake, "ask") as (worker, send):
+            assert worker.stdout is not None
+            send({"op": "run", "run": "r-1", "agent_session": "", "input": "pear?"})
             while (message := json.loads(worker.stdout.readline()))["kind"] != "ended":
                 if message["kind"] == "event":
                     events.append(message["event"])
             assert message["reason"] == "answer"
-        finally:
-            worker.stdin.close()
-            worker.wait(timeout=30)
         [answer] = [b for b in fake.requests[1].body["messages"][-1]["content"]]
     [finished] = [e for e in events if e["type"] == "tool_finished"]
     assert finished["name"] == "mcp__shop__lookup" and not finished["is_error"]

@@ -3,39 +3,25 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from gateway_support import gateway_env
+from gateway_support import worker_process
 
 from liveforge.testing import FakeProvider, reply
 
 
 def test_an_abort_sent_with_its_run_stops_that_run(sample: Path):
     """`run` and `abort` arriving together: the run still starts, and ends cancelled."""
-    with FakeProvider(script=[reply.text("too late " * 40).chunked(5).slow(0.05)]) as fake:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "liveforge.gateway.worker", str(sample), "full-auto"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=gateway_env(fake),
-            cwd=sample,
-        )
-        assert worker.stdin is not None and worker.stdout is not None
-        try:
-            assert json.loads(worker.stdout.readline())["kind"] == "ready"
-            run = {"op": "run", "run": "r-1", "agent_session": "", "input": "long"}
-            worker.stdin.write(json.dumps(run) + "\n" + json.dumps({"op": "abort", "run": "r-1"}))
-            worker.stdin.write("\n")
-            worker.stdin.flush()
-            while (message := json.loads(worker.stdout.readline()))["kind"] != "ended":
-                pass
-            assert message["run"] == "r-1" and message["reason"] == "cancelled"
-        finally:
-            worker.stdin.close()
-            worker.wait(timeout=30)
+    with (
+        FakeProvider(script=[reply.text("too late " * 40).chunked(5).slow(0.05)]) as fake,
+        worker_process(sample, fake) as (worker, send),
+    ):
+        assert worker.stdout is not None
+        send({"op": "run", "run": "r-1", "agent_session": "", "input": "long"})
+        send({"op": "abort", "run": "r-1"})
+        while (message := json.loads(worker.stdout.readline()))["kind"] != "ended":
+            pass
+        assert message["run"] == "r-1" and message["reason"] == "cancelled"
 
 
 HOOKS = """class Registry:
@@ -61,36 +47,19 @@ def test_an_undo_that_leaves_a_registered_function_in_its_table_says_so(sample: 
         reply.tool_call("patch", {"path": "pricing.hooks.audit", "source": added}),
         reply.text("added"),
     ]
-    with FakeProvider(script=script) as fake:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "liveforge.gateway.worker", str(sample), "full-auto"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=gateway_env(fake),
-            cwd=sample,
-        )
-        assert worker.stdin is not None and worker.stdout is not None
-        try:
-            assert json.loads(worker.stdout.readline())["kind"] == "ready"
-            run = {"op": "run", "run": "r-1", "agent_session": "", "input": "add audit"}
-            worker.stdin.write(json.dumps(run) + "\n")
-            worker.stdin.flush()
-            session = ""
-            while (message := json.loads(worker.stdout.readline()))["kind"] != "ended":
-                session = message.get("agent_session", session)
-            assert message["reason"] == "answer", message
-            undo = {"op": "query", "req": "q-1", "what": "changes.undo", "session": session}
-            worker.stdin.write(json.dumps(undo) + "\n")
-            worker.stdin.flush()
-            while (message := json.loads(worker.stdout.readline()))["kind"] != "reply":
-                pass
-            assert message["ok"], message
-            (undone,) = message["result"]["undone"]
-            (note,) = undone["notes"]
-            assert undone["target"] == "pricing.hooks.audit"
-            assert "pricing.hooks.HOOKS.by_name['audit']" in note
-            assert "may still be called there" in note and "Restart the program" in note
-        finally:
-            worker.stdin.close()
-            worker.wait(timeout=30)
+    with FakeProvider(script=script) as fake, worker_process(sample, fake) as (worker, send):
+        assert worker.stdout is not None
+        send({"op": "run", "run": "r-1", "agent_session": "", "input": "add audit"})
+        session = ""
+        while (message := json.loads(worker.stdout.readline()))["kind"] != "ended":
+            session = message.get("agent_session", session)
+        assert message["reason"] == "answer", message
+        send({"op": "query", "req": "q-1", "what": "changes.undo", "session": session})
+        while (message := json.loads(worker.stdout.readline()))["kind"] != "reply":
+            pass
+        assert message["ok"], message
+        (undone,) = message["result"]["undone"]
+        (note,) = undone["notes"]
+        assert undone["target"] == "pricing.hooks.audit"
+        assert "pricing.hooks.HOOKS.by_name['audit']" in note
+        assert "may still be called there" in note and "Restart the program" in note

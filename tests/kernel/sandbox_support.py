@@ -154,18 +154,24 @@ def _pin(link: str, init: int) -> int | None:
     return None
 
 
-def _inits(link: str) -> list[int]:
-    """The pids here of the processes that are pid 1 of a namespace numbered `link`."""
-    found = []
+def _members(link: str, file: str) -> Iterator[tuple[str, str]]:
+    """(pid, text of /proc/<pid>/`file`) of each process here in the pid namespace numbered
+    `link` (processes that end meanwhile are left out)."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             if os.readlink(f"/proc/{name}/ns/pid") != link:
                 continue
-            status = Path(f"/proc/{name}/status").read_text()
+            yield name, Path(f"/proc/{name}/{file}").read_text()
         except OSError:
             continue
+
+
+def _inits(link: str) -> list[int]:
+    """The pids here of the processes that are pid 1 of a namespace numbered `link`."""
+    found = []
+    for name, status in _members(link, "status"):
         inner = [line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:")]
         if inner == ["1"]:
             found.append(int(name))
@@ -175,15 +181,7 @@ def _inits(link: str) -> list[int]:
 def _alive_in(link: str, deadline: float) -> list[str]:
     while True:
         alive = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                if os.readlink(f"/proc/{name}/ns/pid") != link:
-                    continue
-                stat = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
+        for name, stat in _members(link, "stat"):
             command = stat[stat.index("(") + 1 : stat.rindex(")")]
             state, parent = stat.rsplit(")", 1)[1].split()[:2]
             if state not in ("Z", "X"):
