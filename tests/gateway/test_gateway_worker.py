@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from framework_tables import HOOKS_MODULE
 from gateway_support import worker_process
 
 from liveforge.testing import FakeProvider, reply
@@ -24,24 +25,11 @@ def test_an_abort_sent_with_its_run_stops_that_run(sample: Path):
         assert message["run"] == "r-1" and message["reason"] == "cancelled"
 
 
-HOOKS = """class Registry:
-    def __init__(self):
-        self.by_name = {}
-
-    def register(self, fn):
-        self.by_name[fn.__name__] = fn
-        return fn
-
-
-HOOKS = Registry()
-"""
-
-
 def test_an_undo_that_leaves_a_registered_function_in_its_table_says_so(sample: Path):
     """The session's change adds `@HOOKS.register def audit`; `changes.undo` rolls it back,
     and its result carries the rollback's note: `HOOKS.by_name['audit']` still holds the
     function, and a restart of the program drops it."""
-    (sample / "pricing" / "hooks.py").write_text(HOOKS)
+    (sample / "pricing" / "hooks.py").write_text(HOOKS_MODULE)
     added = "@HOOKS.register\ndef audit(total):\n    return total\n"
     script = [
         reply.tool_call("patch", {"path": "pricing.hooks.audit", "source": added}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from framework_tables import HOOKS_MODULE
 
 from liveforge.kernel import ChangeError, Runtime, UnverifiedChange
 from liveforge.tools import NoRuntime, using_runtime
@@ -104,25 +105,11 @@ def test_reload_of_an_unchanged_file_says_nothing_changed(project, rt):
     assert text.startswith(f"{project.pkg}.shapes: nothing changed") and "persist" not in text
 
 
-HOOKS = """
-    class Registry:
-        def __init__(self):
-            self.by_name = {}
-
-        def register(self, fn):
-            self.by_name[fn.__name__] = fn
-            return fn
-
-
-    HOOKS = Registry()
-    """
-
-
 def test_rollback_says_what_a_framework_s_table_keeps_and_not_the_patch_s_notes(project, rt):
     """A change adds `@HOOKS.register def audit`; rollback's result names the change, then
     its note: `HOOKS.by_name['audit']` still holds the function, which may still be called
     there, and a restart drops it. Notes the patch itself had are not repeated."""
-    project.write("{pkg}/hooks.py", HOOKS)
+    project.write("{pkg}/hooks.py", HOOKS_MODULE)
     hooks = importlib.import_module(f"{project.pkg}.hooks")
     patch(f"{project.pkg}.hooks.audit", "@HOOKS.register\ndef audit(x):\n    return x\n")
     rt.history()[-1].notes.append("a note of the patch")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from framework_tables import HOOKS_MODULE
 
 import liveforge.kernel.history._safety
 from liveforge import ChangeStatus, ProtectedTarget
@@ -91,26 +92,13 @@ def test_unwatched_modules_and_reloads_are_never_on_probation(rt, project):
     assert watching.scan() == []
 
 
-REGISTRY = """class Registry:
-    def __init__(self):
-        self.by_name = {}
-
-    def register(self, fn):
-        self.by_name[fn.__name__] = fn
-        return fn
-
-
-HOOKS = Registry()
-"""
-
-
 def test_a_rescue_says_what_a_framework_s_table_keeps(rt, project):
     """A change on probation added `@HOOKS.register def audit`: the rescue rolls it back and
     carries the rollback's note (`HOOKS.by_name['audit']` still holds it), and what the
     model is told of the rescue repeats it."""
     from liveforge.declarations.agent import rolled_back_note
 
-    mod = project.module(REGISTRY)
+    mod = project.module(HOOKS_MODULE)
     net = SafetyNet(rt, (project.prefix,))
     net.begin()
     rt.patch(f"{mod.__name__}.audit", "@HOOKS.register\ndef audit(x):\n    return x\n")
