@@ -73,13 +73,11 @@ def rollback(change_id: str | None = None) -> str:
             return "nothing to roll back: no change of yours is in effect (history lists all)"
         change_id = mine[-1]
     rt = runtime()
-    noted = {c.id: len(c.notes) for c in rt.history()}
     undone = rt.rollback(change_id)
     # each change's own line, then what the rollback could not take back (the notes of the
     # patch it undid are history now)
     return "rolled back:\n" + "\n".join(
-        change.summary().splitlines()[0]
-        + "".join(f"\n  note: {n}" for n in change.notes[noted.get(change.id, 0) :])
+        change.summary().splitlines()[0] + "".join(f"\n  note: {n}" for n in change.rollback_notes)
         for change in undone
     )
 

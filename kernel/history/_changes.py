@@ -44,6 +44,9 @@ class Change(BaseModel):
     updated: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    #: the notes its rollback added to `notes`: what the undo could not take back (a
+    #: function a framework's table keeps), what its file holds after.
+    rollback_notes: list[str] = Field(default_factory=list)
     status: ChangeStatus = ChangeStatus.APPLIED
     created: float = Field(default_factory=time.time)
     #: ids of passing sandbox runs that carried this change (after its edit).

@@ -135,7 +135,6 @@ class SafetyNet:
         history = self.runtime.history()
         ids = [c.id for c in history if c.id in suspects]
         live = {c.id for c in history if c.status is not ChangeStatus.ROLLED_BACK}
-        noted = {c.id: len(c.notes) for c in history}
         undone: list[str] = []
         notes: list[str] = []
         for change_id in reversed(ids):
@@ -145,7 +144,7 @@ class SafetyNet:
                 except LiveforgeError:
                     continue  # cannot be undone (say, a later persist): the rest still can
                 undone += [c.id for c in changes]
-                notes += [n for c in changes for n in c.notes[noted.get(c.id, 0) :]]
+                notes += [n for c in changes for n in c.rollback_notes]
         if not undone:
             return None
         self._seen.update(undone)

@@ -126,14 +126,17 @@ class Changes:
         else its old source applied again; a file change puts its file back first. The
         module's file is read again after, and a rolled-back persisted change says what its
         file holds. What the undo could not take back (a function the change defined that
-        a framework's table keeps by name) is added to the change's notes."""
+        a framework's table keeps by name) is added to the change's notes, and kept apart in its
+        `rollback_notes`."""
         persisted = change.status is ChangeStatus.PERSISTED and change.kind != FILE_KIND
+        said = len(change.notes)
         self._undo_in_memory(change)
         record = self.modules.registry.get(change.module)
         if record is not None and not record.virtual:
             resync(record)
             if persisted:
                 change.notes.append(_file_after_rollback(record))
+        change.rollback_notes = change.notes[said:]
 
     def _undo_in_memory(self, change: Change) -> None:
         if change.kind == FILE_KIND:

@@ -240,14 +240,13 @@ class Worker:
                 )
             if not mine:
                 raise ValueError("this session has no change in effect to undo")
-            noted = {c.id: len(c.notes) for c in self.runtime.history()}
             undone = self.runtime.rollback(change or mine[-1])
         return [
             {
                 "change": c.id,
                 "target": c.target,
                 "by": owner_of(self.runtime, c.id) or "",
-                "notes": c.notes[noted.get(c.id, 0) :],
+                "notes": c.rollback_notes,
             }
             for c in undone
         ]

@@ -196,13 +196,12 @@ class LiveforgeMagics(Magics):
             print(done.summary() + "\n(files restored; %lf_undo again undoes the step before)")
             return
         before = self.names.taken()
-        noted = {c.id: len(c.notes) for c in self.runtime.history()}
         undone = self._run(lambda: self.runtime.rollback(line.strip() or None))
         for change in undone:
             # what the rollback could not take back (the patch's own notes are history now)
             said = "".join(
                 f"\n  note: {n.replace('Restart the program', 'Restart the kernel')}"
-                for n in change.notes[noted.get(change.id, 0) :]
+                for n in change.rollback_notes
             )
             print(f"rolled back {change.summary().splitlines()[0]}{said}")
         self._followed(before)

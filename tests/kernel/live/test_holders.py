@@ -143,7 +143,8 @@ def test_a_rollback_that_unfreezes_says_so_on_the_change_it_rolled_back(
     [undone] = rt.rollback()
     assert undone is patched and closure(1) == 1
     unfroze = gc.get_freeze_count() == 0
-    assert any("gc.freeze()" in n for n in undone.notes[said:]) == unfroze
+    assert undone.rollback_notes == undone.notes[said:]
+    assert any("gc.freeze()" in n for n in undone.rollback_notes) == unfroze
     change = rt.patch(
         f"{mod.__name__}.maker",
         "def maker(k):\n    def made(x):\n        return x + k + 7\n    return made\n",
