@@ -113,20 +113,17 @@ def apply(
     try:
         outcome = _execute(module, plan, saved, ctx, in_place)
     except BaseException as exc:
-        detail = _describe(exc, filename)
         ctx.log.undo()
         registries.restore()
         restore_namespace(namespace, saved)
+        # what a framework's table keeps of what the failed source defined is said
         kept = _reach.discard_created(ctx.created, saved, anywhere=True)
+        detail = _describe(exc, filename, kept)  # the new source's line, still in linecache
         _restore_linecache(filename, cached)
         if isinstance(exc, PatchError):
             raise
         if not isinstance(exc, Exception):
             raise
-        if kept:  # a framework's table keeps what the failed source defined: said
-            detail = detail.replace(
-                "Nothing was changed;", f"Nothing was changed but this: {'; '.join(kept)};"
-            )
         raise PatchExecutionError(
             detail, target=target or module.__name__, line=_failing_line(exc, filename)
         ) from exc
@@ -931,16 +928,19 @@ def _failing_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
-def _describe(exc: BaseException, filename: str) -> str:
+def _describe(exc: BaseException, filename: str, kept: list[str]) -> str:
+    """What a failed application says: the exception and the line of the new source that
+    raised it, and that nothing was changed — but what a framework's table `kept`."""
     if isinstance(exc, PatchError):
         return str(exc)
     line = _failing_line(exc, filename)
     where = f" at line {line}" if line else ""
     text = linecache.getline(filename, line).strip() if line else ""
     shown = f" ({text})" if text else ""
+    changed = f"Nothing was changed but this: {'; '.join(kept)}" if kept else "Nothing was changed"
     return (
         f"executing the new source raised {type(exc).__name__}: {exc}{where}{shown}. "
-        "Nothing was changed; fix the source and patch again."
+        f"{changed}; fix the source and patch again."
     )
 
 
