@@ -113,7 +113,12 @@ def test_rollback_says_what_a_framework_s_table_keeps_and_not_the_patch_s_notes(
     hooks = importlib.import_module(f"{project.pkg}.hooks")
     patch(f"{project.pkg}.hooks.audit", "@HOOKS.register\ndef audit(x):\n    return x\n")
     rt.history()[-1].notes.append("a note of the patch")
-    head, note = rollback().splitlines()[1:]
+    said = rollback()
+    # the note a heap search adds when it unfroze objects depends on what earlier tests in
+    # this process froze (gc state is the process's): not this test's subject
+    lines = [line for line in said.splitlines()[1:] if "gc.freeze()" not in line]
+    assert len(lines) == 2, said
+    head, note = lines
     assert head.startswith(f"c1 function {project.pkg}.hooks.audit [rolled_back]")
     assert note.startswith("  note: audit: this change defined it")
     assert f"{project.pkg}.hooks.HOOKS.by_name['audit']" in note
