@@ -4,7 +4,9 @@ Table 1 — round trip of a verification snippet with one patched module in the 
 fixture package imports pydantic and httpx at module level):
 
     Sandbox.verify(snippet, overlay)            the template made the check ahead while idle
-                                                (namespaces, pid 1), overlay from memory
+                                                (in namespaces the host maker made, where
+                                                this process may enter them: root; else in
+                                                namespaces of its own), overlay from memory
     Sandbox.verify, check forked when asked     the same with `make_ahead=False`: the
                                                 template forks the check per request
     live fork in the boundary (run_live)        fork of this loaded process itself, the
@@ -30,7 +32,7 @@ table's title gives, since forking the live process costs more as it grows.
 Table 2 — CPU time one `Runtime.verify` costs across every process it involves, as a mean
 over --runs calls of each kind one after another: this process (all its threads), the live
 forks (its children, reaped), the sandbox's template with the checks it forks, and the host
-maker with the namespaces it makes for live checks. On a machine of 2 cores, CPU time is
+maker with the namespaces it makes for the checks. On a machine of 2 cores, CPU time is
 what bounds the checks when they run at the same time.
 
 Table 3 — the fixture project's own test suite with the patched module:
@@ -155,8 +157,12 @@ def _process_cpu(pid: int | None) -> float:
 def cpu_per_call(rt: Runtime, call: Callable[[], object], runs: int) -> dict[str, float]:
     """Mean CPU milliseconds of `call` in each process it involves (see the module's text)."""
     sandbox = rt.checks.sandbox
-    hosts = sandbox._live_hosts._process  # the host maker, when live checks started it
-    template, maker = sandbox.template_pid, hosts.pid if hosts is not None else None
+    # the host maker, once checks started it (`_live_hosts` in revisions before the
+    # fresh-import checks joined hosts too)
+    hosts = getattr(sandbox, "_hosts", None) or sandbox._live_hosts
+    maker_process = hosts._process
+    template = sandbox.template_pid
+    maker = maker_process.pid if maker_process is not None else None
 
     def now() -> tuple[float, ...]:
         mine = resource.getrusage(resource.RUSAGE_SELF)

@@ -27,12 +27,13 @@ The check is not pid 1 itself, because pid 1 ignores every signal it has no hand
 its parent died: each level has a parent-death SIGKILL) the kernel kills every process of
 the namespace, `setsid` escapees included.
 
-A live check (a fork of the front end, a big process: every fork copies its page tables)
-joins namespaces made ahead instead (with a host from `_hosts`): no id maps to wait for.
-Where this process may enter the host's pid namespace (`fork_into`: it needs CAP_SYS_ADMIN
-in its own user namespace, i.e. root) the live check is forked straight into it, then
-joins the host's user and mount namespaces (`join_forked`): one fork of the big process.
-Elsewhere the fork joins them and forks the check (`join`): two.
+A check forked from a big process (the front end for a live check, the sandbox template
+for a fresh-import one: every fork copies page tables) joins namespaces made ahead instead
+(a host from `_hosts`, whose pid 1 the small host maker made with `fork_in_new`): no id
+maps to wait for. Where this process may enter the host's pid namespace (`fork_into`: it
+needs CAP_SYS_ADMIN in its own user namespace, i.e. root) the check is forked straight
+into it, then joins the host's user and mount namespaces (`join_forked`): one fork of the
+big process. Elsewhere a live fork joins them and forks the check (`join`): two.
 
     the front end         fork_into: forks the check into the host's pid namespace
       the check           pid 2 there; joins the host's user and mount namespaces
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import resource
 import select
@@ -72,10 +74,12 @@ __all__ = [
     "close_all_but",
     "die_with_lifeline",
     "enter",
+    "fork_in_new",
     "fork_into",
     "id_maps",
     "join",
     "join_forked",
+    "may_fork_into",
     "mount_proc",
     "mount_view",
 ]
@@ -176,6 +180,10 @@ class Handshake:
     def close(self) -> None:
         """In the parent, after the run."""
         _close(self.ask_read)
+
+    def abandon(self) -> None:
+        """In the parent, when no child was forked: close every end."""
+        _close(self.ask_read, self.ask_write, self.answer_read, self.answer_write)
 
     def decline(self) -> None:
         """In the child: tell the parent it stays in the parent's namespaces."""
@@ -307,6 +315,50 @@ def fork_into(host: int) -> tuple[int, int] | None:
         return 0, lifeline_read
     os.close(lifeline_read)
     return pid, lifeline_write
+
+
+CAP_SYS_ADMIN = 21
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "ppc64le": 120, "s390x": 120}
+"""The clone system call's number per machine (its first argument is the flags on each)."""
+_python_libc = ctypes.PyDLL(None, use_errno=True)  # holds the GIL across the call
+
+
+def fork_in_new(flags: int) -> int:
+    """`os.fork`, with the child born in the new namespaces `flags` ask for (clone(2)):
+    0 in the child, its pid in the parent; OSError where the kernel refuses. With
+    CLONE_NEWPID the child is pid 1 of its namespace: no process relays for it, as one
+    that unshares must. Like `os.fork` it runs the interpreter's fork hooks; unlike it, not
+    the C library's, so the caller must have a single thread and the child must not rely
+    on the C library's cached thread id (`raise`, `pthread_kill`)."""
+    number = _SYS_CLONE.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, f"clone with namespaces is not known on {os.uname().machine}")
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = _python_libc.syscall(
+        ctypes.c_long(number), ctypes.c_ulong(flags | signal.SIGCHLD), None, None, None, None
+    )
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    code = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(code, os.strerror(code))
+    return int(pid)
+
+
+def may_fork_into() -> bool:
+    """Whether `fork_into` can work in this process: it has CAP_SYS_ADMIN (root, or the
+    root of a user namespace it made), which entering another pid namespace needs."""
+    try:
+        with open("/proc/self/status") as file:
+            for line in file:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def _set_pid_namespace(fd: int) -> None:

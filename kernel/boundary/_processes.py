@@ -134,9 +134,10 @@ def kill_descendants(timeout: float = 2.0) -> int:
     return reaped
 
 
-def running_descendants() -> int:
-    """How many processes below this one still run (exited ones not yet reaped aside)."""
-    count, queue = 0, _children()
+def running_descendants(pid: int | str = "self") -> int:
+    """How many processes below `pid` (this one) still run (exited ones not yet reaped
+    aside)."""
+    count, queue = 0, _children(pid)
     while queue:
         pid = queue.pop()
         try:

@@ -1,31 +1,36 @@
-"""Namespaces made ahead for live checks: hosts that a fork of the live program joins.
+"""Namespaces made ahead for checks: hosts that a check is forked into, or joins.
 
-A live check (`_livefork`) is a fork of the front end, a big process, and every further fork
-of it copies its page tables again (milliseconds per hundred megabytes). Entering namespaces
-of its own takes two more (`_namespaces.enter`: the relay forks pid 1, pid 1 forks the
-check). A *host* cuts that to one. The host maker, a small interpreter started with a
-scrubbed environment (it never holds the front end's keys), makes each host while the front
-end is idle:
+A check in namespaces of its own takes three forks (`_namespaces.enter`: the relay, pid 1,
+the check) of a big process: the front end (158 MB in the bench) for a live check
+(`_livefork`), the sandbox template (about 50 MB) for a fresh-import one, and every fork
+copies page tables, and every write after it copies a page. A *host* cuts that to one. The
+host maker, a small interpreter started with a scrubbed environment (it never holds the
+front end's keys), makes each host while the front end is idle:
 
-    the maker             forks a host process and writes its id maps
-      the host            unshares user, mount and pid namespaces, becomes their root, relays
-        pid 1             mounts a /proc of the namespace, sends the front end a pidfd of
-                          itself, then reaps orphans until it is killed
+    the maker             clones pid 1 straight into new user, mount and pid namespaces
+                          (`_namespaces.fork_in_new`: no relay) and writes its id maps
+      pid 1               becomes root there, mounts a /proc of the namespace, sends the
+                          front end a pidfd of itself and its lifeline's write end, then
+                          reaps orphans until it is killed or every holder let go
 
-The live fork joins the three namespaces through that pidfd (`_namespaces.join`) and forks
-the check into the pid namespace; when the check ends its pid 1 is killed, and every process
-of the namespace with it.
+A live check is forked straight into the host's pid namespace where the front end may
+enter it (`_namespaces.fork_into`, root), else the live fork joins the namespaces and forks
+the check into them (`_namespaces.join`). The sandbox offers hosts to its template too
+(where it may enter them), which forks its next check into one while idle (`_spare`).
+When the check ends its pid 1 is killed, and every process of the namespace with it.
 
-    hosts = LiveHosts()
+    hosts = Hosts(keep=2)   # hosts kept ready: one for each of a verify's two checks
     host = hosts.take()     # a Host, or None (not ready: the check enters namespaces itself)
     ...                     # the live check joins it, then:
     host.end()              # kills the host's pid 1 whatever happened
     hosts.refill()          # the next one is made while the front end is idle
     hosts.close()
 
-A host serves one check. Each dies with the maker (parent-death signals down the chain), and
-the maker ends when the front end closes its socket or dies. The maker's side uses the
-standard library only and is loaded by file path (see `_child.load_sibling`).
+A host serves one check. Its pid 1 dies with the maker (parent-death signal) and when every
+copy of its lifeline is closed (the front end's, or the template's it was offered to: a
+killed template leaves no namespace behind); the maker ends when the front end closes its
+socket or dies. The maker's side uses the standard library only and is loaded by file path
+(see `_child.load_sibling`).
 """
 
 from __future__ import annotations
@@ -41,7 +46,6 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 if __package__:  # imported as liveforge.kernel.checks._hosts
     from liveforge.kernel.boundary import _namespaces, _overlay, _processes
@@ -50,7 +54,7 @@ else:  # loaded by file path in the maker (see `BOOTSTRAP`)
     _overlay, _processes = _sibling("_overlay"), _sibling("_processes")
     _namespaces = _sibling("_namespaces")
 
-__all__ = ["Host", "LiveHosts", "serve"]
+__all__ = ["Host", "Hosts", "serve"]
 
 BOOTSTRAP = (
     "import importlib.util as u, sys\n"
@@ -67,26 +71,41 @@ FLAGS = _overlay.CLONE_NEWUSER | _overlay.CLONE_NEWNS | _overlay.CLONE_NEWPID
 
 @dataclass
 class Host:
-    """Namespaces made ahead for one live check: a pidfd of their pid 1."""
+    """Namespaces made ahead for one check: a pidfd of their pid 1, and its lifeline."""
 
     pidfd: int
+    lifeline: int
+    """The write end of a pipe the host's pid 1 watches: it ends (and its namespace with
+    it) once every copy is closed, so a host lives no longer than who holds it."""
     proc_note: str | None = None
     """Why the namespace has the machine's /proc, or None when it has its own."""
+
+    @property
+    def fds(self) -> list[int]:
+        """What to send to give the host away (`close` then)."""
+        return [self.pidfd, self.lifeline]
+
+    def close(self) -> None:
+        """Let go of the host without ending it (it was given to who ends it)."""
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def end(self) -> None:
         """Kill the host's pid 1 (the namespace ends, and what runs in it) and let go."""
         with contextlib.suppress(OSError):
             signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self.pidfd)
+        self.close()
 
 
-class LiveHosts:
-    """The front end's side: starts the maker on first use and keeps one host ready."""
+class Hosts:
+    """The front end's side: starts the maker on first use and keeps `keep` hosts ready."""
 
-    def __init__(self, wait: float = 1.0) -> None:
+    def __init__(self, wait: float = 1.0, keep: int = 1) -> None:
         #: seconds `take` waits for a host being made (the maker is up)
         self.wait = wait
+        #: hosts kept ready (or being made) between checks
+        self.keep = keep
         #: why hosts cannot be made here (then `take` is always None)
         self.refused: str | None = None
         self._lock = threading.Lock()
@@ -102,29 +121,35 @@ class LiveHosts:
         """True where hosts can be joined (Linux with pidfds and setns)."""
         return sys.platform.startswith("linux") and hasattr(os, "pidfd_open")
 
-    def take(self) -> Host | None:
-        """A host for the next live check, or None when none is ready (the maker is still
-        starting, or cannot make them). `refill` asks for the next one."""
+    def take(self, wait: bool = True, starting: bool = False) -> Host | None:
+        """A host for the next check, or None when none is ready (the maker is still
+        starting, or cannot make them); with `wait`, one being made is waited for (up to
+        `self.wait` seconds), with `starting` also a maker that is starting. `refill` asks
+        for the next one."""
         with self._lock:
             if self.refused is not None or not self.available():
                 return None
             if self._sock is None:
                 self._start()
-            self._receive(0)
+            self._receive(self.wait if starting and not self._ready else 0)
             if not self._stock and self._ready and not self._asked:
                 self._ask()
-            if not self._stock and self._ready:
+            if not self._stock and self._ready and wait:
                 self._receive(self.wait)
                 if not self._stock:  # the maker is stuck: a new one next time
                     self._stop(kill=True)
             return self._stock.pop(0) if self._stock else None
 
     def refill(self) -> None:
-        """Ask for the next host unless one is ready or being made (after a check, so the
+        """Ask for the next hosts, up to `keep` ready or being made (after a check, so the
         maker's work does not compete with it)."""
         with self._lock:
-            if self._sock is not None and not self._stock and not self._asked:
-                self._ask()
+            if self._sock is not None:
+                self._top_up()
+
+    def _top_up(self) -> None:
+        while self._sock is not None and len(self._stock) + self._asked < self.keep:
+            self._ask()
 
     def close(self) -> None:
         """End the hosts made ahead and stop the maker."""
@@ -152,7 +177,7 @@ class LiveHosts:
         finally:
             theirs.close()
         self._sock, self._ready, self._asked = ours, False, 0
-        self._ask()
+        self._top_up()
 
     def _ask(self) -> None:
         assert self._sock is not None
@@ -169,7 +194,7 @@ class LiveHosts:
             if not ready:
                 return
             try:
-                data, fds, _, _ = socket.recv_fds(self._sock, 4096, 1)
+                data, fds, _, _ = socket.recv_fds(self._sock, 4096, 2)
             except OSError:
                 data, fds = b"", []
             if not data:  # the maker is gone: a new one next time
@@ -182,8 +207,8 @@ class LiveHosts:
                 self._ready = True
                 continue
             self._asked = max(0, self._asked - 1)
-            if kind == HOST and fds:
-                self._stock.append(Host(fds[0], text or None))
+            if kind == HOST and len(fds) == 2:
+                self._stock.append(Host(fds[0], fds[1], text or None))
                 return
             for fd in fds:
                 os.close(fd)
@@ -212,6 +237,7 @@ class LiveHosts:
 def serve(sock_fd: int) -> None:
     """The maker's loop: a host for each request, until the front end closes the socket."""
     sock = socket.socket(fileno=sock_fd)
+    maker = os.pidfd_open(os.getpid())  # readable once the maker ended: the hosts' lifeline
     sock.send(READY)
     while True:
         try:
@@ -222,11 +248,15 @@ def serve(sock_fd: int) -> None:
         if request != ASK:
             return
         handshake = _namespaces.Handshake()
-        maker = os.getpid()
-        pid = os.fork()
+        try:
+            pid = _namespaces.fork_in_new(FLAGS)
+        except OSError as exc:
+            handshake.abandon()
+            _refuse(sock, f"the kernel refused new namespaces: {exc.strerror or exc}")
+            continue
         if pid == 0:
             try:
-                _host(sock, handshake, maker)
+                _init(sock, handshake, maker)
             finally:
                 os._exit(0)
         handshake.parent_side()
@@ -240,52 +270,33 @@ def _reap() -> None:
             pass
 
 
-def _host(sock: socket.socket, handshake: _namespaces.Handshake, maker: int) -> None:
-    """The host process: make the namespaces, fork their pid 1 and relay until it ends."""
-    _processes.die_with_parent(maker)
+def _refuse(sock: socket.socket, reason: str) -> None:
+    with contextlib.suppress(OSError):
+        sock.send(REFUSED + reason.encode()[:4000])
+
+
+def _init(sock: socket.socket, handshake: _namespaces.Handshake, maker: int) -> None:
+    """Pid 1 of a host, born in its namespaces: its ids mapped, root there, a /proc of its
+    own, then its pidfd to the front end; then reap whatever is orphaned in the namespace
+    until it is killed (which ends the namespace) or the maker ends (`maker`, a pidfd)."""
     handshake.child_side()
-    try:
-        _overlay.unshare(FLAGS)
-    except OSError as exc:
-        handshake.decline()
-        _refuse(sock, f"the kernel refused new namespaces: {exc.strerror or exc}")
-        return
     try:
         handshake.ask()
     except OSError as exc:
         _refuse(sock, str(exc))
         return
     _namespaces.become_root()
-    _processes.die_with_parent(maker)  # new credentials cleared the parent-death signal
-    lifeline_read, lifeline_write = os.pipe()
-    init = os.fork()
-    if init == 0:
-        os.close(lifeline_write)
-        _namespaces.die_with_lifeline(lifeline_read)
-        _init(sock)
-    _namespaces.close_all_but(lifeline_write)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(init, 0)
-
-
-def _refuse(sock: socket.socket, reason: str) -> None:
-    with contextlib.suppress(OSError):
-        sock.send(REFUSED + reason.encode()[:4000])
-
-
-def _init(sock: socket.socket) -> NoReturn:
-    """Pid 1 of a host: a /proc of its own, then its pidfd to the front end; then reap
-    whatever is orphaned in the namespace until it is killed (which ends the namespace)."""
+    _namespaces.die_with_lifeline(maker)  # new credentials cleared any parent-death signal
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     # joinable by the front end's user: new credentials made this process non-dumpable
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     notes: list[str] = []
     _namespaces.mount_proc(notes)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
     me = os.pidfd_open(os.getpid())
+    lifeline, held = os.pipe()
     with contextlib.suppress(OSError):
-        socket.send_fds(sock, [HOST + " ".join(notes).encode()], [me])
-    _namespaces.close_all_but()
-    while True:
-        _reap()
-        signal.sigwait([signal.SIGCHLD])
+        socket.send_fds(sock, [HOST + " ".join(notes).encode()], [me, held])
+    _namespaces.close_all_but(lifeline)
+    signal.signal(signal.SIGCHLD, lambda *_: _reap())
+    _reap()
+    select.select([lifeline], [], [])  # until every holder closed it (or a kill)

@@ -20,7 +20,7 @@ from liveforge.kernel.boundary._policy import Readable, Scratch
 from liveforge.kernel.boundary._rules import Rulesets
 from liveforge.kernel.checks import _livefork
 from liveforge.kernel.checks._background import later
-from liveforge.kernel.checks._hosts import LiveHosts
+from liveforge.kernel.checks._hosts import Hosts
 from liveforge.kernel.checks._livefork import LiveCheck
 from liveforge.kernel.checks._probes import Probe
 from liveforge.kernel.checks._runfiles import Afterwards, remove_scratch
@@ -38,7 +38,7 @@ class LiveRuns:
     make_ahead: bool
     _afterwards: Afterwards
     _live_rulesets: Rulesets
-    _live_hosts: LiveHosts
+    _hosts: Hosts
     _stops: int
 
     if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class LiveRuns:
         policy = self._policy(run_id, self.readable(), scratch, options)
         policy = replace(policy, parent_pid=os.getpid())
         prepared = self._live_rulesets.take(policy)
-        host = self._live_hosts.take() if policy.namespaces and self.make_ahead else None
+        host = self._hosts.take() if policy.namespaces and self.make_ahead else None
         try:
             checked = _livefork.run_live(
                 code,
@@ -93,7 +93,7 @@ class LiveRuns:
             changed = remove_scratch(policy, scratch, self._afterwards, scratch_later=True)
         # the next live check's shared rules and namespaces, made while this one is read
         later(self._live_rulesets.make_spare, policy)
-        later(self._live_hosts.refill)
+        later(self._hosts.refill)
         if checked.boundary is not None and changed:
             update = checked.boundary.with_changes(changed.written, changed.deleted)
             checked = checked.model_copy(update={"boundary": update})

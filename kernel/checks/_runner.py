@@ -41,6 +41,9 @@ class RunExit:
     """Processes of the check still running when it ended (killed after it)."""
     stopped: bool = False
     """The run was stopped (`Sandbox.stop_running`) while it ran."""
+    wants_host: bool = False
+    """The template holds no namespaces made ahead for its next check (`Sandbox` offers
+    it some where it has them)."""
     outcome: dict[str, Any] = field(default_factory=dict)
     stdout: str = ""
     stderr: str = ""
@@ -205,6 +208,7 @@ def _wait(
                 if "pid" in message and stopped is not None and stopped():
                     kill_group(message["pid"])
                 ended.pid = message.get("pid", ended.pid)
+                ended.wants_host = message.get("wants_host", ended.wants_host)
                 if "exit_code" in message:
                     ended.exit_code = message["exit_code"]
                     ended.left_running = message.get("left_running", 0)

@@ -14,6 +14,7 @@ reads files and pipes. Records live in `sandbox_runs/<run-id>/` (`_records`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -24,13 +25,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from liveforge.kernel.boundary import _overlay, _processes
+from liveforge.kernel.boundary import _namespaces, _overlay, _processes
 from liveforge.kernel.boundary._boundary import BoundaryPolicy, Rulesets
-from liveforge.kernel.boundary._namespaces import check_ids
 from liveforge.kernel.boundary._policy import CheckSettings, Readable, Scratch, policy_for
 from liveforge.kernel.boundary._secrets import Scrubber
 from liveforge.kernel.checks import _livefork
-from liveforge.kernel.checks._hosts import LiveHosts
+from liveforge.kernel.checks._background import later
+from liveforge.kernel.checks._hosts import Hosts
 from liveforge.kernel.checks._liveruns import LiveRuns
 from liveforge.kernel.checks._outcome import build_result
 from liveforge.kernel.checks._overlayhook import OverlayModule
@@ -78,10 +79,12 @@ class Sandbox(LiveRuns):
         (network off, 2 GiB of memory by default); `output_cap` overrides its
         `output_bytes`, the cap of each captured stream's file. With `make_ahead` the
         template makes the next check's namespaces while idle (see `_spare`), and live
-        checks join namespaces made ahead (see `_hosts`); False forks each check when it is
-        asked for and has it enter namespaces then (slower; for comparison); None follows
-        the settings' `ahead`, which also decides whether the template pre-imports the
-        libraries this process has loaded (`preload` is imported either way)."""
+        checks join namespaces made ahead (see `_hosts`), as the template's checks do
+        where this process may enter them (`checks_join_hosts`); False forks each check
+        when it is asked for and has it enter namespaces then (slower; for comparison);
+        None follows the settings' `ahead`, which also decides whether the template
+        pre-imports the libraries this process has loaded (`preload` is imported either
+        way)."""
         self.project_root = Path(project_root).resolve()
         self.store = RunStore(
             Path(runs_dir) if runs_dir else self.project_root / RUNS_FOLDER, keep_runs
@@ -94,7 +97,15 @@ class Sandbox(LiveRuns):
         self.make_ahead = self.settings.ahead if make_ahead is None else make_ahead
         self.template_starts = 0
         self._live_rulesets = Rulesets()
-        self._live_hosts = LiveHosts()  # namespaces made ahead for live checks
+        #: fresh-import checks are forked into namespaces made ahead, as live checks are
+        #: (one fork of the template, where entering namespaces of their own takes three)
+        self.checks_join_hosts = (
+            self.make_ahead and Hosts.available() and _namespaces.may_fork_into()
+        )
+        # namespaces made ahead for live checks, and for the template's checks where they
+        # join them: one for each of a verify's two checks
+        self._hosts = Hosts(keep=2 if self.checks_join_hosts else 1)
+        self._wants_host = False  # the template holds no host for its next check
         self.last_refresh_reason: str | None = None
         self._slot: list[TemplateProcess | None] = [None]
         self._lock = threading.Lock()
@@ -102,7 +113,7 @@ class Sandbox(LiveRuns):
         self._stops = 0  # calls of `stop_running` so far: a run begun before one is stopped
         # A dropped or never-closed sandbox still stops its template (also at exit).
         weakref.finalize(self, _close_slot, self._slot)
-        weakref.finalize(self, self._live_hosts.close)
+        weakref.finalize(self, self._hosts.close)
         weakref.finalize(self, _remove_scratch_root, self._afterwards, self.scratch)
 
     def verify(
@@ -193,7 +204,7 @@ class Sandbox(LiveRuns):
         """Stop the template process and the live checks' host maker. The sandbox restarts
         them if used again."""
         self._afterwards.finish()
-        self._live_hosts.close()
+        self._hosts.close()
         with self._lock:
             if self._template is not None:
                 self._template.close()
@@ -241,6 +252,8 @@ class Sandbox(LiveRuns):
                 policy = self._policy(run_id, readable, scratch, options)
                 request = child_request(run_id, kind, payload, modules, policy, self.project_root)
                 template = self._ready(template, names)
+                if policy.namespaces and self.checks_join_hosts:
+                    self._offer_host(template, wait=False)  # the one after the last is late
             except SandboxError:
                 remove_scratch(policy=None, scratch=scratch)
                 shutil.rmtree(folder, ignore_errors=True)
@@ -253,6 +266,9 @@ class Sandbox(LiveRuns):
             finally:
                 keep_junit(scratch, folder, scrubber)
                 changed = remove_scratch(policy, scratch, self._afterwards)
+            if ended.wants_host and self.checks_join_hosts:
+                self._wants_host = True
+                later(_offer_host, weakref.ref(self), template)  # a dropped sandbox still goes
             fields = {
                 "run_id": run_id,
                 "kind": kind,
@@ -289,7 +305,7 @@ class Sandbox(LiveRuns):
         if copy_on_write is not None:
             _overlay.View.beside(copy_on_write.root, policy.view or "")
         if policy.namespaces:  # the check's own folder, also to tools that check its owner
-            os.chown(scratch, *check_ids())
+            os.chown(scratch, *_namespaces.check_ids())
         return policy
 
     def _child(
@@ -331,6 +347,31 @@ class Sandbox(LiveRuns):
             template.close()
             self._template = None
         return ended
+
+    def _offer_host(self, template: TemplateProcess, wait: bool = True) -> None:
+        """Give `template` namespaces made ahead for its next check if it still wants
+        them (it says so with each check's pid; a new template wants them), and have the
+        next made. Called after a check, in the background (the maker's work does not
+        compete with it; `wait` waits for a host being made), and, without waiting, before
+        a check (with `_lock` held) when that offer has not come yet."""
+        if not self._wants_host:
+            return
+        host = self._hosts.take(wait=wait, starting=wait)
+        if host is None:
+            return
+        try:
+            with self._lock if wait else contextlib.nullcontext():
+                if self._wants_host and self._template is template and template.alive:
+                    template.offer_host(host.fds, host.proc_note)
+                    self._wants_host = False
+                    host.close()  # the template's to end now
+                    host = None
+        except OSError:
+            pass  # the template is gone: the next check finds out
+        finally:
+            if host is not None:
+                host.end()
+            later(self._hosts.refill)
 
     def _template_for(self, overlay_names: list[str]) -> TemplateProcess:
         """The current template unless it is stale for this overlay, else one started now
@@ -385,6 +426,7 @@ class Sandbox(LiveRuns):
                 sys_path=list(sys.path),
                 preload=preload,
                 make_ahead=self.make_ahead,
+                hosts=self.checks_join_hosts,
                 wait=False,
             )
         except OSError as exc:
@@ -393,6 +435,7 @@ class Sandbox(LiveRuns):
                 "Check that the interpreter can start in the project root."
             ) from exc
         self.template_starts += 1
+        self._wants_host = True  # a new template holds none
         return template
 
 
@@ -406,6 +449,13 @@ class _Once:
         call, self._call = self._call, None
         if call is not None:
             call()
+
+
+def _offer_host(sandbox: weakref.ref[Sandbox], template: TemplateProcess) -> None:
+    """`Sandbox._offer_host`, if the sandbox is still there."""
+    alive = sandbox()
+    if alive is not None:
+        alive._offer_host(template)
 
 
 def _remove_scratch_root(afterwards: Afterwards, scratch: Scratch) -> None:

@@ -2,18 +2,27 @@
 idle, so a request only sends the code to a process that waits for it.
 
     spare = Spare.make(boundary, LineChannel, template_pid, run, close=[channel.sock])
+    spare = Spare.make(..., host=host)       # or in namespaces made ahead (a `Host`)
     ...                                      # later, when a request in namespaces comes:
     if spare.start(request, fds, ruleset_fd):
         pid = spare.pid                      # wait for it as for any forked child
     spare.discard()                          # or: a request without namespaces came
 
-The spare is the template's child that entered the check's namespaces (`_namespaces.enter`:
-user, mount and pid, ids mapped, pid 1 forked with a /proc of its own) and returned in
-pid 2, the check, where it waits on a socket for its request. Nothing of the project is
-mounted yet: the copy-on-write view is mounted when the request comes (`_boundary.contain`
-with `entered`), so the check sees the project as it is when it runs, not as it was when
-the spare was made; limits, capabilities and Landlock are applied then as well, from the
-request's policy. A spare whose template dies dies with it (parent-death signal).
+Made in a `Host`, namespaces the front end's host maker made ahead (`_hosts`) and offered
+to the template, the spare is forked straight into the host's pid namespace and joins its
+user and mount namespaces (`_namespaces.fork_into`, `join_forked`): one fork of the
+template, which needs CAP_SYS_ADMIN (root). Else the spare is the template's child that
+entered namespaces of its own (`_namespaces.enter`: user, mount and pid, ids mapped, pid 1
+forked with a /proc of its own) and returned in pid 2, the check: three forks of the
+template (the relay, pid 1, the check). A request that comes when no spare is ready is
+forked into the host the template holds, if it holds one (`Host.fork`).
+
+Either way the check waits on a socket for its request. Nothing of the project is mounted
+yet: the copy-on-write view is mounted when the request comes (`_boundary.contain` with
+`entered`), so the check sees the project as it is when it runs, not as it was when the
+spare was made; limits, capabilities and Landlock are applied then as well, from the
+request's policy. A spare whose template dies dies with it (parent-death signal, or the
+lifeline of a check forked into a host).
 
 Standard library only: the template loads this file by path.
 """
@@ -27,20 +36,91 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-__all__ = ["Spare"]
+__all__ = ["Host", "Spare"]
 
 NOT_SENT = ("handshake", "ruleset_fd")  # what a request holds for a fork, not for a spare
+
+
+class Host:
+    """The template's side of namespaces made ahead for one check (`_hosts`), as the front
+    end offered them: a pidfd of their pid 1."""
+
+    def __init__(self, pidfd: int, held: int | None, proc_note: str | None) -> None:
+        self.pidfd = pidfd
+        #: the host's own lifeline (`_hosts.Host.lifeline`): it ends when this process does
+        self.held = held
+        #: why the namespace has the machine's /proc, or None when it has its own
+        self.proc_note = proc_note
+        self.lifeline: int | None = None  # the check's, held while one forked into it runs
+
+    def fork(self, namespaces: Any) -> int | None:
+        """Fork a child into the host's pid namespace: its pid, 0 in the child (which
+        then calls `join`), or None, with nothing forked, where this process may not enter
+        it or the host is gone."""
+        forked = namespaces.fork_into(self.pidfd)
+        if forked is None:
+            return None
+        pid, lifeline = forked
+        if pid == 0:
+            self.lifeline = lifeline
+            if self.held is not None:  # the host is the template's to hold, not the check's
+                os.close(self.held)
+                self.held = None
+            return 0
+        with contextlib.suppress(OSError):  # before the check forks: its tree is one group
+            os.setpgid(pid, pid)
+        self.lifeline = lifeline
+        return int(pid)
+
+    def join(self, namespaces: Any) -> Any:
+        """In the forked child: join the host's user and mount namespaces; what was
+        entered (`_namespaces.Entered`; where the kernel refuses, it says why)."""
+        assert self.lifeline is not None
+        try:
+            return namespaces.join_forked(self.pidfd, self.proc_note, self.lifeline)
+        except OSError as exc:  # in the host's pid namespace already: no way back
+            return namespaces.Entered(reason=str(exc))
+
+    def left_running(self, processes: Any) -> int:
+        """How many processes of the host's namespace still run besides its pid 1."""
+        try:
+            with open(f"/proc/self/fdinfo/{self.pidfd}") as file:
+                init = next(int(line.split()[1]) for line in file if line.startswith("Pid:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            return 0
+        return int(processes.running_descendants(init)) if init > 0 else 0
+
+    def end(self) -> None:
+        """Kill the host's pid 1 (its namespace ends, and what still runs there) and let
+        go of it; a check forked into it that still runs dies with its lifeline."""
+        if self.pidfd < 0:
+            return  # ended already
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        self.forget()
+
+    def forget(self) -> None:
+        """Close what this process holds of the host (in a child that must not hold it)."""
+        for fd in (self.pidfd, self.held, self.lifeline):
+            if fd is not None and fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd, self.held, self.lifeline = -1, None, None
 
 
 class Spare:
     """The template's side of one check process made ahead of its run."""
 
-    def __init__(self, pid: int, handshake: Any, channel: Any, mapped: bool) -> None:
+    def __init__(
+        self, pid: int, handshake: Any, channel: Any, mapped: bool, host: Host | None = None
+    ) -> None:
         self.pid = pid
         self.handshake = handshake
         self.channel = channel
         #: the check is in namespaces of its own (its parent wrote its id maps)
         self.mapped = mapped
+        #: the namespaces made ahead it joined, if it did (ended after its run)
+        self.host = host
 
     @classmethod
     def make(
@@ -50,11 +130,24 @@ class Spare:
         template_pid: int,
         run: Callable[[dict[str, Any], list[int]], NoReturn],
         close: Iterable[socket.socket] = (),
+        host: Host | None = None,
     ) -> Spare:
-        """Fork a check that enters its namespaces now and waits for its request; in the
-        check, `run(request, fds)` runs the request (the request carries `entered`)."""
-        handshake = boundary.Handshake()
+        """Fork a check that enters its namespaces now (joins `host`'s where it can) and
+        waits for its request; in the check, `run(request, fds)` runs the request (the
+        request carries `entered`)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        if host is not None:
+            pid = host.fork(boundary._namespaces)
+            if pid == 0:
+                for sock in (ours, *close):
+                    sock.close()
+                entered = host.join(boundary._namespaces)
+                _wait_joined(entered, channel_class(theirs), run)
+            if pid is not None:
+                theirs.close()
+                return cls(pid, None, channel_class(ours), False, host)
+            host.end()  # gone, or not ours to enter: a spare of its own instead
+        handshake = boundary.Handshake()
         pid = os.fork()
         if pid == 0:
             for sock in (ours, *close):
@@ -89,7 +182,20 @@ class Spare:
                 kill(target, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        self.handshake.close()
+        if self.handshake is not None:
+            self.handshake.close()
+        if self.host is not None:
+            self.host.end()
+
+
+def _wait_joined(
+    entered: Any, channel: Any, run: Callable[[dict[str, Any], list[int]], NoReturn]
+) -> NoReturn:
+    """In a spare forked into a host (and joined to it): wait for the request and run it;
+    exit quietly when the template closes the channel instead."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    _run_request(entered, channel, run)
 
 
 def _wait_for_request(
@@ -107,6 +213,14 @@ def _wait_for_request(
     processes.die_with_parent(template_pid)
     handshake.child_side()
     entered = boundary._namespaces.enter(handshake, None)
+    _run_request(entered, channel, run)
+
+
+def _run_request(
+    entered: Any, channel: Any, run: Callable[[dict[str, Any], list[int]], NoReturn]
+) -> NoReturn:
+    """In the check: wait for the request and run it in what was `entered`; exit quietly
+    when the template closes the channel instead."""
     request, fds = channel.receive(max_fds=4)
     channel.sock.close()
     if request is None:

@@ -178,47 +178,82 @@ def serve(sock_fd: int) -> None:
     processes = child.load_sibling("_processes")
     processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
     rulesets = boundary.Rulesets()
+    spares = child.load_sibling("_spare")
     spare = None  # the next check in namespaces, made while idle (see `_spare`)
+    host = None  # namespaces the front end offered for the next check (`_hosts`)
+    stopped = False  # the last run was stopped by a signal: the next waits until asked
     while True:
-        request, fds = channel.receive(max_fds=3)
-        if request is None:
+        message, fds = channel.receive(max_fds=4)
+        if message is None:
+            if spare is not None:
+                spare.discard()
+            if host is not None:
+                host.end()
             return
+        if "offer" in message:  # namespaces made ahead, for the next check
+            if host is not None:
+                host.end()
+            host = spares.Host(fds[0], fds[1], message["offer"]) if len(fds) == 2 else None
+            for fd in fds if host is None else fds[2:]:
+                os.close(fd)
+            if host is not None and spare is None and boot.get("ahead", True) and not stopped:
+                if _idle(channel, IDLE_BEFORE_SPARE):
+                    spare, host = _make_spare(child, channel, host), None
+            continue
+        request = message
         request["parent_pid"] = os.getpid()
         policy = boundary.BoundaryPolicy.from_dict(request["boundary"])
         request["ruleset_fd"] = rulesets.take(policy)
         if spare is not None and not policy.namespaces:
             spare.discard()
             spare = None
+        used = handshake = reporting = None  # the host the check runs in, if any
         if spare is not None and spare.start(request, fds, request["ruleset_fd"]):
-            pid, handshake = spare.pid, spare.handshake
+            pid, handshake, used = spare.pid, spare.handshake, spare.host
             reporting = handshake if spare.mapped else None
+        elif policy.namespaces and host is not None:
+            used, host = host, None
+            pid, handshake, reporting = _fork_check(boundary, child, channel, request, fds, used)
         else:
-            pid, handshake, reporting = _fork_check(boundary, child, channel, request, fds)
+            pid, handshake, reporting = _fork_check(
+                boundary, child, channel, request, fds, held=host
+            )
         spare = None
         for fd in [*fds, request["ruleset_fd"]]:
             if fd is not None:
                 os.close(fd)
-        channel.send({"pid": pid})
+        channel.send({"pid": pid, "wants_host": host is None})
         status = _wait_child(pid, channel, reporting)
         if status is not None:  # said first: tearing down namespaces takes a while
             # what the check left running: counted by its pid 1 (in namespaces; they die
             # with it), else here, where its orphans came back (killed below)
-            left = (
-                reporting.left_running if reporting is not None else processes.running_descendants()
-            )
+            if reporting is not None:
+                left = reporting.left_running
+            elif used is not None:
+                left = used.left_running(processes)
+            else:
+                left = processes.running_descendants()
             code = os.waitstatus_to_exitcode(status)
             channel.send({"exit_code": code, "left_running": left})
         _reap(pid)
+        if used is not None:
+            used.end()
         processes.kill_descendants()  # whatever the run left behind, wherever it went
         if handshake is not None:
             handshake.close()
         if status is None:  # the client is gone: nobody will read a result, nor clean up
             _remove_scratch(request["boundary"], child.load_sibling("_overlay"))
+            if host is not None:
+                host.end()
             return
         # a run stopped by a signal (the front end's Ctrl-C, a limit): the next waits until asked
-        ahead = policy.namespaces and boot.get("ahead", True) and not os.WIFSIGNALED(status)
-        if ahead and _idle(channel, IDLE_BEFORE_SPARE):  # before the rulesets' spare, so
-            spare = _make_spare(child, channel)  # it holds no fd of theirs
+        stopped = os.WIFSIGNALED(status)
+        ahead = policy.namespaces and boot.get("ahead", True) and not stopped
+        # made in namespaces the front end offered where it offers them (else it would
+        # make namespaces of its own, three forks of this process, when an offer is due)
+        if ahead and (host is not None or not boot.get("hosts")):
+            if _idle(channel, IDLE_BEFORE_SPARE):  # before the rulesets' spare, so
+                spare, host = _make_spare(child, channel, host), None  # it holds no fd of theirs
         rulesets.make_spare(policy)
 
 
@@ -232,15 +267,34 @@ def _idle(channel: LineChannel, seconds: float) -> bool:
 
 
 def _fork_check(
-    boundary: Any, child: Any, channel: LineChannel, request: dict[str, Any], fds: list[int]
+    boundary: Any,
+    child: Any,
+    channel: LineChannel,
+    request: dict[str, Any],
+    fds: list[int],
+    host: Any = None,
+    held: Any = None,
 ) -> tuple[int, Any, Any]:
-    """Fork a check for `request` now: its pid, its handshake and the handshake that
-    reports the check's status (None where the check is not in namespaces)."""
+    """Fork a check for `request` now, into `host` if given (a `_spare.Host`, which it
+    joins) where it can: its pid, its handshake and the handshake that reports the check's
+    status (None where the check is not in namespaces of its own). `held` is a host the
+    template keeps for later, which the check must not hold."""
+    if host is not None:
+        pid = host.fork(boundary._namespaces)
+        if pid == 0:
+            channel.sock.close()
+            entered = host.join(boundary._namespaces)
+            child.child_main({**request, "handshake": None, "entered": entered}, *fds)
+        if pid is not None:
+            return pid, None, None
+        host.end()  # gone, or not ours to enter: namespaces of its own instead
     handshake = boundary.Handshake() if request["boundary"]["namespaces"] else None
     request["handshake"] = handshake
     pid = os.fork()
     if pid == 0:
         channel.sock.close()
+        if held is not None:
+            held.forget()
         child.child_main(request, *fds)
     reporting = None
     if handshake is not None:
@@ -253,15 +307,18 @@ def _fork_check(
     return pid, handshake, reporting
 
 
-def _make_spare(child: Any, channel: LineChannel) -> Any:
-    """The next check, forked now into namespaces of its own (see `_spare`)."""
+def _make_spare(child: Any, channel: LineChannel, host: Any) -> Any:
+    """The next check, forked now into `host` (a `_spare.Host`) or, without one, into
+    namespaces of its own (see `_spare`)."""
     spare_module = child.load_sibling("_spare")
 
     def run(request: dict[str, Any], fds: list[int]) -> Any:
         child.child_main(request, *fds)
 
     boundary = child.load_sibling("_boundary")
-    return spare_module.Spare.make(boundary, LineChannel, os.getpid(), run, [channel.sock])
+    return spare_module.Spare.make(
+        boundary, LineChannel, os.getpid(), run, [channel.sock], host=host
+    )
 
 
 def _reap(pid: int) -> None:
@@ -331,10 +388,13 @@ class TemplateProcess:
         preload: list[str],
         boot_timeout: float = 120.0,
         make_ahead: bool = True,
+        hosts: bool = False,
         wait: bool = True,
     ) -> None:
         """Start the template; with `wait` (else in `booted`) wait until it has imported
-        `preload` and is ready to fork checks."""
+        `preload` and is ready to fork checks. With `make_ahead` it makes the next check
+        while idle (`_spare`); with `hosts` too, only in namespaces the front end offers
+        (`offer_host`)."""
         # Parent side only: this file also runs standalone as the template's bootstrap.
         from liveforge.kernel.boundary._secrets import start_helper
 
@@ -344,7 +404,8 @@ class TemplateProcess:
         child_end.close()
         self.cwd, self.preload, self.make_ahead = cwd, preload, make_ahead
         self.channel = LineChannel(parent_end)
-        self.channel.send({"sys_path": sys_path, "preload": preload, "ahead": make_ahead})
+        boot = {"sys_path": sys_path, "preload": preload, "ahead": make_ahead, "hosts": hosts}
+        self.channel.send(boot)
         self.boot_timeout = boot_timeout
         self.modules: dict[str, list[Any]] = {}
         self.names: frozenset[str] = frozenset()
@@ -453,6 +514,12 @@ class TemplateProcess:
         """Ask the template to fork a child for `request` with stdout, stderr and result pipe
         ends `fds`; the replies arrive on `sock`."""
         self.channel.send(request, fds=fds)
+
+    def offer_host(self, fds: list[int], proc_note: str | None) -> None:
+        """Give the template namespaces made ahead for its next check in namespaces
+        (`_hosts.Host.fds`: a pidfd of their pid 1, their lifeline); OSError when it is
+        gone."""
+        self.channel.send({"offer": proc_note}, fds=fds)
 
     @property
     def sock(self) -> socket.socket:

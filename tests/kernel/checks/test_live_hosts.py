@@ -18,17 +18,17 @@ import pytest
 from process_tree import alive, descendants
 from sandbox_support import NAMESPACE, SETSID_DAEMONS, in_namespace
 
-from liveforge.kernel.boundary import _overlay
+from liveforge.kernel.boundary import _namespaces, _overlay
 from liveforge.kernel.boundary._boundary import probe
 from liveforge.kernel.checks import _livefork
-from liveforge.kernel.checks._hosts import Host, LiveHosts
+from liveforge.kernel.checks._hosts import Host, Hosts
 from liveforge.kernel.checks._sandbox import Sandbox
 
 pytestmark = [
     pytest.mark.skipif(not _livefork.available(), reason="needs os.fork"),
     pytest.mark.skipif(probe()[0] < 6, reason="needs Landlock ABI >= 6"),
     pytest.mark.skipif(_overlay.probe() is not None, reason="needs user namespaces"),
-    pytest.mark.skipif(not LiveHosts.available(), reason="needs pidfds"),
+    pytest.mark.skipif(not Hosts.available(), reason="needs pidfds"),
 ]
 
 
@@ -106,11 +106,11 @@ def test_what_a_joined_live_check_starts_dies_with_it(sandbox: Sandbox) -> None:
 def test_a_host_that_is_gone_leaves_the_check_to_make_its_own_namespaces(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hosts = LiveHosts()
+    hosts = Hosts()
     try:
         host = _wait_for_host(hosts)
         host.end()  # its pid 1 is killed: joining it fails
-        monkeypatch.setattr(sandbox._live_hosts, "take", lambda: host)
+        monkeypatch.setattr(sandbox._hosts, "take", lambda: host)
         check = sandbox.run_live("import os\n(os.getppid() == 0, os.getpid())", timeout=30)
     finally:
         hosts.close()
@@ -118,7 +118,7 @@ def test_a_host_that_is_gone_leaves_the_check_to_make_its_own_namespaces(
     assert check.boundary is not None and check.boundary.processes == "pid namespace"
 
 
-def _wait_for_host(hosts: LiveHosts) -> Host:
+def _wait_for_host(hosts: Hosts) -> Host:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         host = hosts.take()
@@ -130,7 +130,7 @@ def _wait_for_host(hosts: LiveHosts) -> Host:
 
 def test_the_host_maker_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LFTEST_API_KEY", "sk-hosts-secret-123")
-    hosts = LiveHosts()
+    hosts = Hosts()
     try:
         _wait_for_host(hosts).end()
         assert hosts._process is not None
@@ -142,8 +142,8 @@ def test_the_host_maker_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None
 
 FRONT_END = textwrap.dedent("""
     import sys, time
-    from liveforge.kernel.checks._hosts import LiveHosts
-    hosts = LiveHosts()
+    from liveforge.kernel.checks._hosts import Hosts
+    hosts = Hosts()
     while hosts.take() is None:
         time.sleep(0.02)
     hosts.refill()
@@ -175,7 +175,7 @@ def test_the_maker_and_its_hosts_end_when_the_front_end_is_killed() -> None:
 def test_a_stuck_maker_is_replaced() -> None:
     """A maker that makes no host within `wait` is killed; the next take starts a new one
     (until then the checks enter namespaces of their own)."""
-    hosts = LiveHosts(wait=0.2)
+    hosts = Hosts(wait=0.2)
     try:
         _wait_for_host(hosts).end()
         assert hosts._process is not None
@@ -188,5 +188,68 @@ def test_a_stuck_maker_is_replaced() -> None:
         assert hosts.take() is None and stuck.poll() is not None  # killed, not left stopped
         _wait_for_host(hosts).end()
         assert hosts._process is not None and hosts._process.pid != stuck.pid
+    finally:
+        hosts.close()
+
+
+def _in_host(sandbox: Sandbox, code: str) -> object:
+    """The value of `code` from the first fresh-import check forked into a host (its parent,
+    the template, is outside its pid namespace: its parent pid reads 0). Hosts are offered
+    to the template after a check: the first checks may enter namespaces of their own."""
+    for _ in range(50):
+        result = sandbox.verify(f"import os\n{code}\n(os.getppid() == 0, __value__)")
+        assert result.ok, result.summary()
+        in_host, value = eval(result.value_repr or "")
+        if in_host:
+            assert result.boundary is not None, result
+            assert result.boundary.processes == "pid namespace", result.boundary
+            return value
+        time.sleep(0.05)
+    raise AssertionError("no fresh-import check was forked into a host made ahead")
+
+
+@pytest.mark.skipif(not _namespaces.may_fork_into(), reason="needs CAP_SYS_ADMIN")
+def test_a_fresh_import_check_is_forked_into_a_host_alone_and_what_it_starts_dies_with_it(
+    sandbox: Sandbox,
+) -> None:
+    assert sandbox.checks_join_hosts
+    setup = textwrap.dedent("""
+        open("pkg/mod.py", "a").write("planted = True\\n")
+        procs = sorted(name for name in os.listdir("/proc") if name.isdigit())
+    """)
+    read = "open('pkg/mod.py').read()"
+    value = _in_host(sandbox, f"{setup}\n__value__ = (os.getpid(), procs, {read})")
+    assert value == (2, ["1", "2"], "value = 1\nplanted = True\n")
+    assert (sandbox.project_root / "pkg" / "mod.py").read_text() == "value = 1\n"
+    namespace = _in_host(sandbox, f"{SETSID_DAEMONS}\n__value__ = {NAMESPACE}")
+    assert isinstance(namespace, str) and in_namespace(namespace) == []
+
+
+def test_the_maker_makes_each_pid_1_in_its_namespaces_and_it_lives_no_longer_than_its_holder() -> (
+    None
+):
+    """No relay between the maker and a host's pid 1 (it is born in its namespaces), and a
+    host whose every holder let go ends (a template killed with hosts it was offered)."""
+    hosts = Hosts()
+    try:
+        host = _wait_for_host(hosts)
+        assert hosts._process is not None
+        maker = hosts._process.pid
+        init = int(
+            next(
+                line.split()[1]
+                for line in Path(f"/proc/self/fdinfo/{host.pidfd}").read_text().splitlines()
+                if line.startswith("Pid:")
+            )
+        )
+        status = Path(f"/proc/{init}/status").read_text()
+        nspid = next(line for line in status.splitlines() if line.startswith("NSpid:"))
+        assert nspid.split()[1:] == [str(init), "1"]
+        assert f"PPid:\t{maker}" in status
+        host.close()  # let go without a kill: its lifeline ends it
+        deadline = time.monotonic() + 10
+        while alive(init) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not alive(init)
     finally:
         hosts.close()

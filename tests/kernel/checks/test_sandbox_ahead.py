@@ -52,7 +52,7 @@ def test_a_sandbox_not_ahead_starts_no_host_maker_for_live_checks(tmp_path: Path
     with Sandbox(tmp_path, runs_dir=tmp_path / "runs", settings=settings) as box:
         checked = box.run_live("1 + 1")
         assert checked.ok and checked.value_repr == "2"
-        assert box._live_hosts._process is None
+        assert box._hosts._process is None
 
 
 def test_the_template_started_ahead_serves_the_first_check(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from process_tree import children
+from process_tree import descendants
 from sandbox_support import NAMESPACE, in_namespace, namespace_of
 
 from liveforge.kernel.boundary._boundary import probe
@@ -27,19 +27,20 @@ READ_BACK = (
 
 
 def waiting_check(template: int, last: str, wait: float = 10.0) -> int:
-    """The pid of the check the template made ahead (its relay's pid 1's child), once it
+    """The pid of the check the template made ahead (pid 2 of its pid namespace: the
+    template's child in a host, its relay's pid 1's child in namespaces of its own), once it
     exists; `last` names the pid namespace of the run before it (as `NAMESPACE` gives it),
     whose processes may still be ending (its result came before its exit)."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        for relay in children(template):
-            for init in children(relay):
-                for check in children(init):
-                    with contextlib.suppress(OSError, AssertionError):
-                        # by its pid 1, not its number: the kernel may give an ended
-                        # namespace's number to the next one (see `NAMESPACE`)
-                        if namespace_of(check) != last:
-                            return check
+        for check in descendants(template):
+            with contextlib.suppress(OSError, AssertionError, ValueError):
+                status = Path(f"/proc/{check}/status").read_text()
+                nspid = next(line for line in status.splitlines() if line.startswith("NSpid:"))
+                # by its pid 1, not its number: the kernel may give an ended namespace's
+                # number to the next one (see `NAMESPACE`)
+                if nspid.split()[-1] == "2" and namespace_of(check) != last:
+                    return check
         time.sleep(0.01)  # polled: the spare is made after the previous run returned
     raise AssertionError("the template made no check ahead of the next run")
 
@@ -53,9 +54,14 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def sandbox(project: Path) -> Iterator[Sandbox]:
+@pytest.fixture(params=["in a host", "in namespaces of its own"])
+def sandbox(project: Path, request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """Checks made ahead in namespaces the host maker made (where this process may fork
+    into them: root), and in namespaces of their own (elsewhere)."""
     with Sandbox(project) as box:
+        if request.param == "in a host" and not box.checks_join_hosts:
+            pytest.skip("checks join hosts only where the front end has CAP_SYS_ADMIN")
+        box.checks_join_hosts = request.param == "in a host"
         yield box
 
 
