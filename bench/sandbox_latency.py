@@ -18,7 +18,12 @@ fixture package imports pydantic and httpx at module level):
                                                 makes its own namespaces (relay, pid 1, check)
     live fork, no boundary                      the same fork bare, for reference
     Runtime.verify(snippet, live=False)         the fresh-import check through the public API
-    Runtime.verify(snippet)                     both checks, as verify runs by default
+    Runtime.verify(snippet)                     both checks, as verify runs by default, right
+                                                after the call before (the work that one's
+                                                checks left competes with it)
+    Runtime.verify, 50 ms after the last check  the same after 50 ms untimed: as a verify
+                                                that comes after its caller read the last
+                                                result
     python -c snippet                           fresh interpreter, overlay written to a temp
                                                 directory first on sys.path
 
@@ -71,6 +76,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,16 +94,35 @@ ORIGINAL = "    return x + 1\n"
 PATCHED = "    successor = 1 + x\n    return successor\n"
 
 
+IDLE = 0.05
+"""Seconds an `Idle` call waits, untimed, before it runs: as a verify that comes after its
+caller read the last result (the work the last checks left, exits and namespaces made ahead
+for the next, is done by then)."""
+
+
+@dataclass
+class Idle:
+    """A call measured after `IDLE` seconds of nothing (see `timed`)."""
+
+    call: Callable[[], object]
+
+    def __call__(self) -> object:
+        return self.call()
+
+
 def timed(
     calls: dict[str, Callable[[], object]], runs: int, warmup: int = 3
 ) -> dict[str, list[float]]:
-    """Wall-clock seconds per call, the variants interleaved so they share the machine's load."""
+    """Wall-clock seconds per call, the variants interleaved so they share the machine's load;
+    an `Idle` call after `IDLE` seconds untimed, every other right after the call before."""
     for call in calls.values():
         for _ in range(warmup):
             call()
     samples: dict[str, list[float]] = {label: [] for label in calls}
     for _ in range(runs):
         for label, call in calls.items():
+            if isinstance(call, Idle):
+                time.sleep(IDLE)
             start = time.perf_counter()
             call()
             samples[label].append(time.perf_counter() - start)
@@ -252,6 +277,7 @@ ROWS = {
     "bare": "live fork, no boundary",
     "fresh-only": "Runtime.verify(live=False): fresh import",
     "runtime": "Runtime.verify: fresh import + live fork",
+    "runtime-idle": "Runtime.verify, 50 ms after the last check",
     "fresh": "fresh `python -c`, overlay on sys.path",
 }
 
@@ -273,6 +299,7 @@ def serve_rounds(work: Path) -> None:
         "bare": lambda: run_live(SNIPPET, timeout=30),
         "fresh-only": lambda: rt.verify(SNIPPET, live=False),
         "runtime": lambda: rt.verify(SNIPPET),
+        "runtime-idle": Idle(lambda: rt.verify(SNIPPET)),
         "fresh": lambda: subprocess.run(fresh["cmd"], env=env, cwd=work, check=True),
     }
     checked(rt.verify(SNIPPET).ok and box.run_live(SNIPPET, timeout=30).ok, "verify")
@@ -385,6 +412,7 @@ def run(work: Path, runs: int, test_runs: int) -> None:
                 "live-asked": lambda: forking.run_live(SNIPPET, timeout=30),
                 "fresh-only": lambda: rt.verify(SNIPPET, live=False),
                 "runtime": lambda: rt.verify(SNIPPET),
+                "runtime-idle": Idle(lambda: rt.verify(SNIPPET)),
                 "fresh": lambda: subprocess.run(fresh_cmd, env=fresh_env, cwd=work, check=True),
             },
             runs,
@@ -408,6 +436,7 @@ def run(work: Path, runs: int, test_runs: int) -> None:
                 row("live fork, no boundary", verify["bare"], fresh),
                 row("Runtime.verify(live=False): fresh import", verify["fresh-only"], fresh),
                 row("Runtime.verify: fresh import + live fork", verify["runtime"], fresh),
+                row(ROWS["runtime-idle"], verify["runtime-idle"], fresh),
                 row("fresh `python -c`, overlay on sys.path", fresh, None),
             ],
         )
