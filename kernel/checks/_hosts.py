@@ -140,6 +140,11 @@ class Hosts:
                     self._stop(kill=True)
             return self._stock.pop(0) if self._stock else None
 
+    def put_back(self, host: Host) -> None:
+        """Keep `host`, taken but not used, for the next `take`."""
+        with self._lock:
+            self._stock.insert(0, host)
+
     def refill(self) -> None:
         """Ask for the next hosts, up to `keep` ready or being made (after a check, so the
         maker's work does not compete with it)."""

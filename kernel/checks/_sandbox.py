@@ -361,7 +361,10 @@ class Sandbox(LiveRuns):
             return
         try:
             with self._lock if wait else contextlib.nullcontext():
-                if self._wants_host and self._template is template and template.alive:
+                if not self._wants_host:  # offered meanwhile, before a check
+                    self._hosts.put_back(host)
+                    host = None
+                elif self._template is template and template.alive:
                     template.offer_host(host.fds, host.proc_note)
                     self._wants_host = False
                     host.close()  # the template's to end now

@@ -253,3 +253,17 @@ def test_the_maker_makes_each_pid_1_in_its_namespaces_and_it_lives_no_longer_tha
         assert not alive(init)
     finally:
         hosts.close()
+
+
+def test_a_host_put_back_is_the_next_one_taken() -> None:
+    """A host taken for an offer that came too late (the template got one meanwhile) is
+    kept, not killed: the next check takes it."""
+    hosts = Hosts()
+    try:
+        host = _wait_for_host(hosts)
+        hosts.put_back(host)
+        again = hosts.take(wait=False)
+        assert again is host
+        assert again is not None and signal.pidfd_send_signal(again.pidfd, 0) is None  # alive
+    finally:
+        hosts.close()
