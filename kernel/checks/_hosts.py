@@ -157,12 +157,14 @@ class Hosts:
             self._ask()
 
     def close(self) -> None:
-        """End the hosts made ahead and stop the maker."""
+        """End the hosts made ahead and stop the maker (a `take` after starts a new one: a
+        maker stopped here does not count as one that kept exiting)."""
         with self._lock:
             for host in self._stock:
                 host.end()
             self._stock.clear()
             self._stop()
+            self._starts = 0
 
     def _start(self) -> None:
         if self._starts >= 3:

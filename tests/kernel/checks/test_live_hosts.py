@@ -267,3 +267,16 @@ def test_a_host_put_back_is_the_next_one_taken() -> None:
         assert again is not None and signal.pidfd_send_signal(again.pidfd, 0) is None  # alive
     finally:
         hosts.close()
+
+
+def test_hosts_closed_and_used_again_still_make_hosts() -> None:
+    """A sandbox closed and used again (`Runtime.close`, then a check) starts its maker
+    again each time: a deliberate close is not a maker that kept exiting."""
+    hosts = Hosts()
+    try:
+        for _ in range(4):
+            _wait_for_host(hosts).end()
+            hosts.close()
+        assert hosts.refused is None
+    finally:
+        hosts.close()
