@@ -111,4 +111,5 @@ def test_a_rescue_says_what_a_framework_s_table_keeps(rt, project):
     (note,) = notes
     assert note.startswith("audit: this change defined it")
     assert f"{mod.__name__}.HOOKS.by_name['audit']" in note and "Restart the program" in note
-    assert rolled_back_note(rescue).endswith(f"\nNote: {note}")
+    said = rolled_back_note(rescue)  # every note of the rescue, each on a line of its own
+    assert f"\nNote: {note}" in said and said.count("\nNote: ") == len(rescue.notes), said
