@@ -21,11 +21,15 @@ from typing import Any
 
 #: objects a search unfroze since the last change said so (see `thawed_note`).
 _thawed = 0
-#: frozen objects that are not the program's doing, unfrozen by a search as well but counted
-#: by no note: those Python 3.12 itself keeps frozen from its start (375 on CPython 3.12.1,
-#: read when liveforge is imported; other versions freeze nothing at start), or all that
-#: liveforge's own server froze (see `freeze_own`).
-_NOT_THE_PROGRAMS = gc.get_freeze_count() if sys.version_info[:2] == (3, 12) else 0
+#: frozen objects that are never the program's doing: CPython 3.12 moves the interpreter's
+#: immortal objects into the permanent generation whenever a collection visits them (375 on
+#: 3.12.1, all of them parked by the collections at start: read when liveforge is imported),
+#: so they are counted as frozen again after every full collection; other versions park
+#: nothing. A search unfreezes them with the rest; no note counts them.
+_IMMORTAL = gc.get_freeze_count() if sys.version_info[:2] == (3, 12) else 0
+#: frozen objects that are not the program's doing either: all that liveforge's own server
+#: froze (see `freeze_own`), until a search unfroze them.
+_NOT_THE_PROGRAMS = _IMMORTAL
 
 
 def freeze_own() -> None:
@@ -50,7 +54,7 @@ def referrers(objs: tuple[Any, ...]) -> list[Any]:
     if frozen:
         gc.unfreeze()
         _thawed += max(frozen - _NOT_THE_PROGRAMS, 0)
-        _NOT_THE_PROGRAMS = 0
+        _NOT_THE_PROGRAMS = _IMMORTAL  # the next full collection parks those again
     return gc.get_referrers(*objs)
 
 

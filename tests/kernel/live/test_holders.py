@@ -5,6 +5,7 @@ search of the heap (`describe_each`) are named as each one alone would be."""
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -178,3 +179,27 @@ def test_what_liveforge_froze_itself_is_unfrozen_without_a_note(
     [note] = [n for n in change.notes if "gc.freeze()" in n]
     frozen_by_program = int(note.split("frozen ")[1].split(" objects")[0].replace(",", ""))
     assert 0 < frozen_by_program < 1000, note
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="CPython 3.12 parks immortals")
+def test_immortal_objects_a_collection_parks_are_not_said_to_be_the_programs(
+    project: Project, rt: Runtime
+) -> None:
+    """CPython 3.12 moves its immortal objects into the permanent generation whenever a full
+    collection visits them, so `gc.get_freeze_count()` is not 0 again after one: a search
+    after that unfreezes them, but says nothing (the program froze nothing)."""
+    mod = project.module(FROZEN)
+    closure = mod.MADE[0]
+    first = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k + 100\n    return made\n",
+    )
+    gc.collect()
+    assert gc.get_freeze_count() > 0  # parked again, by the interpreter
+    again = rt.patch(
+        f"{mod.__name__}.maker",
+        "def maker(k):\n    def made(x):\n        return x + k + 7\n    return made\n",
+    )
+    assert closure(1) == 8 and gc.get_freeze_count() == 0
+    for change in (first, again):
+        assert not any("gc.freeze()" in n for n in change.notes), change.notes
