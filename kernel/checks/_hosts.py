@@ -71,7 +71,9 @@ FLAGS = _overlay.CLONE_NEWUSER | _overlay.CLONE_NEWNS | _overlay.CLONE_NEWPID
 
 @dataclass
 class Host:
-    """Namespaces made ahead for one check: a pidfd of their pid 1, and its lifeline."""
+    """Namespaces made ahead for one check: a pidfd of their pid 1, and its lifeline. The
+    front end holds it, or gives it away (`fds`, then `close`) to the template, whose
+    check is forked into it (`fork`, then `join` in the check)."""
 
     pidfd: int
     lifeline: int
@@ -79,22 +81,63 @@ class Host:
     it) once every copy is closed, so a host lives no longer than who holds it."""
     proc_note: str | None = None
     """Why the namespace has the machine's /proc, or None when it has its own."""
+    check_lifeline: int | None = None
+    """Held while a check forked into the host runs: the check dies when it is closed."""
 
     @property
     def fds(self) -> list[int]:
         """What to send to give the host away (`close` then)."""
         return [self.pidfd, self.lifeline]
 
+    def fork(self) -> int | None:
+        """Fork a child into the host's pid namespace (`_namespaces.fork_into`): its pid, 0
+        in the child (which then calls `join`), or None, with nothing forked, where this
+        process may not enter it or the host is gone."""
+        forked = _namespaces.fork_into(self.pidfd)
+        if forked is None:
+            return None
+        pid, self.check_lifeline = forked
+        if pid == 0:  # the host is the forking process's to hold, not the check's
+            os.close(self.lifeline)
+            self.lifeline = -1
+            return 0
+        with contextlib.suppress(OSError):  # before the check forks: its tree is one group
+            os.setpgid(pid, pid)
+        return int(pid)
+
+    def join(self) -> _namespaces.Entered:
+        """In the child `fork` made: join the host's user and mount namespaces; what was
+        entered (where the kernel refuses, it says why)."""
+        assert self.check_lifeline is not None
+        try:
+            return _namespaces.join_forked(self.pidfd, self.proc_note, self.check_lifeline)
+        except OSError as exc:  # in the host's pid namespace already: no way back
+            return _namespaces.Entered(reason=str(exc))
+
+    def left_running(self) -> int:
+        """How many processes of the host's namespace still run besides its pid 1."""
+        try:
+            with open(f"/proc/self/fdinfo/{self.pidfd}") as file:
+                init = next(int(line.split()[1]) for line in file if line.startswith("Pid:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            return 0
+        return _processes.running_descendants(init) if init > 0 else 0
+
     def close(self) -> None:
-        """Let go of the host without ending it (it was given to who ends it)."""
-        for fd in self.fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        """Let go of the host without ending it: given to who ends it, or in a child that
+        must not hold it. Closing again does nothing."""
+        for fd in (self.pidfd, self.lifeline, self.check_lifeline):
+            if fd is not None and fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd, self.lifeline, self.check_lifeline = -1, -1, None
 
     def end(self) -> None:
-        """Kill the host's pid 1 (the namespace ends, and what runs in it) and let go."""
-        with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        """Kill the host's pid 1 (the namespace ends, and what runs in it: a check forked
+        into it dies with its lifeline too) and let go."""
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         self.close()
 
 

@@ -2,13 +2,13 @@
 idle, so a request only sends the code to a process that waits for it.
 
     spare = Spare.make(boundary, LineChannel, template_pid, run, close=[channel.sock])
-    spare = Spare.make(..., host=host)       # or in namespaces made ahead (a `Host`)
+    spare = Spare.make(..., host=host)       # or in namespaces made ahead (`_hosts.Host`)
     ...                                      # later, when a request in namespaces comes:
     if spare.start(request, fds, ruleset_fd):
         pid = spare.pid                      # wait for it as for any forked child
     spare.discard()                          # or: a request without namespaces came
 
-Made in a `Host`, namespaces the front end's host maker made ahead (`_hosts`) and offered
+Made in a host (`_hosts.Host`: namespaces the front end's host maker made ahead) and offered
 to the template, the spare is forked straight into the host's pid namespace and joins its
 user and mount namespaces (`_namespaces.fork_into`, `join_forked`): one fork of the
 template, which needs CAP_SYS_ADMIN (root). Else the spare is the template's child that
@@ -36,83 +36,16 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-__all__ = ["Host", "Spare"]
+__all__ = ["Spare"]
 
 NOT_SENT = ("handshake", "ruleset_fd")  # what a request holds for a fork, not for a spare
-
-
-class Host:
-    """The template's side of namespaces made ahead for one check (`_hosts`), as the front
-    end offered them: a pidfd of their pid 1."""
-
-    def __init__(self, pidfd: int, held: int | None, proc_note: str | None) -> None:
-        self.pidfd = pidfd
-        #: the host's own lifeline (`_hosts.Host.lifeline`): it ends when this process does
-        self.held = held
-        #: why the namespace has the machine's /proc, or None when it has its own
-        self.proc_note = proc_note
-        self.lifeline: int | None = None  # the check's, held while one forked into it runs
-
-    def fork(self, namespaces: Any) -> int | None:
-        """Fork a child into the host's pid namespace: its pid, 0 in the child (which
-        then calls `join`), or None, with nothing forked, where this process may not enter
-        it or the host is gone."""
-        forked = namespaces.fork_into(self.pidfd)
-        if forked is None:
-            return None
-        pid, lifeline = forked
-        if pid == 0:
-            self.lifeline = lifeline
-            if self.held is not None:  # the host is the template's to hold, not the check's
-                os.close(self.held)
-                self.held = None
-            return 0
-        with contextlib.suppress(OSError):  # before the check forks: its tree is one group
-            os.setpgid(pid, pid)
-        self.lifeline = lifeline
-        return int(pid)
-
-    def join(self, namespaces: Any) -> Any:
-        """In the forked child: join the host's user and mount namespaces; what was
-        entered (`_namespaces.Entered`; where the kernel refuses, it says why)."""
-        assert self.lifeline is not None
-        try:
-            return namespaces.join_forked(self.pidfd, self.proc_note, self.lifeline)
-        except OSError as exc:  # in the host's pid namespace already: no way back
-            return namespaces.Entered(reason=str(exc))
-
-    def left_running(self, processes: Any) -> int:
-        """How many processes of the host's namespace still run besides its pid 1."""
-        try:
-            with open(f"/proc/self/fdinfo/{self.pidfd}") as file:
-                init = next(int(line.split()[1]) for line in file if line.startswith("Pid:"))
-        except (OSError, StopIteration, ValueError, IndexError):
-            return 0
-        return int(processes.running_descendants(init)) if init > 0 else 0
-
-    def end(self) -> None:
-        """Kill the host's pid 1 (its namespace ends, and what still runs there) and let
-        go of it; a check forked into it that still runs dies with its lifeline."""
-        if self.pidfd < 0:
-            return  # ended already
-        with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        self.forget()
-
-    def forget(self) -> None:
-        """Close what this process holds of the host (in a child that must not hold it)."""
-        for fd in (self.pidfd, self.held, self.lifeline):
-            if fd is not None and fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.pidfd, self.held, self.lifeline = -1, None, None
 
 
 class Spare:
     """The template's side of one check process made ahead of its run."""
 
     def __init__(
-        self, pid: int, handshake: Any, channel: Any, mapped: bool, host: Host | None = None
+        self, pid: int, handshake: Any, channel: Any, mapped: bool, host: Any = None
     ) -> None:
         self.pid = pid
         self.handshake = handshake
@@ -130,18 +63,18 @@ class Spare:
         template_pid: int,
         run: Callable[[dict[str, Any], list[int]], NoReturn],
         close: Iterable[socket.socket] = (),
-        host: Host | None = None,
+        host: Any = None,
     ) -> Spare:
         """Fork a check that enters its namespaces now (joins `host`'s where it can) and
         waits for its request; in the check, `run(request, fds)` runs the request (the
         request carries `entered`)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         if host is not None:
-            pid = host.fork(boundary._namespaces)
+            pid = host.fork()
             if pid == 0:
                 for sock in (ours, *close):
                     sock.close()
-                entered = host.join(boundary._namespaces)
+                entered = host.join()
                 _wait_joined(entered, channel_class(theirs), run)
             if pid is not None:
                 theirs.close()

@@ -178,7 +178,7 @@ def serve(sock_fd: int) -> None:
     processes = child.load_sibling("_processes")
     processes.become_subreaper()  # a run's orphans (setsid, double fork) come back here
     rulesets = boundary.Rulesets()
-    spares = child.load_sibling("_spare")
+    hosts = child.load_sibling("_hosts")
     spare = None  # the next check in namespaces, made while idle (see `_spare`)
     host = None  # namespaces the front end offered for the next check (`_hosts`)
     stopped = False  # the last run was stopped by a signal: the next waits until asked
@@ -193,7 +193,7 @@ def serve(sock_fd: int) -> None:
         if "offer" in message:  # namespaces made ahead, for the next check
             if host is not None:
                 host.end()
-            host = spares.Host(fds[0], fds[1], message["offer"]) if len(fds) == 2 else None
+            host = hosts.Host(fds[0], fds[1], message["offer"]) if len(fds) == 2 else None
             for fd in fds if host is None else fds[2:]:
                 os.close(fd)
             if host is not None and spare is None and boot.get("ahead", True) and not stopped:
@@ -230,7 +230,7 @@ def serve(sock_fd: int) -> None:
             if reporting is not None:
                 left = reporting.left_running
             elif used is not None:
-                left = used.left_running(processes)
+                left = used.left_running()
             else:
                 left = processes.running_descendants()
             code = os.waitstatus_to_exitcode(status)
@@ -275,15 +275,15 @@ def _fork_check(
     host: Any = None,
     held: Any = None,
 ) -> tuple[int, Any, Any]:
-    """Fork a check for `request` now, into `host` if given (a `_spare.Host`, which it
+    """Fork a check for `request` now, into `host` if given (a `_hosts.Host`, which it
     joins) where it can: its pid, its handshake and the handshake that reports the check's
     status (None where the check is not in namespaces of its own). `held` is a host the
     template keeps for later, which the check must not hold."""
     if host is not None:
-        pid = host.fork(boundary._namespaces)
+        pid = host.fork()
         if pid == 0:
             channel.sock.close()
-            entered = host.join(boundary._namespaces)
+            entered = host.join()
             child.child_main({**request, "handshake": None, "entered": entered}, *fds)
         if pid is not None:
             return pid, None, None
@@ -294,7 +294,7 @@ def _fork_check(
     if pid == 0:
         channel.sock.close()
         if held is not None:
-            held.forget()
+            held.close()
         child.child_main(request, *fds)
     reporting = None
     if handshake is not None:
@@ -308,7 +308,7 @@ def _fork_check(
 
 
 def _make_spare(child: Any, channel: LineChannel, host: Any) -> Any:
-    """The next check, forked now into `host` (a `_spare.Host`) or, without one, into
+    """The next check, forked now into `host` (a `_hosts.Host`) or, without one, into
     namespaces of its own (see `_spare`)."""
     spare_module = child.load_sibling("_spare")
 
